@@ -1,0 +1,253 @@
+#include "tilevm/layout/layout.h"
+
+#include <algorithm>
+
+#include <fmt/ranges.h>
+
+#include "tilevm/support/error.h"
+
+namespace tilevm::layout {
+namespace {
+
+int factor_rank(const Layout::Factor& f) { return f.modes ? f.modes->rank() : f.swizzle->inner->rank(); }
+int64_t factor_threads(const Layout::Factor& f) {
+  return f.modes ? f.modes->num_threads() : f.swizzle->inner->num_threads();
+}
+int64_t factor_locals(const Layout::Factor& f) {
+  return f.modes ? f.modes->num_locals() : f.swizzle->inner->num_locals();
+}
+const Index& factor_shape(const Layout::Factor& f) {
+  return f.modes ? f.modes->shape : f.swizzle->inner->shape();
+}
+
+// The swizzle's XOR on a rank-2 index; applying it twice gives the index back.
+void apply_swizzle(const Swizzle& s, Index& index) {
+  const Index& shape = s.inner->shape();
+  int other = 1 - s.dim;
+  index[s.dim] ^= (index[other] >> s.log_step) % shape[s.dim];
+}
+
+// f(t, i) of one factor, broadcast to `rank` by prepending zeros.
+Index factor_map(const Layout::Factor& f, int64_t t, int64_t i, int rank) {
+  Index local = f.modes ? f.modes->map(t, i) : f.swizzle->inner->map(t, i);
+  if (f.swizzle) apply_swizzle(*f.swizzle, local);
+  Index out(rank - static_cast<int>(local.size()), 0);
+  out.insert(out.end(), local.begin(), local.end());
+  return out;
+}
+
+std::vector<std::pair<int64_t, int64_t>> factor_owners(const Layout::Factor& f, const Index& index) {
+  Index local(index.end() - factor_rank(f), index.end());
+  if (f.modes) return f.modes->owners(local);
+  apply_swizzle(*f.swizzle, local);
+  return f.swizzle->inner->owners(local);
+}
+
+bool is_identity(const ModeLayout& m) { return m.mode_size.empty() && m.spatial.empty(); }
+
+bool same_factor(const Layout::Factor& a, const Layout::Factor& b) {
+  if (a.modes && b.modes) return *a.modes == *b.modes;
+  if (a.swizzle && b.swizzle) {
+    return a.swizzle->dim == b.swizzle->dim && a.swizzle->log_step == b.swizzle->log_step &&
+           *a.swizzle->inner == *b.swizzle->inner;
+  }
+  return false;
+}
+
+}  // namespace
+
+Layout::Layout() : Layout(local_layout({1})) {}
+
+Layout::Layout(ModeLayout modes) {
+  int rank = modes.rank();
+  factors_.push_back(Factor{std::make_shared<const ModeLayout>(canonicalize(std::move(modes))), nullptr});
+  shape_.assign(rank, 1);
+  finish();
+}
+
+Layout::Layout(std::vector<Factor> factors, int rank) {
+  // Broadcast mode factors to the full rank, merge neighbouring ones, drop identities.
+  for (Factor& f : factors) {
+    if (f.modes && f.modes->rank() < rank) f.modes = std::make_shared<const ModeLayout>(broadcast(*f.modes, rank));
+    if (f.modes && is_identity(*f.modes)) continue;
+    if (f.modes && !factors_.empty() && factors_.back().modes) {
+      factors_.back().modes = std::make_shared<const ModeLayout>(compose(*factors_.back().modes, *f.modes));
+      if (is_identity(*factors_.back().modes)) factors_.pop_back();
+      continue;
+    }
+    factors_.push_back(std::move(f));
+  }
+  if (factors_.empty()) {
+    factors_.push_back(Factor{std::make_shared<const ModeLayout>(broadcast(ModeLayout{}, rank)), nullptr});
+  }
+  shape_.assign(rank, 1);
+  finish();
+}
+
+void Layout::finish() {
+  int rank = static_cast<int>(shape_.size());
+  num_threads_ = 1;
+  num_locals_ = 1;
+  for (const Factor& f : factors_) {
+    const Index& s = factor_shape(f);
+    int offset = rank - static_cast<int>(s.size());
+    TILEVM_ASSERT(offset >= 0, "factor of rank {} in a layout of rank {}", s.size(), rank);
+    for (size_t d = 0; d < s.size(); ++d) shape_[offset + d] *= s[d];
+    num_threads_ *= factor_threads(f);
+    num_locals_ *= factor_locals(f);
+  }
+  constexpr int64_t kMax = int64_t{1} << 31;
+  if (num_threads_ > kMax || num_locals_ > kMax || num_elements() > kMax) {
+    fail("layout of shape [{}] with {} threads and {} locals is too large (limit 2^31)", fmt::join(shape_, ", "),
+         num_threads_, num_locals_);
+  }
+}
+
+int64_t Layout::num_elements() const {
+  int64_t n = 1;
+  for (int64_t e : shape_) n *= e;
+  return n;
+}
+
+const ModeLayout* Layout::mode_form() const {
+  return factors_.size() == 1 && factors_[0].modes ? factors_[0].modes.get() : nullptr;
+}
+
+bool Layout::is_replicated() const { return num_threads_ * num_locals_ != num_elements(); }
+
+Index Layout::map(int64_t t, int64_t i) const {
+  TILEVM_ASSERT(t >= 0 && t < num_threads_ && i >= 0 && i < num_locals_, "(t={}, i={}) outside T={}, m={}", t, i,
+                num_threads_, num_locals_);
+  Index index(shape_.size(), 0), scale(shape_.size(), 1);
+  for (auto it = factors_.rbegin(); it != factors_.rend(); ++it) {
+    int64_t tf = factor_threads(*it), mf = factor_locals(*it);
+    Index part = factor_map(*it, t % tf, i % mf, rank());
+    const Index& s = factor_shape(*it);
+    int offset = rank() - static_cast<int>(s.size());
+    for (int d = 0; d < rank(); ++d) {
+      index[d] += part[d] * scale[d];
+      if (d >= offset) scale[d] *= s[d - offset];
+    }
+    t /= tf;
+    i /= mf;
+  }
+  return index;
+}
+
+std::vector<std::pair<int64_t, int64_t>> Layout::owners(const Index& index) const {
+  TILEVM_ASSERT(index.size() == shape_.size(), "index of rank {} for a layout of rank {}", index.size(), rank());
+  for (int d = 0; d < rank(); ++d) {
+    TILEVM_ASSERT(index[d] >= 0 && index[d] < shape_[d], "index [{}] outside shape [{}]", fmt::join(index, ", "),
+                  fmt::join(shape_, ", "));
+  }
+  // Split the index into one part per factor: the innermost factor takes the low digits.
+  std::vector<Index> parts(factors_.size());
+  Index rest = index;
+  for (size_t k = factors_.size(); k-- > 0;) {
+    const Index& s = factor_shape(factors_[k]);
+    int offset = rank() - static_cast<int>(s.size());
+    parts[k].assign(rank(), 0);
+    for (size_t d = 0; d < s.size(); ++d) {
+      parts[k][offset + d] = rest[offset + d] % s[d];
+      rest[offset + d] /= s[d];
+    }
+  }
+  std::vector<std::pair<int64_t, int64_t>> result{{0, 0}};
+  for (size_t k = 0; k < factors_.size(); ++k) {
+    auto sub = factor_owners(factors_[k], parts[k]);
+    int64_t tf = factor_threads(factors_[k]), mf = factor_locals(factors_[k]);
+    std::vector<std::pair<int64_t, int64_t>> next;
+    for (auto [t, i] : result)
+      for (auto [ts, is] : sub) next.emplace_back(t * tf + ts, i * mf + is);
+    result = std::move(next);
+  }
+  std::sort(result.begin(), result.end());
+  return result;
+}
+
+bool Layout::operator==(const Layout& other) const {
+  if (shape_ != other.shape_ || num_threads_ != other.num_threads_ || num_locals_ != other.num_locals_) return false;
+  const ModeLayout *a = mode_form(), *b = other.mode_form();
+  if (a && b) return *a == *b;
+  for (int64_t t = 0; t < num_threads_; ++t)
+    for (int64_t i = 0; i < num_locals_; ++i)
+      if (map(t, i) != other.map(t, i)) return false;
+  return true;
+}
+
+Layout compose(const Layout& f, const Layout& g) {
+  std::vector<Layout::Factor> factors = f.factors_;
+  factors.insert(factors.end(), g.factors_.begin(), g.factors_.end());
+  return Layout(std::move(factors), std::max(f.rank(), g.rank()));
+}
+
+Layout divide(const Layout& h, const Layout& g) {
+  auto fail_divide = [&](const std::string& why) {
+    fail("cannot divide a layout of shape [{}] (T={}, m={}) by one of shape [{}] (T={}, m={}): {}",
+         fmt::join(h.shape(), ", "), h.num_threads(), h.num_locals(), fmt::join(g.shape(), ", "), g.num_threads(),
+         g.num_locals(), why);
+  };
+  if (g.rank() > h.rank()) fail_divide("the divisor has the higher rank");
+  const auto& hf = h.factors_;
+  const auto& gf = g.factors_;
+  // h = f.g means h's factor list ends in g's, except that g's outermost factor may be a mode factor that
+  // divides the corresponding factor of h.
+  if (gf.size() > hf.size()) fail_divide("the divisor has more swizzled factors than the layout");
+  size_t first = hf.size() - gf.size();
+  for (size_t k = 1; k < gf.size(); ++k) {
+    if (!same_factor(hf[first + k], gf[k])) fail_divide("the swizzled factors do not match");
+  }
+  std::vector<Layout::Factor> factors(hf.begin(), hf.begin() + static_cast<std::ptrdiff_t>(first));
+  if (gf[0].modes && hf[first].modes) {
+    factors.push_back(Layout::Factor{std::make_shared<const ModeLayout>(divide(*hf[first].modes, *gf[0].modes)), nullptr});
+  } else if (!same_factor(hf[first], gf[0])) {
+    fail_divide(gf[0].swizzle ? "the swizzled factors do not match" : "the layout's inner factor is swizzled");
+  }
+  Layout f(std::move(factors), h.rank());
+  if (!(compose(f, g) == h)) fail_divide("no layout composes with the divisor to give it");
+  return f;
+}
+
+Layout reduce(const Layout& layout, const std::vector<int>& dims) {
+  std::vector<Layout::Factor> factors;
+  for (const Layout::Factor& f : layout.factors_) {
+    if (f.modes) {
+      factors.push_back(Layout::Factor{std::make_shared<const ModeLayout>(reduce(*f.modes, dims)), nullptr});
+      continue;
+    }
+    int offset = layout.rank() - factor_rank(f);
+    for (int d : dims) {
+      if (d >= offset && d < layout.rank()) fail("cannot reduce dimension {}: it is swizzled", d);
+    }
+    factors.push_back(f);
+  }
+  // reduce on the mode factors has already checked the dims.
+  if (!layout.mode_form()) {
+    for (int d : dims) {
+      if (d < 0 || d >= layout.rank()) fail("reduce dimension {} is out of range for a layout of rank {}", d, layout.rank());
+    }
+  }
+  int rank = layout.rank() - static_cast<int>(dims.size());
+  // Swizzle factors keep their own rank; mode factors were reduced to the new rank.
+  return Layout(std::move(factors), rank);
+}
+
+Layout make_swizzle(const Layout& f, int dim, int log_step) {
+  if (f.rank() != 2) fail("swizzle needs a layout of rank 2, got rank {}", f.rank());
+  if (dim != 0 && dim != 1) fail("swizzle dim must be 0 or 1, got {}", dim);
+  if (log_step < 0 || log_step > 62) fail("swizzle log_step must be in 0..62, got {}", log_step);
+  int64_t n = f.shape()[dim];
+  if ((n & (n - 1)) != 0) fail("swizzle needs a power-of-two extent in dimension {}, got {}", dim, n);
+  int64_t source_extent = f.shape()[1 - dim];
+  if (n == 1 || ((source_extent - 1) >> log_step) == 0) return f;  // the XOR is always 0
+  auto s = std::make_shared<const Swizzle>(Swizzle{std::make_shared<const Layout>(f), dim, log_step});
+  return Layout({Layout::Factor{nullptr, s}}, 2);
+}
+
+Layout local(const Index& extents) { return Layout(local_layout(extents)); }
+Layout spatial(const Index& extents) { return Layout(spatial_layout(extents)); }
+Layout column_local(const Index& extents) { return Layout(column_local_layout(extents)); }
+Layout column_spatial(const Index& extents) { return Layout(column_spatial_layout(extents)); }
+Layout replicate(int64_t n) { return Layout(replicate_layout(n)); }
+
+}  // namespace tilevm::layout

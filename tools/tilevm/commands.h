@@ -1,0 +1,21 @@
+// The subcommands of the tilevm tool, one file each. Each add_*_command registers its options and a
+// callback on the app; a callback reports bad input by throwing tilevm::Error (exit status 1) and bad
+// command-line use by throwing UsageError (exit status 2).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace tilevm::cli {
+
+class UsageError : public std::runtime_error {
+ public:
+  explicit UsageError(const std::string& message) : std::runtime_error(message) {}
+};
+
+void add_dtype_command(CLI::App& app);
+void add_layout_command(CLI::App& app);
+
+}  // namespace tilevm::cli
