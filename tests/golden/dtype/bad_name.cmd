@@ -1,0 +1,1 @@
+dtype f9e4m3

@@ -1,0 +1,1 @@
+dtype bf16

@@ -1,0 +1,1 @@
+dtype bool --table

@@ -1,0 +1,1 @@
+dtype f3e1m1 --table

@@ -1,0 +1,1 @@
+dtype f4e2m1 --table

@@ -1,0 +1,1 @@
+dtype f6e3m2 --table

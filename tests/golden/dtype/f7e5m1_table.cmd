@@ -1,0 +1,1 @@
+dtype f7e5m1 --table

@@ -1,0 +1,1 @@
+dtype f8e4m3 --table

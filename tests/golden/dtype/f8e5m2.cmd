@@ -1,0 +1,1 @@
+dtype f8e5m2

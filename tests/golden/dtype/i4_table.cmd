@@ -1,0 +1,1 @@
+dtype i4 --table

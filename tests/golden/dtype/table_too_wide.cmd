@@ -1,0 +1,1 @@
+dtype f16 --table

@@ -1,0 +1,1 @@
+dtype u3 --table
