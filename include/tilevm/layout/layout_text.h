@@ -1,7 +1,7 @@
 // The text syntax of layouts (LANGUAGE.md section 3) and the pictures of them.
 //
 //   expr  := chain ('/' chain)*                  division, left to right
-//   chain := term ('.' call)*                    Kronecker product, outer first
+//   chain := term ('.' term)*                    Kronecker product, outer first
 //   term  := call | '(' expr ')'
 //   call  := local(n, ...) | spatial(...) | column_local(...) | column_spatial(...)
 //          | repeat(...) | column_repeat(...) | replicate(n)

@@ -1,0 +1,1 @@
+layout "column_spatial(4, 2).local(1, 2)"

@@ -1,0 +1,1 @@
+layout "swizzle(local(8, 8), dims=1)"

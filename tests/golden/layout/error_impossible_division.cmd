@@ -1,0 +1,1 @@
+layout "local(2,3)/local(1,2)"

@@ -1,0 +1,1 @@
+layout "swizzle(local(8, 6), dim=1)"

@@ -1,0 +1,1 @@
+layout "local(2, 1).spatial(8, 4"

@@ -1,0 +1,1 @@
+layout "local(2).spatail(4)"

@@ -1,0 +1,1 @@
+layout "spatial(4, 0)"
