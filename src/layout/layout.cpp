@@ -232,6 +232,21 @@ Layout reduce(const Layout& layout, const std::vector<int>& dims) {
   return Layout(std::move(factors), rank);
 }
 
+Layout insert_dim(const Layout& layout, int dim) {
+  if (dim < 0 || dim > layout.rank()) fail("cannot insert dimension {} into a layout of rank {}", dim, layout.rank());
+  std::vector<Layout::Factor> factors;
+  for (const Layout::Factor& f : layout.factors_) {
+    if (f.modes) {
+      factors.push_back(Layout::Factor{std::make_shared<const ModeLayout>(insert_dim(*f.modes, dim)), nullptr});
+      continue;
+    }
+    // A swizzle factor covers the trailing dimensions; a new leading dimension just broadcasts it.
+    if (dim > layout.rank() - factor_rank(f)) fail("cannot insert dimension {} inside a swizzled layout", dim);
+    factors.push_back(f);
+  }
+  return Layout(std::move(factors), layout.rank() + 1);
+}
+
 Layout make_swizzle(const Layout& f, int dim, int log_step) {
   if (f.rank() != 2) fail("swizzle needs a layout of rank 2, got rank {}", f.rank());
   if (dim != 0 && dim != 1) fail("swizzle dim must be 0 or 1, got {}", dim);

@@ -297,6 +297,15 @@ ModeLayout reduce(const ModeLayout& layout, const std::vector<int>& dims) {
   return canonicalize(std::move(out));
 }
 
+ModeLayout insert_dim(const ModeLayout& layout, int dim) {
+  if (dim < 0 || dim > layout.rank()) fail("cannot insert dimension {} into a layout of rank {}", dim, layout.rank());
+  ModeLayout out = layout;
+  out.shape.insert(out.shape.begin() + dim, 1);
+  for (int& d : out.mode_dim)
+    if (d >= dim) ++d;
+  return out;
+}
+
 ModeLayout local_layout(const Index& extents) { return primitive(extents, false, false); }
 ModeLayout spatial_layout(const Index& extents) { return primitive(extents, true, false); }
 ModeLayout column_local_layout(const Index& extents) { return primitive(extents, false, true); }

@@ -84,6 +84,7 @@ class Layout {
   friend Layout make_swizzle(const Layout&, int, int);
   friend Layout reduce(const Layout&, const std::vector<int>&);
   friend Layout divide(const Layout&, const Layout&);
+  friend Layout insert_dim(const Layout&, int);
 };
 
 // f.g: h(t, i) = f(t / T_g, i / m_g) * S_g + g(t % T_g, i % m_g), ranks broadcast by prepending 1s.
@@ -93,6 +94,9 @@ Layout divide(const Layout& h, const Layout& g);
 // Removes dimensions `dims` from the logical index (see ModeLayout reduce); tilevm::Error on a bad dim or a
 // swizzled dimension.
 Layout reduce(const Layout& layout, const std::vector<int>& dims);
+// Inserts a dimension of extent 1 at position `dim` (what keepdim leaves after a reduction); tilevm::Error
+// when dim is out of range or falls inside a swizzled factor's dimensions.
+Layout insert_dim(const Layout& layout, int dim);
 // swizzle(f, dim=d, log_step=s); tilevm::Error unless f has rank 2, d is 0 or 1, s >= 0 and the extent of
 // dimension d is a power of two. A swizzle that moves nothing returns f itself.
 Layout make_swizzle(const Layout& f, int dim, int log_step = 0);

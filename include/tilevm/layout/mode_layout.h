@@ -72,6 +72,9 @@ ModeLayout divide(const ModeLayout& h, const ModeLayout& g);
 // digits become replication. @pre every dim in range, no duplicates (checked: tilevm::Error).
 ModeLayout reduce(const ModeLayout& layout, const std::vector<int>& dims);
 
+// Inserts a dimension of extent 1 at position `dim` (0 <= dim <= rank, checked).
+ModeLayout insert_dim(const ModeLayout& layout, int dim);
+
 // The primitives of LANGUAGE.md section 3. Extents must be >= 1 (checked).
 ModeLayout local_layout(const Index& extents);
 ModeLayout spatial_layout(const Index& extents);

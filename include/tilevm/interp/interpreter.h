@@ -1,0 +1,48 @@
+// The CPU interpreter: the reference semantics of tilevm programs (LANGUAGE.md section 7).
+//
+// It runs a verified program block by block on host memory, simulating every thread's registers through
+// the layouts, the block's shared memory and global memory with packed sub-byte storage. Instead of
+// computing silently wrong results it reports, with the instruction's source location: shared-memory races
+// (read-after-write, write-after-read, write-after-write between threads without a Synchronize), reads of a
+// CopyAsync destination before its group was waited, out-of-bounds shared accesses, reads of uninitialized
+// registers or shared memory, and non-uniform branches.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tilevm/ir/program.h"
+
+namespace tilevm::interp {
+
+// A scalar argument: integers are kept exactly, floats as doubles.
+struct ScalarValue {
+  bool is_float = false;
+  int64_t i = 0;
+  double f = 0.0;
+};
+
+struct Arguments {
+  std::map<std::string, ScalarValue> scalars;  // by parameter name
+  // The memory behind each pointer parameter, by name: the element type is the pointer's, elements stored
+  // row-major as LANGUAGE.md section 2 says (sub-byte types packed little-endian). The run reads and
+  // writes these bytes in place.
+  std::map<std::string, std::vector<uint8_t>*> buffers;
+};
+
+struct RunOptions {
+  std::ostream* print_stream = nullptr;  // where Print() writes; nullptr: discarded
+  bool check_races = true;
+  // Only the blocks whose linear index is in [first_block, first_block + num_blocks) run (-1: all).
+  int64_t first_block = 0;
+  int64_t num_blocks = -1;
+};
+
+// Runs the program (which must have passed verify_program). Reports problems to `diags` and stops at the
+// first block that has one; returns true when the run completed without errors.
+bool run_program(const ir::Program& program, Arguments& args, Diagnostics& diags, const RunOptions& options = {});
+
+}  // namespace tilevm::interp

@@ -1,0 +1,12 @@
+// Every instruction family.
+#pragma once
+
+#include "tilevm/ir/inst/async_copy.h"
+#include "tilevm/ir/inst/control.h"
+#include "tilevm/ir/inst/dot.h"
+#include "tilevm/ir/inst/elementwise.h"
+#include "tilevm/ir/inst/inst.h"
+#include "tilevm/ir/inst/memory_global.h"
+#include "tilevm/ir/inst/memory_shared.h"
+#include "tilevm/ir/inst/reduce.h"
+#include "tilevm/ir/inst/register_tensor.h"

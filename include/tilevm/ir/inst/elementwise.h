@@ -1,0 +1,35 @@
+// Elementwise instructions on register tensors: arithmetic, math functions, comparisons and Where.
+#pragma once
+
+#include "tilevm/ir/inst/inst.h"
+
+namespace tilevm::ir {
+
+enum class ElementwiseOp {
+  Add, Sub, Mul, Div, Mod, Max, Min,        // binary
+  Neg, Abs, Exp, Exp2, Log, Sqrt, Rsqrt,    // unary
+  Lt, Le, Gt, Ge, Eq, Ne,                   // comparisons: bool results
+  Where,                                    // Where(cond, a, b)
+};
+
+const char* to_string(ElementwiseOp op);  // the instruction name: "Add", "Rsqrt", "Where", ...
+int arity(ElementwiseOp op);              // 1, 2 or 3
+bool is_comparison(ElementwiseOp op);
+
+// r = Op(a[, b[, c]]): operands are register tensors or scalars (which broadcast); a size-1 dimension of a
+// tensor operand broadcasts when the layouts allow it. The result has the broadcast shape and the layout of
+// the operand that has that shape (docs/language.md).
+struct ElementwiseInst : InstNode {
+  static constexpr InstKind kKind = InstKind::Elementwise;
+  ElementwiseOp op;
+  std::vector<Operand> args;
+  Var out;
+  ElementwiseInst(ElementwiseOp o, std::vector<Operand> a, Var out_var = nullptr, SourceLoc l = {})
+      : InstNode(kKind, l), op(o), args(std::move(a)), out(std::move(out_var)) {}
+  std::string name() const override { return to_string(op); }
+  void for_each_expr(const ExprFn& fn) const override;
+  std::vector<Var> used_vars() const override;
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+}  // namespace tilevm::ir

@@ -1,0 +1,91 @@
+// Global memory: ViewGlobal, AllocateGlobal, LoadGlobal, StoreGlobal, AtomicAddGlobal.
+#pragma once
+
+#include "tilevm/ir/inst/inst.h"
+
+namespace tilevm::ir {
+
+// g = ViewGlobal(ptr, dtype=, shape=[...], [strides=[...] | layout=]): a global tensor over existing memory,
+// row-major unless told.
+struct ViewGlobalInst : InstNode {
+  static constexpr InstKind kKind = InstKind::ViewGlobal;
+  Expr ptr;  // a VarRef to a pointer parameter
+  DataType dtype;
+  std::vector<Expr> shape;
+  std::vector<Expr> strides;               // empty: row-major or `layout`
+  std::optional<layout::Layout> layout;    // T = 1
+  ViewGlobalInst(Expr p, DataType d, std::vector<Expr> s, std::vector<Expr> st, std::optional<layout::Layout> lay,
+                 SourceLoc l = {})
+      : InstNode(kKind, l), ptr(std::move(p)), dtype(d), shape(std::move(s)), strides(std::move(st)),
+        layout(std::move(lay)) {}
+  std::string name() const override { return "ViewGlobal"; }
+  void for_each_expr(const ExprFn& fn) const override;
+  std::vector<Var> used_vars() const override;
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+// g = AllocateGlobal(dtype, shape=[...], [layout=], [init=v]): a tensor in the launch's global workspace.
+struct AllocateGlobalInst : InstNode {
+  static constexpr InstKind kKind = InstKind::AllocateGlobal;
+  DataType dtype;
+  std::vector<Expr> shape;
+  std::optional<layout::Layout> layout;
+  Expr init;  // may be null
+  AllocateGlobalInst(DataType d, std::vector<Expr> s, std::optional<layout::Layout> lay, Expr i, SourceLoc l = {})
+      : InstNode(kKind, l), dtype(d), shape(std::move(s)), layout(std::move(lay)), init(std::move(i)) {}
+  std::string name() const override { return "AllocateGlobal"; }
+  void for_each_expr(const ExprFn& fn) const override;
+  std::vector<Var> used_vars() const override { return {}; }
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+// r = LoadGlobal(g, layout=, offset=[...]): a register tile of the layout's shape read at the offset;
+// elements outside g read 0. Also used for LoadShared (memory_shared.h) with the same fields.
+struct LoadInst : InstNode {
+  TensorArg src;
+  layout::Layout layout;
+  std::vector<Expr> offset;  // one per dimension of src's view, or empty (all 0)
+  Var out;                   // `out=existing`, or null
+  LoadInst(InstKind k, TensorArg s, layout::Layout lay, std::vector<Expr> off, Var o, SourceLoc l)
+      : InstNode(k, l), src(std::move(s)), layout(std::move(lay)), offset(std::move(off)), out(std::move(o)) {}
+  void for_each_expr(const ExprFn& fn) const override;
+  std::vector<Var> used_vars() const override;
+};
+
+struct LoadGlobalInst : LoadInst {
+  static constexpr InstKind kKind = InstKind::LoadGlobal;
+  LoadGlobalInst(TensorArg s, layout::Layout lay, std::vector<Expr> off = {}, Var o = nullptr, SourceLoc l = {})
+      : LoadInst(kKind, std::move(s), std::move(lay), std::move(off), std::move(o), l) {}
+  std::string name() const override { return "LoadGlobal"; }
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+// StoreGlobal(r, g, offset=[...]), AtomicAddGlobal(r, g, offset=[...]), StoreShared(r, s, offset=[...]): write
+// (or atomically add) a register tile at the offset; elements outside a global tensor are not written.
+struct StoreInst : InstNode {
+  TensorArg src;  // the register tile
+  TensorArg dst;
+  std::vector<Expr> offset;
+  StoreInst(InstKind k, TensorArg s, TensorArg d, std::vector<Expr> off, SourceLoc l)
+      : InstNode(k, l), src(std::move(s)), dst(std::move(d)), offset(std::move(off)) {}
+  void for_each_expr(const ExprFn& fn) const override;
+  std::vector<Var> used_vars() const override;
+};
+
+struct StoreGlobalInst : StoreInst {
+  static constexpr InstKind kKind = InstKind::StoreGlobal;
+  StoreGlobalInst(TensorArg s, TensorArg d, std::vector<Expr> off = {}, SourceLoc l = {})
+      : StoreInst(kKind, std::move(s), std::move(d), std::move(off), l) {}
+  std::string name() const override { return "StoreGlobal"; }
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+struct AtomicAddGlobalInst : StoreInst {
+  static constexpr InstKind kKind = InstKind::AtomicAddGlobal;
+  AtomicAddGlobalInst(TensorArg s, TensorArg d, std::vector<Expr> off = {}, SourceLoc l = {})
+      : StoreInst(kKind, std::move(s), std::move(d), std::move(off), l) {}
+  std::string name() const override { return "AtomicAddGlobal"; }
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+}  // namespace tilevm::ir

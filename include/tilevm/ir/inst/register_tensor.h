@@ -1,0 +1,54 @@
+// Register tensors: AllocateRegister, Cast, View.
+#pragma once
+
+#include "tilevm/ir/inst/inst.h"
+
+namespace tilevm::ir {
+
+// r = AllocateRegister(dtype, layout=, [init=v]): a register tensor with that layout (shape = layout shape).
+// Without init its elements are uninitialized (the interpreter reports reads of them).
+struct AllocateRegisterInst : InstNode {
+  static constexpr InstKind kKind = InstKind::AllocateRegister;
+  DataType dtype;
+  layout::Layout layout;
+  Expr init;  // may be null
+  AllocateRegisterInst(DataType d, layout::Layout lay, Expr i = nullptr, SourceLoc l = {})
+      : InstNode(kKind, l), dtype(d), layout(std::move(lay)), init(std::move(i)) {}
+  std::string name() const override { return "AllocateRegister"; }
+  void for_each_expr(const ExprFn& fn) const override {
+    if (init) fn(init);
+  }
+  std::vector<Var> used_vars() const override { return {}; }
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+// r = Cast(a, dtype=): value conversion (LANGUAGE.md section 2), same layout.
+struct CastInst : InstNode {
+  static constexpr InstKind kKind = InstKind::Cast;
+  TensorArg src;
+  DataType dtype;
+  Var out;
+  CastInst(TensorArg s, DataType d, Var o = nullptr, SourceLoc l = {})
+      : InstNode(kKind, l), src(std::move(s)), dtype(d), out(std::move(o)) {}
+  std::string name() const override { return "Cast"; }
+  void for_each_expr(const ExprFn& fn) const override { ir::for_each_expr(src, fn); }
+  std::vector<Var> used_vars() const override;
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+// r = View(a, [dtype=], [layout=]): the same bits read with another dtype and layout; valid iff the thread
+// counts are equal and every thread holds the same number of bits. No data moves.
+struct ViewInst : InstNode {
+  static constexpr InstKind kKind = InstKind::View;
+  TensorArg src;
+  std::optional<DataType> dtype;
+  std::optional<layout::Layout> layout;
+  ViewInst(TensorArg s, std::optional<DataType> d, std::optional<layout::Layout> lay, SourceLoc l = {})
+      : InstNode(kKind, l), src(std::move(s)), dtype(d), layout(std::move(lay)) {}
+  std::string name() const override { return "View"; }
+  void for_each_expr(const ExprFn& fn) const override { ir::for_each_expr(src, fn); }
+  std::vector<Var> used_vars() const override { return {src.tensor}; }
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+}  // namespace tilevm::ir

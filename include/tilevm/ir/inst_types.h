@@ -1,0 +1,22 @@
+// The types of the values an instruction defines, computed from its operands. The parser and the builder
+// use it to type the variables of `a, b = Instr(...)`; the verifier checks the instruction itself.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tilevm/ir/inst/all.h"
+
+namespace tilevm::ir {
+
+// The type of a tensor view: the tensor's type without its indexed dimensions.
+TensorType view_type(const TensorArg& arg);
+
+// The result types of `inst` (empty for instructions that define nothing; one i32 per grid dimension for
+// BlockIndices). When the operands make a result type impossible (a View whose bits per thread differ, a
+// reduce dimension out of range, a non-tensor operand), reports one error at the instruction and returns
+// nullopt; the verifier reports everything else.
+std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, int grid_rank, Diagnostics& diags);
+
+}  // namespace tilevm::ir

@@ -1,0 +1,22 @@
+// The .tile text format (LANGUAGE.md section 4): Python-like syntax, indentation delimits blocks.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tilevm/ir/program.h"
+
+namespace tilevm::ir {
+
+struct ParseOptions {
+  // -D NAME=VALUE: overrides of top-level constants (the value is parsed as an expression: `64`, `1.5`).
+  std::map<std::string, std::string> defines;
+};
+
+// Parses one program. Every error found is added to `diags` with its location (the parser recovers at the
+// next statement); returns nullopt when there was any error.
+std::optional<Program> parse_program(std::string_view source, Diagnostics& diags, const ParseOptions& options = {});
+
+}  // namespace tilevm::ir

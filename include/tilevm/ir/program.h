@@ -1,0 +1,31 @@
+// A program: one kernel, run by a grid of thread blocks (LANGUAGE.md section 1).
+//
+//   def matmul<M / BM, N / BN>[threads=128](f16* a_ptr, i6* b_ptr, f16* c_ptr):
+//       ...
+//
+// Top-level constants are folded into the program when it is parsed (`-D` overrides them); top-level
+// layout names are kept so that the printer can refer to them.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tilevm/ir/stmt.h"
+
+namespace tilevm::ir {
+
+struct Program {
+  std::string name;
+  std::vector<Expr> grid;   // 1 to 3 extents; may use scalar parameters
+  int threads = 0;          // threads per block; 0 until inferred from the register layouts
+  std::vector<Var> params;  // pointers (global memory) and scalars, in launch order
+  Block body;
+  // Named layouts of the source, in order, for printing (`layout_c = local(2, 1)...`).
+  std::vector<std::pair<std::string, layout::Layout>> layouts;
+  // Top-level constants of the source after -D overrides, in order (documentation; already folded).
+  std::vector<std::pair<std::string, Expr>> constants;
+  SourceLoc loc;
+};
+
+}  // namespace tilevm::ir

@@ -1,0 +1,89 @@
+// Statements: block-level control flow around instructions (LANGUAGE.md section 4).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "tilevm/ir/inst/inst.h"
+
+namespace tilevm::ir {
+
+enum class StmtKind { Assign, Inst, If, For, While, Break, Continue, Return };
+
+struct StmtNode {
+  StmtKind kind;
+  SourceLoc loc;
+  StmtNode(StmtKind k, SourceLoc l) : kind(k), loc(l) {}
+  virtual ~StmtNode() = default;
+  template <typename T>
+  const T* as() const { return kind == T::kKind ? static_cast<const T*>(this) : nullptr; }
+};
+using Stmt = std::shared_ptr<const StmtNode>;
+using Block = std::vector<Stmt>;
+
+// `x = expr` for a scalar. `defines` is true where the statement introduces x (its first assignment, with
+// x's type taken from the value), false where it updates an existing scalar variable.
+struct AssignStmt : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Assign;
+  Var var;
+  Expr value;
+  bool defines;
+  AssignStmt(Var v, Expr e, bool def, SourceLoc l = {})
+      : StmtNode(kKind, l), var(std::move(v)), value(std::move(e)), defines(def) {}
+};
+
+// `a, b = Instr(...)` or a bare `Instr(...)`: `results` are the variables the instruction defines (empty for
+// instructions without results or when the statement is bare).
+struct InstStmt : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Inst;
+  std::vector<Var> results;
+  Inst inst;
+  InstStmt(std::vector<Var> r, Inst i, SourceLoc l = {}) : StmtNode(kKind, l), results(std::move(r)), inst(std::move(i)) {}
+};
+
+// `if c0: ... elif c1: ... else: ...`; conditions are block-uniform bools.
+struct IfStmt : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::If;
+  std::vector<Expr> conditions;  // the if and every elif
+  std::vector<Block> bodies;     // one per condition
+  Block else_body;               // empty when there is no else
+  bool has_else = false;
+  IfStmt(std::vector<Expr> c, std::vector<Block> b, Block e, bool has_e, SourceLoc l = {})
+      : StmtNode(kKind, l), conditions(std::move(c)), bodies(std::move(b)), else_body(std::move(e)), has_else(has_e) {}
+};
+
+// `for v in range(start, stop, step):` with integer bounds evaluated once, before the first iteration.
+struct ForStmt : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::For;
+  Var var;
+  Expr start, stop, step;
+  Block body;
+  ForStmt(Var v, Expr b, Expr e, Expr s, Block body_, SourceLoc l = {})
+      : StmtNode(kKind, l), var(std::move(v)), start(std::move(b)), stop(std::move(e)), step(std::move(s)),
+        body(std::move(body_)) {}
+};
+
+struct WhileStmt : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::While;
+  Expr condition;
+  Block body;
+  WhileStmt(Expr c, Block b, SourceLoc l = {}) : StmtNode(kKind, l), condition(std::move(c)), body(std::move(b)) {}
+};
+
+struct BreakStmt : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Break;
+  explicit BreakStmt(SourceLoc l = {}) : StmtNode(kKind, l) {}
+};
+
+struct ContinueStmt : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Continue;
+  explicit ContinueStmt(SourceLoc l = {}) : StmtNode(kKind, l) {}
+};
+
+// `return`: the block stops (like Exit()).
+struct ReturnStmt : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Return;
+  explicit ReturnStmt(SourceLoc l = {}) : StmtNode(kKind, l) {}
+};
+
+}  // namespace tilevm::ir

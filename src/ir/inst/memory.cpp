@@ -1,0 +1,83 @@
+// The global- and shared-memory instruction nodes (memory_global.h, memory_shared.h).
+#include "tilevm/ir/inst/memory_shared.h"
+
+namespace tilevm::ir {
+
+void ViewGlobalInst::for_each_expr(const ExprFn& fn) const {
+  fn(ptr);
+  ir::for_each_expr(shape, fn);
+  ir::for_each_expr(strides, fn);
+}
+
+std::vector<Var> ViewGlobalInst::used_vars() const {
+  if (const auto* ref = ptr->as<VarRef>()) return {ref->var};
+  return {};
+}
+
+Inst ViewGlobalInst::rewrite(const ExprMap& exprs, const VarMap&) const {
+  return std::make_shared<ViewGlobalInst>(exprs(ptr), dtype, ir::rewrite(shape, exprs), ir::rewrite(strides, exprs),
+                                          layout, loc);
+}
+
+void AllocateGlobalInst::for_each_expr(const ExprFn& fn) const {
+  ir::for_each_expr(shape, fn);
+  if (init) fn(init);
+}
+
+Inst AllocateGlobalInst::rewrite(const ExprMap& exprs, const VarMap&) const {
+  return std::make_shared<AllocateGlobalInst>(dtype, ir::rewrite(shape, exprs), layout, ir::rewrite(init, exprs), loc);
+}
+
+void LoadInst::for_each_expr(const ExprFn& fn) const {
+  ir::for_each_expr(src, fn);
+  ir::for_each_expr(offset, fn);
+}
+
+std::vector<Var> LoadInst::used_vars() const {
+  std::vector<Var> vars{src.tensor};
+  if (out) vars.push_back(out);
+  return vars;
+}
+
+Inst LoadGlobalInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
+  return std::make_shared<LoadGlobalInst>(ir::rewrite(src, exprs, vars), layout, ir::rewrite(offset, exprs),
+                                          ir::rewrite(out, vars), loc);
+}
+
+Inst LoadSharedInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
+  return std::make_shared<LoadSharedInst>(ir::rewrite(src, exprs, vars), layout, ir::rewrite(offset, exprs),
+                                          ir::rewrite(out, vars), loc);
+}
+
+void StoreInst::for_each_expr(const ExprFn& fn) const {
+  ir::for_each_expr(src, fn);
+  ir::for_each_expr(dst, fn);
+  ir::for_each_expr(offset, fn);
+}
+
+std::vector<Var> StoreInst::used_vars() const { return {src.tensor, dst.tensor}; }
+
+Inst StoreGlobalInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
+  return std::make_shared<StoreGlobalInst>(ir::rewrite(src, exprs, vars), ir::rewrite(dst, exprs, vars),
+                                           ir::rewrite(offset, exprs), loc);
+}
+
+Inst AtomicAddGlobalInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
+  return std::make_shared<AtomicAddGlobalInst>(ir::rewrite(src, exprs, vars), ir::rewrite(dst, exprs, vars),
+                                               ir::rewrite(offset, exprs), loc);
+}
+
+Inst StoreSharedInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
+  return std::make_shared<StoreSharedInst>(ir::rewrite(src, exprs, vars), ir::rewrite(dst, exprs, vars),
+                                           ir::rewrite(offset, exprs), loc);
+}
+
+Inst AllocateSharedInst::rewrite(const ExprMap& exprs, const VarMap&) const {
+  return std::make_shared<AllocateSharedInst>(dtype, ir::rewrite(shape, exprs), layout, loc);
+}
+
+Inst FreeSharedInst::rewrite(const ExprMap&, const VarMap& vars) const {
+  return std::make_shared<FreeSharedInst>(vars(tensor), loc);
+}
+
+}  // namespace tilevm::ir

@@ -1,0 +1,98 @@
+#include "tilevm/ir/mutator.h"
+
+namespace tilevm::ir {
+
+Program IRMutator::mutate_program(const Program& p) {
+  Program out = p;
+  for (Expr& e : out.grid) e = mutate_expr(e);
+  for (Var& v : out.params) v = mutate_var(v);
+  out.body = mutate_block(p.body);
+  return out;
+}
+
+Block IRMutator::mutate_block(const Block& block) {
+  Block out;
+  out.reserve(block.size());
+  for (const Stmt& s : block) {
+    if (Stmt n = mutate_stmt(s)) out.push_back(std::move(n));
+  }
+  return out;
+}
+
+Stmt IRMutator::mutate_stmt(const Stmt& s) {
+  switch (s->kind) {
+    case StmtKind::Assign: return mutate_assign(s, *s->as<AssignStmt>());
+    case StmtKind::Inst: return mutate_inst_stmt(s, *s->as<InstStmt>());
+    case StmtKind::If: return mutate_if(s, *s->as<IfStmt>());
+    case StmtKind::For: return mutate_for(s, *s->as<ForStmt>());
+    case StmtKind::While: return mutate_while(s, *s->as<WhileStmt>());
+    case StmtKind::Break:
+    case StmtKind::Continue:
+    case StmtKind::Return: return s;
+  }
+  return s;
+}
+
+Stmt IRMutator::mutate_assign(const Stmt& s, const AssignStmt& node) {
+  Var v = mutate_var(node.var);
+  Expr e = mutate_expr(node.value);
+  if (v == node.var && e == node.value) return s;
+  return std::make_shared<AssignStmt>(v, e, node.defines, node.loc);
+}
+
+Stmt IRMutator::mutate_inst_stmt(const Stmt& s, const InstStmt& node) {
+  std::vector<Var> results;
+  bool changed = false;
+  for (const Var& r : node.results) {
+    results.push_back(mutate_var(r));
+    changed |= results.back() != r;
+  }
+  Inst inst = mutate_inst(node.inst);
+  if (!changed && inst == node.inst) return s;
+  return std::make_shared<InstStmt>(std::move(results), std::move(inst), node.loc);
+}
+
+Stmt IRMutator::mutate_if(const Stmt&, const IfStmt& node) {
+  std::vector<Expr> conditions;
+  std::vector<Block> bodies;
+  for (size_t k = 0; k < node.conditions.size(); ++k) {
+    conditions.push_back(mutate_expr(node.conditions[k]));
+    bodies.push_back(mutate_block(node.bodies[k]));
+  }
+  return std::make_shared<IfStmt>(std::move(conditions), std::move(bodies), mutate_block(node.else_body),
+                                  node.has_else, node.loc);
+}
+
+Stmt IRMutator::mutate_for(const Stmt&, const ForStmt& node) {
+  return std::make_shared<ForStmt>(mutate_var(node.var), mutate_expr(node.start), mutate_expr(node.stop),
+                                   mutate_expr(node.step), mutate_block(node.body), node.loc);
+}
+
+Stmt IRMutator::mutate_while(const Stmt&, const WhileStmt& node) {
+  return std::make_shared<WhileStmt>(mutate_expr(node.condition), mutate_block(node.body), node.loc);
+}
+
+Inst IRMutator::mutate_inst(const Inst& inst) {
+  return inst->rewrite([this](const Expr& e) { return mutate_expr(e); }, [this](const Var& v) { return mutate_var(v); });
+}
+
+Expr IRMutator::mutate_expr(const Expr& e) {
+  if (const auto* b = e->as<BinaryExpr>()) {
+    Expr x = mutate_expr(b->a), y = mutate_expr(b->b);
+    if (x == b->a && y == b->b) return e;
+    return make_binary(b->op, x, y, b->loc);
+  }
+  if (const auto* u = e->as<UnaryExpr>()) {
+    Expr x = mutate_expr(u->a);
+    if (x == u->a) return e;
+    return make_unary(u->op, x, u->loc);
+  }
+  if (const auto* r = e->as<VarRef>()) {
+    Var v = mutate_var(r->var);
+    if (v == r->var) return e;
+    return make_var_ref(v, r->loc);
+  }
+  return e;
+}
+
+}  // namespace tilevm::ir
