@@ -17,5 +17,8 @@ class UsageError : public std::runtime_error {
 
 void add_dtype_command(CLI::App& app);
 void add_layout_command(CLI::App& app);
+void add_print_command(CLI::App& app);
+void add_check_command(CLI::App& app);
+void add_run_command(CLI::App& app);
 
 }  // namespace tilevm::cli

@@ -12,6 +12,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("tilevm ") + TILEVM_VERSION);
   tilevm::cli::add_dtype_command(app);
   tilevm::cli::add_layout_command(app);
+  tilevm::cli::add_check_command(app);
+  tilevm::cli::add_print_command(app);
+  tilevm::cli::add_run_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
