@@ -1,6 +1,7 @@
 #include "tilevm/ir/expr.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "tilevm/ir/type.h"
 #include "tilevm/support/error.h"
@@ -67,15 +68,23 @@ int64_t wrap_to(int64_t v, DataType t) {
 // Folds integer constants where the result is well defined (no division by zero, no over-wide shifts).
 std::optional<int64_t> fold(BinaryOp op, int64_t a, int64_t b) {
   switch (op) {
-    case BinaryOp::Add: return a + b;
-    case BinaryOp::Sub: return a - b;
-    case BinaryOp::Mul: return a * b;
-    case BinaryOp::Div: return b == 0 ? std::nullopt : std::optional<int64_t>(a / b);
-    case BinaryOp::Mod: return b == 0 ? std::nullopt : std::optional<int64_t>(a % b);
+    // Wrapping arithmetic: computed on unsigned values (signed overflow is undefined in C++), then
+    // wrapped to the result type by the caller.
+    case BinaryOp::Add: return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+    case BinaryOp::Sub: return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+    case BinaryOp::Mul: return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+    case BinaryOp::Div:
+      if (b == 0 || (a == INT64_MIN && b == -1)) return std::nullopt;
+      return a / b;
+    case BinaryOp::Mod:
+      if (b == 0 || (a == INT64_MIN && b == -1)) return std::nullopt;
+      return a % b;
     case BinaryOp::CeilDiv:
       if (b <= 0 || a < 0) return std::nullopt;
-      return (a + b - 1) / b;
-    case BinaryOp::Shl: return b < 0 || b > 62 ? std::nullopt : std::optional<int64_t>(a << b);
+      return a / b + (a % b != 0 ? 1 : 0);
+    case BinaryOp::Shl:
+      if (b < 0 || b > 63) return std::nullopt;
+      return static_cast<int64_t>(static_cast<uint64_t>(a) << b);
     case BinaryOp::Shr: return b < 0 || b > 63 ? std::nullopt : std::optional<int64_t>(a >> b);
     case BinaryOp::BitAnd: return a & b;
     case BinaryOp::BitOr: return a | b;
@@ -125,7 +134,9 @@ Expr make_unary(UnaryOp op, Expr a, SourceLoc loc) {
     if (const auto* b = a->as<BoolImm>()) return make_bool(!b->value, loc);
     return std::make_shared<UnaryExpr>(op, std::move(a), DataType::boolean(), loc);
   }
-  if (const auto* i = a->as<IntImm>()) return make_int(wrap_to(-i->value, i->type), loc, i->type);
+  if (const auto* i = a->as<IntImm>()) {
+    return make_int(wrap_to(static_cast<int64_t>(0 - static_cast<uint64_t>(i->value)), i->type), loc, i->type);
+  }
   if (const auto* f = a->as<FloatImm>()) return make_float(-f->value, loc, f->type);
   DataType t = a->type.is_bool() ? DataType::i32() : a->type;
   return std::make_shared<UnaryExpr>(op, std::move(a), t, loc);

@@ -15,6 +15,11 @@ class UsageError : public std::runtime_error {
   explicit UsageError(const std::string& message) : std::runtime_error(message) {}
 };
 
+// Thrown by a command that has already printed its diagnostics and only needs to end with `code`.
+struct ExitStatus {
+  int code;
+};
+
 void add_dtype_command(CLI::App& app);
 void add_layout_command(CLI::App& app);
 void add_print_command(CLI::App& app);

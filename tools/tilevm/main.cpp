@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;
+  } catch (const tilevm::cli::ExitStatus& e) {
+    return e.code;
   } catch (const tilevm::cli::UsageError& e) {
     std::cerr << "tilevm: " << e.what() << "\n";
     return 2;

@@ -1,0 +1,244 @@
+// Binding syntax trees to scalar expressions and tensor operands.
+//
+// Scalars and tensors never mix: a tensor name inside a scalar expression, or a scalar where a tensor is
+// needed, is an error naming both. Top-level constants are substituted as literals (located at the use), so
+// the IR never refers to them.
+#include <cmath>
+
+#include "parser_impl.h"
+
+namespace tilevm::ir::parser {
+namespace {
+
+std::string describe_var(const Var& v) {
+  return fmt::format("'{}' is {}", v->name, to_string(v->type));
+}
+
+// A literal equal to `e` when `e` is built from literals only (floats are folded here; make_binary already
+// folds integers), else nullptr. `error` is set for a division by zero or a non-finite result.
+Expr fold(const Expr& e, std::string& error) {
+  if (!e) return nullptr;
+  switch (e->kind) {
+    case ExprKind::IntImm:
+    case ExprKind::FloatImm:
+    case ExprKind::BoolImm:
+      return e;
+    case ExprKind::VarRef:
+      return nullptr;
+    case ExprKind::Unary: {
+      const auto& u = *e->as<UnaryExpr>();
+      Expr a = fold(u.a, error);
+      return a ? make_unary(u.op, a, e->loc) : nullptr;
+    }
+    case ExprKind::Binary: {
+      const auto& b = *e->as<BinaryExpr>();
+      Expr x = fold(b.a, error), y = fold(b.b, error);
+      if (!x || !y) return nullptr;
+      Expr folded = make_binary(b.op, x, y, e->loc);
+      if (folded->kind != ExprKind::Binary) return folded;
+      // Not folded by make_binary: a float operand, a division by zero, or a bool operand.
+      auto value = [](const Expr& v) -> std::optional<double> {
+        if (const auto* i = v->as<IntImm>()) return static_cast<double>(i->value);
+        if (const auto* f = v->as<FloatImm>()) return f->value;
+        return std::nullopt;
+      };
+      auto p = value(x), q = value(y);
+      if (!p || !q) return nullptr;
+      if ((b.op == BinaryOp::Div || b.op == BinaryOp::Mod || b.op == BinaryOp::CeilDiv) && *q == 0) {
+        error = "division by zero in a constant expression";
+        return nullptr;
+      }
+      if (!folded->type.is_float()) return nullptr;  // integer ops that refuse to fold (negative shift, ...)
+      double r = 0;
+      switch (b.op) {
+        case BinaryOp::Add:
+          r = *p + *q;
+          break;
+        case BinaryOp::Sub:
+          r = *p - *q;
+          break;
+        case BinaryOp::Mul:
+          r = *p * *q;
+          break;
+        case BinaryOp::Div:
+          r = *p / *q;
+          break;
+        case BinaryOp::Mod:
+          r = std::fmod(*p, *q);
+          break;
+        case BinaryOp::Min:
+          r = std::min(*p, *q);
+          break;
+        case BinaryOp::Max:
+          r = std::max(*p, *q);
+          break;
+        default:
+          return nullptr;
+      }
+      if (!std::isfinite(r)) {
+        error = "the constant expression overflows";
+        return nullptr;
+      }
+      return make_float(r, e->loc, folded->type);
+    }
+  }
+  return nullptr;
+}
+
+// The same literal at another location (a constant substituted where it is used).
+Expr relocate(const Expr& literal, SourceLoc loc) {
+  if (const auto* i = literal->as<IntImm>()) return make_int(i->value, loc, i->type);
+  if (const auto* f = literal->as<FloatImm>()) return make_float(f->value, loc, f->type);
+  if (const auto* b = literal->as<BoolImm>()) return make_bool(b->value, loc);
+  return literal;
+}
+
+}  // namespace
+
+const Symbol& Parser::lookup(const std::string& name, SourceLoc loc) {
+  auto it = symbols_.find(name);
+  if (it == symbols_.end()) fail(loc, fmt::format("unknown name '{}'", name));
+  // A name whose definition failed was reported there; its uses stay silent.
+  if (it->second.kind == Symbol::Kind::Poisoned) throw ParseAbort{};
+  return it->second;
+}
+
+bool Parser::names_tensor(const Syn& syn) const {
+  if (syn.kind != SynKind::Name && syn.kind != SynKind::Subscript) return false;
+  auto it = symbols_.find(syn.name);
+  return it != symbols_.end() && it->second.kind == Symbol::Kind::Variable &&
+         it->second.var->type.is_tensor();
+}
+
+Expr Parser::bind_scalar(const Syn& syn) {
+  switch (syn.kind) {
+    case SynKind::Int:
+      return make_int(syn.int_value, syn.loc, syn.int_type);
+    case SynKind::Float:
+      return make_float(syn.float_value, syn.loc);
+    case SynKind::Bool:
+      return make_bool(syn.bool_value, syn.loc);
+    case SynKind::Name: {
+      const Symbol& s = lookup(syn.name, syn.loc);
+      if (s.kind == Symbol::Kind::Constant) return relocate(s.constant, syn.loc);
+      if (s.kind == Symbol::Kind::Layout)
+        fail(syn.loc, fmt::format("'{}' is a layout, not a scalar", syn.name));
+      if (s.var->type.is_tensor()) {
+        fail(syn.loc, fmt::format("a scalar is needed here, but {}", describe_var(s.var)));
+      }
+      if (s.var->type.is_pointer()) {
+        fail(syn.loc, fmt::format("a scalar is needed here, but {} (pointers are only used by ViewGlobal)",
+                                  describe_var(s.var)));
+      }
+      return make_var_ref(s.var, syn.loc);
+    }
+    case SynKind::Binary:
+      return make_binary(syn.binary_op, bind_scalar(*syn.operands[0]), bind_scalar(*syn.operands[1]),
+                         syn.loc);
+    case SynKind::Unary:
+      return make_unary(syn.unary_op, bind_scalar(*syn.operands[0]), syn.loc);
+    case SynKind::Call: {
+      BinaryOp op = BinaryOp::Min;
+      if (syn.name == "max") {
+        op = BinaryOp::Max;
+      } else if (syn.name == "ceil_div") {
+        op = BinaryOp::CeilDiv;
+      } else if (syn.name != "min") {
+        if (is_instruction(syn.name)) {
+          fail(syn.loc, fmt::format("instruction {} cannot be used inside an expression; assign its result "
+                                    "to a name first",
+                                    syn.name));
+        }
+        fail(syn.loc,
+             fmt::format("unknown function '{}'; scalar expressions call min, max or ceil_div", syn.name));
+      }
+      if (syn.args.size() != 2) {
+        fail(syn.loc, fmt::format("{} takes 2 arguments, got {}", syn.name, syn.args.size()));
+      }
+      for (const SynArg& a : syn.args) {
+        if (!a.keyword.empty()) fail(a.loc, fmt::format("{} takes no keyword arguments", syn.name));
+      }
+      return make_binary(op, bind_scalar(*syn.args[0].value), bind_scalar(*syn.args[1].value), syn.loc);
+    }
+    case SynKind::Subscript: {
+      const Symbol& s = lookup(syn.name, syn.loc);
+      if (s.kind == Symbol::Kind::Variable && s.var->type.is_tensor()) {
+        fail(syn.loc, fmt::format("a scalar is needed here, but {}", describe_var(s.var)));
+      }
+      fail(syn.loc, fmt::format("'{}' is not a tensor and cannot be subscripted", syn.name));
+    }
+    case SynKind::List:
+      fail(syn.loc, "a list is not a scalar");
+    case SynKind::Chain:
+      fail(syn.loc, "a layout is not a scalar");
+  }
+  fail(syn.loc, "expected a scalar expression");
+}
+
+Expr Parser::bind_constant(const Syn& syn, const std::string& what) {
+  Expr e = bind_scalar(syn);
+  std::string error;
+  Expr literal = fold(e, error);
+  if (!error.empty()) fail(syn.loc, error);
+  if (!literal) fail(syn.loc, fmt::format("{} must be a constant expression", what));
+  return literal;
+}
+
+int64_t Parser::bind_const_int(const Syn& syn, const std::string& what) {
+  Expr e = bind_constant(syn, what);
+  auto v = as_const_int(e);
+  if (!v) fail(syn.loc, fmt::format("{} must be an integer, got {}", what, e->type.name()));
+  return *v;
+}
+
+TensorArg Parser::bind_tensor(const Syn& syn) {
+  if (syn.kind != SynKind::Name && syn.kind != SynKind::Subscript) {
+    fail(syn.loc, "a tensor is needed here (a tensor name, optionally subscripted: t[i], t[a:, b:])");
+  }
+  TensorArg arg;
+  arg.tensor = bind_tensor_var(syn, "a tensor");
+  arg.loc = syn.loc;
+  const TensorType& type = *arg.tensor->type.tensor;
+  if (!syn.slices.empty() && type.scope == Scope::Register) {
+    fail(syn.loc, fmt::format("register tensor '{}' cannot be subscripted", syn.name));
+  }
+  if (static_cast<int>(syn.slices.size()) > type.rank()) {
+    fail(syn.loc, fmt::format("{} subscripts for '{}' of rank {}", syn.slices.size(), syn.name, type.rank()));
+  }
+  for (const SynSlice& s : syn.slices) {
+    arg.slices.push_back(Slice{s.kind, s.value ? bind_scalar(*s.value) : nullptr});
+  }
+  return arg;
+}
+
+Var Parser::bind_tensor_var(const Syn& syn, const char* role) {
+  const Symbol& s = lookup(syn.name, syn.loc);
+  if (s.kind != Symbol::Kind::Variable) {
+    fail(syn.loc, fmt::format("{} is needed here, but '{}' is a top-level {}", role, syn.name,
+                              s.kind == Symbol::Kind::Layout ? "layout" : "constant"));
+  }
+  if (!s.var->type.is_tensor())
+    fail(syn.loc, fmt::format("{} is needed here, but {}", role, describe_var(s.var)));
+  return s.var;
+}
+
+Operand Parser::bind_operand(const Syn& syn) {
+  Operand op;
+  if (names_tensor(syn)) {
+    op.tensor = bind_tensor(syn);
+  } else {
+    op.scalar = bind_scalar(syn);
+  }
+  return op;
+}
+
+DataType Parser::bind_dtype(const Syn& syn) {
+  if (syn.kind != SynKind::Name) fail(syn.loc, "a data type name is needed here (f16, i32, u4, f6e3m2, ...)");
+  try {
+    return DataType::parse(syn.name);
+  } catch (const Error& e) {
+    fail(syn.loc, e.what());
+  }
+}
+
+}  // namespace tilevm::ir::parser

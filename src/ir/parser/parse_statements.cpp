@@ -1,0 +1,251 @@
+// The .tile parser's statements: blocks, if/elif/else, for, while, break/continue/return/pass, assignments
+// and instruction calls (the file-level grammar is in parser.cpp). A compound statement whose header fails
+// still parses its block, for the block's own errors, and is then dropped.
+#include "parser_impl.h"
+
+namespace tilevm::ir::parser {
+
+// NEWLINE INDENT statements DEDENT, after a header's ':'. A missing indented block is reported and gives
+// an empty body.
+Block Parser::parse_block() {
+  if (cur().kind != TokenKind::Indent) {
+    if (cur().kind == TokenKind::Error) {
+      report(cur().loc, cur().text);
+    } else {
+      report(cur().loc, fmt::format("expected an indented block, found {}", describe(cur())));
+    }
+    return {};
+  }
+  return parse_indented_block();
+}
+
+Block Parser::parse_indented_block() {
+  Block block;
+  if (depth_ >= kMaxDepth) {
+    report(cur().loc, fmt::format("blocks nested deeper than {} levels", kMaxDepth));
+    skip_block();
+    return block;
+  }
+  ++depth_;
+  advance();  // INDENT
+  while (cur().kind != TokenKind::Dedent && cur().kind != TokenKind::End) parse_statement(block);
+  if (cur().kind == TokenKind::Dedent) advance();
+  --depth_;
+  return block;
+}
+
+void Parser::parse_statement(Block& out) {
+  try {
+    Stmt stmt;
+    SourceLoc loc = cur().loc;
+    if (cur().kind == TokenKind::Indent) {
+      report(loc, "unexpected indent");
+      parse_indented_block();
+      return;
+    }
+    if (cur().kind == TokenKind::Newline) {
+      advance();
+      return;
+    }
+    if (is_keyword("if")) {
+      stmt = parse_if();
+    } else if (is_keyword("for")) {
+      stmt = parse_for();
+    } else if (is_keyword("while")) {
+      stmt = parse_while();
+    } else if (is_keyword("break") || is_keyword("continue")) {
+      std::string word = cur().text;
+      if (loop_depth_ == 0) fail(loc, fmt::format("'{}' outside a loop", word));
+      advance();
+      expect_newline();
+      stmt = word == "break" ? Stmt(std::make_shared<BreakStmt>(loc))
+                             : Stmt(std::make_shared<ContinueStmt>(loc));
+    } else if (is_keyword("return")) {
+      advance();
+      expect_newline();
+      stmt = std::make_shared<ReturnStmt>(loc);
+    } else if (is_keyword("pass")) {
+      advance();
+      expect_newline();
+    } else if (is_keyword("elif") || is_keyword("else")) {
+      fail(loc, fmt::format("'{}' without a matching 'if'", cur().text));
+    } else if (is_keyword("def")) {
+      fail(loc, "a program has one 'def'; it cannot be nested");
+    } else {
+      stmt = parse_assignment_or_call();
+    }
+    if (stmt) out.push_back(stmt);
+  } catch (const ParseAbort&) {
+    for (const Target& t : pending_targets_) symbols_[t.name] = Symbol{};
+    pending_targets_.clear();
+    recover();
+  }
+}
+
+// if c: ... (elif c: ...)* [else: ...]. A clause whose header fails still has its block parsed.
+Stmt Parser::parse_if() {
+  SourceLoc loc = cur().loc;
+  std::vector<Expr> conditions;
+  std::vector<Block> bodies;
+  Block else_body;
+  bool has_else = false, ok = true;
+  for (bool first = true; first || is_keyword("elif") || is_keyword("else"); first = false) {
+    bool is_else = is_keyword("else");
+    advance();
+    Expr condition;
+    try {
+      if (!is_else) {
+        SynPtr c = parse_expr();
+        condition = bind_scalar(*c);
+      }
+      expect_punct(":");
+      expect_newline();
+    } catch (const ParseAbort&) {
+      ok = false;
+      skip_line();  // the clause's block is still parsed, for its own errors
+      if (cur().kind == TokenKind::Indent) parse_indented_block();
+      continue;
+    }
+    Block body = parse_block();
+    if (is_else) {
+      has_else = true;
+      else_body = std::move(body);
+      break;
+    }
+    conditions.push_back(condition);
+    bodies.push_back(std::move(body));
+  }
+  if (!ok) return nullptr;
+  return std::make_shared<IfStmt>(std::move(conditions), std::move(bodies), std::move(else_body), has_else,
+                                  loc);
+}
+
+// for v in range([start,] stop[, step]): v is a new i32 variable.
+Stmt Parser::parse_for() {
+  SourceLoc loc = cur().loc;
+  advance();
+  Var var;
+  Expr start, stop, step;
+  bool ok = true;
+  try {
+    Token name = expect_name("a loop variable name");
+    pending_targets_.push_back({name.text, name.loc, std::nullopt});
+    expect_keyword("in");
+    SynPtr range = parse_expr();
+    if (range->kind != SynKind::Call || range->name != "range")
+      fail(range->loc, "a for loop iterates over range(...)");
+    size_t n = range->args.size();
+    if (n < 1 || n > 3) fail(range->loc, fmt::format("range takes 1 to 3 arguments, got {}", n));
+    std::vector<Expr> bounds;
+    for (const SynArg& a : range->args) {
+      if (!a.keyword.empty()) fail(a.loc, "range takes no keyword arguments");
+      bounds.push_back(bind_scalar(*a.value));
+    }
+    start = n == 1 ? make_int(0, range->loc) : bounds[0];
+    stop = n == 1 ? bounds[0] : bounds[1];
+    step = n == 3 ? bounds[2] : make_int(1, range->loc);
+    var = define_var({name.text, name.loc, std::nullopt}, ValueType::scalar(DataType::i32()));
+    pending_targets_.clear();
+    expect_punct(":");
+    expect_newline();
+  } catch (const ParseAbort&) {
+    for (const Target& t : pending_targets_) symbols_[t.name] = Symbol{};
+    pending_targets_.clear();
+    ok = false;
+    skip_line();
+  }
+  ++loop_depth_;
+  Block body = parse_block();
+  --loop_depth_;
+  if (!ok) return nullptr;
+  return std::make_shared<ForStmt>(var, start, stop, step, std::move(body), loc);
+}
+
+Stmt Parser::parse_while() {
+  SourceLoc loc = cur().loc;
+  advance();
+  Expr condition;
+  bool ok = true;
+  try {
+    SynPtr c = parse_expr();
+    condition = bind_scalar(*c);
+    expect_punct(":");
+    expect_newline();
+  } catch (const ParseAbort&) {
+    ok = false;
+    skip_line();
+  }
+  ++loop_depth_;
+  Block body = parse_block();
+  --loop_depth_;
+  if (!ok) return nullptr;
+  return std::make_shared<WhileStmt>(condition, std::move(body), loc);
+}
+
+// `a, b = Instr(...)`, `x = expr`, `x: i64 = expr`, or a bare `Instr(...)`.
+Stmt Parser::parse_assignment_or_call() {
+  SourceLoc loc = cur().loc;
+  bool has_targets = cur().kind == TokenKind::Name && peek().kind == TokenKind::Punct &&
+                     (peek().text == "=" || peek().text == "," || peek().text == ":");
+  std::vector<Target> targets;
+  if (has_targets) {
+    for (;;) {
+      Token name = expect_name("a name to assign");
+      Target t{name.text, name.loc, std::nullopt};
+      pending_targets_.push_back(t);
+      if (is_punct(":")) {
+        advance();
+        Token type = expect_name("a scalar type");
+        Syn type_syn;
+        type_syn.kind = SynKind::Name;
+        type_syn.name = type.text;
+        type_syn.loc = type.loc;
+        t.annotation = bind_dtype(type_syn);
+      }
+      targets.push_back(t);
+      if (!is_punct(",")) break;
+      advance();
+    }
+    expect_punct("=");
+  }
+  SynPtr value = parse_expr();
+  if (is_punct(",")) fail(cur().loc, "a tuple of values can only be assigned to top-level constants");
+  if (cur().kind != TokenKind::Newline) fail_expected("end of line");  // consumed after binding (see above)
+  if (value->kind == SynKind::Call && is_instruction(value->name)) {
+    Stmt s = bind_instruction(targets, *value, loc);
+    pending_targets_.clear();
+    advance();
+    return s;
+  }
+  // A call that is the whole right-hand side is meant as an instruction unless it is a scalar function.
+  bool scalar_call = value->name == "min" || value->name == "max" || value->name == "ceil_div";
+  if (value->kind == SynKind::Call && (!has_targets || !scalar_call)) {
+    fail(value->loc, fmt::format("unknown instruction '{}'", value->name));
+  }
+  if (!has_targets) {
+    fail(value->loc, "expected a statement; an expression alone has no effect");
+  }
+  if (targets.size() != 1) {
+    fail(targets[0].loc, fmt::format("{} names are assigned one scalar value; only instructions define "
+                                     "several values",
+                                     targets.size()));
+  }
+  Stmt s = bind_scalar_assignment(targets[0], value, loc);
+  pending_targets_.clear();
+  advance();
+  return s;
+}
+
+// `x = e` updates x when x is a scalar variable and no type is given; otherwise it defines a new scalar
+// (with the annotated type, or the value's).
+Stmt Parser::bind_scalar_assignment(const Target& target, const SynPtr& value, SourceLoc loc) {
+  Expr e = bind_scalar(*value);
+  auto it = symbols_.find(target.name);
+  bool is_scalar =
+      it != symbols_.end() && it->second.kind == Symbol::Kind::Variable && it->second.var->type.is_scalar();
+  if (is_scalar && !target.annotation) return std::make_shared<AssignStmt>(it->second.var, e, false, loc);
+  Var var = define_var(target, ValueType::scalar(target.annotation.value_or(e->type)));
+  return std::make_shared<AssignStmt>(var, e, true, loc);
+}
+
+}  // namespace tilevm::ir::parser

@@ -1,0 +1,354 @@
+// The canonical text form (docs/language.md): named layouts, a blank line, the header, the body indented
+// by 4 spaces. Expressions get the fewest parentheses that keep their meaning under Python's precedence;
+// instructions print their leading operands positionally and the rest as keywords, leaving out defaults.
+#include "tilevm/ir/printer.h"
+
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tilevm/ir/inst/all.h"
+#include "tilevm/layout/layout_text.h"
+
+namespace tilevm::ir {
+namespace {
+
+// Binding strength, loosest first (Python): or, and, not, comparisons, |, ^, &, shifts, + -, * / %,
+// unary minus, atoms (names, literals, calls).
+enum Prec : int { kOr = 1, kAnd, kNot, kCompare, kBitOr, kBitXor, kBitAnd, kShift, kAdd, kMul, kNeg, kAtom };
+
+int precedence(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Or:
+      return kOr;
+    case BinaryOp::And:
+      return kAnd;
+    case BinaryOp::BitOr:
+      return kBitOr;
+    case BinaryOp::BitXor:
+      return kBitXor;
+    case BinaryOp::BitAnd:
+      return kBitAnd;
+    case BinaryOp::Shl:
+    case BinaryOp::Shr:
+      return kShift;
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+      return kAdd;
+    case BinaryOp::Mul:
+    case BinaryOp::Div:
+    case BinaryOp::Mod:
+      return kMul;
+    case BinaryOp::Min:
+    case BinaryOp::Max:
+    case BinaryOp::CeilDiv:
+      return kAtom;
+    default:
+      return kCompare;
+  }
+}
+
+int precedence(const Expr& e) {
+  if (!e) return kAtom;
+  switch (e->kind) {
+    case ExprKind::IntImm:
+      return e->as<IntImm>()->value < 0 ? kNeg : kAtom;  // `-3` reads as unary minus
+    case ExprKind::FloatImm:
+      return std::signbit(e->as<FloatImm>()->value) ? kNeg : kAtom;
+    case ExprKind::Unary:
+      return e->as<UnaryExpr>()->op == UnaryOp::Neg ? kNeg : kNot;
+    case ExprKind::Binary:
+      return precedence(e->as<BinaryExpr>()->op);
+    default:
+      return kAtom;
+  }
+}
+
+// Shortest text that reads back as the same double, always with a '.' or an exponent so it stays a float.
+std::string print_float(double v) {
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".eEna") == std::string::npos) s += ".0";  // "na": inf and nan keep their spelling
+  return s;
+}
+
+std::string print_at(const Expr& e, int min_prec) {
+  if (!e) return "<null>";
+  std::string s;
+  switch (e->kind) {
+    case ExprKind::IntImm:
+      s = std::to_string(e->as<IntImm>()->value);
+      break;
+    case ExprKind::FloatImm:
+      s = print_float(e->as<FloatImm>()->value);
+      break;
+    case ExprKind::BoolImm:
+      s = e->as<BoolImm>()->value ? "True" : "False";
+      break;
+    case ExprKind::VarRef:
+      s = e->as<VarRef>()->var->name;
+      break;
+    case ExprKind::Unary: {
+      const auto& u = *e->as<UnaryExpr>();
+      s = u.op == UnaryOp::Neg ? "-" + print_at(u.a, kNeg) : "not " + print_at(u.a, kNot);
+      break;
+    }
+    case ExprKind::Binary: {
+      const auto& b = *e->as<BinaryExpr>();
+      if (is_call_syntax(b.op)) {
+        s = fmt::format("{}({}, {})", to_string(b.op), print_at(b.a, 0), print_at(b.b, 0));
+        break;
+      }
+      int p = precedence(b.op);
+      // Left-associative: a left operand of the same level needs no parentheses, except for comparisons,
+      // which do not chain.
+      int left = p == kCompare ? p + 1 : p;
+      s = fmt::format("{} {} {}", print_at(b.a, left), to_string(b.op), print_at(b.b, p + 1));
+      break;
+    }
+  }
+  return precedence(e) < min_prec ? "(" + s + ")" : s;
+}
+
+class ProgramPrinter {
+ public:
+  explicit ProgramPrinter(const Program& p) : p_(p) {}
+
+  std::string run() {
+    for (const auto& [name, lay] : p_.layouts)
+      out_ += fmt::format("{} = {}\n", name, layout::print_layout(lay));
+    if (!p_.layouts.empty()) out_ += "\n";
+    std::string grid, params;
+    for (const Expr& g : p_.grid) grid += (grid.empty() ? "" : ", ") + print_at(g, kBitOr);  // `>` closes
+    for (const Var& v : p_.params) {
+      params += fmt::format("{}{} {}", params.empty() ? "" : ", ", to_string(v->type), v->name);
+      scalar_[v->name] = v->type.is_scalar();
+    }
+    std::string threads = p_.threads > 0 ? fmt::format("[threads={}]", p_.threads) : "";
+    out_ += fmt::format("def {}<{}>{}({}):\n", p_.name, grid, threads, params);
+    block(p_.body, 1);
+    return out_;
+  }
+
+ private:
+  void line(int indent, const std::string& text) { out_ += std::string(4 * indent, ' ') + text + "\n"; }
+
+  void block(const Block& b, int indent) {
+    if (b.empty()) line(indent, "pass");
+    for (const Stmt& s : b) stmt(*s, indent);
+  }
+
+  void stmt(const StmtNode& s, int indent) {
+    switch (s.kind) {
+      case StmtKind::Assign: {
+        const auto& a = *s.as<AssignStmt>();
+        // A definition needs its type written when the value's type differs, or when the plain form would
+        // read back as an update of a scalar of the same name.
+        bool annotate = a.defines && (scalar_[a.var->name] || !(a.var->type.dtype == a.value->type));
+        scalar_[a.var->name] = true;
+        std::string type = annotate ? ": " + a.var->type.dtype.name() : "";
+        line(indent, fmt::format("{}{} = {}", a.var->name, type, print_expr(a.value)));
+        break;
+      }
+      case StmtKind::Inst: {
+        const auto& i = *s.as<InstStmt>();
+        std::string names;
+        for (const Var& v : i.results) {
+          names += (names.empty() ? "" : ", ") + v->name;
+          scalar_[v->name] = v->type.is_scalar();
+        }
+        line(indent, (names.empty() ? "" : names + " = ") + inst(*i.inst));
+        break;
+      }
+      case StmtKind::If: {
+        const auto& f = *s.as<IfStmt>();
+        for (size_t k = 0; k < f.conditions.size(); ++k) {
+          line(indent, fmt::format("{} {}:", k == 0 ? "if" : "elif", print_expr(f.conditions[k])));
+          block(f.bodies[k], indent + 1);
+        }
+        if (f.has_else) {
+          line(indent, "else:");
+          block(f.else_body, indent + 1);
+        }
+        break;
+      }
+      case StmtKind::For: {
+        const auto& f = *s.as<ForStmt>();
+        scalar_[f.var->name] = true;
+        bool from_zero = as_const_int(f.start) == 0, unit_step = as_const_int(f.step) == 1;
+        std::string range = from_zero && unit_step ? print_expr(f.stop)
+                            : unit_step ? fmt::format("{}, {}", print_expr(f.start), print_expr(f.stop))
+                                        : fmt::format("{}, {}, {}", print_expr(f.start), print_expr(f.stop),
+                                                      print_expr(f.step));
+        line(indent, fmt::format("for {} in range({}):", f.var->name, range));
+        block(f.body, indent + 1);
+        break;
+      }
+      case StmtKind::While: {
+        const auto& w = *s.as<WhileStmt>();
+        line(indent, fmt::format("while {}:", print_expr(w.condition)));
+        block(w.body, indent + 1);
+        break;
+      }
+      case StmtKind::Break:
+        line(indent, "break");
+        break;
+      case StmtKind::Continue:
+        line(indent, "continue");
+        break;
+      case StmtKind::Return:
+        line(indent, "return");
+        break;
+    }
+  }
+
+  // A layout argument: the name of an equal named layout, else its canonical text.
+  std::string lay(const layout::Layout& l) const {
+    for (const auto& [name, named] : p_.layouts) {
+      if (named == l) return name;
+    }
+    return layout::print_layout(l);
+  }
+
+  static std::string list(const std::vector<Expr>& exprs) {
+    std::string s;
+    for (const Expr& e : exprs) s += (s.empty() ? "" : ", ") + print_expr(e);
+    return "[" + s + "]";
+  }
+
+  static std::string tensor(const TensorArg& t) {
+    std::string s = t.tensor ? t.tensor->name : "<null>";
+    if (t.slices.empty()) return s;
+    std::string subs;
+    for (const Slice& sl : t.slices) {
+      subs += subs.empty() ? "" : ", ";
+      if (sl.kind == Slice::Kind::Full) {
+        subs += ":";
+      } else {
+        subs += print_expr(sl.value) + (sl.kind == Slice::Kind::Offset ? ":" : "");
+      }
+    }
+    return s + "[" + subs + "]";
+  }
+
+  static std::string operand(const Operand& o) { return o.tensor ? tensor(*o.tensor) : print_expr(o.scalar); }
+
+  std::string inst(const InstNode& n) const {
+    std::vector<std::string> a;
+    auto out = [&](const Var& v) {
+      if (v) a.push_back("out=" + v->name);
+    };
+    switch (n.kind) {
+      case InstKind::ViewGlobal: {
+        const auto& i = *n.as<ViewGlobalInst>();
+        a = {print_expr(i.ptr), "dtype=" + i.dtype.name(), "shape=" + list(i.shape)};
+        if (!i.strides.empty()) a.push_back("strides=" + list(i.strides));
+        if (i.layout) a.push_back("layout=" + lay(*i.layout));
+        break;
+      }
+      case InstKind::AllocateGlobal: {
+        const auto& i = *n.as<AllocateGlobalInst>();
+        a = {i.dtype.name(), "shape=" + list(i.shape)};
+        if (i.layout) a.push_back("layout=" + lay(*i.layout));
+        if (i.init) a.push_back("init=" + print_expr(i.init));
+        break;
+      }
+      case InstKind::AllocateShared: {
+        const auto& i = *n.as<AllocateSharedInst>();
+        a = {i.dtype.name()};
+        if (!i.shape.empty() || !i.layout) a.push_back("shape=" + list(i.shape));
+        if (i.layout) a.push_back("layout=" + lay(*i.layout));
+        break;
+      }
+      case InstKind::FreeShared:
+        a = {n.as<FreeSharedInst>()->tensor->name};
+        break;
+      case InstKind::AllocateRegister: {
+        const auto& i = *n.as<AllocateRegisterInst>();
+        a = {i.dtype.name(), "layout=" + lay(i.layout)};
+        if (i.init) a.push_back("init=" + print_expr(i.init));
+        break;
+      }
+      case InstKind::LoadGlobal:
+      case InstKind::LoadShared: {
+        const auto& i = static_cast<const LoadInst&>(n);
+        a = {tensor(i.src), lay(i.layout)};
+        if (!i.offset.empty()) a.push_back("offset=" + list(i.offset));
+        out(i.out);
+        break;
+      }
+      case InstKind::StoreGlobal:
+      case InstKind::StoreShared:
+      case InstKind::AtomicAddGlobal: {
+        const auto& i = static_cast<const StoreInst&>(n);
+        a = {tensor(i.src), tensor(i.dst)};
+        if (!i.offset.empty()) a.push_back("offset=" + list(i.offset));
+        break;
+      }
+      case InstKind::CopyAsync:
+        a = {tensor(n.as<CopyAsyncInst>()->dst), tensor(n.as<CopyAsyncInst>()->src)};
+        break;
+      case InstKind::CopyAsyncWaitGroup:
+        a = {print_expr(n.as<CopyAsyncWaitGroupInst>()->n)};
+        break;
+      case InstKind::Elementwise: {
+        const auto& i = *n.as<ElementwiseInst>();
+        for (const Operand& o : i.args) a.push_back(operand(o));
+        out(i.out);
+        break;
+      }
+      case InstKind::Reduce: {
+        const auto& i = *n.as<ReduceInst>();
+        a = {tensor(i.src), fmt::format("dim={}", i.dim)};
+        if (i.keepdim) a.push_back("keepdim=True");
+        out(i.out);
+        break;
+      }
+      case InstKind::Cast: {
+        const auto& i = *n.as<CastInst>();
+        a = {tensor(i.src), "dtype=" + i.dtype.name()};
+        out(i.out);
+        break;
+      }
+      case InstKind::View: {
+        const auto& i = *n.as<ViewInst>();
+        a = {tensor(i.src)};
+        if (i.dtype) a.push_back("dtype=" + i.dtype->name());
+        if (i.layout) a.push_back("layout=" + lay(*i.layout));
+        break;
+      }
+      case InstKind::Dot: {
+        const auto& i = *n.as<DotInst>();
+        a = {tensor(i.a), tensor(i.b), tensor(i.c)};
+        out(i.out);
+        break;
+      }
+      case InstKind::Print:
+        a = {operand(n.as<PrintInst>()->value)};
+        break;
+      case InstKind::BlockIndices:
+      case InstKind::Synchronize:
+      case InstKind::Exit:
+      case InstKind::CopyAsyncCommitGroup:
+        break;
+    }
+    return fmt::format("{}({})", n.name(), fmt::join(a, ", "));
+  }
+
+  const Program& p_;
+  std::string out_;
+  std::map<std::string, bool> scalar_;  // names bound to a scalar variable at this point, in program order
+};
+
+}  // namespace
+
+std::string print_expr(const Expr& e) {
+  return print_at(e, 0);
+}
+
+std::string print_program(const Program& p) {
+  return ProgramPrinter(p).run();
+}
+
+}  // namespace tilevm::ir

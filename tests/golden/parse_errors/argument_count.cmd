@@ -1,0 +1,1 @@
+print argument_count.tile

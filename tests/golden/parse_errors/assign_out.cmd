@@ -1,0 +1,1 @@
+print assign_out.tile

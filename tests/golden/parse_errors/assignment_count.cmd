@@ -1,0 +1,1 @@
+print assignment_count.tile

@@ -1,0 +1,1 @@
+print bad_dtype.tile

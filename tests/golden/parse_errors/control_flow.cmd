@@ -1,0 +1,1 @@
+print control_flow.tile

@@ -1,0 +1,1 @@
+print expressions.tile

@@ -1,0 +1,1 @@
+print keyword_errors.tile

@@ -1,0 +1,1 @@
+print scalar_tensor_mixup.tile

@@ -1,0 +1,1 @@
+print top_level.tile

@@ -1,0 +1,1 @@
+print unknown_name.tile

@@ -1,0 +1,1 @@
+print unterminated_paren.tile

@@ -1,0 +1,1 @@
+print everything.tile

@@ -1,0 +1,1 @@
+print no_such_file.tile
