@@ -6,6 +6,5 @@ namespace tilevm::cli {
 
 __attribute__((weak)) void add_print_command(CLI::App&) {}
 __attribute__((weak)) void add_check_command(CLI::App&) {}
-__attribute__((weak)) void add_run_command(CLI::App&) {}
 
 }  // namespace tilevm::cli

@@ -1,0 +1,309 @@
+// The statement executor: the grid loop, control flow, variable bindings and instruction dispatch; and
+// run_program, the public entry point.
+#include <fmt/format.h>
+
+#include "machine.h"
+#include "tilevm/support/error.h"
+#include "tilevm/type/convert.h"
+
+namespace tilevm::interp {
+
+namespace detail {
+
+Machine::Machine(const ir::Program& program, Arguments& args, const RunOptions& options)
+    : program_(program), args_(args), options_(options) {
+  for (const ir::Var& p : program.params) {
+    Value v;
+    if (p->type.is_pointer()) {
+      auto it = args.buffers.find(p->name);
+      if (it == args.buffers.end() || it->second == nullptr) {
+        raise(p->loc, "no buffer was given for the pointer parameter '{}'", p->name);
+      }
+      auto buf = std::make_unique<GlobalBuffer>();
+      buf->name = p->name;
+      buf->data = it->second->data();
+      buf->bytes = static_cast<int64_t>(it->second->size());
+      v.kind = Value::Kind::Pointer;
+      v.pointer = buf.get();
+      param_buffers_.push_back(std::move(buf));
+    } else {
+      auto it = args.scalars.find(p->name);
+      if (it == args.scalars.end()) raise(p->loc, "no value was given for the scalar parameter '{}'", p->name);
+      v.kind = Value::Kind::Scalar;
+      v.scalar = convert_scalar(it->second, p->type.dtype);
+    }
+    params_[p.get()] = std::move(v);
+  }
+  env_ = params_;
+  current_loc_ = program.loc;
+  grid_ = eval_ints(program.grid, "a grid extent");
+  for (int64_t g : grid_) {
+    if (g < 0) raise(program.loc, "the grid extent {} is negative", g);
+    total_blocks_ *= g;
+  }
+  threads_ = program.threads;
+}
+
+void Machine::run() {
+  int64_t first = std::max<int64_t>(options_.first_block, 0);
+  int64_t last = options_.num_blocks < 0 ? total_blocks_ : std::min(total_blocks_, first + options_.num_blocks);
+  for (int64_t linear = first; linear < last; ++linear) {
+    // The first grid dimension varies fastest (CUDA's blockIdx.x order).
+    Index block(grid_.size());
+    int64_t rest = linear;
+    for (size_t d = 0; d < grid_.size(); ++d) {
+      block[d] = rest % grid_[d];
+      rest /= grid_[d];
+    }
+    run_block(block);
+  }
+}
+
+void Machine::run_block(const Index& block) {
+  block_index_ = block;
+  env_ = params_;
+  shared_.clear();
+  copies_.clear();
+  open_group_ = 0;
+  committed_groups_ = 0;
+  epoch_ = 1;
+  exec_block(program_.body);
+}
+
+Flow Machine::exec_block(const ir::Block& block) {
+  for (const ir::Stmt& s : block) {
+    Flow f = exec_stmt(s);
+    if (f != Flow::Normal) return f;
+  }
+  return Flow::Normal;
+}
+
+Flow Machine::exec_stmt(const ir::Stmt& s) {
+  current_loc_ = s->loc;
+  switch (s->kind) {
+    case ir::StmtKind::Assign: {
+      const auto& a = *s->as<ir::AssignStmt>();
+      Value v;
+      v.kind = Value::Kind::Scalar;
+      v.scalar = convert_scalar(eval(a.value), a.var->type.dtype);
+      bind(a.var, std::move(v));
+      return Flow::Normal;
+    }
+    case ir::StmtKind::Inst: return exec_inst(*s->as<ir::InstStmt>());
+    case ir::StmtKind::If: {
+      const auto& n = *s->as<ir::IfStmt>();
+      for (size_t k = 0; k < n.conditions.size(); ++k) {
+        ScalarValue c = eval(n.conditions[k]);
+        if (c.is_float ? c.f != 0.0 : c.i != 0) return exec_block(n.bodies[k]);
+      }
+      return n.has_else ? exec_block(n.else_body) : Flow::Normal;
+    }
+    case ir::StmtKind::For: {
+      const auto& n = *s->as<ir::ForStmt>();
+      const int64_t start = eval_int(n.start, "a range start");
+      const int64_t stop = eval_int(n.stop, "a range stop");
+      const int64_t step = n.step ? eval_int(n.step, "a range step") : 1;
+      if (step == 0) raise(n.step ? n.step->loc : n.loc, "range step must not be zero");
+      for (int64_t v = start; step > 0 ? v < stop : v > stop; v += step) {
+        Value iv;
+        iv.kind = Value::Kind::Scalar;
+        iv.scalar = convert_scalar(ScalarValue{false, v, 0.0}, n.var->type.dtype);
+        bind(n.var, std::move(iv));
+        Flow f = exec_block(n.body);
+        if (f == Flow::Break) break;
+        if (f == Flow::Stop) return f;
+      }
+      return Flow::Normal;
+    }
+    case ir::StmtKind::While: {
+      const auto& n = *s->as<ir::WhileStmt>();
+      while (true) {
+        ScalarValue c = eval(n.condition);
+        if (!(c.is_float ? c.f != 0.0 : c.i != 0)) break;
+        Flow f = exec_block(n.body);
+        if (f == Flow::Break) break;
+        if (f == Flow::Stop) return f;
+      }
+      return Flow::Normal;
+    }
+    case ir::StmtKind::Break: return Flow::Break;
+    case ir::StmtKind::Continue: return Flow::Continue;
+    case ir::StmtKind::Return: return Flow::Stop;
+  }
+  return Flow::Normal;
+}
+
+void Machine::bind(const ir::Var& var, Value value) { env_[var.get()] = std::move(value); }
+
+Value& Machine::lookup(const ir::Var& var) {
+  auto it = env_.find(var.get());
+  if (it == env_.end() || it->second.kind == Value::Kind::None) {
+    raise(current_loc_, "'{}' is used before it is defined", var ? var->name : "?");
+  }
+  return it->second;
+}
+
+void Machine::define_results(const ir::InstStmt& s, Value v) {
+  if (!s.results.empty()) bind(s.results[0], std::move(v));
+}
+
+namespace {
+
+Value reg_value(RegPtr r) {
+  Value v;
+  v.kind = Value::Kind::Register;
+  v.reg = std::move(r);
+  return v;
+}
+
+}  // namespace
+
+Flow Machine::exec_inst(const ir::InstStmt& s) {
+  const ir::InstNode& inst = *s.inst;
+  current_loc_ = inst.loc.known() ? inst.loc : s.loc;
+  current_loc_ptr_ = inst.loc.known() ? &inst.loc : &s.loc;
+  ++exec_;
+  // A register result goes to `out=` when given, else to the statement's result variable.
+  auto set_reg = [&](const ir::Var& out, RegPtr r) {
+    if (out) {
+      bind(out, reg_value(std::move(r)));
+    } else {
+      define_results(s, reg_value(std::move(r)));
+    }
+  };
+  switch (inst.kind) {
+    case ir::InstKind::BlockIndices:
+      for (size_t k = 0; k < s.results.size(); ++k) {
+        Value v;
+        v.kind = Value::Kind::Scalar;
+        v.scalar = ScalarValue{false, k < block_index_.size() ? block_index_[k] : 0, 0.0};
+        bind(s.results[k], std::move(v));
+      }
+      break;
+    case ir::InstKind::Synchronize:
+      // Every async copy still pending stays pending: only CopyAsyncWaitGroup lands it.
+      ++epoch_;
+      break;
+    case ir::InstKind::Exit: return Flow::Stop;
+    case ir::InstKind::Print: print(*inst.as<ir::PrintInst>()); break;
+    case ir::InstKind::ViewGlobal: define_results(s, view_global(*inst.as<ir::ViewGlobalInst>())); break;
+    case ir::InstKind::AllocateGlobal:
+      define_results(s, allocate_global(*inst.as<ir::AllocateGlobalInst>(),
+                                        s.results.empty() ? std::string("workspace") : s.results[0]->name));
+      break;
+    case ir::InstKind::LoadGlobal: {
+      const auto& n = static_cast<const ir::LoadInst&>(inst);
+      set_reg(n.out, load_global(n));
+      break;
+    }
+    case ir::InstKind::StoreGlobal: store_global(static_cast<const ir::StoreInst&>(inst), false); break;
+    case ir::InstKind::AtomicAddGlobal: store_global(static_cast<const ir::StoreInst&>(inst), true); break;
+    case ir::InstKind::AllocateShared: {
+      if (s.results.empty()) break;  // nothing can refer to it
+      define_results(s, allocate_shared(*inst.as<ir::AllocateSharedInst>(), s.results[0]));
+      break;
+    }
+    case ir::InstKind::FreeShared: {
+      SharedBuffer& b = shared_operand(ir::TensorArg{inst.as<ir::FreeSharedInst>()->tensor, {}, inst.loc});
+      b.freed = true;
+      break;
+    }
+    case ir::InstKind::LoadShared: {
+      const auto& n = static_cast<const ir::LoadInst&>(inst);
+      set_reg(n.out, load_shared(n));
+      break;
+    }
+    case ir::InstKind::StoreShared: store_shared(static_cast<const ir::StoreInst&>(inst)); break;
+    case ir::InstKind::CopyAsync: copy_async(*inst.as<ir::CopyAsyncInst>()); break;
+    case ir::InstKind::CopyAsyncCommitGroup: commit_group(); break;
+    case ir::InstKind::CopyAsyncWaitGroup: wait_group(*inst.as<ir::CopyAsyncWaitGroupInst>()); break;
+    case ir::InstKind::AllocateRegister:
+      define_results(s, reg_value(allocate_register(*inst.as<ir::AllocateRegisterInst>())));
+      break;
+    case ir::InstKind::Cast: {
+      const auto& n = *inst.as<ir::CastInst>();
+      set_reg(n.out, cast(n));
+      break;
+    }
+    case ir::InstKind::View: define_results(s, reg_value(view(*inst.as<ir::ViewInst>()))); break;
+    case ir::InstKind::Elementwise: {
+      const auto& n = *inst.as<ir::ElementwiseInst>();
+      set_reg(n.out, elementwise(n));
+      break;
+    }
+    case ir::InstKind::Reduce: {
+      const auto& n = *inst.as<ir::ReduceInst>();
+      const ir::Var& target = n.out ? n.out : (s.results.empty() ? nullptr : s.results[0]);
+      if (!target || !target->type.is_tensor() || !target->type.tensor->layout) {
+        raise(inst.loc, "{} has no result tensor", inst.name());
+      }
+      set_reg(n.out, reduce(n, *target->type.tensor->layout));
+      break;
+    }
+    case ir::InstKind::Dot: {
+      const auto& n = *inst.as<ir::DotInst>();
+      set_reg(n.out, dot(n));
+      break;
+    }
+  }
+  return Flow::Normal;
+}
+
+RegTensor& Machine::reg_operand(const ir::TensorArg& arg) {
+  Value& v = lookup(arg.tensor);
+  if (v.kind != Value::Kind::Register) raise(current_loc_, "'{}' is not a register tensor", arg.tensor->name);
+  if (!arg.slices.empty()) raise(current_loc_, "register tensor '{}' cannot be sliced", arg.tensor->name);
+  return *v.reg;
+}
+
+RegPtr Machine::new_reg(DataType dtype, const layout::Layout& lay) {
+  auto r = std::make_shared<RegTensor>();
+  r->dtype = dtype;
+  r->table = &layouts_.get(lay);
+  if (threads_ > 0 && r->table->threads != threads_) {
+    raise(current_loc_, "layout has {} threads but the program has {}", r->table->threads, threads_);
+  }
+  const size_t n = static_cast<size_t>(r->table->threads * r->table->locals);
+  r->codes.assign(n, 0);
+  r->init.assign(n, 0);
+  return r;
+}
+
+void Machine::check_init(const RegTensor& r, const std::string& name) {
+  if (r.all_init) return;
+  const int64_t m = r.table->locals;
+  for (size_t k = 0; k < r.init.size(); ++k) {
+    if (!r.init[k]) {
+      const int64_t t = static_cast<int64_t>(k) / m, i = static_cast<int64_t>(k) % m;
+      raise(current_loc_, "read of uninitialized register tensor '{}' element {} (thread {}, slot {})", name,
+            format_index(unravel(r.table->lin[k], r.table->shape)), t, i);
+    }
+  }
+  const_cast<RegTensor&>(r).all_init = true;
+}
+
+void Machine::check_init(const RegTensor& r, const ir::TensorArg& arg) { check_init(r, arg.tensor->name); }
+
+}  // namespace detail
+
+bool run_program(const ir::Program& program, Arguments& args, Diagnostics& diags, const RunOptions& options) {
+  std::unique_ptr<detail::Machine> machine;
+  SourceLoc loc;
+  try {
+    machine = std::make_unique<detail::Machine>(program, args, options);
+    machine->run();
+    return true;
+  } catch (const detail::RunError& e) {
+    loc = e.loc;
+    diags.error(loc, "{}", e.message);
+  } catch (const Error& e) {
+    loc = machine ? machine->current_loc() : program.loc;
+    diags.error(loc, "{}", e.what());
+  }
+  if (machine && machine->multi_block()) {
+    diags.add(Severity::Note, loc, fmt::format("in block {}", detail::format_index(machine->current_block())));
+  }
+  return false;
+}
+
+}  // namespace tilevm::interp

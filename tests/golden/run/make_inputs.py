@@ -1,0 +1,16 @@
+# Writes the small .npy inputs of the `tilevm run` golden cases (run from this folder; needs no numpy):
+#   x.npy      f16 [2, 4]: 0.5, 1, ..., 4
+#   x_f32.npy  f32 [2, 4]: the same values (the wrong dtype for an f16* parameter)
+import struct
+
+def write_npy(path, descr, shape, data):
+    dims = ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "")
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (descr, dims)
+    total = (10 + len(header) + 1 + 63) // 64 * 64
+    header += " " * (total - 10 - len(header) - 1) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + data)
+
+values = [0.5 * (k + 1) for k in range(8)]
+write_npy("x.npy", "<f2", [2, 4], struct.pack("<8e", *values))
+write_npy("x_f32.npy", "<f4", [2, 4], struct.pack("<8f", *values))

@@ -1,0 +1,1 @@
+run scale.tile --arg s=2.5

@@ -1,0 +1,1 @@
+run pending.tile --in x_ptr=x.npy

@@ -1,0 +1,1 @@
+run scale.tile -D BIAS=-3 --in x_ptr=x.npy --arg s=-1

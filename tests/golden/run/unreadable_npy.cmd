@@ -1,0 +1,1 @@
+run scale.tile --in x_ptr=missing.npy --arg s=2.5

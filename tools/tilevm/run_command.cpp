@@ -1,0 +1,189 @@
+// tilevm run FILE.tile [--interp|--gpu] [-D NAME=VALUE]... [--arg NAME=VALUE]... [--in NAME=FILE.npy]...
+//                      [--out NAME=FILE.npy]...
+//
+// Parses and verifies the program, then runs it (LANGUAGE.md section 6). Every pointer parameter needs
+// --in NAME=FILE.npy: its content is the buffer's initial content and fixes its size; the .npy dtype must be
+// the host form of the pointee type (npy::descr_for: `<f2` for f16, `<u2` for bf16, `|u1` raw packed bytes
+// for sub-byte and 8-bit float types, ...); any shape is accepted, the bytes are what counts. Every scalar
+// parameter needs --arg NAME=VALUE. --out NAME=FILE.npy writes that buffer after the run, with the dtype and
+// shape of its --in file. Print() output goes to stdout.
+//
+// Exit status: 0 on success; 1 on a program error (parse, verify or run diagnostics on stderr as
+// FILE:LINE:COL: error: ...) or bad input data (an unreadable or mismatched .npy file); 2 on bad
+// command-line use (a malformed NAME=VALUE, an unknown parameter, a missing --in or --arg).
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "tilevm/interp/interpreter.h"
+#include "tilevm/ir/parser.h"
+#include "tilevm/ir/verifier.h"
+#include "tilevm/support/diagnostics.h"
+#include "tilevm/support/error.h"
+#include "tilevm/support/npy.h"
+
+namespace tilevm::cli {
+
+namespace {
+
+struct RunRequest {
+  std::string file;
+  bool interp = false;
+  bool gpu = false;
+  std::vector<std::string> defines, args, ins, outs;
+};
+
+std::pair<std::string, std::string> split_assignment(const std::string& text, const char* option) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    throw UsageError(fmt::format("{} expects NAME=VALUE, got '{}'", option, text));
+  }
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+std::string read_source(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read '{}'", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+const ir::Var* find_param(const ir::Program& p, const std::string& name) {
+  for (const ir::Var& v : p.params)
+    if (v->name == name) return &v;
+  return nullptr;
+}
+
+interp::ScalarValue parse_scalar(const std::string& name, const std::string& text, DataType type) {
+  interp::ScalarValue v;
+  size_t used = 0;
+  try {
+    if (type.is_bool()) {
+      if (text == "True" || text == "true" || text == "1") {
+        v.i = 1;
+        return v;
+      }
+      if (text == "False" || text == "false" || text == "0") return v;
+      used = 0;
+    } else if (type.is_float()) {
+      v.is_float = true;
+      v.f = std::stod(text, &used);
+    } else {
+      v.i = std::stoll(text, &used, 0);
+    }
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty()) {
+    throw UsageError(fmt::format("--arg {}: '{}' is not a valid {} value", name, text, type.name()));
+  }
+  return v;
+}
+
+void run(const RunRequest& req) {
+  if (req.gpu) fail("the GPU backend is not available in this build");
+  ir::ParseOptions parse_options;
+  for (const std::string& d : req.defines) {
+    auto [name, value] = split_assignment(d, "-D");
+    parse_options.defines[name] = value;
+  }
+  // Check the command line's shape before reading anything.
+  std::map<std::string, std::string> scalar_args, in_files, out_files;
+  for (const std::string& a : req.args) {
+    auto [name, value] = split_assignment(a, "--arg");
+    scalar_args[name] = value;
+  }
+  for (const std::string& a : req.ins) {
+    auto [name, value] = split_assignment(a, "--in");
+    in_files[name] = value;
+  }
+  for (const std::string& a : req.outs) {
+    auto [name, value] = split_assignment(a, "--out");
+    out_files[name] = value;
+  }
+
+  const std::string source = read_source(req.file);
+  Diagnostics diags;
+  std::optional<ir::Program> program = ir::parse_program(source, diags, parse_options);
+  if (program && !diags.has_errors()) ir::verify_program(*program, diags);
+  if (!program || diags.has_errors()) {
+    std::cout.flush();
+    std::cerr << diags.render(req.file, source);
+    throw ExitStatus{1};  // the diagnostics are the report
+  }
+
+  interp::Arguments args;
+  for (const auto& [name, value] : scalar_args) {
+    const ir::Var* p = find_param(*program, name);
+    if (!p) throw UsageError(fmt::format("--arg {}: the program has no parameter '{}'", name, name));
+    if (!(*p)->type.is_scalar()) throw UsageError(fmt::format("--arg {}: '{}' is a pointer; give it with --in", name, name));
+    args.scalars[name] = parse_scalar(name, value, (*p)->type.dtype);
+  }
+  for (const auto& [name, file] : in_files) {
+    const ir::Var* p = find_param(*program, name);
+    if (!p) throw UsageError(fmt::format("--in {}: the program has no parameter '{}'", name, name));
+    if (!(*p)->type.is_pointer()) throw UsageError(fmt::format("--in {}: '{}' is a scalar; give it with --arg", name, name));
+  }
+  for (const auto& [name, file] : out_files) {
+    if (!in_files.count(name)) {
+      throw UsageError(fmt::format("--out {}: '{}' is not a pointer parameter given with --in", name, name));
+    }
+  }
+  for (const ir::Var& p : program->params) {
+    if (p->type.is_pointer() && !in_files.count(p->name)) {
+      throw UsageError(fmt::format("missing --in {}=FILE.npy for the pointer parameter '{}'", p->name, p->name));
+    }
+    if (p->type.is_scalar() && !scalar_args.count(p->name)) {
+      throw UsageError(fmt::format("missing --arg {}=VALUE for the scalar parameter '{}'", p->name, p->name));
+    }
+  }
+
+  // Load the buffers.
+  std::map<std::string, npy::Array> arrays;
+  for (const auto& [name, file] : in_files) {
+    npy::Array a = npy::read(file);
+    const DataType pointee = (*find_param(*program, name))->type.dtype;
+    const std::string want = npy::descr_for(pointee);
+    if (a.descr != want) {
+      fail("--in {}={}: the file holds '{}' but '{}' is {}* (expected '{}')", name, file, a.descr, name,
+           pointee.name(), want);
+    }
+    arrays[name] = std::move(a);
+  }
+  for (auto& [name, a] : arrays) args.buffers[name] = &a.data;
+
+  interp::RunOptions options;
+  options.print_stream = &std::cout;
+  if (!interp::run_program(*program, args, diags, options)) {
+    std::cout.flush();
+    std::cerr << diags.render(req.file, source);
+    throw ExitStatus{1};  // the diagnostics are the report
+  }
+  std::cout.flush();
+  for (const auto& [name, file] : out_files) npy::write(file, arrays[name]);
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto* command = app.add_subcommand("run", "run a program on the interpreter, with .npy files as its buffers");
+  auto req = std::make_shared<RunRequest>();
+  command->add_option("FILE", req->file, "the program (.tile)")->required();
+  auto* interp_flag = command->add_flag("--interp", req->interp, "run on the CPU interpreter (the default)");
+  auto* gpu_flag = command->add_flag("--gpu", req->gpu, "run on the GPU");
+  interp_flag->excludes(gpu_flag);
+  command->add_option("-D", req->defines, "override a top-level constant: NAME=VALUE");
+  command->add_option("--arg", req->args, "a scalar parameter: NAME=VALUE");
+  command->add_option("--in", req->ins, "a pointer parameter's initial content: NAME=FILE.npy");
+  command->add_option("--out", req->outs, "save a pointer parameter's buffer after the run: NAME=FILE.npy");
+  command->callback([req] { run(*req); });
+}
+
+}  // namespace tilevm::cli
