@@ -1,0 +1,403 @@
+// Register tensors and computation: AllocateRegister, Cast, View, elementwise (dtypes, broadcasting and
+// which thread holds what), reductions, Dot (shapes, dtypes, MMA or SIMT layouts) and Print.
+#include <fmt/format.h>
+
+#include "tilevm/support/error.h"
+#include "tilevm/target/atoms.h"
+#include "verifier_impl.h"
+
+namespace tilevm::ir::verifier_detail {
+
+namespace {
+
+std::string operand_name(const Operand& op) {
+  if (op.tensor && op.tensor->tensor) return "'" + op.tensor->tensor->name + "'";
+  return op.scalar ? expr_text(op.scalar) : "?";
+}
+
+// A scalar broadcast into a tensor of `dtype`: numbers convert, but a float does not silently truncate into
+// an integer tensor and bool stays bool.
+bool scalar_fits(DataType scalar, DataType dtype) {
+  if (scalar.is_bool() != dtype.is_bool()) return false;
+  return !(scalar.is_float() && !dtype.is_float());
+}
+
+}  // namespace
+
+void Verifier::check_allocate_register(const AllocateRegisterInst& n) {
+  note_threads(n.layout, n.loc);
+  if (n.init) {
+    auto t = check_expr(n.init, n.loc);
+    if (t && !scalar_fits(*t, n.dtype))
+      diags_.error(pick(n.init->loc, n.loc), "AllocateRegister: init is {} ({}) but the tensor is {}",
+                   t->name(), expr_text(n.init), n.dtype.name());
+  }
+  set_result(n.dtype, n.layout);
+}
+
+void Verifier::check_cast(const CastInst& n) {
+  const TensorType* src = scoped_operand(n.src, n, "the operand", Scope::Register);
+  if (!src) {
+    if (n.out) use_var(n.out, n.loc);
+    return;
+  }
+  check_out(n.out, n, n.dtype, *src->layout);
+  set_result(n.dtype, *src->layout);
+}
+
+void Verifier::check_view(const ViewInst& n) {
+  if (n.layout) note_threads(*n.layout, n.loc);
+  const TensorType* src = scoped_operand(n.src, n, "the operand", Scope::Register);
+  if (!src) return;
+  const DataType dtype = n.dtype.value_or(src->dtype);
+  const layout::Layout lay = n.layout.value_or(*src->layout);
+  const std::string name = n.src.tensor->name;
+  bool ok = true;
+  if (lay.num_threads() != src->layout->num_threads()) {
+    diags_.error(n.loc, "View: '{}' has {} threads ({}) but the new layout has {} ({})", name,
+                 src->layout->num_threads(), layout_text(*src->layout), lay.num_threads(), layout_text(lay));
+    ok = false;
+  }
+  const int64_t from = src->layout->num_locals() * src->dtype.bits(), to = lay.num_locals() * dtype.bits();
+  if (from != to) {
+    diags_.error(n.loc, "View: each thread holds {} bits of '{}' ({} x {}) but {} bits in the view ({} x {})",
+                 from, name, src->layout->num_locals(), src->dtype.name(), to, lay.num_locals(),
+                 dtype.name());
+    ok = false;
+  }
+  if (ok) set_result(dtype, lay);
+}
+
+void Verifier::check_elementwise(const ElementwiseInst& n) {
+  const std::string name = n.name();
+  const int want = arity(n.op);
+  if (static_cast<int>(n.args.size()) != want) {
+    diags_.error(n.loc, "{} takes {} operand{}, got {}", name, want, want == 1 ? "" : "s", n.args.size());
+    if (n.out) use_var(n.out, n.loc);
+    return;
+  }
+  static const char* roles3[] = {"cond", "a", "b"};
+  static const char* roles2[] = {"a", "b"};
+  auto role = [&](size_t k) { return std::string(n.op == ElementwiseOp::Where ? roles3[k] : roles2[k]); };
+
+  // Operand types.
+  std::vector<const TensorType*> tensors(n.args.size(), nullptr);
+  std::vector<std::optional<DataType>> types(n.args.size());
+  bool ok = true, any_tensor = false;
+  for (size_t k = 0; k < n.args.size(); ++k) {
+    const Operand& a = n.args[k];
+    if (a.tensor) {
+      any_tensor = true;
+      tensors[k] = scoped_operand(*a.tensor, n, role(k), Scope::Register);
+      if (!tensors[k])
+        ok = false;
+      else
+        types[k] = tensors[k]->dtype;
+    } else if (a.scalar) {
+      types[k] = check_expr(a.scalar, n.loc);
+      if (!types[k]) ok = false;
+    } else {
+      diags_.error(n.loc, "{}: operand {} is missing", name, role(k));
+      ok = false;
+    }
+  }
+  if (!any_tensor) {
+    diags_.error(n.loc, "{} needs at least one register tensor operand", name);
+    ok = false;
+  }
+  if (!ok) {
+    if (n.out) use_var(n.out, n.loc);
+    return;
+  }
+
+  // Dtypes: the value operands agree (a scalar converts to the tensors' dtype).
+  const size_t first_value = n.op == ElementwiseOp::Where ? 1 : 0;
+  if (n.op == ElementwiseOp::Where && !types[0]->is_bool()) {
+    diags_.error(n.loc, "Where: cond must be bool, {} is {}", operand_name(n.args[0]), types[0]->name());
+    ok = false;
+  }
+  std::optional<DataType> value;
+  size_t value_from = first_value;
+  for (size_t k = first_value; k < n.args.size(); ++k) {
+    if (!tensors[k]) continue;
+    if (!value) {
+      value = tensors[k]->dtype;
+      value_from = k;
+    } else if (*value != tensors[k]->dtype) {
+      diags_.error(n.loc, "{}: {} is {} but {} is {}", name, role(value_from), value->name(), role(k),
+                   tensors[k]->dtype.name());
+      ok = false;
+    }
+  }
+  if (!value) {
+    // Where with tensor cond only: the scalar values decide.
+    value = types[first_value];
+    for (size_t k = first_value + 1; k < n.args.size(); ++k)
+      if (types[k] && *types[k] != *value && !scalar_fits(*types[k], *value)) {
+        diags_.error(n.loc, "{}: {} is {} but {} is {}", name, role(first_value), value->name(), role(k),
+                     types[k]->name());
+        ok = false;
+      }
+  } else {
+    for (size_t k = first_value; k < n.args.size(); ++k)
+      if (!tensors[k] && !scalar_fits(*types[k], *value)) {
+        diags_.error(n.loc, "{}: the scalar {} is {} and does not convert to {}", name,
+                     operand_name(n.args[k]), types[k]->name(), value->name());
+        ok = false;
+      }
+  }
+  const DataType v = *value;
+  switch (n.op) {
+    case ElementwiseOp::Add:
+    case ElementwiseOp::Sub:
+    case ElementwiseOp::Mul:
+    case ElementwiseOp::Div:
+    case ElementwiseOp::Mod:
+    case ElementwiseOp::Max:
+    case ElementwiseOp::Min:
+    case ElementwiseOp::Neg:
+    case ElementwiseOp::Abs:
+    case ElementwiseOp::Lt:
+    case ElementwiseOp::Le:
+    case ElementwiseOp::Gt:
+    case ElementwiseOp::Ge:
+      if (v.is_bool()) {
+        diags_.error(n.loc, "{} needs numbers, got bool", name);
+        ok = false;
+      }
+      break;
+    case ElementwiseOp::Exp:
+    case ElementwiseOp::Exp2:
+    case ElementwiseOp::Log:
+    case ElementwiseOp::Sqrt:
+    case ElementwiseOp::Rsqrt:
+      if (!v.is_float()) {
+        diags_.error(n.loc, "{} needs a float tensor, {} is {}; Cast it first", name, operand_name(n.args[0]),
+                     v.name());
+        ok = false;
+      }
+      break;
+    default:
+      break;
+  }
+  const DataType result_dtype = is_comparison(n.op) ? DataType::boolean() : v;
+
+  // The broadcast shape; the result takes the layout of the first operand that has it.
+  layout::Index shape;
+  bool shape_ok = true;
+  for (size_t k = 0; k < n.args.size(); ++k) {
+    if (!tensors[k]) continue;
+    layout::Index s = tensors[k]->layout->shape();
+    layout::Index prev = shape;
+    const size_t rank = std::max(shape.size(), s.size());
+    shape.insert(shape.begin(), rank - shape.size(), 1);
+    s.insert(s.begin(), rank - s.size(), 1);
+    for (size_t d = 0; d < rank && shape_ok; ++d) {
+      if (shape[d] == s[d] || s[d] == 1) continue;
+      if (shape[d] == 1) {
+        shape[d] = s[d];
+        continue;
+      }
+      diags_.error(n.loc, "{}: shapes {} and {} ({}) do not broadcast", name, index_text(prev),
+                   index_text(tensors[k]->layout->shape()), role(k));
+      shape_ok = false;
+    }
+  }
+  if (!shape_ok) {
+    if (n.out) use_var(n.out, n.loc);
+    return;
+  }
+  const TensorType* owner = nullptr;
+  for (size_t k = 0; k < n.args.size() && !owner; ++k)
+    if (tensors[k] && tensors[k]->layout->shape() == shape) owner = tensors[k];
+  if (!owner) {
+    diags_.error(n.loc, "{}: no operand has the broadcast shape {}, so the result has no layout", name,
+                 index_text(shape));
+    if (n.out) use_var(n.out, n.loc);
+    return;
+  }
+  const layout::Layout& res = *owner->layout;
+
+  // Every thread holds the operand elements its result elements need.
+  for (size_t k = 0; k < n.args.size(); ++k) {
+    if (!tensors[k] || tensors[k] == owner) continue;
+    const layout::Layout& lay = *tensors[k]->layout;
+    if (lay == res || lay.num_threads() != res.num_threads()) continue;
+    auto own = ownership(lay);
+    if (!own) continue;
+    const layout::Index& s = lay.shape();
+    const size_t lead = shape.size() - s.size();
+    bool found = false;
+    for (int64_t t = 0; t < res.num_threads() && !found; ++t) {
+      for (int64_t i = 0; i < res.num_locals() && !found; ++i) {
+        layout::Index idx = res.map(t, i);
+        layout::Index sub(idx.begin() + static_cast<std::ptrdiff_t>(lead), idx.end());
+        for (size_t d = 0; d < s.size(); ++d)
+          if (s[d] == 1) sub[d] = 0;
+        if (!own->holds(t, linear_index(s, sub))) {
+          diags_.error(n.loc,
+                       "{}: thread {} computes element {} of the result but does not hold element {} of {} "
+                       "(layout {})",
+                       name, t, index_text(idx), index_text(sub), role(k), layout_text(lay));
+          found = true;
+          ok = false;
+        }
+      }
+    }
+  }
+  check_out(n.out, n, result_dtype, res);
+  if (ok) set_result(result_dtype, res);
+}
+
+void Verifier::check_reduce(const ReduceInst& n) {
+  const TensorType* src = scoped_operand(n.src, n, "the operand", Scope::Register);
+  if (!src) {
+    if (n.out) use_var(n.out, n.loc);
+    return;
+  }
+  if (src->dtype.is_bool()) diags_.error(n.loc, "{} needs numbers, got bool", n.name());
+  if (n.dim < 0 || n.dim >= src->layout->rank()) {
+    diags_.error(n.loc, "{}: dim={} is out of range for '{}' of rank {}", n.name(), n.dim, n.src.tensor->name,
+                 src->layout->rank());
+    if (n.out) use_var(n.out, n.loc);
+    return;
+  }
+  try {
+    layout::Layout lay = layout::reduce(*src->layout, {n.dim});
+    if (n.keepdim) lay = layout::insert_dim(lay, n.dim);
+    check_out(n.out, n, src->dtype, lay);
+    set_result(src->dtype, lay);
+  } catch (const Error& e) {
+    diags_.error(n.loc, "{}: {}", n.name(), e.what());
+  }
+}
+
+namespace {
+
+// The SIMT rule: a thread that computes c[..., m, n] holds a[..., m, k] and b[..., k, n] for every k.
+// Returns an explanation of the first violation, or "" when the layouts satisfy it (or are too large to
+// enumerate).
+std::string simt_violation(const layout::Layout& la, const layout::Layout& lb, const layout::Layout& lc,
+                           const char* unit) {
+  auto oa = ownership(la), ob = ownership(lb);
+  if (!oa || !ob) return "";
+  const int r = lc.rank();
+  const int64_t K = la.shape()[static_cast<size_t>(r - 1)];
+  if (lc.num_threads() * lc.num_locals() * K > (int64_t{1} << 26)) return "";
+  for (int64_t t = 0; t < lc.num_threads(); ++t) {
+    for (int64_t i = 0; i < lc.num_locals(); ++i) {
+      layout::Index ci = lc.map(t, i);
+      layout::Index ai = ci, bi = ci;
+      for (int64_t k = 0; k < K; ++k) {
+        ai[static_cast<size_t>(r - 1)] = k;
+        bi[static_cast<size_t>(r - 2)] = k;
+        if (!oa->holds(t, linear_index(oa->shape, ai)))
+          return fmt::format("{} {} computes c{} but does not hold a{}", unit, t, index_text(ci),
+                             index_text(ai));
+        if (!ob->holds(t, linear_index(ob->shape, bi)))
+          return fmt::format("{} {} computes c{} but does not hold b{}", unit, t, index_text(ci),
+                             index_text(bi));
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+void Verifier::check_dot(const DotInst& n) {
+  const TensorType* a = scoped_operand(n.a, n, "a", Scope::Register);
+  const TensorType* b = scoped_operand(n.b, n, "b", Scope::Register);
+  const TensorType* c = scoped_operand(n.c, n, "c", Scope::Register);
+  if (!a || !b || !c) {
+    if (n.out) use_var(n.out, n.loc);
+    return;
+  }
+  bool ok = true;
+  // Dtypes: a and b alike; a float product accumulates in a float, an integer one in i32.
+  if (a->dtype != b->dtype) {
+    diags_.error(n.loc, "Dot: a is {} but b is {}", a->dtype.name(), b->dtype.name());
+    ok = false;
+  } else if (a->dtype.is_bool()) {
+    diags_.error(n.loc, "Dot: cannot multiply bool tensors");
+    ok = false;
+  } else if (a->dtype.is_float() && !c->dtype.is_float()) {
+    diags_.error(n.loc, "Dot: a and b are {} but c is {}; a float product accumulates in a float",
+                 a->dtype.name(), c->dtype.name());
+    ok = false;
+  } else if (a->dtype.is_integer() && c->dtype != DataType::i32()) {
+    diags_.error(n.loc, "Dot: a and b are {} but c is {}; an integer product accumulates in i32",
+                 a->dtype.name(), c->dtype.name());
+    ok = false;
+  }
+
+  // Shapes: [..., M, K] @ [..., K, N] + [..., M, N].
+  const layout::Layout &la = *a->layout, &lb = *b->layout, &lc = *c->layout;
+  const layout::Index &sa = la.shape(), &sb = lb.shape(), &sc = lc.shape();
+  bool shapes_ok = true;
+  if (sa.size() < 2 || sb.size() < 2 || sc.size() < 2) {
+    diags_.error(n.loc, "Dot: a is {}, b is {} and c is {}; every operand needs rank 2 or more",
+                 index_text(sa), index_text(sb), index_text(sc));
+    shapes_ok = false;
+  } else if (sa.size() != sb.size() || sa.size() != sc.size()) {
+    diags_.error(n.loc, "Dot: a is {}, b is {} and c is {}; the ranks must be equal", index_text(sa),
+                 index_text(sb), index_text(sc));
+    shapes_ok = false;
+  } else {
+    const size_t r = sa.size();
+    if (sa[r - 1] != sb[r - 2]) {
+      diags_.error(n.loc, "Dot: a is {} but b is {}; the inner dimensions must agree", index_text(sa),
+                   index_text(sb));
+      shapes_ok = false;
+    } else if (sc[r - 2] != sa[r - 2] || sc[r - 1] != sb[r - 1]) {
+      diags_.error(n.loc, "Dot: a @ b is [{}, {}] but c is {}", sa[r - 2], sb[r - 1], index_text(sc));
+      shapes_ok = false;
+    }
+    for (size_t d = 0; d + 2 < r && shapes_ok; ++d)
+      if (sa[d] != sb[d] || sa[d] != sc[d]) {
+        diags_.error(n.loc, "Dot: the batch dimensions of a {}, b {} and c {} differ", index_text(sa),
+                     index_text(sb), index_text(sc));
+        shapes_ok = false;
+      }
+  }
+
+  // Layouts: tensor cores when every operand divides one MMA atom and the quotients line up (each warp holds
+  // the a rows and b columns of atoms its c atoms need); else SIMT, where each thread needs them element by
+  // element.
+  if (shapes_ok && la.num_threads() == lc.num_threads() && lb.num_threads() == lc.num_threads()) {
+    bool mma = false;
+    for (const target::MmaAtom& atom : target::mma_atoms()) {
+      if (atom.a != a->dtype || atom.b != b->dtype || atom.c != c->dtype) continue;
+      try {
+        layout::Layout qa = layout::divide(la, atom.layout_a), qb = layout::divide(lb, atom.layout_b),
+                       qc = layout::divide(lc, atom.layout_c);
+        if (qa.rank() == lc.rank() && qb.rank() == lc.rank() && qc.rank() == lc.rank() &&
+            simt_violation(qa, qb, qc, "warp").empty()) {
+          mma = true;
+          break;
+        }
+      } catch (const Error&) {
+      }
+    }
+    if (!mma) {
+      std::string why = simt_violation(la, lb, lc, "thread");
+      if (!why.empty()) {
+        diags_.error(n.loc, "Dot: the layouts divide no MMA atom, and for SIMT {}", why);
+        ok = false;
+      }
+    }
+  }
+  check_out(n.out, n, c->dtype, lc);
+  if (ok && shapes_ok) set_result(c->dtype, lc);
+}
+
+void Verifier::check_print(const PrintInst& n) {
+  if (n.value.tensor)
+    tensor_operand(*n.value.tensor, n, "the value");
+  else if (n.value.scalar)
+    check_expr(n.value.scalar, n.loc);
+  else
+    diags_.error(n.loc, "Print: the value is missing");
+}
+
+}  // namespace tilevm::ir::verifier_detail

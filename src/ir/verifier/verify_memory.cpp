@@ -1,0 +1,295 @@
+// Global and shared memory: ViewGlobal, AllocateGlobal, AllocateShared, FreeShared, loads, stores, atomics
+// and async copies (scopes, dtypes, shapes, offset ranks, constant bounds of shared accesses).
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "verifier_impl.h"
+
+namespace tilevm::ir::verifier_detail {
+
+namespace {
+
+std::string at(SourceLoc loc) {
+  return loc.known() ? fmt::format(" at {}:{}", loc.line, loc.col) : "";
+}
+
+}  // namespace
+
+void Verifier::check_memory_layout(const layout::Layout& lay, SourceLoc loc, const std::string& what) {
+  if (lay.num_threads() != 1)
+    diags_.error(loc, "{} has {} threads; a memory layout has 1 ({})", what, lay.num_threads(),
+                 layout_text(lay));
+  else if (lay.is_replicated())
+    diags_.error(loc, "{} is replicated; a memory layout stores each element once ({})", what,
+                 layout_text(lay));
+}
+
+namespace {
+
+// Checks the extents of a shape: integers, constants at least 1 (the caller names the tensor).
+void check_extents(Verifier& v, const std::vector<Expr>& shape, SourceLoc loc, const std::string& inst) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!shape[d]) {
+      v.diags_.error(loc, "{}: extent {} of the shape is missing", inst, d);
+      continue;
+    }
+    v.check_int_expr(shape[d], loc, fmt::format("{}: extent {} of the shape", inst, d));
+    if (auto c = as_const_int(shape[d]); c && *c < 1)
+      v.diags_.error(pick(shape[d]->loc, loc), "{}: extent {} of the shape is {}; it must be at least 1",
+                     inst, d, *c);
+  }
+}
+
+// A layout given for a global or shared tensor whose shape is also given: the same shape.
+void check_layout_shape(Verifier& v, const layout::Layout& lay, const std::vector<Expr>& shape, SourceLoc loc,
+                        const std::string& inst) {
+  if (shape.empty()) return;
+  if (static_cast<int>(shape.size()) != lay.rank()) {
+    v.diags_.error(loc, "{}: the shape {} has rank {} but the layout {} has rank {}", inst, shape_text(shape),
+                   shape.size(), layout_text(lay), lay.rank());
+    return;
+  }
+  for (int d = 0; d < lay.rank(); ++d) {
+    auto c = as_const_int(shape[d]);
+    if (c && *c != lay.shape()[d]) {
+      v.diags_.error(loc, "{}: the shape {} differs from the layout's shape {}", inst, shape_text(shape),
+                     index_text(lay.shape()));
+      return;
+    }
+  }
+}
+
+// A scalar value stored into a tensor of `dtype` (init=): numbers convert, bool stays bool, and a float
+// value does not silently truncate into an integer tensor.
+void check_fill_value(Verifier& v, const Expr& value, DataType dtype, SourceLoc loc,
+                      const std::string& what) {
+  auto t = v.check_expr(value, loc);
+  if (!t) return;
+  if (t->is_bool() != dtype.is_bool() || (t->is_float() && !dtype.is_float()))
+    v.diags_.error(pick(value->loc, loc), "{} is {} ({}) but the tensor is {}", what, t->name(),
+                   expr_text(value), dtype.name());
+}
+
+}  // namespace
+
+void Verifier::check_view_global(const ViewGlobalInst& n) {
+  const std::string name = n.name();
+  if (!n.ptr) {
+    diags_.error(n.loc, "ViewGlobal: the pointer is missing");
+  } else if (const auto* r = n.ptr->as<VarRef>(); !r || !r->var) {
+    diags_.error(pick(n.ptr->loc, n.loc), "ViewGlobal: the pointer must be a pointer parameter, got {}",
+                 expr_text(n.ptr));
+  } else {
+    use_var(r->var, pick(n.ptr->loc, n.loc));
+    if (!r->var->type.is_pointer())
+      diags_.error(pick(n.ptr->loc, n.loc), "ViewGlobal: '{}' is {}, not a pointer", r->var->name,
+                   type_text(r->var->type));
+    else if (r->var->type.dtype != n.dtype)
+      diags_.error(n.loc, "ViewGlobal: '{}' points to {} but dtype={}", r->var->name,
+                   r->var->type.dtype.name(), n.dtype.name());
+  }
+  if (n.shape.empty()) diags_.error(n.loc, "ViewGlobal: the shape is empty");
+  check_extents(*this, n.shape, n.loc, name);
+  if (!n.strides.empty()) {
+    if (n.layout) diags_.error(n.loc, "ViewGlobal: give strides= or layout=, not both");
+    if (n.strides.size() != n.shape.size())
+      diags_.error(n.loc, "ViewGlobal: {} strides for a shape of rank {}", n.strides.size(), n.shape.size());
+    for (size_t d = 0; d < n.strides.size(); ++d)
+      if (n.strides[d]) check_int_expr(n.strides[d], n.loc, fmt::format("ViewGlobal: stride {}", d));
+  }
+  if (n.layout) {
+    check_memory_layout(*n.layout, n.loc, "ViewGlobal: the layout");
+    check_layout_shape(*this, *n.layout, n.shape, n.loc, name);
+  }
+}
+
+void Verifier::check_allocate_global(const AllocateGlobalInst& n) {
+  const std::string name = n.name();
+  if (n.shape.empty()) diags_.error(n.loc, "AllocateGlobal: the shape is empty");
+  check_extents(*this, n.shape, n.loc, name);
+  if (n.layout) {
+    check_memory_layout(*n.layout, n.loc, "AllocateGlobal: the layout");
+    check_layout_shape(*this, *n.layout, n.shape, n.loc, name);
+  }
+  if (n.init) check_fill_value(*this, n.init, n.dtype, n.loc, "AllocateGlobal: init");
+}
+
+void Verifier::check_allocate_shared(const AllocateSharedInst& n) {
+  const std::string name = n.name();
+  if (n.layout) {
+    check_memory_layout(*n.layout, n.loc, "AllocateShared: the layout");
+    check_layout_shape(*this, *n.layout, n.shape, n.loc, name);
+  } else if (n.shape.empty()) {
+    diags_.error(n.loc, "AllocateShared: give shape= or layout=");
+  }
+  check_extents(*this, n.shape, n.loc, name);
+  for (size_t d = 0; d < n.shape.size(); ++d)
+    if (n.shape[d] && !as_const_int(n.shape[d]))
+      diags_.error(pick(n.shape[d]->loc, n.loc),
+                   "AllocateShared: extent {} is {}; a shared tensor's shape must be constant", d,
+                   expr_text(n.shape[d]));
+}
+
+void Verifier::check_free_shared(const FreeSharedInst& n) {
+  if (!n.tensor) {
+    diags_.error(n.loc, "FreeShared: the tensor is missing");
+    return;
+  }
+  auto f = state_.freed.find(n.tensor.get());
+  if (f != state_.freed.end()) {
+    diags_.error(n.loc, "FreeShared: '{}' is already freed{}", n.tensor->name, at(f->second));
+    return;
+  }
+  use_var(n.tensor, n.loc);
+  const TensorType* t = tensor_type_of(n.tensor);
+  if (!t || t->scope != Scope::Shared) {
+    diags_.error(n.loc, "FreeShared: '{}' is {}, not a shared tensor", n.tensor->name,
+                 type_text(n.tensor->type));
+    return;
+  }
+  auto l = loop_of_.find(n.tensor.get());
+  const int here = loops_.empty() ? 0 : loops_.back();
+  // Freed in a loop nested inside the allocation's (still open) loop or straight-line code.
+  bool encloses = l != loop_of_.end() &&
+                  (l->second == 0 || std::find(loops_.begin(), loops_.end(), l->second) != loops_.end());
+  if (encloses && l->second != here)
+    diags_.error(
+        n.loc,
+        "FreeShared: '{}' is allocated outside this loop but freed inside it; the next iteration would "
+        "use freed memory",
+        n.tensor->name);
+  state_.freed[n.tensor.get()] = n.loc;
+}
+
+namespace {
+
+// For a shared tensor with constant extents, subscripts and offsets: the tile must lie inside it.
+// `tile` is aligned with the trailing dimensions of the view.
+void check_shared_bounds(Verifier& v, const TensorArg& arg, const TensorType& t, const layout::Index& tile,
+                         const std::vector<Expr>& offset, const InstNode& inst) {
+  auto base = t.static_shape();
+  if (!base) return;
+  const int rank = t.rank();
+  std::vector<int> view_dims;  // base dimension of each view dimension
+  layout::Index origin(static_cast<size_t>(rank), 0), extent(static_cast<size_t>(rank), 1);
+  for (int d = 0; d < rank; ++d) {
+    const Slice* s = d < static_cast<int>(arg.slices.size()) ? &arg.slices[d] : nullptr;
+    if (s && s->kind != Slice::Kind::Full) {
+      auto c = as_const_int(s->value);
+      if (!c) return;
+      origin[d] = *c;
+    }
+    if (!s || s->kind != Slice::Kind::Index) view_dims.push_back(d);
+  }
+  const int vr = static_cast<int>(view_dims.size());
+  if (!offset.empty()) {
+    if (static_cast<int>(offset.size()) != vr) return;
+    for (int k = 0; k < vr; ++k) {
+      auto c = as_const_int(offset[k]);
+      if (!c) return;
+      origin[view_dims[k]] += *c;
+    }
+  }
+  const int tr = static_cast<int>(tile.size());
+  if (tr > vr) return;
+  for (int k = 0; k < tr; ++k) extent[view_dims[vr - tr + k]] = tile[k];
+  for (int d = 0; d < rank; ++d) {
+    if (origin[d] < 0 || origin[d] + extent[d] > (*base)[d]) {
+      v.diags_.error(inst.loc, "{}: a tile of shape {} at {} exceeds '{}' of shape {} (dimension {})",
+                     inst.name(), index_text(tile), index_text(origin), arg.tensor->name, index_text(*base),
+                     d);
+      return;
+    }
+  }
+}
+
+// Offsets: empty or one integer per dimension of the view; the tile's rank at most the view's.
+void check_offsets(Verifier& v, const TensorArg& arg, const TensorType& t, int tile_rank,
+                   const std::vector<Expr>& offset, const InstNode& inst) {
+  const int vr = static_cast<int>(Verifier::view_shape(arg, t).size());
+  const std::string what = arg.slices.empty() ? fmt::format("'{}'", arg.tensor->name)
+                                              : fmt::format("the view of '{}'", arg.tensor->name);
+  if (tile_rank > vr)
+    v.diags_.error(pick(arg.loc, inst.loc), "{}: the tile has rank {} but {} has rank {}", inst.name(),
+                   tile_rank, what, vr);
+  if (!offset.empty() && static_cast<int>(offset.size()) != vr)
+    v.diags_.error(inst.loc, "{}: offset has {} entries but {} has rank {}", inst.name(), offset.size(), what,
+                   vr);
+  for (size_t k = 0; k < offset.size(); ++k) {
+    if (!offset[k]) {
+      v.diags_.error(inst.loc, "{}: offset entry {} is missing", inst.name(), k);
+      continue;
+    }
+    v.check_int_expr(offset[k], inst.loc, fmt::format("{}: offset entry {}", inst.name(), k));
+  }
+}
+
+}  // namespace
+
+void Verifier::check_load(const LoadInst& n) {
+  const bool shared = n.kind == InstKind::LoadShared;
+  const TensorType* src = scoped_operand(n.src, n, "the source", shared ? Scope::Shared : Scope::Global);
+  note_threads(n.layout, n.loc);
+  if (src) {
+    check_offsets(*this, n.src, *src, n.layout.rank(), n.offset, n);
+    if (shared) check_shared_bounds(*this, n.src, *src, n.layout.shape(), n.offset, n);
+    check_out(n.out, n, src->dtype, n.layout);
+    set_result(src->dtype, n.layout);
+  } else if (n.out) {
+    use_var(n.out, n.loc);
+  }
+}
+
+void Verifier::check_store(const StoreInst& n) {
+  const bool shared = n.kind == InstKind::StoreShared;
+  const TensorType* src = scoped_operand(n.src, n, "the source", Scope::Register);
+  const TensorType* dst = scoped_operand(n.dst, n, "the destination", shared ? Scope::Shared : Scope::Global);
+  if (!src || !dst) return;
+  if (src->dtype != dst->dtype)
+    diags_.error(n.loc, "{}: '{}' is {} but '{}' is {}; Cast it first", n.name(), n.src.tensor->name,
+                 src->dtype.name(), n.dst.tensor->name, dst->dtype.name());
+  if (n.kind == InstKind::AtomicAddGlobal && !(dst->dtype.is_float() || dst->dtype.is_integer()))
+    diags_.error(n.loc, "AtomicAddGlobal: cannot add {} values", dst->dtype.name());
+  check_offsets(*this, n.dst, *dst, src->layout->rank(), n.offset, n);
+  if (shared) check_shared_bounds(*this, n.dst, *dst, src->layout->shape(), n.offset, n);
+}
+
+void Verifier::check_copy_async(const CopyAsyncInst& n) {
+  const TensorType* dst = scoped_operand(n.dst, n, "the destination", Scope::Shared);
+  const TensorType* src = scoped_operand(n.src, n, "the source", Scope::Global);
+  if (!dst || !src) return;
+  if (dst->dtype != src->dtype)
+    diags_.error(n.loc, "CopyAsync: '{}' is {} but '{}' is {}", n.dst.tensor->name, dst->dtype.name(),
+                 n.src.tensor->name, src->dtype.name());
+  std::vector<Expr> dshape = view_shape(n.dst, *dst), sshape = view_shape(n.src, *src);
+  if (dshape.size() > sshape.size()) {
+    diags_.error(n.loc, "CopyAsync: the destination view has rank {} but the source view has rank {}",
+                 dshape.size(), sshape.size());
+    return;
+  }
+  layout::Index tile;
+  for (const Expr& e : dshape) {
+    auto c = as_const_int(e);
+    if (!c) return;
+    tile.push_back(*c);
+  }
+  check_shared_bounds(*this, n.dst, *dst, tile, {}, n);
+}
+
+void Verifier::check_wait_group(const CopyAsyncWaitGroupInst& n) {
+  if (!n.n) {
+    diags_.error(n.loc, "CopyAsyncWaitGroup: n is missing");
+    return;
+  }
+  auto t = check_expr(n.n, n.loc);
+  auto c = as_const_int(n.n);
+  if (!c)
+    diags_.error(pick(n.n->loc, n.loc), "CopyAsyncWaitGroup: n must be an integer constant, got {}{}",
+                 expr_text(n.n), t ? " (" + t->name() + ")" : "");
+  else if (*c < 0)
+    diags_.error(pick(n.n->loc, n.loc), "CopyAsyncWaitGroup: n is {}; it must not be negative", *c);
+}
+
+}  // namespace tilevm::ir::verifier_detail
