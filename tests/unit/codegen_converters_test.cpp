@@ -1,0 +1,242 @@
+// The generated converters without a GPU: every converter from every type of 8 bits or fewer to f16, bf16 and
+// f32 run on the CPU emulator of its PTX ops for every code at every element position, compared bit for bit
+// with tilevm::cast_code; every converter, check kernel and the scalar library compiled by NVRTC for sm_80
+// and sm_90 (skipped when NVRTC is missing).
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tilevm/codegen/cuda/converters.h"
+#include "tilevm/runtime/nvrtc.h"
+#include "tilevm/support/error.h"
+#include "tilevm/type/convert.h"
+#include "tilevm/type/data_type.h"
+#include "tilevm/type/packing.h"
+
+namespace tilevm::codegen::cuda {
+namespace {
+
+std::vector<DataType> small_types() {
+  std::vector<DataType> types;
+  for (DataType t : all_data_types()) {
+    if (t.bits() <= 8) types.push_back(t);
+  }
+  return types;
+}
+
+const DataType kDestinations[] = {DataType::f16(), DataType::bf16(), DataType::f32()};
+
+// bool reads any byte; other types read 2^bits codes.
+uint64_t code_count(DataType t) {
+  return t.is_bool() ? 256 : uint64_t{1} << t.bits();
+}
+
+// The packed words of `codes`, with every bit after the last code set (converters must ignore them).
+std::vector<uint32_t> pack_words(DataType t, const std::vector<uint64_t>& codes) {
+  std::vector<uint8_t> bytes = pack(t, codes);
+  const int words = converter_input_words({t, DataType::f16(), static_cast<int>(codes.size())});
+  bytes.resize(static_cast<size_t>(words) * 4, 0xff);
+  const size_t used_bits = codes.size() * static_cast<size_t>(t.bits());
+  if (used_bits % 8 != 0) bytes[used_bits / 8] |= static_cast<uint8_t>(0xff << (used_bits % 8));
+  std::vector<uint32_t> result(static_cast<size_t>(words));
+  std::memcpy(result.data(), bytes.data(), bytes.size());
+  return result;
+}
+
+// Element k of a converter's output words.
+uint32_t output_element(DataType to, const std::vector<uint32_t>& words, int k) {
+  if (to == DataType::f32()) return words.at(static_cast<size_t>(k));
+  return (words.at(static_cast<size_t>(k / 2)) >> (16 * (k % 2))) & 0xffff;
+}
+
+// Runs the converter of `count` elements on groups whose element i is code (start + i) mod code_count, for
+// every start: every code at every position, next to many different neighbours. Returns the mismatches.
+int check_exhaustively(DataType from, DataType to, int count) {
+  const ConverterProgram program = build_converter_program({from, to, count});
+  const uint64_t codes = code_count(from);
+  int mismatches = 0;
+  for (uint64_t start = 0; start < codes; ++start) {
+    std::vector<uint64_t> group(static_cast<size_t>(count));
+    for (int i = 0; i < count; ++i)
+      group[static_cast<size_t>(i)] = (start + static_cast<uint64_t>(i) * 7) % codes;
+    const std::vector<uint32_t> out = emulate_converter_program(program, pack_words(from, group));
+    for (int i = 0; i < count; ++i) {
+      const uint64_t code = group[static_cast<size_t>(i)];
+      const uint64_t expected = cast_code(from, to, code);
+      const uint32_t actual = output_element(to, out, i);
+      if (actual != expected && ++mismatches <= 5) {
+        ADD_FAILURE() << from.name() << " -> " << to.name() << " x" << count << ": element " << i
+                      << " code 0x" << std::hex << code << " gives 0x" << actual << ", expected 0x"
+                      << expected;
+      }
+    }
+    if (to != DataType::f32() && count % 2 == 1) {
+      EXPECT_EQ(out.back() >> 16, 0u) << from.name() << " -> " << to.name() << " x" << count << ": odd tail";
+    }
+  }
+  return mismatches;
+}
+
+TEST(Converters, EveryTypeOf8BitsOrFewerHasOne) {
+  const std::vector<DataType> types = small_types();
+  EXPECT_EQ(types.size(), 1u + 8 + 8 + 21);  // bool, i1..i8, u1..u8, 21 float splits
+  for (DataType from : types) {
+    for (DataType to : kDestinations) {
+      EXPECT_TRUE(has_vectorized_converter(from, to)) << from.name() << " -> " << to.name();
+      EXPECT_TRUE(vectorized_converter(from, to, 8, "f").has_value());
+    }
+    EXPECT_FALSE(has_vectorized_converter(from, DataType::f64()));
+    EXPECT_FALSE(has_vectorized_converter(from, DataType::i8()));
+  }
+  for (DataType wide : {DataType::f16(), DataType::bf16(), DataType::i16(), DataType::f32()}) {
+    EXPECT_FALSE(vectorized_converter(wide, DataType::f16(), 8, "f").has_value()) << wide.name();
+  }
+  EXPECT_FALSE(vectorized_converter(DataType::f8e4m3(), DataType::f16(), 0, "f").has_value());
+  EXPECT_THROW(emit_converter({DataType::f16(), DataType::f32(), 8}, "f"), InternalError);
+}
+
+TEST(Converters, NaturalCountsNamesAndWords) {
+  EXPECT_EQ(natural_converter_count(DataType::parse("u4")), 8);
+  EXPECT_EQ(natural_converter_count(DataType::parse("u3")), 32);
+  EXPECT_EQ(natural_converter_count(DataType::parse("f6e3m2")), 16);
+  EXPECT_EQ(natural_converter_count(DataType::parse("i1")), 32);
+  EXPECT_EQ(natural_converter_count(DataType::u8()), 8);
+  EXPECT_EQ(natural_converter_count(DataType::boolean()), 8);
+  EXPECT_EQ(converter_function_name(DataType::parse("f6e3m2"), DataType::f16(), 16),
+            "tvm_convert_f6e3m2_to_f16_x16");
+  const ConverterSpec u3{DataType::parse("u3"), DataType::bf16(), 32};
+  EXPECT_EQ(converter_input_words(u3), 3);
+  EXPECT_EQ(converter_output_words(u3), 16);
+  EXPECT_EQ(converter_output_words({DataType::parse("u3"), DataType::f32(), 7}), 7);
+  EXPECT_EQ(converter_output_words({DataType::parse("u3"), DataType::f16(), 7}), 4);
+  for (DataType from : small_types()) {
+    for (DataType to : kDestinations) {
+      for (int count : {natural_converter_count(from), 7}) {
+        const ConverterSpec spec{from, to, count};
+        for (int k = 0; k < count; ++k) {
+          // Every element lies inside the words the converter reads.
+          EXPECT_LE((k + 1) * from.bits(), 32 * converter_input_words(spec));
+        }
+      }
+    }
+  }
+}
+
+TEST(Converters, EmulatedExhaustivelyAtNaturalCount) {
+  int converters = 0;
+  for (DataType from : small_types()) {
+    for (DataType to : kDestinations) {
+      EXPECT_EQ(check_exhaustively(from, to, natural_converter_count(from)), 0);
+      ++converters;
+    }
+  }
+  EXPECT_EQ(converters, 38 * 3);
+}
+
+TEST(Converters, EmulatedExhaustivelyAtOtherCounts) {
+  for (DataType from : small_types()) {
+    for (DataType to : kDestinations) {
+      for (int count : {1, 2, 3, 5, 13, 40}) EXPECT_EQ(check_exhaustively(from, to, count), 0);
+    }
+  }
+}
+
+// The vectorized converters stay cheap: instructions per element (ops that are neither inputs, constants nor
+// outputs) at the natural count.
+TEST(Converters, InstructionBudget) {
+  for (DataType from : small_types()) {
+    for (DataType to : {DataType::f16(), DataType::bf16()}) {
+      const int count = natural_converter_count(from);
+      const ConverterProgram program = build_converter_program({from, to, count});
+      const auto work = std::count_if(program.ops.begin(), program.ops.end(), [](const ConverterOp& op) {
+        using Kind = ConverterOp::Kind;
+        return op.kind != Kind::Input && op.kind != Kind::Const && op.kind != Kind::Output;
+      });
+      const double per_element = static_cast<double>(work) / count;
+      // Integers: shifts, prmt, lop3, fma (<= 3 per element); floats add a sign move and a scale; inf/NaN
+      // fix-ups and the f8e6m1 -> f16 rounding cost more.
+      double budget = from.is_integer() || from.is_bool() ? 3.0 : 4.0;
+      if (from.has_nan()) budget = 8.0;
+      if (from.exponent_bits() > to.exponent_bits()) budget = 12.0;  // f8e6m1 -> f16
+      EXPECT_LE(per_element, budget) << from.name() << " -> " << to.name();
+    }
+  }
+}
+
+TEST(Converters, PrintedSourceShape) {
+  const std::string source = emit_converter({DataType::parse("u4"), DataType::f16(), 8}, "cvt_u4");
+  EXPECT_NE(source.find("__device__ __forceinline__ void cvt_u4(const unsigned int* __restrict__ in_words, "
+                        "unsigned int* __restrict__ out_words)"),
+            std::string::npos)
+      << source;
+  EXPECT_NE(source.find("#ifndef TILEVM_CONVERTER_HELPERS"), std::string::npos);
+  EXPECT_NE(source.find("tvm_fma_f16x2"), std::string::npos);
+  EXPECT_NE(source.find("tvm_lop3<0x6au>"), std::string::npos);  // (code & mask) ^ magic
+  EXPECT_NE(source.find("out_words[3] = "), std::string::npos);
+  EXPECT_EQ(source.find("out_words[4]"), std::string::npos);
+  EXPECT_EQ(source.find("in_words[1]"), std::string::npos);
+  // Deterministic: the same spec prints the same text.
+  EXPECT_EQ(source, emit_converter({DataType::parse("u4"), DataType::f16(), 8}, "cvt_u4"));
+}
+
+TEST(ScalarLibrary, NamesAndCoverage) {
+  const std::string library = emit_scalar_conversion_library();
+  std::set<std::string> seen;
+  for (DataType t : all_data_types()) {
+    EXPECT_NE(library.find(scalar_encode_function_name(t) + "(float value)"), std::string::npos) << t.name();
+    EXPECT_EQ(library.find(scalar_decode_function_name(t) + "(unsigned int code)") != std::string::npos,
+              has_scalar_decoder(t))
+        << t.name();
+    EXPECT_TRUE(seen.insert(scalar_encode_function_name(t)).second);
+  }
+  EXPECT_EQ(scalar_decode_function_name(DataType::parse("f6e3m2")), "tvm_decode_f6e3m2");
+  EXPECT_EQ(scalar_encode_function_name(DataType::boolean()), "tvm_encode_bool");
+  EXPECT_TRUE(has_scalar_decoder(DataType::bf16()));
+  EXPECT_TRUE(has_scalar_decoder(DataType::f32()));
+  EXPECT_FALSE(has_scalar_decoder(DataType::i32()));
+  EXPECT_FALSE(has_scalar_decoder(DataType::f64()));
+}
+
+// ---- NVRTC ----------------------------------------------------------------------------------------------
+
+class ConvertersNvrtc : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    if (!runtime::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available";
+  }
+  void compile(const std::string& source, const std::string& name) {
+    try {
+      const runtime::CompiledKernel kernel = runtime::compile_cuda(source, name, {.arch = GetParam()});
+      EXPECT_GT(kernel.cubin.size(), 4u);
+      EXPECT_EQ(kernel.log, "") << name;
+    } catch (const Error& error) {
+      ADD_FAILURE() << error.what();
+    }
+  }
+};
+
+// One translation unit per source type: its check kernel (the converters to f16, bf16 and f32 at the natural
+// count) and converters at an odd count after it (helpers guarded, included twice).
+TEST_P(ConvertersNvrtc, CheckKernelOfEveryTypeCompiles) {
+  for (DataType from : small_types()) {
+    std::string source = emit_converter_check_kernel(from, natural_converter_count(from));
+    for (DataType to : kDestinations)
+      source += emit_converter({from, to, 7}, converter_function_name(from, to, 7));
+    compile(source, "convert_" + from.name() + ".cu");
+  }
+}
+
+TEST_P(ConvertersNvrtc, ScalarLibraryAndCheckKernelsCompile) {
+  std::string source = emit_scalar_conversion_library();
+  for (DataType t : all_data_types()) source += emit_scalar_check_kernel(t);  // guards: the library again
+  compile(source, "scalar_library.cu");
+}
+
+INSTANTIATE_TEST_SUITE_P(Arch, ConvertersNvrtc, ::testing::Values("sm_80", "sm_90"));
+
+}  // namespace
+}  // namespace tilevm::codegen::cuda
