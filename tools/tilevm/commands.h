@@ -25,5 +25,6 @@ void add_layout_command(CLI::App& app);
 void add_print_command(CLI::App& app);
 void add_check_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_emit_command(CLI::App& app);
 
 }  // namespace tilevm::cli

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   tilevm::cli::add_layout_command(app);
   tilevm::cli::add_check_command(app);
   tilevm::cli::add_print_command(app);
+  tilevm::cli::add_emit_command(app);
   tilevm::cli::add_run_command(app);
   try {
     app.parse(argc, argv);

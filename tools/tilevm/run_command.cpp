@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "tilevm/codegen/cuda/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/parser.h"
 #include "tilevm/ir/verifier.h"
@@ -88,7 +89,6 @@ interp::ScalarValue parse_scalar(const std::string& name, const std::string& tex
 }
 
 void run(const RunRequest& req) {
-  if (req.gpu) fail("the GPU backend is not available in this build");
   ir::ParseOptions parse_options;
   for (const std::string& d : req.defines) {
     auto [name, value] = split_assignment(d, "-D");
@@ -161,7 +161,11 @@ void run(const RunRequest& req) {
 
   interp::RunOptions options;
   options.print_stream = &std::cout;
-  if (!interp::run_program(*program, args, diags, options)) {
+  // The GPU when asked for, or by default when one is present (LANGUAGE.md section 6); else the interpreter.
+  const bool use_gpu = req.gpu || (!req.interp && codegen::cuda::gpu_available());
+  const bool ok = use_gpu ? codegen::cuda::run_on_gpu(*program, args, diags)
+                          : interp::run_program(*program, args, diags, options);
+  if (!ok) {
     std::cout.flush();
     std::cerr << diags.render(req.file, source);
     throw ExitStatus{1};  // the diagnostics are the report

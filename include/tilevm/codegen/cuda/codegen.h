@@ -1,0 +1,53 @@
+// CUDA C++ code generation: a verified ir::Program becomes one __global__ kernel (LANGUAGE.md section 5).
+//
+// Each thread computes from the layouts which elements it owns; instructions are selected by layout
+// division (DESIGN.md): 16-byte vector accesses where the register layout and the memory are contiguous,
+// cp.async for CopyAsync, mma.sync when Dot's layouts divide an atom of target/atoms.h, and a simple
+// per-element or shared-memory (SIMT) path for everything else, which is correct for every layout the
+// verifier accepts. docs of the choices: src/codegen/cuda/README.md.
+//
+//   EmittedKernel k = emit_cuda(program, {.arch = "sm_90"});
+//   runtime::compile_cuda(k.source, k.kernel_name + ".cu", {.arch = "sm_90"});
+//
+// Kernel parameters, in order: the program's parameters (pointers as `void*`, scalars by their C type, see
+// scalar_c_type), then `void* tv_workspace` (the AllocateGlobal workspace, possibly null when
+// workspace_bytes is 0). Launch with blockDim.x = threads and dynamic_shared_bytes of dynamic shared memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tilevm/ir/program.h"
+
+namespace tilevm::codegen::cuda {
+
+struct EmitOptions {
+  std::string arch = "sm_80";  // the target; sm_80 and newer
+};
+
+// One AllocateGlobal of the program: its bytes in the workspace, as a C expression over the scalar
+// parameters (the runner evaluates it the same way: see workspace_layout in gpu_runner.h).
+struct WorkspaceTensor {
+  const ir::InstNode* inst = nullptr;
+  std::string name;
+};
+
+struct EmittedKernel {
+  std::string source;       // CUDA C++ for NVRTC, no includes needed
+  std::string kernel_name;  // extern "C" name
+  int threads = 0;
+  int64_t dynamic_shared_bytes = 0;        // planned shared tensors plus scratch for the SIMT paths
+  std::vector<WorkspaceTensor> workspace;  // in workspace order
+  // What the emitter chose per instruction, one line each ("12:9 LoadGlobal: vector 16 B"), for tests and
+  // `tilevm emit --explain`.
+  std::vector<std::string> selections;
+};
+
+// @throws tilevm::Error when the program cannot be compiled (the message names the instruction's line).
+EmittedKernel emit_cuda(const ir::Program& program, const EmitOptions& options = {});
+
+// The C type of a scalar parameter of `type` in the kernel signature ("int", "long long", "float", ...).
+std::string scalar_c_type(DataType type);
+
+}  // namespace tilevm::codegen::cuda

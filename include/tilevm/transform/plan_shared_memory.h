@@ -1,0 +1,29 @@
+// Shared-memory planning: every AllocateShared gets a byte offset in the block's dynamic shared memory.
+//
+// A tensor lives from its AllocateShared to its FreeShared, or to its last use when it is never freed; a use
+// inside a loop that the allocation precedes keeps it alive to the end of that loop (the next iteration
+// reads it again). Tensors whose lifetimes overlap get disjoint ranges; the others may share space. Offsets
+// are aligned to 16 bytes (128 for swizzled layouts, whose XOR patterns assume 128-byte rows).
+//
+//   a = AllocateShared(f16, shape=[64, 64])   # [0, 8192)
+//   ...
+//   FreeShared(a)
+//   c = AllocateShared(f32, shape=[64, 64])   # [0, 16384): a is dead, its space is reused
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+
+#include "tilevm/ir/program.h"
+
+namespace tilevm::transform {
+
+struct SharedPlan {
+  std::unordered_map<const ir::VarNode*, int64_t> offsets;  // by the AllocateShared's result variable
+  std::unordered_map<const ir::VarNode*, int64_t> sizes;    // bytes, rounded up to 16
+  int64_t total_bytes = 0;
+};
+
+SharedPlan plan_shared_memory(const ir::Program& program);
+
+}  // namespace tilevm::transform

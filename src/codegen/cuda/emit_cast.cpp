@@ -1,0 +1,38 @@
+// Cast: a value conversion per slot through the prelude's tv_cast, which reproduces type/convert.cpp's
+// cast_code for every pair of types (rounding to nearest even, saturation, NaN rules, integer clamping).
+//
+// Every type of 8 bits or fewer converts to f16, bf16 and f32 through a generated vectorized converter
+// (lop3/prmt/magic numbers, src/codegen/cuda/converters/), emitted once per (types, count) after the prelude.
+#include <fmt/format.h>
+
+#include "emitter.h"
+#include "tilevm/codegen/cuda/converters.h"
+#include "tilevm/support/error.h"
+
+namespace tilevm::codegen::cuda {
+
+void Emitter::emit_cast(const ir::InstStmt& s, const ir::CastInst& n) {
+  const RegInfo& src = reg_arg(n.src);
+  const RegInfo& out = result_reg(s, n.out, n.dtype, src.layout);
+  // Registers hold each thread's elements as one packed bit stream in slot order, which is exactly the
+  // converters' input and output format, so a whole tile converts with one call.
+  const int count = static_cast<int>(src.layout.num_locals());
+  if (has_vectorized_converter(src.dtype, n.dtype)) {
+    std::string fn = converter_function_name(src.dtype, n.dtype, count);
+    if (!helper_functions_.count(fn)) {
+      if (auto code = vectorized_converter(src.dtype, n.dtype, count, fn)) helper_functions_[fn] = *code;
+    }
+    if (helper_functions_.count(fn)) {
+      note(s, "vectorized converter " + fn);
+      line(fmt::format("{}({}, {});", fn, src.name, out.name));
+      return;
+    }
+  }
+  note(s, fmt::format("per-element conversion {} -> {}", src.dtype.name(), n.dtype.name()));
+  line("#pragma unroll");
+  line(fmt::format("for (int i = 0; i < {}; ++i) tv_set<{}>({}, i, tv_cast<{}, {}>(tv_get<{}>({}, i)));",
+                   src.layout.num_locals(), n.dtype.bits(), out.name, type_args(src.dtype),
+                   type_args(n.dtype), src.dtype.bits(), src.name));
+}
+
+}  // namespace tilevm::codegen::cuda

@@ -1,0 +1,191 @@
+// Dot(a, b, c): d = a @ b + c.
+//
+// Tensor cores by layout division: when a, b and c divide the fragments of an mma.sync atom of
+// target/atoms.h (with the atom's operand types), the quotients Qa [M/16, K/k], Qb [K/k, N/8], Qc [M/16, N/8]
+// say which atoms each warp holds in which slots (thread t = 32 * warp + lane). The schedule is a loop over
+// Qc's slots and the k atoms; it must be warp-uniform: for every result atom slot and k step, the a and b
+// atoms must sit in the same slots in every warp (checked on the host), so that the emitted code names
+// registers by constants. The fragments are the register words themselves (registers.cpp). The hardware
+// accumulates in the accumulator type, so results differ from the interpreter's exact sum by rounding.
+//
+// Otherwise (SIMT, any layouts): a and b go through shared scratch memory as doubles (64-bit integers for
+// integer dots) and each thread computes its own result elements left to right, exactly as the interpreter.
+#include <fmt/format.h>
+
+#include "emitter.h"
+#include "tilevm/support/error.h"
+#include "tilevm/target/atoms.h"
+
+namespace tilevm::codegen::cuda {
+
+namespace {
+
+const char* ptx_type(DataType t) {
+  if (t == DataType::f16()) return "f16";
+  if (t == DataType::bf16()) return "bf16";
+  if (t == DataType::f32()) return "f32";
+  if (t == DataType::i32()) return "s32";
+  if (t == DataType::i8()) return "s8";
+  if (t == DataType::u8()) return "u8";
+  return "?";
+}
+
+// The slot of Q holding `index` in thread w, or -1.
+int64_t slot_in(const layout::Layout& q, int64_t w, const layout::Index& index) {
+  for (const auto& [t, i] : q.owners(index))
+    if (t == w) return i;
+  return -1;
+}
+
+}  // namespace
+
+bool Emitter::try_mma(const ir::DotInst&, const RegInfo& a, const RegInfo& b, const RegInfo& c,
+                      const RegInfo& d) {
+  if (a.layout.rank() != 2 || b.layout.rank() != 2 || c.layout.rank() != 2) return false;
+  for (const target::MmaAtom& atom : target::mma_atoms()) {
+    if (atom.a != a.dtype || atom.b != b.dtype || atom.c != c.dtype) continue;
+    layout::Layout qa, qb, qc;
+    try {
+      qa = layout::divide(a.layout, atom.layout_a);
+      qb = layout::divide(b.layout, atom.layout_b);
+      qc = layout::divide(c.layout, atom.layout_c);
+    } catch (const Error&) {
+      continue;
+    }
+    const int64_t warps = qc.num_threads();
+    if (qa.num_threads() != warps || qb.num_threads() != warps) continue;
+    const int64_t kq = qa.shape()[1];
+    // The schedule: (c slot, a slot, b slot) per result atom slot and k step, the same in every warp.
+    std::vector<std::array<int64_t, 3>> steps;
+    bool uniform = true;
+    for (int64_t s = 0; s < qc.num_locals() && uniform; ++s) {
+      for (int64_t k = 0; k < kq && uniform; ++k) {
+        int64_t sa = -2, sb = -2;
+        for (int64_t w = 0; w < warps && uniform; ++w) {
+          const layout::Index ci = qc.map(w, s);
+          const int64_t xa = slot_in(qa, w, {ci[0], k}), xb = slot_in(qb, w, {k, ci[1]});
+          if (xa < 0 || xb < 0 || (sa != -2 && (xa != sa || xb != sb))) uniform = false;
+          sa = xa;
+          sb = xb;
+        }
+        steps.push_back({s, sa, sb});
+      }
+    }
+    if (!uniform) continue;
+    const int wa = static_cast<int>(atom.layout_a.num_locals() * a.dtype.bits() / 32);
+    const int wb = static_cast<int>(atom.layout_b.num_locals() * b.dtype.bits() / 32);
+    const int wc = static_cast<int>(atom.layout_c.num_locals() * c.dtype.bits() / 32);
+    const std::string inst =
+        fmt::format("mma.sync.aligned.m{}n{}k{}.row.col.{}.{}.{}.{}", atom.m, atom.n, atom.k,
+                    ptx_type(c.dtype), ptx_type(a.dtype), ptx_type(b.dtype), ptx_type(c.dtype));
+    note(*current_, fmt::format("{} x {} per warp ({})", inst, steps.size(),
+                                warps > 1 ? "warp-uniform schedule" : "one warp"));
+    open("");
+    if (d.name != c.name) {
+      line("#pragma unroll");
+      line(fmt::format("for (int w = 0; w < {}; ++w) {}[w] = {}[w];", d.words, d.name, c.name));
+    }
+    // Operand lists: %0.. the accumulator (in and out), then a, then b.
+    std::string ops;
+    int k = 0;
+    auto list = [&](int count) {
+      std::string s = "{";
+      for (int x = 0; x < count; ++x) s += fmt::format("{}%{}", x ? ", " : "", k++);
+      return s + "}";
+    };
+    const std::string dl = list(wc), al = list(wa), bl = list(wb);
+    line(fmt::format("// (c slot, a slot, b slot) per step; one {}x{}x{} atom each", atom.m, atom.n, atom.k));
+    std::string table;
+    for (const auto& st : steps)
+      table += fmt::format("{}{{{}, {}, {}}}", table.empty() ? "" : ", ", st[0], st[1], st[2]);
+    line(fmt::format("const int steps[{}][3] = {{{}}};", steps.size(), table));
+    line("#pragma unroll");
+    open(fmt::format("for (int s = 0; s < {}; ++s)", steps.size()));
+    line("const int cs = steps[s][0], as = steps[s][1], bs = steps[s][2];");
+    std::string outs, ins;
+    for (int x = 0; x < wc; ++x)
+      outs += fmt::format("{}\"+r\"({}[cs * {} + {}])", x ? ", " : "", d.name, wc, x);
+    for (int x = 0; x < wa; ++x)
+      ins += fmt::format("{}\"r\"({}[as * {} + {}])", x ? ", " : "", a.name, wa, x);
+    for (int x = 0; x < wb; ++x) ins += fmt::format(", \"r\"({}[bs * {} + {}])", b.name, wb, x);
+    line(fmt::format("asm volatile(\"{} {}, {}, {}, {};\\n\" : {} : {});", inst, dl, al, bl, dl, outs, ins));
+    close();
+    close();
+    return true;
+  }
+  return false;
+}
+
+void Emitter::emit_dot(const ir::InstStmt& s, const ir::DotInst& n) {
+  const RegInfo& a = reg_arg(n.a);
+  const RegInfo& b = reg_arg(n.b);
+  const RegInfo& c = reg_arg(n.c);
+  const RegInfo& d = reg(n.out ? n.out : s.results.at(0));
+  if (try_mma(n, a, b, c, d)) return;
+  const layout::Index &as = a.layout.shape(), &bs = b.layout.shape(), &cs = c.layout.shape();
+  const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  auto batch = [](const layout::Index& x) {
+    int64_t p = 1;
+    for (size_t i = 0; i + 2 < x.size(); ++i) p *= x[i];
+    return p;
+  };
+  const int64_t Ba = batch(as), Bb = batch(bs);
+  const bool integer = !a.dtype.is_float() && !b.dtype.is_float() && !c.dtype.is_float();
+  const std::string vt = integer ? "tv_i64" : "double";
+  const int64_t a_elems = Ba * M * K, b_elems = Bb * K * N;
+  const std::string sc = scratch((a_elems + b_elems) * 8);
+  note(s,
+       fmt::format("SIMT through {} bytes of shared scratch (the layouts divide no mma atom warp-uniformly)",
+                   (a_elems + b_elems) * 8));
+  auto value_of = [&](DataType t, const std::string& code) {
+    if (!integer) return fmt::format("tv_decode<{}>({})", type_args(t), code);
+    return fmt::format("tv_to_int<{}, {}>({})",
+                       t.is_bool()                       ? 0
+                       : t.kind() == TypeKind::SignedInt ? 1
+                                                         : 2,
+                       t.bits(), code);
+  };
+  auto linear = [&](const layout::Index& shape, const std::vector<CExpr>& idx) {
+    CExpr l = cconst(0);
+    for (size_t k = 0; k < shape.size(); ++k) l = l * cconst(shape[k]) + idx[k];
+    return l;
+  };
+  open("");
+  line(fmt::format("{}* sa = ({}*){};", vt, vt, sc));
+  line(fmt::format("{}* sb = sa + {};", vt, a_elems));
+  line("__syncthreads();  // the scratch may still be read by an earlier instruction");
+  line("#pragma unroll");
+  line(fmt::format("for (int i = 0; i < {}; ++i) sa[{}] = {};", a.layout.num_locals(),
+                   linear(as, layout_index(a.layout, cvar("t"), cvar("i"))).text,
+                   value_of(a.dtype, fmt::format("tv_get<{}>({}, i)", a.dtype.bits(), a.name))));
+  line("#pragma unroll");
+  line(fmt::format("for (int i = 0; i < {}; ++i) sb[{}] = {};", b.layout.num_locals(),
+                   linear(bs, layout_index(b.layout, cvar("t"), cvar("i"))).text,
+                   value_of(b.dtype, fmt::format("tv_get<{}>({}, i)", b.dtype.bits(), b.name))));
+  line("__syncthreads();");
+  line("#pragma unroll");
+  open(fmt::format("for (int i = 0; i < {}; ++i)", c.layout.num_locals()));
+  const std::vector<CExpr> ci = layout_index(c.layout, cvar("t"), cvar("i"));
+  CExpr p = cconst(0);
+  for (size_t k = 0; k + 2 < cs.size(); ++k) p = p * cconst(cs[k]) + ci[k];
+  const CExpr row = ci[ci.size() - 2], col = ci.back();
+  line(fmt::format("const {}* ar = sa + {};", vt,
+                   ((Ba == 1 ? cconst(0) : p * cconst(M * K)) + row * cconst(K)).text));
+  line(fmt::format("const {}* bc = sb + {};", vt, ((Bb == 1 ? cconst(0) : p * cconst(K * N)) + col).text));
+  line(fmt::format("{} acc = {};", vt,
+                   value_of(c.dtype, fmt::format("tv_get<{}>({}, i)", c.dtype.bits(), c.name))));
+  if (integer) {
+    line(fmt::format(
+        "for (int k = 0; k < {}; ++k) acc = (tv_i64)((tv_u64)acc + (tv_u64)ar[k] * (tv_u64)bc[k * {}]);", K,
+        N));
+    line(fmt::format("tv_set<{}>({}, i, tv_wrap<{}>(acc));", d.dtype.bits(), d.name, type_args(d.dtype)));
+  } else {
+    line(fmt::format("for (int k = 0; k < {}; ++k) acc = tv_dadd(acc, tv_dmul(ar[k], bc[k * {}]));", K, N));
+    line(fmt::format("tv_set<{}>({}, i, tv_round<{}>(acc));", d.dtype.bits(), d.name, type_args(d.dtype)));
+  }
+  close();
+  line("__syncthreads();");
+  close();
+}
+
+}  // namespace tilevm::codegen::cuda

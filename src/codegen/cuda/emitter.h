@@ -1,0 +1,182 @@
+// The CUDA emitter's shared state (private to src/codegen/cuda). One Emitter emits one program; its member
+// functions are defined one instruction family per file:
+//   kernel_emitter.cpp   program structure, parameters, scalars, control flow, dispatch
+//   layout_expr.cpp      C expressions of layouts (CExpr with constant folding)
+//   registers.cpp        register tensors: declarations, View, AllocateRegister
+//   memory_access.cpp    addressing of tiles in global and shared views
+//   emit_global.cpp      ViewGlobal, AllocateGlobal, LoadGlobal, StoreGlobal, AtomicAddGlobal
+//   emit_shared.cpp      AllocateShared, FreeShared, LoadShared, StoreShared (ldmatrix)
+//   emit_async_copy.cpp  CopyAsync (cp.async 16/8/4 B), commit and wait groups
+//   emit_elementwise.cpp arithmetic, comparisons, Where
+//   emit_cast.cpp        Cast (the converters' single plug-in point)
+//   emit_reduce.cpp      ReduceSum/Max/Min: warp shuffles, or shared memory
+//   emit_dot.cpp         Dot: mma.sync by atom division, or SIMT through shared memory
+//   emit_sync_misc.cpp   Synchronize, Exit, Print
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tilevm/codegen/cuda/codegen.h"
+#include "tilevm/ir/inst/all.h"
+#include "tilevm/ir/stmt.h"
+#include "tilevm/layout/layout.h"
+#include "tilevm/transform/plan_shared_memory.h"
+
+namespace tilevm::codegen::cuda {
+
+const char* cuda_prelude();
+
+// ---- C expressions with constant folding (layout_expr.cpp) ----
+
+// An integer C expression; `value` is set when it is a compile-time constant. The operators fold constants
+// and the identities (x * 1, x + 0, x % 1, 0 / x), so that a layout evaluated at a constant slot prints as
+// a small expression of the thread index only.
+struct CExpr {
+  std::optional<int64_t> value;
+  std::string text;  // always valid C (parenthesized when compound)
+};
+CExpr cconst(int64_t v);
+CExpr cvar(std::string text);
+CExpr operator+(const CExpr& a, const CExpr& b);
+CExpr operator-(const CExpr& a, const CExpr& b);
+CExpr operator*(const CExpr& a, const CExpr& b);
+CExpr operator/(const CExpr& a, const CExpr& b);
+CExpr operator%(const CExpr& a, const CExpr& b);
+CExpr operator^(const CExpr& a, const CExpr& b);
+CExpr shr(const CExpr& a, int64_t s);
+
+// f(t, i) per dimension (LANGUAGE.md section 3), for any layout (mode factors and swizzles).
+std::vector<CExpr> layout_index(const layout::Layout& f, const CExpr& t, const CExpr& i);
+// The storage offset of a logical index in a T = 1 layout without replication (the inverse of f(0, .)).
+CExpr layout_offset(const layout::Layout& f, const std::vector<CExpr>& index);
+// A C condition that is true for exactly one holder thread of each element: the replication digits of t are
+// 0 ("1" when the layout has no replication).
+std::string primary_replica(const layout::Layout& f, const CExpr& t);
+// "K, B, E, M, S" template arguments of a type for the prelude's functions.
+std::string type_args(DataType t);
+// Bits of a register tensor's words: ceil(m * bits / 32).
+int64_t reg_words(DataType t, const layout::Layout& f);
+
+// A global or shared tensor as the kernel sees it.
+struct MemTensor {
+  ir::Scope scope = ir::Scope::Global;
+  DataType dtype = DataType::f32();
+  std::vector<CExpr> shape;
+  std::vector<CExpr> strides;            // global strided
+  std::optional<layout::Layout> layout;  // shared, or global given a layout
+  std::string ptr;                       // a `tv_u8*` C expression
+};
+
+// One element of a tile in a memory view: its index in the base tensor, its element offset and (global
+// only) whether it lies inside the tensor.
+struct ElementAccess {
+  std::vector<CExpr> base;
+  CExpr offset;
+  std::string inside = "1";
+};
+
+struct RegInfo {
+  std::string name;
+  DataType dtype = DataType::f32();
+  layout::Layout layout;
+  int64_t words = 1;
+};
+
+class Emitter {
+ public:
+  Emitter(const ir::Program& program, const EmitOptions& options);
+  EmittedKernel run();
+
+  // ---- output ----
+  void line(const std::string& text);
+  void open(const std::string& text);  // `text {` and indent
+  void close(const std::string& text = "}");
+  void comment_inst(const ir::InstStmt& s);
+  void note(const ir::InstStmt& s, const std::string& choice);
+  std::string fresh(const std::string& base);
+
+  // ---- values ----
+  const RegInfo& reg(const ir::Var& v);
+  const RegInfo& reg_arg(const ir::TensorArg& a);
+  const RegInfo& result_reg(const ir::InstStmt& s, const ir::Var& out, DataType dtype,
+                            const layout::Layout& lay);
+  std::string scalar_name(const ir::Var& v);
+  std::string expr(const ir::Expr& e);
+  CExpr int_expr(const ir::Expr& e);
+  const MemTensor& mem(const ir::Var& v);
+  std::string loc_text(SourceLoc loc) const;
+
+  // Memory addressing (memory_access.cpp): the element of `tile_index` (rank r) of a tile placed at
+  // `offset` of the view `arg` of `m`.
+  ElementAccess access(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
+                       const std::vector<CExpr>& tile_index);
+  // Contiguous elements along the tile's last dimension: the largest v (elements of `bits`) with v * bits in
+  // {128, 64, 32} such that the register layout `reg_layout` has v consecutive slots along the last
+  // dimension and the memory stores them contiguously (1 when none).
+  int vector_width(const MemTensor& m, const ir::TensorArg& arg, const layout::Layout& reg_layout,
+                   int max_bits);
+  int memory_run(const MemTensor& m, const ir::TensorArg& arg);  // contiguous elements along the last dim
+
+  // Scratch shared memory for the SIMT paths: returns its C pointer and reserves `bytes`.
+  std::string scratch(int64_t bytes);
+  std::string thread_mask_all() const;
+
+  // ---- families ----
+  void emit_block(const ir::Block& b);
+  void emit_stmt(const ir::Stmt& s);
+  void emit_inst(const ir::InstStmt& s);
+  void emit_view_global(const ir::InstStmt& s, const ir::ViewGlobalInst& n);
+  void emit_allocate_global(const ir::InstStmt& s, const ir::AllocateGlobalInst& n);
+  void emit_load(const ir::InstStmt& s, const ir::LoadInst& n);
+  void emit_store(const ir::InstStmt& s, const ir::StoreInst& n);
+  void emit_atomic_add(const ir::InstStmt& s, const ir::StoreInst& n);
+  void emit_allocate_shared(const ir::InstStmt& s, const ir::AllocateSharedInst& n);
+  bool try_ldmatrix(const ir::InstStmt& s, const ir::LoadInst& n, const MemTensor& m, const RegInfo& out);
+  void emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n);
+  void emit_allocate_register(const ir::InstStmt& s, const ir::AllocateRegisterInst& n);
+  void emit_view(const ir::InstStmt& s, const ir::ViewInst& n);
+  void emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst& n);
+  void emit_cast(const ir::InstStmt& s, const ir::CastInst& n);
+  void emit_reduce(const ir::InstStmt& s, const ir::ReduceInst& n);
+  bool try_reduce_shuffle(const ir::ReduceInst& n, const RegInfo& src, const RegInfo& out);
+  void emit_dot(const ir::InstStmt& s, const ir::DotInst& n);
+  bool try_mma(const ir::DotInst& n, const RegInfo& a, const RegInfo& b, const RegInfo& c, const RegInfo& d);
+  void emit_print(const ir::InstStmt& s, const ir::PrintInst& n);
+
+  // Operand of an elementwise instruction at result slot `i` (C loop variable) of `out`: an expression of
+  // the code (tensors) or nullopt for scalars.
+  std::string operand_code(const ir::TensorArg& a, const RegInfo& out, const std::string& slot,
+                           SourceLoc loc);
+
+  const ir::Program& program_;
+  EmitOptions options_;
+  transform::SharedPlan plan_;
+  int threads_ = 0;
+  std::ostringstream body_;
+  int indent_ = 1;
+  std::vector<std::string> decls_;
+  std::set<std::string> used_names_;
+  std::unordered_map<const ir::VarNode*, RegInfo> regs_;
+  std::unordered_map<const ir::VarNode*, std::string> scalars_;
+  std::unordered_map<const ir::VarNode*, MemTensor> mems_;
+  int64_t scratch_offset_ = 0;
+  int64_t scratch_bytes_ = 0;
+  std::vector<WorkspaceTensor> workspace_;
+  std::vector<std::string> workspace_offsets_;  // C expressions of each tensor's byte offset
+  std::string workspace_end_ = "0";
+  std::vector<std::string> selections_;
+  // Device functions emitted once after the prelude (the vectorized converters), by name.
+  std::map<std::string, std::string> helper_functions_;
+  const ir::InstStmt* current_ = nullptr;
+};
+
+[[noreturn]] void unsupported(const ir::InstStmt& s, const std::string& why);
+
+}  // namespace tilevm::codegen::cuda

@@ -1,0 +1,232 @@
+// The GPU execution path (gpu_runner.h): emit, compile through the kernel cache, upload, launch, download.
+// Grid extents and workspace sizes are scalar expressions of the parameters, evaluated here on the host
+// with the same integer semantics as the kernel (64-bit, C truncation).
+#include "tilevm/codegen/cuda/gpu_runner.h"
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "tilevm/codegen/cuda/codegen.h"
+#include "tilevm/ir/inst/all.h"
+#include "tilevm/ir/printer.h"
+#include "tilevm/runtime/device.h"
+#include "tilevm/runtime/kernel_cache.h"
+#include "tilevm/runtime/module.h"
+#include "tilevm/runtime/nvrtc.h"
+#include "tilevm/support/error.h"
+#include "tilevm/type/convert.h"
+#include "tilevm/type/packing.h"
+
+namespace tilevm::codegen::cuda {
+
+namespace {
+
+// Host value of a scalar expression over the scalar parameters (integers exact; floats as double).
+double eval_host(const ir::Expr& e, const interp::Arguments& args) {
+  switch (e->kind) {
+    case ir::ExprKind::IntImm:
+      return static_cast<double>(e->as<ir::IntImm>()->value);
+    case ir::ExprKind::FloatImm:
+      return e->as<ir::FloatImm>()->value;
+    case ir::ExprKind::BoolImm:
+      return e->as<ir::BoolImm>()->value ? 1 : 0;
+    case ir::ExprKind::VarRef: {
+      const auto& var = e->as<ir::VarRef>()->var;
+      auto it = args.scalars.find(var->name);
+      if (it == args.scalars.end())
+        fail("'{}' is needed on the host (a grid extent or workspace shape) but is not a scalar argument",
+             var->name);
+      return it->second.is_float ? it->second.f : static_cast<double>(it->second.i);
+    }
+    case ir::ExprKind::Unary: {
+      const auto* u = e->as<ir::UnaryExpr>();
+      const double a = eval_host(u->a, args);
+      return u->op == ir::UnaryOp::Neg ? -a : (a == 0 ? 1 : 0);
+    }
+    case ir::ExprKind::Binary: {
+      const auto* b = e->as<ir::BinaryExpr>();
+      const double x = eval_host(b->a, args), y = eval_host(b->b, args);
+      const bool integer = !e->type.is_float();
+      const auto xi = static_cast<int64_t>(x), yi = static_cast<int64_t>(y);
+      switch (b->op) {
+        case ir::BinaryOp::Add:
+          return x + y;
+        case ir::BinaryOp::Sub:
+          return x - y;
+        case ir::BinaryOp::Mul:
+          return x * y;
+        case ir::BinaryOp::Div:
+          if (integer) return yi == 0 ? 0 : static_cast<double>(xi / yi);
+          return x / y;
+        case ir::BinaryOp::Mod:
+          return integer ? (yi == 0 ? 0 : static_cast<double>(xi % yi)) : std::fmod(x, y);
+        case ir::BinaryOp::Shl:
+          return static_cast<double>(xi << yi);
+        case ir::BinaryOp::Shr:
+          return static_cast<double>(xi >> yi);
+        case ir::BinaryOp::BitAnd:
+          return static_cast<double>(xi & yi);
+        case ir::BinaryOp::BitOr:
+          return static_cast<double>(xi | yi);
+        case ir::BinaryOp::BitXor:
+          return static_cast<double>(xi ^ yi);
+        case ir::BinaryOp::Lt:
+          return x < y;
+        case ir::BinaryOp::Le:
+          return x <= y;
+        case ir::BinaryOp::Gt:
+          return x > y;
+        case ir::BinaryOp::Ge:
+          return x >= y;
+        case ir::BinaryOp::Eq:
+          return x == y;
+        case ir::BinaryOp::Ne:
+          return x != y;
+        case ir::BinaryOp::And:
+          return x != 0 && y != 0;
+        case ir::BinaryOp::Or:
+          return x != 0 || y != 0;
+        case ir::BinaryOp::Min:
+          return std::min(x, y);
+        case ir::BinaryOp::Max:
+          return std::max(x, y);
+        case ir::BinaryOp::CeilDiv:
+          return yi == 0 ? 0 : static_cast<double>((xi + yi - 1) / yi);
+      }
+    }
+  }
+  return 0;
+}
+
+int64_t eval_int(const ir::Expr& e, const interp::Arguments& args) {
+  return static_cast<int64_t>(eval_host(e, args));
+}
+
+}  // namespace
+
+bool gpu_available() {
+  try {
+    return runtime::Device::available() && runtime::nvrtc_available();
+  } catch (...) {
+    return false;
+  }
+}
+
+bool run_on_gpu(const ir::Program& program, interp::Arguments& args, Diagnostics& diags,
+                const GpuRunOptions& options) {
+  try {
+    runtime::Device device = runtime::Device::open(options.device);
+    const std::string arch = options.arch.empty() ? device.arch() : options.arch;
+    const EmittedKernel k = emit_cuda(program, {.arch = arch});
+    const runtime::CompileOptions compile{.arch = arch};
+    std::shared_ptr<const runtime::CompiledKernel> cubin = runtime::KernelCache::global().get_or_compile(
+        ir::print_program(program), k.source, k.kernel_name + ".cu", compile);
+    runtime::Module module = runtime::Module::load(device, cubin->cubin, k.kernel_name + ".cu");
+    runtime::Kernel kernel = module.kernel(k.kernel_name);
+
+    // Buffers (rounded up to 16 bytes: sub-byte stores merge whole 32-bit words).
+    std::vector<runtime::DeviceBuffer> buffers;
+    std::vector<std::vector<uint8_t>*> hosts;
+    std::vector<std::unique_ptr<char[]>> values;  // argument storage
+    std::vector<void*> pointers;
+    auto push = [&](const void* data, size_t bytes) {
+      values.emplace_back(new char[bytes]);
+      std::memcpy(values.back().get(), data, bytes);
+      pointers.push_back(values.back().get());
+    };
+    for (const ir::Var& p : program.params) {
+      if (p->type.is_pointer()) {
+        auto it = args.buffers.find(p->name);
+        if (it == args.buffers.end() || !it->second)
+          fail("no buffer for the pointer parameter '{}'", p->name);
+        std::vector<uint8_t>& host = *it->second;
+        runtime::DeviceBuffer b = device.allocate(std::max<size_t>(16, (host.size() + 15) / 16 * 16));
+        b.fill_bytes(0);
+        if (!host.empty()) b.copy_from_host(host.data(), host.size());
+        const uint64_t ptr = b.device_ptr();
+        push(&ptr, sizeof ptr);
+        buffers.push_back(std::move(b));
+        hosts.push_back(&host);
+        continue;
+      }
+      auto it = args.scalars.find(p->name);
+      if (it == args.scalars.end()) fail("no value for the scalar parameter '{}'", p->name);
+      const interp::ScalarValue& v = it->second;
+      const DataType t = p->type.dtype;
+      const std::string ct = scalar_c_type(t);
+      if (ct == "bool") {
+        const bool x = v.is_float ? v.f != 0 : v.i != 0;
+        push(&x, sizeof x);
+      } else if (ct == "float") {
+        const float x = static_cast<float>(v.is_float ? v.f : static_cast<double>(v.i));
+        push(&x, sizeof x);
+      } else if (ct == "double") {
+        const double x = v.is_float ? v.f : static_cast<double>(v.i);
+        push(&x, sizeof x);
+      } else if (ct == "int" || ct == "unsigned int") {
+        const auto x = static_cast<int32_t>(v.is_float ? static_cast<int64_t>(v.f) : v.i);
+        push(&x, sizeof x);
+      } else {
+        const int64_t x = v.is_float ? static_cast<int64_t>(v.f) : v.i;
+        push(&x, sizeof x);
+      }
+    }
+    // The workspace: AllocateGlobal tensors at 256-byte boundaries in program order (emit_global.cpp).
+    int64_t end = 0;
+    std::vector<uint8_t> ws_host;
+    for (const WorkspaceTensor& w : k.workspace) {
+      const auto& n = *w.inst->as<ir::AllocateGlobalInst>();
+      int64_t elements = 1;
+      if (n.layout) {
+        elements = n.layout->num_locals();
+      } else {
+        for (const ir::Expr& e : n.shape) elements *= eval_int(e, args);
+      }
+      const int64_t bytes = packed_bytes(n.dtype, elements);
+      ws_host.resize(static_cast<size_t>(end + bytes + 16), 0);
+      if (n.init) {
+        const double v = eval_host(n.init, args);
+        const uint64_t code = n.init->type.is_float() ? encode(n.dtype, v)
+                              : n.dtype.is_float()
+                                  ? encode(n.dtype, v)
+                                  : static_cast<uint64_t>(static_cast<int64_t>(v)) & n.dtype.code_mask();
+        for (int64_t e = 0; e < elements; ++e) set_code(ws_host.data() + end, n.dtype.bits(), e, code);
+      }
+      end = (end + bytes + 255) / 256 * 256;
+    }
+    runtime::DeviceBuffer workspace;
+    uint64_t ws_ptr = 0;
+    if (!ws_host.empty()) {
+      workspace = device.allocate(ws_host.size());
+      workspace.copy_from_host(ws_host.data(), ws_host.size());
+      ws_ptr = workspace.device_ptr();
+    }
+    push(&ws_ptr, sizeof ws_ptr);
+
+    runtime::LaunchConfig config;
+    unsigned* dims[] = {&config.grid.x, &config.grid.y, &config.grid.z};
+    for (size_t d = 0; d < program.grid.size() && d < 3; ++d) {
+      const int64_t g = eval_int(program.grid[d], args);
+      if (g <= 0) {
+        diags.error(program.loc, "grid extent {} of '{}' is {}", d, program.name, g);
+        return false;
+      }
+      *dims[d] = static_cast<unsigned>(g);
+    }
+    config.block.x = static_cast<unsigned>(k.threads);
+    config.dynamic_shared_bytes = static_cast<size_t>(k.dynamic_shared_bytes);
+    runtime::Stream stream = device.create_stream();
+    kernel.launch(config, stream, pointers.data());
+    stream.synchronize();
+    for (size_t b = 0; b < buffers.size(); ++b)
+      if (!hosts[b]->empty()) buffers[b].copy_to_host(hosts[b]->data(), hosts[b]->size());
+    return true;
+  } catch (const Error& e) {
+    diags.error(program.loc, "{}", e.what());
+    return false;
+  }
+}
+
+}  // namespace tilevm::codegen::cuda

@@ -1,0 +1,245 @@
+// Tiles in global and shared memory: addressing through views (docs/language.md: subscripts, offsets, a
+// lower-rank tile addresses the trailing dimensions), LoadGlobal/LoadShared and StoreGlobal/StoreShared.
+//
+// Instruction selection: when the register layout divides by local(1, ..., v) (v consecutive slots along the
+// last dimension) and the memory holds those v elements contiguously, each group of v slots moves with one
+// 16-, 8- or 4-byte access. Alignment and (global) bounds are checked per group at run time; a group that
+// fails falls back to per-element accesses, which read 0 outside a global tensor and drop writes there.
+#include <fmt/format.h>
+
+#include "emitter.h"
+#include "tilevm/support/error.h"
+
+namespace tilevm::codegen::cuda {
+
+namespace {
+
+struct ViewShape {
+  std::vector<CExpr> origin;
+  std::vector<int> kept;
+};
+
+}  // namespace
+
+ElementAccess Emitter::access(const MemTensor& m, const ir::TensorArg& arg,
+                              const std::vector<ir::Expr>& offset, const std::vector<CExpr>& tile_index) {
+  const size_t R = m.shape.size();
+  std::vector<CExpr> base(R, cconst(0));
+  std::vector<int> kept;
+  for (size_t d = 0; d < R; ++d) {
+    if (d < arg.slices.size() && arg.slices[d].kind != ir::Slice::Kind::Full) {
+      base[d] = int_expr(arg.slices[d].value);
+      if (arg.slices[d].kind == ir::Slice::Kind::Index) continue;
+    }
+    kept.push_back(static_cast<int>(d));
+  }
+  const int V = static_cast<int>(kept.size()), r = static_cast<int>(tile_index.size());
+  for (int v = 0; v < V; ++v) {
+    const size_t d = static_cast<size_t>(kept[static_cast<size_t>(v)]);
+    if (!offset.empty()) base[d] = base[d] + int_expr(offset[static_cast<size_t>(v)]);
+    const int k = v + (r - V);
+    if (k >= 0) base[d] = base[d] + tile_index[static_cast<size_t>(k)];
+  }
+  ElementAccess a;
+  a.base = base;
+  if (m.layout) {
+    a.offset = layout_offset(*m.layout, base);
+  } else {
+    CExpr off = cconst(0);
+    for (size_t d = 0; d < R; ++d) {
+      CExpr term = m.strides[d] * base[d];
+      if (!term.value) term = cvar("(tv_i64)" + base[d].text + " * " + m.strides[d].text);
+      off = off + term;
+    }
+    a.offset = off;
+  }
+  if (m.scope == ir::Scope::Global) {
+    std::string inside;
+    for (size_t d = 0; d < R; ++d) {
+      if (base[d].value && m.shape[d].value && *base[d].value >= 0 && *base[d].value < *m.shape[d].value)
+        continue;
+      inside += (inside.empty() ? "" : " && ") +
+                fmt::format("(unsigned)({}) < (unsigned)({})", base[d].text, m.shape[d].text);
+    }
+    a.inside = inside.empty() ? "1" : inside;
+  }
+  return a;
+}
+
+int Emitter::memory_run(const MemTensor& m, const ir::TensorArg& arg) {
+  const size_t R = m.shape.size();
+  if (R == 0 || (arg.slices.size() >= R && arg.slices[R - 1].kind == ir::Slice::Kind::Index)) return 1;
+  if (!m.layout) return m.strides.back().value && *m.strides.back().value == 1 ? (1 << 20) : 1;
+  int best = 1;
+  for (int w = 2; w <= 1024; w *= 2) {
+    layout::Index ext(R, 1);
+    ext.back() = w;
+    try {
+      (void)layout::divide(*m.layout, layout::local(ext));
+      best = w;
+    } catch (const Error&) {
+      break;
+    }
+  }
+  return best;
+}
+
+int Emitter::vector_width(const MemTensor& m, const ir::TensorArg& arg, const layout::Layout& reg_layout,
+                          int max_bits) {
+  const int b = m.dtype.bits();
+  const int run = memory_run(m, arg);
+  for (int vb : {128, 64, 32}) {
+    if (vb > max_bits || vb % b != 0) continue;
+    const int v = vb / b;
+    if (v < 2 && b < 32) continue;
+    if (run % v != 0 && run < (1 << 20)) continue;
+    if (reg_layout.rank() == 0 || reg_layout.num_locals() % v != 0) continue;
+    layout::Index ext(static_cast<size_t>(reg_layout.rank()), 1);
+    ext.back() = v;
+    try {
+      (void)layout::divide(reg_layout, layout::local(ext));
+      return v;
+    } catch (const Error&) {
+    }
+  }
+  return 1;
+}
+
+namespace {
+
+// The C type moving `words` 32-bit words at once and its fields.
+const char* vec_type(int64_t words) {
+  return words == 4 ? "uint4" : words == 2 ? "uint2" : "tv_u32";
+}
+std::string vec_field(int64_t words, int64_t k) {
+  if (words == 1) return "";
+  return std::string(".") + "xyzw"[k];
+}
+
+}  // namespace
+
+void Emitter::emit_load(const ir::InstStmt& s, const ir::LoadInst& n) {
+  const MemTensor& m = mem(n.src.tensor);
+  const RegInfo& out = result_reg(s, n.out, m.dtype, n.layout);
+  const int B = m.dtype.bits();
+  const int64_t slots = out.layout.num_locals();
+  const bool global = m.scope == ir::Scope::Global;
+  if (!global && try_ldmatrix(s, n, m, out)) return;
+  const int v = vector_width(m, n.src, out.layout, 128);
+  open("");
+  // One element at slot expression `slot` whose tile index is `idx`.
+  auto element = [&](const std::string& slot, const std::vector<CExpr>& idx) {
+    const ElementAccess a = access(m, n.src, n.offset, idx);
+    if (a.inside == "1") {
+      line(fmt::format("tv_set<{}>({}, {}, tv_ld<{}>({}, {}));", B, out.name, slot, B, m.ptr, a.offset.text));
+    } else {
+      line(fmt::format("tv_set<{}>({}, {}, ({}) ? tv_ld<{}>({}, {}) : 0ull);", B, out.name, slot, a.inside, B,
+                       m.ptr, a.offset.text));
+    }
+  };
+  if (v > 1) {
+    const int64_t words = v * B / 32;
+    note(s, fmt::format("{}-byte vector loads ({} elements per access), per-element where unaligned{}",
+                        words * 4, v, global ? " or at the edge" : ""));
+    line("#pragma unroll");
+    open(fmt::format("for (int g = 0; g < {}; ++g)", slots / v));
+    std::vector<CExpr> idx = layout_index(out.layout, cvar("t"), cvar("g") * cconst(v));
+    const ElementAccess a = access(m, n.src, n.offset, idx);
+    line(fmt::format("const tv_i64 off = {};", a.offset.text));
+    std::string ok = fmt::format(
+        "(off % {} == 0) && (((unsigned long long)({}) + (unsigned long long)off * {} / 8) % {} == 0)", v,
+        m.ptr, B, words * 4);
+    if (global) {
+      std::vector<CExpr> last = idx;
+      last.back() = last.back() + cconst(v - 1);
+      const ElementAccess z = access(m, n.src, n.offset, last);
+      ok = fmt::format("{} && ({}) && ({})", ok, a.inside, z.inside);
+    }
+    open(fmt::format("if ({})", ok));
+    line(fmt::format("const {} x = *(const {}*)({} + off * {} / 8);", vec_type(words), vec_type(words), m.ptr,
+                     B));
+    for (int64_t k = 0; k < words; ++k)
+      line(fmt::format("{}[g * {} + {}] = x{};", out.name, words, k, vec_field(words, k)));
+    close("} else {");
+    ++indent_;
+    line("#pragma unroll");
+    open(fmt::format("for (int e = 0; e < {}; ++e)", v));
+    std::vector<CExpr> eidx = idx;
+    eidx.back() = eidx.back() + cvar("e");
+    element(fmt::format("g * {} + e", v), eidx);
+    close();
+    close();
+    close();
+  } else {
+    note(s, "per-element loads");
+    line("#pragma unroll");
+    open(fmt::format("for (int i = 0; i < {}; ++i)", slots));
+    element("i", layout_index(out.layout, cvar("t"), cvar("i")));
+    close();
+  }
+  close();
+}
+
+void Emitter::emit_store(const ir::InstStmt& s, const ir::StoreInst& n) {
+  const RegInfo& src = reg_arg(n.src);
+  const MemTensor& m = mem(n.dst.tensor);
+  const int B = m.dtype.bits();
+  const int64_t slots = src.layout.num_locals();
+  const bool global = m.scope == ir::Scope::Global;
+  const int v = vector_width(m, n.dst, src.layout, 128);
+  open("");
+  auto element = [&](const std::string& slot, const std::vector<CExpr>& idx) {
+    const ElementAccess a = access(m, n.dst, n.offset, idx);
+    const std::string st =
+        fmt::format("tv_st<{}>({}, {}, tv_get<{}>({}, {}));", B, m.ptr, a.offset.text, B, src.name, slot);
+    line(a.inside == "1" ? st : fmt::format("if ({}) {}", a.inside, st));
+  };
+  if (v > 1) {
+    const int64_t words = v * B / 32;
+    note(s, fmt::format("{}-byte vector stores ({} elements per access), per-element where unaligned{}",
+                        words * 4, v, global ? " or at the edge" : ""));
+    line("#pragma unroll");
+    open(fmt::format("for (int g = 0; g < {}; ++g)", slots / v));
+    std::vector<CExpr> idx = layout_index(src.layout, cvar("t"), cvar("g") * cconst(v));
+    const ElementAccess a = access(m, n.dst, n.offset, idx);
+    line(fmt::format("const tv_i64 off = {};", a.offset.text));
+    std::string ok = fmt::format(
+        "(off % {} == 0) && (((unsigned long long)({}) + (unsigned long long)off * {} / 8) % {} == 0)", v,
+        m.ptr, B, words * 4);
+    if (global) {
+      std::vector<CExpr> last = idx;
+      last.back() = last.back() + cconst(v - 1);
+      ok = fmt::format("{} && ({}) && ({})", ok, a.inside, access(m, n.dst, n.offset, last).inside);
+    }
+    open(fmt::format("if ({})", ok));
+    std::string fields;
+    for (int64_t k = 0; k < words; ++k)
+      fields += fmt::format("{}{}[g * {} + {}]", k ? ", " : "", src.name, words, k);
+    if (words == 1) {
+      line(fmt::format("*(tv_u32*)({} + off * {} / 8) = {};", m.ptr, B, fields));
+    } else {
+      line(fmt::format("*({}*)({} + off * {} / 8) = make_{}({});", vec_type(words), m.ptr, B, vec_type(words),
+                       fields));
+    }
+    close("} else {");
+    ++indent_;
+    line("#pragma unroll");
+    open(fmt::format("for (int e = 0; e < {}; ++e)", v));
+    std::vector<CExpr> eidx = idx;
+    eidx.back() = eidx.back() + cvar("e");
+    element(fmt::format("g * {} + e", v), eidx);
+    close();
+    close();
+    close();
+  } else {
+    note(s,
+         B < 8 ? "per-element stores (sub-byte: merged into their words atomically)" : "per-element stores");
+    line("#pragma unroll");
+    open(fmt::format("for (int i = 0; i < {}; ++i)", slots));
+    element("i", layout_index(src.layout, cvar("t"), cvar("i")));
+    close();
+  }
+  close();
+}
+
+}  // namespace tilevm::codegen::cuda

@@ -1,0 +1,93 @@
+// Register tensors. Every register tensor is one per-thread array of 32-bit words holding the thread's
+// elements as a packed little-endian bit stream in slot order: slot i of a b-bit type is bits
+// [i*b, (i+1)*b) (the prelude's tv_get/tv_set). This is exactly LANGUAGE.md's View semantics, so View
+// is a copy of words that the compiler removes, and 16-bit pairs, int8 quadruples and f32 values sit in the
+// words exactly as mma.sync and ldmatrix want their registers.
+#include <fmt/format.h>
+
+#include "emitter.h"
+#include "tilevm/support/error.h"
+
+namespace tilevm::codegen::cuda {
+
+namespace {
+
+// The code of a scalar stored as an element of `t` (interp scalar_to_code: floats round, integers wrap).
+std::string scalar_code(Emitter& e, DataType t, const ir::Expr& value) {
+  if (value->type.is_float()) return fmt::format("tv_round<{}>((double)({}))", type_args(t), e.expr(value));
+  return fmt::format("tv_wrap<{}>((tv_i64)({}))", type_args(t), e.expr(value));
+}
+
+}  // namespace
+
+void Emitter::emit_allocate_register(const ir::InstStmt& s, const ir::AllocateRegisterInst& n) {
+  if (s.results.empty()) return;
+  const RegInfo& r = reg(s.results[0]);
+  if (!n.init) {
+    line("// uninitialized");
+    return;
+  }
+  const auto zero = ir::as_const_int(n.init);
+  const auto* f = n.init->as<ir::FloatImm>();
+  if ((zero && *zero == 0) || (f && f->value == 0.0 && !std::signbit(f->value))) {
+    line("#pragma unroll");
+    line(fmt::format("for (int w = 0; w < {}; ++w) {}[w] = 0u;", r.words, r.name));
+    return;
+  }
+  open("");
+  line(fmt::format("const tv_u64 c = {};", scalar_code(*this, r.dtype, n.init)));
+  line("#pragma unroll");
+  line(fmt::format("for (int i = 0; i < {}; ++i) tv_set<{}>({}, i, c);", r.layout.num_locals(),
+                   r.dtype.bits(), r.name));
+  close();
+}
+
+void Emitter::emit_view(const ir::InstStmt& s, const ir::ViewInst& n) {
+  if (s.results.empty()) return;
+  const RegInfo& src = reg_arg(n.src);
+  const RegInfo& out = reg(s.results[0]);
+  if (out.words != src.words)
+    unsupported(s, fmt::format("View of {} words as {} words", src.words, out.words));
+  note(s, "the same words, retyped (no data moves)");
+  line("#pragma unroll");
+  line(fmt::format("for (int w = 0; w < {}; ++w) {}[w] = {}[w];", out.words, out.name, src.name));
+}
+
+std::string Emitter::operand_code(const ir::TensorArg& a, const RegInfo& out, const std::string& slot,
+                                  SourceLoc) {
+  const RegInfo& r = reg_arg(a);
+  const int B = r.dtype.bits();
+  if (r.layout == out.layout) return fmt::format("tv_get<{}>({}, {})", B, r.name, slot);
+  // Broadcast: the slot of the operand that holds, in the same thread, the element result slot i needs. It
+  // must not depend on the thread (true for the layouts reduce and keepdim produce); the table folds away
+  // once the slot loop is unrolled.
+  const layout::Index& os = r.layout.shape();
+  const size_t lead = static_cast<size_t>(out.layout.rank()) - os.size();
+  std::vector<int64_t> table(static_cast<size_t>(out.layout.num_locals()), -1);
+  for (int64_t t = 0; t < out.layout.num_threads(); ++t) {
+    for (int64_t i = 0; i < out.layout.num_locals(); ++i) {
+      const layout::Index idx = out.layout.map(t, i);
+      layout::Index oi(os.size());
+      for (size_t d = 0; d < os.size(); ++d) oi[d] = os[d] == 1 ? 0 : idx[d + lead];
+      int64_t slot = -1;
+      for (const auto& [ot, os_] : r.layout.owners(oi))
+        if (ot == t) {
+          slot = os_;
+          break;
+        }
+      int64_t& cell = table[static_cast<size_t>(i)];
+      if (slot < 0 || (cell >= 0 && cell != slot)) {
+        unsupported(*current_, fmt::format("the broadcast of '{}' needs a slot that depends on the thread",
+                                           a.tensor->name));
+      }
+      cell = slot;
+    }
+  }
+  const std::string name = fresh("bcast_" + a.tensor->name);
+  std::string init;
+  for (int64_t v : table) init += (init.empty() ? "" : ", ") + std::to_string(v);
+  line(fmt::format("const int {}[{}] = {{{}}};", name, table.size(), init));
+  return fmt::format("tv_get<{}>({}, {}[{}])", B, r.name, name, slot);
+}
+
+}  // namespace tilevm::codegen::cuda

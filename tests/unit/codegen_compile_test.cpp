@@ -1,0 +1,54 @@
+// Every example and every verifying test program is emitted and compiled by NVRTC for sm_80 and sm_90 (no
+// GPU needed). Registers and spills per thread are reported from ptxas's verbose output. Skipped when
+// libnvrtc cannot be loaded.
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <regex>
+
+#include "codegen_test_util.h"
+#include "tilevm/codegen/cuda/codegen.h"
+#include "tilevm/runtime/nvrtc.h"
+#include "tilevm/support/error.h"
+
+namespace tilevm {
+namespace {
+
+TEST(CodegenCompile, EveryProgramForSm80AndSm90) {
+  if (!runtime::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available";
+  const auto programs = codegen_test::verifying_programs();
+  ASSERT_GE(programs.size(), 5u);
+  for (const auto& path : programs) {
+    std::optional<ir::Program> p = codegen_test::load_program(path);
+    ASSERT_TRUE(p);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      SCOPED_TRACE(path.filename().string() + " " + arch);
+      codegen::cuda::EmittedKernel k;
+      try {
+        k = codegen::cuda::emit_cuda(*p, {.arch = arch});
+      } catch (const Error& e) {
+        ADD_FAILURE() << "emit failed: " << e.what();
+        continue;
+      }
+      runtime::CompileOptions options{.arch = arch};
+      options.extra_flags.push_back("-Xptxas=-v");
+      try {
+        const runtime::CompiledKernel c = runtime::compile_cuda(k.source, k.kernel_name + ".cu", options);
+        EXPECT_GT(c.cubin.size(), 4u);
+        std::smatch regs, spill;
+        const std::regex r_regs("Used ([0-9]+) registers"), r_spill("([0-9]+) bytes spill stores");
+        std::regex_search(c.log, regs, r_regs);
+        std::regex_search(c.log, spill, r_spill);
+        std::cout << "[ compiled ] " << path.filename().string() << " " << arch << ": "
+                  << (regs.empty() ? "?" : regs[1].str()) << " registers, "
+                  << (spill.empty() ? "?" : spill[1].str()) << " bytes spilled, " << k.dynamic_shared_bytes
+                  << " bytes shared\n";
+      } catch (const Error& e) {
+        ADD_FAILURE() << "NVRTC failed: " << e.what();
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tilevm

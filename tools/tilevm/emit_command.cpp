@@ -1,0 +1,86 @@
+// `tilevm emit FILE.tile [--arch sm_90] [-D NAME=VALUE]... [-o OUT.cu] [--compile]` (LANGUAGE.md section 6):
+// the CUDA C++ that the GPU backend compiles for the program. With --compile the source is also compiled by
+// NVRTC for the arch and the registers and spills per thread are reported on stderr.
+//
+// Exit status: 0 on success; 1 on parse or verify errors (diagnostics on stderr), on a program the backend
+// cannot compile, or on an NVRTC failure; 2 on bad command-line use.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "tilevm/codegen/cuda/codegen.h"
+#include "tilevm/ir/parser.h"
+#include "tilevm/ir/verifier.h"
+#include "tilevm/runtime/nvrtc.h"
+#include "tilevm/support/error.h"
+
+namespace tilevm::cli {
+
+void add_emit_command(CLI::App& app);
+
+namespace {
+
+struct EmitRequest {
+  std::string path;
+  std::string arch = "sm_90";
+  std::string output;
+  std::vector<std::string> defines;
+  bool compile = false;
+};
+
+void run_emit(const EmitRequest& req) {
+  ir::ParseOptions parse_options;
+  for (const std::string& d : req.defines) {
+    const size_t eq = d.find('=');
+    if (eq == 0 || eq == std::string::npos || eq + 1 == d.size())
+      throw UsageError("-D expects NAME=VALUE, got '" + d + "'");
+    parse_options.defines[d.substr(0, eq)] = d.substr(eq + 1);
+  }
+  std::ifstream in(req.path, std::ios::binary);
+  if (!in) fail("cannot read '{}': {}", req.path, std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string source = text.str();
+  Diagnostics diags;
+  std::optional<ir::Program> program = ir::parse_program(source, diags, parse_options);
+  if (program && !diags.has_errors()) ir::verify_program(*program, diags);
+  if (!program || diags.has_errors()) {
+    std::cout.flush();
+    std::cerr << diags.render(req.path, source);
+    throw ExitStatus{1};
+  }
+  codegen::cuda::EmittedKernel k = codegen::cuda::emit_cuda(*program, {.arch = req.arch});
+  if (req.output.empty()) {
+    std::cout << k.source;
+  } else {
+    std::ofstream out(req.output, std::ios::binary);
+    out << k.source;
+    if (!out) fail("cannot write '{}': {}", req.output, std::strerror(errno));
+  }
+  if (req.compile) {
+    runtime::CompileOptions options{.arch = req.arch};
+    options.extra_flags.push_back("-Xptxas=-v");
+    const runtime::CompiledKernel c = runtime::compile_cuda(k.source, k.kernel_name + ".cu", options);
+    std::cerr << c.log;
+  }
+}
+
+}  // namespace
+
+void add_emit_command(CLI::App& app) {
+  auto req = std::make_shared<EmitRequest>();
+  CLI::App* cmd = app.add_subcommand("emit", "print the CUDA C++ the GPU backend generates for a program");
+  cmd->add_option("file", req->path, "the .tile program")->required();
+  cmd->add_option("--arch", req->arch, "target architecture (sm_80, sm_90, ...)");
+  cmd->add_option("-D", req->defines, "override a top-level constant: NAME=VALUE");
+  cmd->add_option("-o", req->output, "write the source to this file instead of stdout");
+  cmd->add_flag("--compile", req->compile, "also compile with NVRTC and report registers and spills");
+  cmd->callback([req] { run_emit(*req); });
+}
+
+}  // namespace tilevm::cli
