@@ -6,6 +6,7 @@ OUT=${OUT:-/tmp/tilevm-gpu-out}
 mkdir -p "$OUT"
 BIN=.gpu/bin
 export TILEVM_CACHE_DIR=/tmp/tilevm-kernel-cache
+export TILEVM_SOURCE_DIR=$PWD  # the tests find examples/ here, not where they were built
 {
   echo "commit: $(cat .gpu/commit 2>/dev/null | tr '\n' ' ')"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader

@@ -2,6 +2,7 @@
 // tests/golden/ that parses and verifies), loaded and verified.
 #pragma once
 
+#include "source_dir.h"
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -15,7 +16,7 @@
 namespace tilevm::codegen_test {
 
 inline std::filesystem::path source_root() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+  return tilevm::testing::source_dir();
 }
 
 inline std::string read_text(const std::filesystem::path& p) {

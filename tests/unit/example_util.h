@@ -2,6 +2,7 @@
 // run programs on the interpreter, make seeded random inputs, and compute references in double.
 #pragma once
 
+#include "source_dir.h"
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -25,7 +26,7 @@ namespace tilevm::example_test {
 
 // examples/NAME in the source tree (found from this file's path, so the tests run from any directory).
 inline std::filesystem::path example_path(const std::string& name) {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / name;
+  return tilevm::testing::source_dir() / "examples" / name;
 }
 
 inline std::string read_text(const std::filesystem::path& path) {

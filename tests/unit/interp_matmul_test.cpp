@@ -1,6 +1,7 @@
 // Matrix multiplications on the interpreter against a reference computed in double: an f16 x i6 register
 // matmul over a sweep of sizes (including sizes that leave partial tiles at the edges), and the optimized
 // pipelined f16 x u6 example (three cp.async stages, swizzled shared layouts), which must also be fast.
+#include "source_dir.h"
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -75,7 +76,7 @@ TEST(InterpMatmul, F16TimesI6AgainstDouble) {
 }
 
 std::string read_example(const std::string& name) {
-  const auto path = std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "examples" / name;
+  const auto path = tilevm::testing::source_dir() / "examples" / name;
   std::ifstream in(path);
   std::ostringstream s;
   s << in.rdbuf();

@@ -1,5 +1,6 @@
 // The canonical printer: minimal parentheses, the canonical program form, and print(parse(print(p))) ==
 // print(p) on every example program and on a program that uses every instruction and statement kind.
+#include "source_dir.h"
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -180,7 +181,7 @@ TEST(IrPrinter, RoundTripEverything) {
 
 // The paper programs transcribed in the team's syntax live in examples/; every one must round-trip.
 TEST(IrPrinter, RoundTripExamples) {
-  auto dir = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "examples";
+  auto dir = tilevm::testing::source_dir() / "examples";
   int count = 0;
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no examples/ folder";
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
