@@ -20,9 +20,21 @@ void Emitter::emit_allocate_shared(const ir::InstStmt& s, const ir::AllocateShar
   m.layout = *t.layout;
   for (int64_t e : t.layout->shape()) m.shape.push_back(cconst(e));
   const int64_t off = plan_.offsets.at(var.get());
+  const int64_t end = off + plan_.sizes.at(var.get());
   m.ptr = fmt::format("(tv_smem + {})", off);
   mems_[var.get()] = m;
-  note(s, fmt::format("shared bytes [{}, {})", off, off + plan_.sizes.at(var.get())));
+  note(s, fmt::format("shared bytes [{}, {})", off, end));
+  // The planner lets this tensor reuse bytes of a tensor that is dead here. The program needs no
+  // Synchronize between the two (they are different tensors), but the hardware does: the other tensor's
+  // last reads, in other threads, must finish before anything is written here.
+  for (const auto& [other, other_off] : plan_.offsets) {
+    if (other == var.get()) continue;
+    const int64_t other_end = other_off + plan_.sizes.at(other);
+    if (other_off < end && off < other_end) {
+      line("__syncthreads();  // this tensor reuses the shared bytes of a dead one: its readers finish first");
+      break;
+    }
+  }
 }
 
 // ldmatrix.x4/x2/x1 for 16-bit elements. The quotient of the register layout by the atom says which 8x8
