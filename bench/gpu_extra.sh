@@ -16,4 +16,10 @@ else
   echo "compute-sanitizer not found"
   status=1
 fi
+# The command line: tilevm run --gpu and --interp give the same bytes.
+root=$PWD
+(cd tests/golden/run &&
+  "$root/$BIN/tilevm" run scale.tile --gpu --in x_ptr=x.npy --arg s=2.5 --out x_ptr="$OUT/scale_gpu.npy" > "$OUT/run_gpu.log" 2>&1 &&
+  "$root/$BIN/tilevm" run scale.tile --interp --in x_ptr=x.npy --arg s=2.5 --out x_ptr="$OUT/scale_interp.npy" > "$OUT/run_interp.log" 2>&1 &&
+  cmp "$OUT/scale_gpu.npy" "$OUT/scale_interp.npy") && echo "tilevm run --gpu == --interp (scale.tile)" || { echo "tilevm run --gpu differs or failed"; status=1; }
 exit $status
