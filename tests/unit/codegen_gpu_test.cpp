@@ -26,11 +26,17 @@ std::vector<uint8_t> random_buffer(DataType t, int64_t count, std::mt19937& rng)
   return pack(t.bits(), codes);
 }
 
+// Programs written to show an error report (a race, a read before its CopyAsync wait).
+bool expected_to_fail(const std::filesystem::path& path) {
+  const std::string n = path.filename().string();
+  return n.find("race") != std::string::npos || n.find("pending") != std::string::npos;
+}
+
 TEST(CodegenGpu, InterpreterAndGpuAgree) {
   if (!codegen::cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
   std::vector<std::string> ran, rejected;
   for (const auto& path : codegen_test::verifying_programs()) {
-    if (path.filename().string().find("race") != std::string::npos) continue;  // the interpreter rejects it
+    if (expected_to_fail(path)) continue;
     SCOPED_TRACE(path.filename().string());
     std::optional<ir::Program> p = codegen_test::load_program(path);
     ASSERT_TRUE(p);
@@ -39,7 +45,7 @@ TEST(CodegenGpu, InterpreterAndGpuAgree) {
     std::map<std::string, std::vector<uint8_t>> cpu_buf, gpu_buf;
     for (const ir::Var& v : p->params) {
       if (v->type.is_pointer()) {
-        cpu_buf[v->name] = random_buffer(v->type.dtype, 1 << 16, rng);
+        cpu_buf[v->name] = random_buffer(v->type.dtype, 1 << 20, rng);
       } else if (v->type.dtype.is_float()) {
         cpu.scalars[v->name] = interp::ScalarValue{true, 0, 1.5};
       } else {
@@ -82,13 +88,8 @@ TEST(CodegenGpu, InterpreterAndGpuAgree) {
   std::cout << "\nrejected by the interpreter with these inputs: " << rejected.size() << ":";
   for (const std::string& n : rejected) std::cout << " " << n;
   std::cout << "\n";
-  // Every example must have run (a silent skip would make this test pass on nothing).
-  for (const auto& path : codegen_test::verifying_programs()) {
-    const std::string n = path.filename().string();
-    if (path.parent_path().filename() == "examples" && n.find("race") == std::string::npos) {
-      EXPECT_NE(std::find(ran.begin(), ran.end(), n), ran.end()) << n << " did not run";
-    }
-  }
+  // Every program must have run (a silent skip would make this test pass on nothing).
+  EXPECT_TRUE(rejected.empty());
   EXPECT_GE(ran.size(), 10u);
 }
 
