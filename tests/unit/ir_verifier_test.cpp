@@ -409,6 +409,28 @@ TEST(IrVerifier, StoreAndCopyDtypes) {
                 "6:5: CopyAsync: 's' is f32 but 'g16' is f16");
 }
 
+TEST(IrVerifier, AtomicAddOfStraddlingSubByteTypes) {
+  Var p6 = pointer_var("p6", DataType::uint(6)), p4 = pointer_var("p4", DataType::uint(4));
+  Var g6 = global("g6", DataType::uint(6), {make_int(64)});
+  Var g4 = global("g4", DataType::uint(4), {make_int(64)});
+  Var r6 = reg("r6", DataType::uint(6), layout::spatial({32}));
+  Var r4 = reg("r4", DataType::uint(4), layout::spatial({32}));
+  Program p = program(
+      {
+          st({g6}, mk<ViewGlobalInst>(make_var_ref(p6), DataType::uint(6), g6->type.tensor->shape,
+                                      std::vector<Expr>{}, std::nullopt)),
+          st({g4}, mk<ViewGlobalInst>(make_var_ref(p4), DataType::uint(4), g4->type.tensor->shape,
+                                      std::vector<Expr>{}, std::nullopt)),
+          alloc(r6),
+          alloc(r4),
+          st(mk<AtomicAddGlobalInst>(arg(r6), arg(g6), std::vector<Expr>{}, L(5, 5))),
+          st(mk<AtomicAddGlobalInst>(arg(r4), arg(g4), std::vector<Expr>{}, L(6, 5))),  // fine: 4 divides 32
+      },
+      {p6, p4});
+  EXPECT_ERRORS(p, "5:5: AtomicAddGlobal: u6 elements can straddle two 32-bit words, which no atomic covers; "
+                   "accumulate in a type of 1, 2, 4 or 8 or more bits");
+}
+
 // ---- View, Cast, out=, results
 
 TEST(IrVerifier, ViewValidity) {

@@ -254,7 +254,8 @@ template <int K, int B, int E, int M, int S> TV_INLINE void tv_atomic_add(void* 
       const tv_u32 nw = (assumed & ~(tv_u32)(tv_mask<B>() << s)) | (tv_u32)((sum & tv_mask<B>()) << s);
       old = atomicCAS(w, assumed, nw);
     } while (old != assumed);
-  } else {  // straddles two words: a 64-bit CAS on the aligned pair when possible, else two halves
+  } else {  // straddles two 32-bit words (3-, 5-, 6-, 7-bit types, which the verifier rejects for
+           // AtomicAddGlobal): a 64-bit CAS on the aligned pair, not atomic across a 64-bit boundary
     tv_u64* q = (tv_u64*)((tv_u64)w & ~7ull);
     const int s64 = s + (((tv_u64)w & 4) ? 32 : 0);
     tv_u64 old = *q, assumed;
