@@ -122,7 +122,10 @@ class Emitter {
   // dimension and the memory stores them contiguously (1 when none).
   int vector_width(const MemTensor& m, const ir::TensorArg& arg, const layout::Layout& reg_layout,
                    int max_bits);
-  int memory_run(const MemTensor& m, const ir::TensorArg& arg);  // contiguous elements along the last dim
+  int memory_run(const MemTensor& m, const ir::TensorArg& arg);
+  // The `off` line and the alignment/bounds condition of a vector access of v slots (memory_access.cpp).
+  std::string vector_group_check(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
+                                 const std::vector<CExpr>& idx, int v);  // contiguous elements along the last dim
 
   // Scratch shared memory for the SIMT paths: returns its C pointer and reserves `bytes`.
   std::string scratch(int64_t bytes);

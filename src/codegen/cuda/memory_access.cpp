@@ -118,6 +118,26 @@ std::string vec_field(int64_t words, int64_t k) {
 
 }  // namespace
 
+// Emits `off`, the element offset of a group of v consecutive slots starting at tile index `idx`, and
+// returns the condition under which the group moves as one vector: the offset and the address are aligned to
+// the vector, and (global memory) both ends of the group lie inside the tensor.
+std::string Emitter::vector_group_check(const MemTensor& m, const ir::TensorArg& arg,
+                                        const std::vector<ir::Expr>& offset, const std::vector<CExpr>& idx,
+                                        int v) {
+  const int B = m.dtype.bits();
+  const ElementAccess first = access(m, arg, offset, idx);
+  line(fmt::format("const tv_i64 off = {};", first.offset.text));
+  std::string ok = fmt::format(
+      "(off % {} == 0) && (((unsigned long long)({}) + (unsigned long long)off * {} / 8) % {} == 0)", v, m.ptr,
+      B, v * B / 8);
+  if (m.scope == ir::Scope::Global) {
+    std::vector<CExpr> last = idx;
+    last.back() = last.back() + cconst(v - 1);
+    ok = fmt::format("{} && ({}) && ({})", ok, first.inside, access(m, arg, offset, last).inside);
+  }
+  return ok;
+}
+
 void Emitter::emit_load(const ir::InstStmt& s, const ir::LoadInst& n) {
   const MemTensor& m = mem(n.src.tensor);
   const RegInfo& out = result_reg(s, n.out, m.dtype, n.layout);
@@ -144,18 +164,7 @@ void Emitter::emit_load(const ir::InstStmt& s, const ir::LoadInst& n) {
     line("#pragma unroll");
     open(fmt::format("for (int g = 0; g < {}; ++g)", slots / v));
     std::vector<CExpr> idx = layout_index(out.layout, cvar("t"), cvar("g") * cconst(v));
-    const ElementAccess a = access(m, n.src, n.offset, idx);
-    line(fmt::format("const tv_i64 off = {};", a.offset.text));
-    std::string ok = fmt::format(
-        "(off % {} == 0) && (((unsigned long long)({}) + (unsigned long long)off * {} / 8) % {} == 0)", v,
-        m.ptr, B, words * 4);
-    if (global) {
-      std::vector<CExpr> last = idx;
-      last.back() = last.back() + cconst(v - 1);
-      const ElementAccess z = access(m, n.src, n.offset, last);
-      ok = fmt::format("{} && ({}) && ({})", ok, a.inside, z.inside);
-    }
-    open(fmt::format("if ({})", ok));
+    open(fmt::format("if ({})", vector_group_check(m, n.src, n.offset, idx, v)));
     line(fmt::format("const {} x = *(const {}*)({} + off * {} / 8);", vec_type(words), vec_type(words), m.ptr,
                      B));
     for (int64_t k = 0; k < words; ++k)
@@ -201,17 +210,7 @@ void Emitter::emit_store(const ir::InstStmt& s, const ir::StoreInst& n) {
     line("#pragma unroll");
     open(fmt::format("for (int g = 0; g < {}; ++g)", slots / v));
     std::vector<CExpr> idx = layout_index(src.layout, cvar("t"), cvar("g") * cconst(v));
-    const ElementAccess a = access(m, n.dst, n.offset, idx);
-    line(fmt::format("const tv_i64 off = {};", a.offset.text));
-    std::string ok = fmt::format(
-        "(off % {} == 0) && (((unsigned long long)({}) + (unsigned long long)off * {} / 8) % {} == 0)", v,
-        m.ptr, B, words * 4);
-    if (global) {
-      std::vector<CExpr> last = idx;
-      last.back() = last.back() + cconst(v - 1);
-      ok = fmt::format("{} && ({}) && ({})", ok, a.inside, access(m, n.dst, n.offset, last).inside);
-    }
-    open(fmt::format("if ({})", ok));
+    open(fmt::format("if ({})", vector_group_check(m, n.dst, n.offset, idx, v)));
     std::string fields;
     for (int64_t k = 0; k < words; ++k)
       fields += fmt::format("{}{}[g * {} + {}]", k ? ", " : "", src.name, words, k);
