@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tilevm/codegen/cuda/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/printer.h"
 #include "tilevm/ir/verifier.h"
@@ -127,8 +128,9 @@ int64_t mismatches(const std::vector<uint8_t>& got_bytes, const std::vector<doub
   return count;
 }
 
-// Builds, verifies and runs the program; returns C's bytes (empty on failure, with a test failure added).
-std::vector<uint8_t> run_qmatmul(const Problem& p, Inputs& in) {
+// Builds, verifies and runs the program on the interpreter or the GPU; returns C's bytes (empty on failure,
+// with a test failure added).
+std::vector<uint8_t> run_qmatmul(const Problem& p, Inputs& in, bool on_gpu = false) {
   ir::Program program = build_qmatmul(p.config);
   Diagnostics diags;
   if (!ir::verify_program(program, diags)) {
@@ -140,16 +142,17 @@ std::vector<uint8_t> run_qmatmul(const Problem& p, Inputs& in) {
   args.buffers = {
       {"a_ptr", &in.a_bytes}, {"b_ptr", &in.b_bytes}, {"scale_ptr", &in.scale_bytes}, {"c_ptr", &c}};
   args.scalars = {{"m", {false, p.m, 0.0}}, {"n", {false, p.n, 0.0}}, {"k", {false, p.k, 0.0}}};
-  if (!interp::run_program(program, args, diags)) {
+  const bool ok = on_gpu ? codegen::cuda::run_on_gpu(program, args, diags) : interp::run_program(program, args, diags);
+  if (!ok) {
     ADD_FAILURE() << "run failed:\n" << diags.render("qmatmul", ir::print_program(program));
     return {};
   }
   return c;
 }
 
-void check(const Problem& p, uint32_t seed, bool sanity) {
+void check(const Problem& p, uint32_t seed, bool sanity, bool on_gpu = false) {
   Inputs in = make_inputs(p, seed);
-  std::vector<uint8_t> c = run_qmatmul(p, in);
+  std::vector<uint8_t> c = run_qmatmul(p, in, on_gpu);
   ASSERT_FALSE(c.empty());
   std::string report;
   EXPECT_EQ(mismatches(c, reference(p, in), p.n, &report), 0) << report;
@@ -192,6 +195,24 @@ TEST(QMatmulProgram, DefaultTileRaggedShape) {
     config.wtype = w;
     config.group = 32;
     check({17, 13, 64, config}, 3000, /*sanity=*/true);
+  }
+}
+
+// The same programs compiled to CUDA (packed sub-byte loads, the generated converters, mma) on the GPU,
+// against the same double reference, at a ragged shape with several blocks in both grid dimensions.
+TEST(QMatmulGpu, EveryWeightTypeMatchesTheReference) {
+  if (!codegen::cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  for (DataType w : weight_types()) {
+    SCOPED_TRACE(w.name());
+    QMatmulConfig config;
+    config.wtype = w;
+    config.group = 32;
+    check({37, 77, 64, config}, 4000 + static_cast<uint32_t>(w.bits()), /*sanity=*/true, /*on_gpu=*/true);
+    config.group = 64;
+    config.block_m = 32;
+    config.block_n = 16;
+    config.block_k = 32;
+    check({37, 77, 64, config}, 5000 + static_cast<uint32_t>(w.bits()), /*sanity=*/false, /*on_gpu=*/true);
   }
 }
 
