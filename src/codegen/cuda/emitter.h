@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -123,6 +124,10 @@ class Emitter {
   int vector_width(const MemTensor& m, const ir::TensorArg& arg, const layout::Layout& reg_layout,
                    int max_bits);
   int memory_run(const MemTensor& m, const ir::TensorArg& arg);
+  using ElementFn = std::function<void(const std::string& slot, const std::vector<CExpr>& index)>;
+  void vector_groups(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
+                     const layout::Layout& lay, int v, const std::function<void()>& vector_move,
+                     const ElementFn& element);
   // The `off` line and the alignment/bounds condition of a vector access of v slots (memory_access.cpp).
   std::string vector_group_check(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
                                  const std::vector<CExpr>& idx, int v);  // contiguous elements along the last dim

@@ -138,6 +138,27 @@ std::string Emitter::vector_group_check(const MemTensor& m, const ir::TensorArg&
   return ok;
 }
 
+// For each group g of v consecutive slots of `lay`: `vector_move` (which may use `off` and `g`) when the
+// group passes vector_group_check, else `element` for each of its slots. Loads and stores share this shape.
+void Emitter::vector_groups(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
+                            const layout::Layout& lay, int v, const std::function<void()>& vector_move,
+                            const ElementFn& element) {
+  line("#pragma unroll");
+  open(fmt::format("for (int g = 0; g < {}; ++g)", lay.num_locals() / v));
+  std::vector<CExpr> idx = layout_index(lay, cvar("t"), cvar("g") * cconst(v));
+  open(fmt::format("if ({})", vector_group_check(m, arg, offset, idx, v)));
+  vector_move();
+  close("} else {");
+  ++indent_;
+  line("#pragma unroll");
+  open(fmt::format("for (int e = 0; e < {}; ++e)", v));
+  idx.back() = idx.back() + cvar("e");
+  element(fmt::format("g * {} + e", v), idx);
+  close();
+  close();
+  close();
+}
+
 void Emitter::emit_load(const ir::InstStmt& s, const ir::LoadInst& n) {
   const MemTensor& m = mem(n.src.tensor);
   const RegInfo& out = result_reg(s, n.out, m.dtype, n.layout);
@@ -161,24 +182,12 @@ void Emitter::emit_load(const ir::InstStmt& s, const ir::LoadInst& n) {
     const int64_t words = v * B / 32;
     note(s, fmt::format("{}-byte vector loads ({} elements per access), per-element where unaligned{}",
                         words * 4, v, global ? " or at the edge" : ""));
-    line("#pragma unroll");
-    open(fmt::format("for (int g = 0; g < {}; ++g)", slots / v));
-    std::vector<CExpr> idx = layout_index(out.layout, cvar("t"), cvar("g") * cconst(v));
-    open(fmt::format("if ({})", vector_group_check(m, n.src, n.offset, idx, v)));
-    line(fmt::format("const {} x = *(const {}*)({} + off * {} / 8);", vec_type(words), vec_type(words), m.ptr,
-                     B));
-    for (int64_t k = 0; k < words; ++k)
-      line(fmt::format("{}[g * {} + {}] = x{};", out.name, words, k, vec_field(words, k)));
-    close("} else {");
-    ++indent_;
-    line("#pragma unroll");
-    open(fmt::format("for (int e = 0; e < {}; ++e)", v));
-    std::vector<CExpr> eidx = idx;
-    eidx.back() = eidx.back() + cvar("e");
-    element(fmt::format("g * {} + e", v), eidx);
-    close();
-    close();
-    close();
+    vector_groups(m, n.src, n.offset, out.layout, v, [&] {
+      line(fmt::format("const {} x = *(const {}*)({} + off * {} / 8);", vec_type(words), vec_type(words), m.ptr,
+                       B));
+      for (int64_t k = 0; k < words; ++k)
+        line(fmt::format("{}[g * {} + {}] = x{};", out.name, words, k, vec_field(words, k)));
+    }, element);
   } else {
     note(s, "per-element loads");
     line("#pragma unroll");
@@ -207,29 +216,17 @@ void Emitter::emit_store(const ir::InstStmt& s, const ir::StoreInst& n) {
     const int64_t words = v * B / 32;
     note(s, fmt::format("{}-byte vector stores ({} elements per access), per-element where unaligned{}",
                         words * 4, v, global ? " or at the edge" : ""));
-    line("#pragma unroll");
-    open(fmt::format("for (int g = 0; g < {}; ++g)", slots / v));
-    std::vector<CExpr> idx = layout_index(src.layout, cvar("t"), cvar("g") * cconst(v));
-    open(fmt::format("if ({})", vector_group_check(m, n.dst, n.offset, idx, v)));
-    std::string fields;
-    for (int64_t k = 0; k < words; ++k)
-      fields += fmt::format("{}{}[g * {} + {}]", k ? ", " : "", src.name, words, k);
-    if (words == 1) {
-      line(fmt::format("*(tv_u32*)({} + off * {} / 8) = {};", m.ptr, B, fields));
-    } else {
-      line(fmt::format("*({}*)({} + off * {} / 8) = make_{}({});", vec_type(words), m.ptr, B, vec_type(words),
-                       fields));
-    }
-    close("} else {");
-    ++indent_;
-    line("#pragma unroll");
-    open(fmt::format("for (int e = 0; e < {}; ++e)", v));
-    std::vector<CExpr> eidx = idx;
-    eidx.back() = eidx.back() + cvar("e");
-    element(fmt::format("g * {} + e", v), eidx);
-    close();
-    close();
-    close();
+    vector_groups(m, n.dst, n.offset, src.layout, v, [&] {
+      std::string fields;
+      for (int64_t k = 0; k < words; ++k)
+        fields += fmt::format("{}{}[g * {} + {}]", k ? ", " : "", src.name, words, k);
+      if (words == 1) {
+        line(fmt::format("*(tv_u32*)({} + off * {} / 8) = {};", m.ptr, B, fields));
+      } else {
+        line(fmt::format("*({}*)({} + off * {} / 8) = make_{}({});", vec_type(words), m.ptr, B,
+                         vec_type(words), fields));
+      }
+    }, element);
   } else {
     note(s,
          B < 8 ? "per-element stores (sub-byte: merged into their words atomically)" : "per-element stores");
