@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "host_eval.h"
 #include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/printer.h"
@@ -23,85 +24,12 @@ namespace tilevm::codegen::cuda {
 
 namespace {
 
-// Host value of a scalar expression over the scalar parameters (integers exact; floats as double).
-double eval_host(const ir::Expr& e, const interp::Arguments& args) {
-  switch (e->kind) {
-    case ir::ExprKind::IntImm:
-      return static_cast<double>(e->as<ir::IntImm>()->value);
-    case ir::ExprKind::FloatImm:
-      return e->as<ir::FloatImm>()->value;
-    case ir::ExprKind::BoolImm:
-      return e->as<ir::BoolImm>()->value ? 1 : 0;
-    case ir::ExprKind::VarRef: {
-      const auto& var = e->as<ir::VarRef>()->var;
-      auto it = args.scalars.find(var->name);
-      if (it == args.scalars.end())
-        fail("'{}' is needed on the host (a grid extent or workspace shape) but is not a scalar argument",
-             var->name);
-      return it->second.is_float ? it->second.f : static_cast<double>(it->second.i);
-    }
-    case ir::ExprKind::Unary: {
-      const auto* u = e->as<ir::UnaryExpr>();
-      const double a = eval_host(u->a, args);
-      return u->op == ir::UnaryOp::Neg ? -a : (a == 0 ? 1 : 0);
-    }
-    case ir::ExprKind::Binary: {
-      const auto* b = e->as<ir::BinaryExpr>();
-      const double x = eval_host(b->a, args), y = eval_host(b->b, args);
-      const bool integer = !e->type.is_float();
-      const auto xi = static_cast<int64_t>(x), yi = static_cast<int64_t>(y);
-      switch (b->op) {
-        case ir::BinaryOp::Add:
-          return x + y;
-        case ir::BinaryOp::Sub:
-          return x - y;
-        case ir::BinaryOp::Mul:
-          return x * y;
-        case ir::BinaryOp::Div:
-          if (integer) return yi == 0 ? 0 : static_cast<double>(xi / yi);
-          return x / y;
-        case ir::BinaryOp::Mod:
-          return integer ? (yi == 0 ? 0 : static_cast<double>(xi % yi)) : std::fmod(x, y);
-        case ir::BinaryOp::Shl:
-          return static_cast<double>(xi << yi);
-        case ir::BinaryOp::Shr:
-          return static_cast<double>(xi >> yi);
-        case ir::BinaryOp::BitAnd:
-          return static_cast<double>(xi & yi);
-        case ir::BinaryOp::BitOr:
-          return static_cast<double>(xi | yi);
-        case ir::BinaryOp::BitXor:
-          return static_cast<double>(xi ^ yi);
-        case ir::BinaryOp::Lt:
-          return x < y;
-        case ir::BinaryOp::Le:
-          return x <= y;
-        case ir::BinaryOp::Gt:
-          return x > y;
-        case ir::BinaryOp::Ge:
-          return x >= y;
-        case ir::BinaryOp::Eq:
-          return x == y;
-        case ir::BinaryOp::Ne:
-          return x != y;
-        case ir::BinaryOp::And:
-          return x != 0 && y != 0;
-        case ir::BinaryOp::Or:
-          return x != 0 || y != 0;
-        case ir::BinaryOp::Min:
-          return std::min(x, y);
-        case ir::BinaryOp::Max:
-          return std::max(x, y);
-        case ir::BinaryOp::CeilDiv:
-          return yi == 0 ? 0 : static_cast<double>((xi + yi - 1) / yi);
-      }
-    }
-  }
-  return 0;
-}
-
-int64_t eval_int(const ir::Expr& e, const interp::Arguments& args) {
-  return static_cast<int64_t>(eval_host(e, args));
+ScalarLookup lookup_in(const interp::Arguments& args) {
+  return [&args](const std::string& name) -> std::optional<double> {
+    auto it = args.scalars.find(name);
+    if (it == args.scalars.end()) return std::nullopt;
+    return it->second.is_float ? it->second.f : static_cast<double>(it->second.i);
+  };
 }
 
 }  // namespace
@@ -182,12 +110,12 @@ bool run_on_gpu(const ir::Program& program, interp::Arguments& args, Diagnostics
       if (n.layout) {
         elements = n.layout->num_locals();
       } else {
-        for (const ir::Expr& e : n.shape) elements *= eval_int(e, args);
+        for (const ir::Expr& e : n.shape) elements *= eval_host_int(e, lookup_in(args));
       }
       const int64_t bytes = packed_bytes(n.dtype, elements);
       ws_host.resize(static_cast<size_t>(end + bytes + 16), 0);
       if (n.init) {
-        const double v = eval_host(n.init, args);
+        const double v = eval_host(n.init, lookup_in(args));
         const uint64_t code = n.init->type.is_float() ? encode(n.dtype, v)
                               : n.dtype.is_float()
                                   ? encode(n.dtype, v)
@@ -208,7 +136,7 @@ bool run_on_gpu(const ir::Program& program, interp::Arguments& args, Diagnostics
     runtime::LaunchConfig config;
     unsigned* dims[] = {&config.grid.x, &config.grid.y, &config.grid.z};
     for (size_t d = 0; d < program.grid.size() && d < 3; ++d) {
-      const int64_t g = eval_int(program.grid[d], args);
+      const int64_t g = eval_host_int(program.grid[d], lookup_in(args));
       if (g <= 0) {
         diags.error(program.loc, "grid extent {} of '{}' is {}", d, program.name, g);
         return false;

@@ -1,0 +1,21 @@
+// Host evaluation of the scalar expressions a launch needs (grid extents, workspace shapes), with the
+// kernel's integer semantics (64-bit, C truncation; division by zero gives 0 as in the emitted code).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "tilevm/ir/expr.h"
+
+namespace tilevm::codegen::cuda {
+
+// The value of a scalar parameter by name, or nullopt when the caller has none.
+using ScalarLookup = std::function<std::optional<double>(const std::string& name)>;
+
+// @throws tilevm::Error when the expression uses a scalar the lookup does not have.
+double eval_host(const ir::Expr& e, const ScalarLookup& lookup);
+int64_t eval_host_int(const ir::Expr& e, const ScalarLookup& lookup);
+
+}  // namespace tilevm::codegen::cuda
