@@ -26,5 +26,7 @@ void add_print_command(CLI::App& app);
 void add_check_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_emit_command(CLI::App& app);
+void add_qmatmul_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace tilevm::cli

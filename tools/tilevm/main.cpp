@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   tilevm::cli::add_print_command(app);
   tilevm::cli::add_emit_command(app);
   tilevm::cli::add_run_command(app);
+  tilevm::cli::add_qmatmul_command(app);
+  tilevm::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -1,51 +1,96 @@
-// The quantized matmul program: C[M, N] = A[M, K] @ dequant(B)[K, N], one template for every low-bit weight
-// type (u1..u8, i1..i8, f<b>e<E>m<M> of 3 to 8 bits), built with the IR builder. A first, correct version:
-// registers only, one warp per block, no pipelining.
+// The quantized matmul: C[M, N] = A[M, K] @ dequant(B)[K, N], one parameterized template for every weight type
+// (u1..u8, i1..i8, f<b>e<E>m<M> of 3 to 8 bits, and f16/bf16 unquantized), built with the IR builder.
 //
-//   def qmatmul<ceil_div(m, BM), ceil_div(n, BN)>(f16* a_ptr, WTYPE* b_ptr, f16* scale_ptr, f16* c_ptr,
-//                                                  i32 m, i32 n, i32 k)
+// Data (all row-major):
+//   A       ATYPE[m, k]                   ATYPE is f16 or bf16; it is also the type of scales, zeros and C
+//   codes   WTYPE[k, n] packed            ops::QuantizedWeight::codes (quantize.h)
+//   scales  ATYPE[k / G, n]               group g covers rows g*G .. g*G+G-1 (G == k: per channel)
+//   zeros   ATYPE[k / G, n]               only with problem.zero_point (unsigned WTYPE)
+//   C       ATYPE[m, n]
+//   value   dequant(B)[k, n] = (decode(code) - zero) * scale;  C = round(sum_k A * dequant(B)), f32 sums
 //
-//   a_ptr      f16[m, k] row-major
-//   b_ptr      WTYPE[k, n] row-major codes, packed (sub-byte types little-endian, packing.h); the format of
-//              ops::QuantizedWeight::codes (quantize.h)
-//   scale_ptr  f16[k / G, n] row-major: scale of group g (rows g*G .. g*G+G-1) of column n
-//   c_ptr      f16[m, n] row-major
-//   dequant(B)[k, n] = f16(decode(WTYPE, code[k, n]) * scale[k / G, n]): each dequantized weight is rounded
-//              once to f16 (the mma's operand type); products accumulate in f32; C is rounded to f16.
+// The programs (each a VM program: it runs on the interpreter and on the GPU):
+//   transform   qmatmul_transform<ceil(k/BK), ceil(n/BN)>(WTYPE* b_ptr, u32* t_ptr, i32 n, i32 k)
+//               reorders the packed codes tile by tile, [BK, BN] tiles of B in (k-tile, n-tile) order, so
+//               that inside a tile each thread's codes for one Dot are contiguous words: the matmul then
+//               copies whole tiles with 16-byte cp.async and each thread loads its words with vector
+//               loads. Edge tiles are padded with code 0. Run once per weight (weight preparation).
+//   matmul      qmatmul<ceil(m/BM), ceil(n/BN), split_k>(ATYPE* a_ptr, u32* t_ptr, ATYPE* scale_ptr,
+//               [ATYPE* zero_ptr,] OUT* c_ptr, i32 m, i32 n, i32 k)
+//               OUT is ATYPE, or f32 partial sums [split_k, m, n] when split_k > 1.
+//   reduce      qmatmul_reduce<...>(f32* p_ptr, ATYPE* c_ptr, i32 m, i32 n): sums the split_k partials
+//               (only when split_k > 1).
+//   dequantize  dequantize<...>(WTYPE* b_ptr, ATYPE* scale_ptr, [ATYPE* zero_ptr,] ATYPE* w_ptr, i32 n, i32 k)
+//               the dense ATYPE[k, n] weight, for dequantize-then-GEMM (prefill) and as a reference.
 //
-// m, n, k are runtime scalars: m and n need not be multiples of BM and BN (edge loads read 0, edge stores
-// are dropped); k must be a multiple of G (the program does not check it).
-//
-// Per block (bi, bj): acc f32[BM, BN] in the mma.m16n8k16 C layout, repeated over (BM/16, BN/8) tiles
-// per thread; for each k-step of BK: the A tile [BM, BK] (mma A layout), the B tile [BK, BN] straight from
-// the packed [k, n] tensor (mma B layout), the scale row [1, BN] of group (k0 / G) in a layout that
-// replicates the B layout over dim 0 (each thread holds the scale of every column it holds of B), Cast,
-// Mul, Dot. At the end Cast to f16 and StoreGlobal.
+// Matmul pipeline per block: A [BM, BK] and the transformed B tile go global -> shared with cp.async,
+// `stages` tiles in flight; per Dot slice of slice_k rows: A -> registers (ldmatrix), B words -> registers,
+// View as WTYPE in the mma B layout, Cast to ATYPE (vectorized converters), subtract zeros, mma into a
+// zeroed f32 tile, then acc += tile * scale (per slice; per channel: once at the end). Weight types whose
+// values do not fit ATYPE (f16 activations with a float of more exponent range than f16) are instead cast
+// to f32, scaled per weight and rounded to ATYPE before the mma.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "tilevm/ir/program.h"
 #include "tilevm/type/data_type.h"
 
 namespace tilevm::ops {
 
-struct QMatmulConfig {
-  DataType atype = DataType::f16();  // only f16 for now
+struct QMatmulProblem {
+  int64_t m = 1, n = 0, k = 0;
+  DataType atype = DataType::f16();  // f16 or bf16: activations, scales, zeros and output
   DataType wtype = DataType::uint(4);
-  int64_t group = 32;    // G: rows of K per scale
-  int64_t block_m = 16;  // a multiple of 16
-  int64_t block_n = 8;   // a multiple of 8
-  int64_t block_k = 16;  // a multiple of 16 that divides group
+  int64_t group = 128;  // G in {32, 64, 128} or G == k; k must be a multiple of G
+  bool zero_point = false;
+
+  // "m16_n8192_k8192_f16_u4_g128" (+ "_z" with zero points): names the problem in caches and reports.
+  std::string key() const;
 };
 
-// True when every finite value of `wtype` converts to f16 exactly (so the weights can be cast straight to
-// f16 and scaled in f16); otherwise the program dequantizes in f32 and rounds the product to f16.
-bool qmatmul_weight_fits_f16(DataType wtype);
+struct QMatmulConfig {
+  int64_t block_m = 16;   // rows of C per block: a multiple of 16 * warps_m
+  int64_t block_n = 64;   // columns of C per block: a multiple of 8 * warps_n
+  int64_t block_k = 128;  // k per pipeline stage: a multiple of slice_k
+  int64_t slice_k = 64;   // k per Dot: a multiple of 16; divides G unless G == k
+  int64_t warps_m = 1;
+  int64_t warps_n = 4;
+  int64_t stages = 3;   // cp.async pipeline depth, >= 2
+  int64_t split_k = 1;  // blocks along K per tile of C (> 1: f32 partials summed by the reduce program)
 
-// Builds the (unverified) program described above. Throws tilevm::Error for an unsupported configuration:
-// atype other than f16; wtype not an integer or float type of 1 to 8 bits; block sizes that are not
-// positive multiples of 16 / 8 / 16; block_k not dividing group.
-ir::Program build_qmatmul(const QMatmulConfig& config);
+  int64_t threads() const { return 32 * warps_m * warps_n; }
+  // "bm16_bn64_bk128_sk64_w1x4_s3_k1": names the configuration in caches and reports.
+  std::string name() const;
+  // Parses name(); @throws tilevm::Error on malformed text.
+  static QMatmulConfig parse(const std::string& name);
+  bool operator==(const QMatmulConfig&) const = default;
+};
+
+// @throws tilevm::Error naming the field and its value when the problem is invalid (atype not f16/bf16,
+// wtype not 1..8-bit integer or float nor f16/bf16, zero points on a non-unsigned type, scales on f16/bf16
+// weights other than G == k, G not in {32, 64, 128, k}, k not a multiple of G, non-positive sizes).
+void check_problem(const QMatmulProblem& problem);
+// @throws tilevm::Error when `config` is invalid for `problem` (the rules in QMatmulConfig's comments,
+// threads <= 1024, shared memory <= 227 KB).
+void check_config(const QMatmulProblem& problem, const QMatmulConfig& config);
+
+// True when every finite value of `wtype` converts exactly to `atype`; the fast dequantization (cast to
+// ATYPE, subtract the zero, mma, scale the f32 tile) is used then.
+bool qmatmul_weight_fits(DataType wtype, DataType atype);
+
+// Shared-memory bytes of the matmul program (the pipeline's stages).
+int64_t qmatmul_shared_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
+// Bytes of the transformed weight (t_ptr): ceil(k/BK) * ceil(n/BN) tiles of BK * BN codes.
+int64_t qmatmul_transformed_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
+// Bytes of the f32 partial sums (split_k * m * n * 4), 0 when split_k == 1.
+int64_t qmatmul_partial_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
+
+// The programs described above (unverified; they pass verify_program). @throws as check_problem/check_config.
+ir::Program build_qmatmul_transform(const QMatmulProblem& problem, const QMatmulConfig& config);
+ir::Program build_qmatmul(const QMatmulProblem& problem, const QMatmulConfig& config);
+ir::Program build_qmatmul_reduce(const QMatmulProblem& problem, const QMatmulConfig& config);
+ir::Program build_dequantize(const QMatmulProblem& problem);
 
 }  // namespace tilevm::ops

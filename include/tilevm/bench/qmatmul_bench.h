@@ -1,0 +1,44 @@
+// Benchmarking the quantized matmul against its two baselines, measured in the same run (PERFORMANCE.md):
+// a plain streaming read of the same bytes (the best of several launch configurations of a read-only kernel)
+// and cuBLAS fp16 (A[m, k] @ W[k, n], f32 accumulation, the dense weight in ATYPE).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "tilevm/bench/timing.h"
+#include "tilevm/ops/qmatmul_gpu.h"
+#include "tilevm/runtime/device.h"
+
+namespace tilevm::bench {
+
+struct QMatmulBenchOptions {
+  TimingOptions timing;      // medians of >= 50 runs, L2 flushed
+  bool with_cublas = true;   // a missing cuBLAS is reported in the result, not an error
+  bool with_plain_read = true;
+};
+
+struct QMatmulBenchResult {
+  ops::QMatmulProblem problem;
+  ops::QMatmulConfig config;
+  double bytes = 0;              // minimal bytes: weights at their bit width, scales, zeros, A, C
+  double latency_us = 0;         // median
+  double gbps = 0;               // bytes / latency
+  double ceiling_gbps = 0;       // read bandwidth of a large stream (>= 1 GiB) measured in this process
+  double floor_fraction = 0;     // (bytes / ceiling) / latency
+  double plain_read_us = 0;      // the plain read of `bytes`, best configuration, median
+  double read_ratio = 0;         // latency / plain_read_us (target <= 1.10 for decode)
+  std::optional<double> cublas_us;  // cuBLAS fp16 GEMM of the same shape, median
+  std::optional<double> speedup_vs_cublas;
+  std::string cublas_note;       // why there is no cuBLAS figure, when there is none
+};
+
+// Times `q` on fresh random inputs (A, codes, scales, zeros) it allocates itself.
+QMatmulBenchResult bench_qmatmul(const runtime::Device& device, const ops::QMatmulGpu& q,
+                                 const QMatmulBenchOptions& options = {});
+
+// One line of text and one JSON object (one line, no newline) per result.
+std::string format_result(const QMatmulBenchResult& r);
+std::string to_json(const QMatmulBenchResult& r);
+
+}  // namespace tilevm::bench

@@ -1,0 +1,64 @@
+// The quantized matmul on the GPU: its programs (qmatmul.h) compiled once, then launched on device memory.
+//
+//   CompiledQMatmul c = compile_qmatmul(problem, config, device.arch());   // thread-safe, no device needed
+//   QMatmulGpu q = QMatmulGpu::load(device, c);
+//   q.transform(stream, codes.device_ptr(), transformed.device_ptr());    // once per weight
+//   q.run(stream, {.a = ..., .transformed = ..., .scales = ..., .c = ..., .workspace = ...});
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "tilevm/codegen/cuda/gpu_program.h"
+#include "tilevm/ops/qmatmul.h"
+
+namespace tilevm::ops {
+
+struct CompiledQMatmul {
+  QMatmulProblem problem;
+  QMatmulConfig config;
+  codegen::cuda::CompiledProgram transform;
+  codegen::cuda::CompiledProgram matmul;
+  std::optional<codegen::cuda::CompiledProgram> reduce;  // split_k > 1
+};
+
+// @throws tilevm::Error on an invalid problem/config or a compile failure.
+CompiledQMatmul compile_qmatmul(const QMatmulProblem& problem, const QMatmulConfig& config,
+                                const std::string& arch);
+
+struct QMatmulBuffers {
+  std::uint64_t a = 0;            // ATYPE[m, k]
+  std::uint64_t transformed = 0;  // qmatmul_transformed_bytes
+  std::uint64_t scales = 0;       // ATYPE[k / G, n]
+  std::uint64_t zeros = 0;        // ATYPE[k / G, n], with zero points only
+  std::uint64_t c = 0;            // ATYPE[m, n]
+  std::uint64_t workspace = 0;    // workspace_bytes(): the split-K partial sums
+};
+
+class QMatmulGpu {
+ public:
+  static QMatmulGpu load(const runtime::Device& device, const CompiledQMatmul& compiled);
+
+  const QMatmulProblem& problem() const { return problem_; }
+  const QMatmulConfig& config() const { return config_; }
+  std::uint64_t transformed_bytes() const;
+  std::uint64_t workspace_bytes() const;
+
+  // codes: WTYPE[k, n] packed (QuantizedWeight::codes) -> transformed (transformed_bytes()).
+  void transform(const runtime::Stream& stream, std::uint64_t codes, std::uint64_t transformed) const;
+  // C = A @ dequant(B): one launch, or two with split-K. Asynchronous on `stream`.
+  void run(const runtime::Stream& stream, const QMatmulBuffers& buffers) const;
+
+ private:
+  QMatmulGpu(QMatmulProblem problem, QMatmulConfig config, codegen::cuda::GpuProgram transform,
+             codegen::cuda::GpuProgram matmul, std::optional<codegen::cuda::GpuProgram> reduce)
+      : problem_(problem), config_(config), transform_(std::move(transform)), matmul_(std::move(matmul)),
+        reduce_(std::move(reduce)) {}
+  QMatmulProblem problem_;
+  QMatmulConfig config_;
+  codegen::cuda::GpuProgram transform_;
+  codegen::cuda::GpuProgram matmul_;
+  std::optional<codegen::cuda::GpuProgram> reduce_;
+};
+
+}  // namespace tilevm::ops
