@@ -1,108 +1,305 @@
+// The quantized-matmul programs (qmatmul.h), written with the IR builder. Sizes come from QMatmulShape
+// (qmatmul_shape.h); validation from check_config (qmatmul_config.cpp).
 #include "tilevm/ops/qmatmul.h"
 
-#include <cmath>
 #include <string>
 
+#include "qmatmul_shape.h"
 #include "tilevm/ir/builder.h"
 #include "tilevm/layout/layout.h"
-#include "tilevm/layout/layout_text.h"
 #include "tilevm/support/error.h"
-#include "tilevm/type/convert.h"
 
 namespace tilevm::ops {
 
-bool qmatmul_weight_fits_f16(DataType wtype) {
-  if (wtype.is_integer()) return wtype.bits() <= 11;  // every integer of 11 bits or fewer is exact in f16
-  if (!wtype.is_float()) return false;
-  if (wtype.bits() > 16) return false;
-  const DataType f16 = DataType::f16();
-  for (uint64_t code = 0; code < (uint64_t{1} << wtype.bits()); ++code) {
-    const double v = decode(wtype, code);
-    if (!std::isfinite(v)) continue;
-    if (decode(f16, encode(f16, v)) != v) return false;
-  }
-  return true;
-}
-
 namespace {
 
-void check_config(const QMatmulConfig& c) {
-  const DataType w = c.wtype;
-  if (c.atype != DataType::f16()) throw Error("qmatmul: atype must be f16, got " + c.atype.name());
-  if (w.is_bool() || w.bits() < 1 || w.bits() > 8 || !(w.is_integer() || w.is_float()))
-    throw Error("qmatmul: wtype must be an integer or float type of 1 to 8 bits, got " + w.name());
-  if (c.block_m <= 0 || c.block_m % 16 != 0)
-    throw Error("qmatmul: block_m must be a positive multiple of 16, got " + std::to_string(c.block_m));
-  if (c.block_n <= 0 || c.block_n % 8 != 0)
-    throw Error("qmatmul: block_n must be a positive multiple of 8, got " + std::to_string(c.block_n));
-  if (c.block_k <= 0 || c.block_k % 16 != 0)
-    throw Error("qmatmul: block_k must be a positive multiple of 16, got " + std::to_string(c.block_k));
-  if (c.group <= 0 || c.group % c.block_k != 0)
-    throw Error("qmatmul: block_k (" + std::to_string(c.block_k) + ") must divide the group size (" +
-                std::to_string(c.group) + ")");
+using layout::Layout;
+
+// The mma.m16n8k16 fragments (target/atoms.h): A [16, 16], B [16, 8], C [16, 8] over one warp.
+Layout mma_a() { return compose(compose(layout::column_local({2, 2}), layout::spatial({8, 4})), layout::local({1, 2})); }
+Layout mma_b() {
+  return compose(compose(layout::local({2, 1}), layout::column_spatial({4, 8})), layout::local({2, 1}));
+}
+Layout mma_c() { return compose(compose(layout::local({2, 1}), layout::spatial({8, 4})), layout::local({1, 2})); }
+
+// The register layouts of one Dot slice. Warps are numbered wm * warps_n + wn (spatial(WM, WN)): A is
+// replicated over the warps of one row (wn), B over the warps of one column (wm).
+struct SliceLayouts {
+  Layout a;   // [BM, SK]
+  Layout b;   // [SK, BN]  the codes, in the mma B fragment order
+  Layout bt;  // [WN * 32 * words]  the same bits as u32 words, contiguous per thread
+  Layout c;   // [BM, BN]
+};
+
+SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_t warps_m) {
+  SliceLayouts l;
+  l.a = compose(compose(layout::reduce(layout::spatial({warps_m, 1, c.warps_n}), {2}), layout::local({s.tm, s.tk})),
+                mma_a());
+  l.b = compose(compose(layout::reduce(layout::spatial({warps_m, 1, c.warps_n}), {0}), layout::local({s.tk, s.tn})),
+                mma_b());
+  l.bt = compose(layout::reduce(layout::spatial({warps_m, c.warps_n * 32}), {0}),
+                 layout::local({s.words_per_thread}));
+  l.c = compose(compose(layout::spatial({warps_m, c.warps_n}), layout::local({s.tm, s.tn})), mma_c());
+  return l;
+}
+
+// [1, BN]: a row of per-column values (scales, zeros) held by every thread for each column it holds in
+// `l` (the elementwise broadcast rule): `l` with dimension 0 reduced away and put back with extent 1.
+Layout column_row(const Layout& l) { return layout::insert_dim(layout::reduce(l, {0}), 0); }
+
+// The A tile in shared memory: [BM, BK] f16 in 16-byte chunks, swizzled (chunk index xor row) when the
+// chunk count allows it, so that the cp.async writes and the ldmatrix reads avoid bank conflicts.
+Layout shared_a_layout(const QMatmulConfig& c) {
+  const int64_t chunks = c.block_k / 8;
+  Layout rows = layout::local({c.block_m, chunks});
+  if (chunks >= 2 && (chunks & (chunks - 1)) == 0) rows = layout::make_swizzle(rows, 1);
+  return compose(compose(layout::local({c.stages, 1, 1}), rows), layout::local({1, 8}));
 }
 
 }  // namespace
 
-ir::Program build_qmatmul(const QMatmulConfig& config) {
+ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig& c) {
   using namespace ir;
-  check_config(config);
-  const DataType f16 = DataType::f16(), f32 = DataType::f32(), i32 = DataType::i32(), wtype = config.wtype;
+  check_config(p, c);
+  const QMatmulShape s(p, c);
+  ProgramBuilder pb("qmatmul_transform");
+  const int64_t BK = pb.constant("BK", c.block_k), BN = pb.constant("BN", c.block_n);
+  const int64_t SK = pb.constant("SK", c.slice_k);
+  const int64_t SLICE_WORDS = pb.constant("SLICE_WORDS", s.slice_words);
+  const int64_t TILE_WORDS = pb.constant("TILE_WORDS", s.tile_words);
+  // The matmul's slice layouts for one row of warps: the same bits per thread, each written once.
+  const SliceLayouts l = slice_layouts(c, s, 1);
+  const Layout layout_b = pb.named_layout("layout_b", l.b);
+  const Layout layout_bt = pb.named_layout("layout_bt", l.bt);
+  Pointer b_ptr = pb.pointer_param("b_ptr", p.wtype);
+  Pointer t_ptr = pb.pointer_param("t_ptr", DataType::uint(32));
+  Scalar n = pb.scalar_param("n", DataType::i32()), k = pb.scalar_param("k", DataType::i32());
+  pb.grid({ceil_div(k, BK), ceil_div(n, BN)});
+  pb.threads(static_cast<int>(32 * c.warps_n));
+  auto [kt, nt] = pb.block_indices("kt", "nt");
+  Tensor gb = pb.view_global("gb", b_ptr, p.wtype, {k, n});
+  Tensor gt = pb.view_global("gt", t_ptr, DataType::uint(32), {ceil_div(k, BK), ceil_div(n, BN), TILE_WORDS});
+  pb.for_range("uk", BK / SK, [&](Scalar uk) {
+    Tensor b = pb.load_global("b", gb, layout_b, {kt * BK + uk * SK, nt * BN});
+    Tensor bt = pb.view("bt", b, DataType::uint(32), layout_bt);
+    pb.store_global(bt, gt(kt, nt), {uk * SLICE_WORDS});
+  });
+  return pb.build();
+}
+
+ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
+  using namespace ir;
+  check_config(p, c);
+  const QMatmulShape s(p, c);
+  const DataType at = p.atype, f32 = DataType::f32(), u32 = DataType::uint(32), i32 = DataType::i32();
+  const bool fits = qmatmul_weight_fits(p.wtype, at);
+  const bool split = c.split_k > 1;
 
   ProgramBuilder pb("qmatmul");
-  const int64_t BM = pb.constant("BM", config.block_m), BN = pb.constant("BN", config.block_n);
-  const int64_t BK = pb.constant("BK", config.block_k), G = pb.constant("G", config.group);
-  // The mma.m16n8k16 fragments (target/atoms.h), repeated in each thread's registers over the block's
-  // (BM / 16) x (BK / 16) A tiles, (BK / 16) x (BN / 8) B tiles and (BM / 16) x (BN / 8) C tiles.
-  const layout::Layout mma_a = layout::parse_layout("column_local(2, 2).spatial(8, 4).local(1, 2)");
-  const layout::Layout mma_b = layout::parse_layout("local(2, 1).column_spatial(4, 8).local(2, 1)");
-  const layout::Layout mma_c = layout::parse_layout("local(2, 1).spatial(8, 4).local(1, 2)");
-  const layout::Layout layout_a =
-      pb.named_layout("layout_a", layout::compose(layout::local({BM / 16, BK / 16}), mma_a));
-  const layout::Layout layout_b =
-      pb.named_layout("layout_b", layout::compose(layout::local({BK / 16, BN / 8}), mma_b));
-  const layout::Layout layout_c =
-      pb.named_layout("layout_c", layout::compose(layout::local({BM / 16, BN / 8}), mma_c));
-  // [1, BN]: the B layout with dim 0 reduced away (its threads along K become replicas) and put back with
-  // extent 1, so every thread holds the scale of each column it holds of B (the elementwise broadcast rule).
-  const layout::Layout layout_s =
-      pb.named_layout("layout_s", layout::insert_dim(layout::reduce(layout_b, {0}), 0));
+  const int64_t BM = pb.constant("BM", c.block_m), BN = pb.constant("BN", c.block_n);
+  const int64_t BK = pb.constant("BK", c.block_k), SK = pb.constant("SK", c.slice_k);
+  const int64_t G = pb.constant("G", p.group);
+  const int64_t STAGES = pb.constant("STAGES", c.stages), SPLIT = pb.constant("SPLIT", c.split_k);
+  const int64_t SLICE_WORDS = pb.constant("SLICE_WORDS", s.slice_words);
+  const int64_t TILE_WORDS = pb.constant("TILE_WORDS", s.tile_words);
+  const int64_t SROWS = s.per_channel ? 0 : pb.constant("SROWS", s.scale_rows);
+  const SliceLayouts l = slice_layouts(c, s, c.warps_m);
+  const Layout layout_a = pb.named_layout("layout_a", l.a);
+  const Layout layout_b = pb.named_layout("layout_b", l.b);
+  const Layout layout_bt = pb.named_layout("layout_bt", l.bt);
+  const Layout layout_c = pb.named_layout("layout_c", l.c);
+  // Scales multiply the f32 tile (layout_c's columns); zeros, and scales on the slow path, the codes
+  // (layout_b's columns).
+  const Layout layout_sc = pb.named_layout("layout_sc", column_row(l.c));
+  const Layout layout_sb = pb.named_layout("layout_sb", column_row(l.b));
+  const Layout smem_a_layout = pb.named_layout("smem_a_layout", shared_a_layout(c));
 
-  Pointer a_ptr = pb.pointer_param("a_ptr", f16);
-  Pointer b_ptr = pb.pointer_param("b_ptr", wtype);
-  Pointer scale_ptr = pb.pointer_param("scale_ptr", f16);
-  Pointer c_ptr = pb.pointer_param("c_ptr", f16);
+  Pointer a_ptr = pb.pointer_param("a_ptr", at);
+  Pointer t_ptr = pb.pointer_param("t_ptr", u32);
+  Pointer scale_ptr = pb.pointer_param("scale_ptr", at);
+  std::optional<Pointer> zero_ptr;
+  if (p.zero_point) zero_ptr = pb.pointer_param("zero_ptr", at);
+  Pointer c_ptr = pb.pointer_param("c_ptr", split ? f32 : at);
   Scalar m = pb.scalar_param("m", i32), n = pb.scalar_param("n", i32), k = pb.scalar_param("k", i32);
-  pb.grid({ceil_div(m, BM), ceil_div(n, BN)});
+  pb.grid({ceil_div(m, BM), ceil_div(n, BN), SPLIT});
+  pb.threads(static_cast<int>(c.threads()));
 
-  auto [bi, bj] = pb.block_indices("bi", "bj");
-  Tensor ga = pb.view_global("ga", a_ptr, f16, {m, k});
-  Tensor gb = pb.view_global("gb", b_ptr, wtype, {k, n});
-  Tensor gs = pb.view_global("gs", scale_ptr, f16, {k / G, n});
-  Tensor gc = pb.view_global("gc", c_ptr, f16, {m, n});
+  auto [bi, bj, bz] = pb.block_indices("bi", "bj", "bz");
+  Tensor ga = pb.view_global("ga", a_ptr, at, {m, k});
+  Tensor gt = pb.view_global("gt", t_ptr, u32, {ceil_div(k, BK), ceil_div(n, BN), TILE_WORDS});
+  Tensor gs = pb.view_global("gs", scale_ptr, at, {k / G, n});
+  std::optional<Tensor> gz;
+  if (zero_ptr) gz = pb.view_global("gz", *zero_ptr, at, {k / G, n});
+  // This block's k-tiles: split z takes tiles [z * per, min(k_tiles, (z + 1) * per)).
+  Scalar k_tiles = pb.let("k_tiles", ceil_div(k, BK));
+  Scalar per = pb.let("per", ceil_div(k_tiles, SPLIT));
+  Scalar first = pb.let("first", bz * per);
+  Scalar count = pb.let("count", max(0, min(k_tiles - first, per)));
+
+  Tensor smem_a = pb.allocate_shared("smem_a", at, smem_a_layout);
+  Tensor smem_b = pb.allocate_shared("smem_b", u32, {STAGES, TILE_WORDS});
+  std::optional<Tensor> smem_s, smem_z;
+  if (!s.per_channel) smem_s = pb.allocate_shared("smem_s", at, {STAGES, SROWS, BN});
+  if (gz && !s.per_channel) smem_z = pb.allocate_shared("smem_z", at, {STAGES, SROWS, BN});
   Tensor acc = pb.allocate_register("acc", f32, layout_c, 0.0);
-  const bool direct = qmatmul_weight_fits_f16(wtype);
-  pb.for_range("bk", k / BK, [&](Scalar bk) {
-    Tensor a = pb.load_global("a", ga, layout_a, {bi * BM, bk * BK});
-    Tensor b = pb.load_global("b", gb, layout_b, {bk * BK, bj * BN});
-    Tensor s = pb.load_global("s", gs, layout_s, {bk / (G / BK), bj * BN});
-    const Tensor bf = [&] {
-      if (direct) {
-        // Every weight value is exact in f16, so the f16 product is the correctly rounded decode * scale.
-        Tensor b16 = pb.cast("bf", b, f16);
-        return pb.mul("bf", b16, s);
-      }
-      // Wider exponent range than f16 (f8e6m1, ...): scale in f32 (exact: at most 24 significant bits),
-      // then round once to f16.
-      Tensor b32 = pb.cast("b32", b, f32);
-      Tensor s32 = pb.cast("s32", s, f32);
-      b32 = pb.mul("b32", b32, s32);
-      return pb.cast("bf", b32, f16);
-    }();
-    pb.dot(out(acc), a, bf, acc);
+
+  // Starts the copies of this block's k-tile `t` (global tile first + t) into stage `stage`.
+  auto preload = [&](const Scalar& t, const Scalar& stage) {
+    Scalar kt = first + t;
+    pb.copy_async(smem_a[stage], ga(from(bi * BM), from(kt * BK)));
+    pb.copy_async(smem_b[stage], gt(kt, bj));
+    if (smem_s) {
+      // The group rows this tile covers: BK / G rows from kt * BK / G, or the one row holding it.
+      Scalar row = (kt * BK) / G;
+      pb.copy_async(smem_s->operator[](stage), gs(from(row), from(bj * BN)));
+      if (smem_z) pb.copy_async(smem_z->operator[](stage), gz->operator()(from(row), from(bj * BN)));
+    }
+  };
+  // Prologue: tiles 0 .. STAGES - 2, one commit group each (empty past the end, so that the wait below
+  // always counts the same number of groups).
+  pb.for_range("t0", STAGES - 1, [&](Scalar t0) {
+    pb.if_(t0 < count, [&] { preload(t0, t0); });
+    pb.copy_async_commit_group();
   });
-  Tensor c = pb.cast("c", acc, f16);
-  pb.store_global(c, gc, {bi * BM, bj * BN});
+  pb.copy_async_wait_group(STAGES - 2);
+  pb.synchronize();
+
+  Scalar cur = pb.let("cur", 0);
+  Scalar next = pb.let("next", STAGES - 1);
+  pb.for_range("t", count, [&](Scalar t) {
+    pb.for_range("uk", BK / SK, [&](Scalar uk) {
+      Tensor a = pb.load_shared("a", smem_a[cur], layout_a, {0, uk * SK});
+      Tensor bt = pb.load_shared("bt", smem_b[cur], layout_bt, {uk * SLICE_WORDS});
+      Tensor b = pb.view("b", bt, p.wtype, layout_b);
+      // The scale row of this slice inside the stage (0 when the stage holds a single row).
+      Scalar row = s.scale_rows > 1 ? Scalar((uk * SK) / G) : Scalar(0);
+      if (fits) {
+        Tensor bf = p.wtype == at ? b : pb.cast("bf", b, at);
+        if (smem_z) {
+          Tensor z = pb.load_shared("z", smem_z->operator[](cur), layout_sb, {row, 0});
+          bf = pb.sub("bf", bf, z);  // exact: both are integers of at most 8 bits
+        }
+        if (s.per_channel) {
+          pb.dot(out(acc), a, bf, acc);
+        } else {
+          // mma into a zeroed tile, then acc += tile * scale: the scale multiplies BM x BN sums instead of
+          // every one of the BK x BN weights.
+          Tensor part = pb.allocate_register("part", f32, layout_c, 0.0);
+          pb.dot(out(part), a, bf, part);
+          Tensor sc = pb.load_shared("sc", smem_s->operator[](cur), layout_sc, {row, 0});
+          Tensor sc32 = pb.cast("sc32", sc, f32);
+          pb.mul(out(part), part, sc32);
+          pb.add(out(acc), acc, part);
+        }
+      } else {
+        // The weight's values do not all fit the activation type (a float with more exponent range):
+        // dequantize each weight in f32 and round the product once to ATYPE.
+        Tensor b32 = pb.cast("b32", b, f32);
+        Tensor sb = s.per_channel ? pb.load_global("sb", gs, layout_sb, {0, bj * BN})
+                                  : pb.load_shared("sb", smem_s->operator[](cur), layout_sb, {row, 0});
+        Tensor sb32 = pb.cast("sb32", sb, f32);
+        pb.mul(out(b32), b32, sb32);
+        Tensor bf = pb.cast("bf", b32, at);
+        pb.dot(out(acc), a, bf, acc);
+      }
+    });
+    // Refill the stage that tile t - 1 used with tile t + STAGES - 1 (an empty group past the end).
+    pb.if_(t + (STAGES - 1) < count, [&] { preload(t + (STAGES - 1), next); });
+    pb.copy_async_commit_group();
+    pb.assign(cur, (cur + 1) % STAGES);
+    pb.assign(next, (next + 1) % STAGES);
+    pb.copy_async_wait_group(STAGES - 2);
+    pb.synchronize();
+  });
+
+  if (s.per_channel && fits) {
+    Tensor sc = pb.load_global("sc", gs, layout_sc, {0, bj * BN});
+    Tensor sc32 = pb.cast("sc32", sc, f32);
+    pb.mul(out(acc), acc, sc32);
+  }
+  if (split) {
+    Tensor gp = pb.view_global("gp", c_ptr, f32, {SPLIT, m, n});
+    pb.store_global(acc, gp[bz], {bi * BM, bj * BN});
+  } else {
+    Tensor gc = pb.view_global("gc", c_ptr, at, {m, n});
+    Tensor cv = pb.cast("cv", acc, at);
+    pb.store_global(cv, gc, {bi * BM, bj * BN});
+  }
+  return pb.build();
+}
+
+ir::Program build_qmatmul_reduce(const QMatmulProblem& p, const QMatmulConfig& c) {
+  using namespace ir;
+  check_config(p, c);
+  const DataType f32 = DataType::f32(), i32 = DataType::i32();
+  ProgramBuilder pb("qmatmul_reduce");
+  const int64_t SPLIT = pb.constant("SPLIT", c.split_k);
+  const int64_t RN = pb.constant("RN", 512);
+  // 128 threads, 4 consecutive f32 each (16-byte loads where n allows).
+  const Layout layout_r = pb.named_layout("layout_r", compose(layout::spatial({1, 128}), layout::local({1, 4})));
+  Pointer p_ptr = pb.pointer_param("p_ptr", f32);
+  Pointer c_ptr = pb.pointer_param("c_ptr", p.atype);
+  Scalar m = pb.scalar_param("m", i32), n = pb.scalar_param("n", i32);
+  pb.grid({m, ceil_div(n, RN)});
+  pb.threads(128);
+  auto [i, j] = pb.block_indices("i", "j");
+  Tensor gp = pb.view_global("gp", p_ptr, f32, {SPLIT, m, n});
+  Tensor gc = pb.view_global("gc", c_ptr, p.atype, {m, n});
+  Tensor sum = pb.load_global("sum", gp[0], layout_r, {i, j * RN});
+  pb.for_range("z", 1, SPLIT, [&](Scalar z) {
+    Tensor part = pb.load_global("part", gp[z], layout_r, {i, j * RN});
+    pb.add(out(sum), sum, part);
+  });
+  Tensor cv = pb.cast("cv", sum, p.atype);
+  pb.store_global(cv, gc, {i, j * RN});
+  return pb.build();
+}
+
+ir::Program build_dequantize(const QMatmulProblem& p) {
+  using namespace ir;
+  check_problem(p);
+  const DataType at = p.atype, f32 = DataType::f32(), i32 = DataType::i32();
+  const bool fits = qmatmul_weight_fits(p.wtype, at);
+  ProgramBuilder pb("dequantize");
+  // [16, 256] per block of 256 threads: each thread 2 rows of 8 consecutive codes (16-byte ATYPE stores).
+  const int64_t TR = pb.constant("TR", 16), TC = pb.constant("TC", 256);
+  const int64_t G = pb.constant("G", p.group);
+  const Layout layout_d = pb.named_layout(
+      "layout_d", compose(compose(layout::local({2, 1}), layout::spatial({8, 32})), layout::local({1, 8})));
+  const Layout layout_s = pb.named_layout("layout_s", column_row(layout_d));
+  Pointer b_ptr = pb.pointer_param("b_ptr", p.wtype);
+  Pointer scale_ptr = pb.pointer_param("scale_ptr", at);
+  std::optional<Pointer> zero_ptr;
+  if (p.zero_point) zero_ptr = pb.pointer_param("zero_ptr", at);
+  Pointer w_ptr = pb.pointer_param("w_ptr", at);
+  Scalar n = pb.scalar_param("n", i32), k = pb.scalar_param("k", i32);
+  pb.grid({ceil_div(k, TR), ceil_div(n, TC)});
+  pb.threads(256);
+  auto [bi, bj] = pb.block_indices("bi", "bj");
+  Tensor gb = pb.view_global("gb", b_ptr, p.wtype, {k, n});
+  Tensor gs = pb.view_global("gs", scale_ptr, at, {k / G, n});
+  Tensor gw = pb.view_global("gw", w_ptr, at, {k, n});
+  Tensor b = pb.load_global("b", gb, layout_d, {bi * TR, bj * TC});
+  // Rows bi * TR .. + 15 lie in one group: G (32, 64, 128 or k) is a multiple of 16 unless G == k < 16,
+  // where there is a single group.
+  Scalar group_row = (bi * TR) / G;
+  Tensor sc = pb.load_global("sc", gs, layout_s, {group_row, bj * TC});
+  Tensor w = b;
+  if (fits) {
+    if (p.wtype != at) w = pb.cast("w", b, at);
+    if (zero_ptr) {
+      Tensor gz = pb.view_global("gz", *zero_ptr, at, {k / G, n});
+      Tensor z = pb.load_global("z", gz, layout_s, {group_row, bj * TC});
+      w = pb.sub("w", w, z);
+    }
+    w = pb.mul("w", w, sc);  // one rounding of the exact product, as the matmul's reference says
+  } else {
+    Tensor w32 = pb.cast("w32", b, f32);
+    Tensor s32 = pb.cast("s32", sc, f32);
+    pb.mul(out(w32), w32, s32);
+    w = pb.cast("w", w32, at);
+  }
+  pb.store_global(w, gw, {bi * TR, bj * TC});
   return pb.build();
 }
 

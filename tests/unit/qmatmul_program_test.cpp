@@ -34,26 +34,28 @@ std::vector<DataType> weight_types() {
 }
 
 struct Problem {
-  int64_t m, n, k;
+  QMatmulProblem problem;
   QMatmulConfig config;
 };
 
 struct Inputs {
-  std::vector<double> a;              // [m, k] values (exact f16)
+  std::vector<double> a;              // [m, k] values (exact in ATYPE)
   std::vector<uint64_t> b_codes;      // [k, n] codes of wtype, all finite
-  std::vector<uint64_t> scale_codes;  // [k / G, n] f16 codes, positive
-  std::vector<uint8_t> a_bytes, b_bytes, scale_bytes;
+  std::vector<uint64_t> scale_codes;  // [k / G, n] ATYPE codes, positive
+  std::vector<uint64_t> zero_codes;   // [k / G, n] ATYPE codes of integers, with zero points
+  std::vector<uint8_t> a_bytes, b_bytes, scale_bytes, zero_bytes;
 };
 
-Inputs make_inputs(const Problem& p, uint32_t seed) {
-  const DataType w = p.config.wtype;
+Inputs make_inputs(const Problem& pr, uint32_t seed) {
+  const QMatmulProblem& p = pr.problem;
+  const DataType w = p.wtype, at = p.atype;
   std::mt19937 rng(seed);
   Inputs in;
   std::uniform_real_distribution<double> unit(-1.0, 1.0);
   std::vector<uint64_t> a_codes;
   for (int64_t i = 0; i < p.m * p.k; ++i) {
-    a_codes.push_back(encode(kF16, unit(rng)));
-    in.a.push_back(decode(kF16, a_codes.back()));
+    a_codes.push_back(encode(at, unit(rng)));
+    in.a.push_back(decode(at, a_codes.back()));
   }
   // Uniform over the finite codes (NaN and infinity codes are redrawn); q = the largest magnitude.
   std::uniform_int_distribution<uint64_t> code_dist(0, (uint64_t{1} << w.bits()) - 1);
@@ -66,34 +68,40 @@ Inputs make_inputs(const Problem& p, uint32_t seed) {
     while (!std::isfinite(decode(w, c))) c = code_dist(rng);
     in.b_codes.push_back(c);
   }
-  // Positive scales in [0.5, 1] / q, so |dequantized weight| <= 1. Where that is below f16's range
-  // (f8e6m1's range is wider than f16's) the scale is one of the four smallest f16 subnormals instead, still
+  // Positive scales in [0.5, 1] / q, so |dequantized weight| <= 1. Where that is below ATYPE's range
+  // (f8e6m1's range is wider than f16's) the scale is one of the four smallest subnormals instead, still
   // random so that groups differ.
   std::uniform_real_distribution<double> half_one(0.5, 1.0);
   std::uniform_int_distribution<uint64_t> tiny(1, 4);
-  for (int64_t i = 0; i < (p.k / p.config.group) * p.n; ++i) {
-    uint64_t c = encode(kF16, half_one(rng) / std::max(q, 1.0));
+  std::uniform_int_distribution<int64_t> zero_dist(0, (int64_t{1} << w.bits()) - 1);
+  for (int64_t i = 0; i < (p.k / p.group) * p.n; ++i) {
+    uint64_t c = encode(at, half_one(rng) / std::max(q, 1.0));
     if (c <= 4) c = tiny(rng);
     in.scale_codes.push_back(c);
+    if (p.zero_point) in.zero_codes.push_back(encode(at, static_cast<double>(zero_dist(rng))));
   }
-  in.a_bytes = pack(kF16, a_codes);
+  in.a_bytes = pack(at, a_codes);
   in.b_bytes = pack(w, in.b_codes);
-  in.scale_bytes = pack(kF16, in.scale_codes);
+  in.scale_bytes = pack(at, in.scale_codes);
+  if (p.zero_point) in.zero_bytes = pack(at, in.zero_codes);
   return in;
 }
 
-// C in double. Each dequantized weight is f16(decode(code) * scale), the program's definition (the mma's B
-// operand is f16); `group_shift` picks the scale of group (g + shift) % groups instead, a wrong reference
-// for the sanity check.
-std::vector<double> reference(const Problem& p, const Inputs& in, int64_t group_shift = 0) {
-  const int64_t groups = p.k / p.config.group;
+// C in double from the program's definition (qmatmul.h): where the weights fit ATYPE, the exact
+// (code - zero) * scale; otherwise each dequantized weight rounded once to ATYPE (the mma's operand).
+// `group_shift` picks the scale of group (g + shift) % groups instead, a wrong reference for the sanity check.
+std::vector<double> reference(const Problem& pr, const Inputs& in, int64_t group_shift = 0) {
+  const QMatmulProblem& p = pr.problem;
+  const int64_t groups = p.k / p.group;
+  const bool fits = qmatmul_weight_fits(p.wtype, p.atype);
   std::vector<double> c(static_cast<size_t>(p.m * p.n), 0.0);
   for (int64_t kk = 0; kk < p.k; ++kk) {
     for (int64_t j = 0; j < p.n; ++j) {
-      const int64_t g = (kk / p.config.group + group_shift) % groups;
-      const double s = decode(kF16, in.scale_codes[static_cast<size_t>(g * p.n + j)]);
-      const double w = decode(
-          kF16, encode(kF16, decode(p.config.wtype, in.b_codes[static_cast<size_t>(kk * p.n + j)]) * s));
+      const auto g = static_cast<size_t>(((kk / p.group + group_shift) % groups) * p.n + j);
+      const double s = decode(p.atype, in.scale_codes[g]);
+      const double z = p.zero_point ? decode(p.atype, in.zero_codes[g]) : 0.0;
+      const double v = (decode(p.wtype, in.b_codes[static_cast<size_t>(kk * p.n + j)]) - z) * s;
+      const double w = fits ? v : decode(p.atype, encode(p.atype, v));
       for (int64_t i = 0; i < p.m; ++i)
         c[static_cast<size_t>(i * p.n + j)] += in.a[static_cast<size_t>(i * p.k + kk)] * w;
     }
@@ -109,14 +117,16 @@ std::vector<double> reference(const Problem& p, const Inputs& in, int64_t group_
 // |ref| * 2^-9 + 1e-2 is 4x the final rounding plus the worst accumulation error, yet far below a wrong
 // element (a wrong scale or a dropped k-step moves C by O(0.1..1); the sanity checks below show it fails).
 // Returns the number of mismatches; describes the first few in `report`.
-int64_t mismatches(const std::vector<uint8_t>& got_bytes, const std::vector<double>& expected, int64_t n,
-                   std::string* report) {
-  std::vector<uint64_t> got = unpack(kF16, got_bytes, static_cast<int64_t>(expected.size()));
+int64_t mismatches(DataType at, const std::vector<uint8_t>& got_bytes, const std::vector<double>& expected,
+                   int64_t n, std::string* report) {
+  std::vector<uint64_t> got = unpack(at, got_bytes, static_cast<int64_t>(expected.size()));
+  // bf16 keeps 8 significant bits to f16's 11: its final rounding is 8 times coarser.
+  const int rel = at == kF16 ? -9 : -6;
   int64_t count = 0;
   std::ostringstream os;
   for (size_t i = 0; i < expected.size(); ++i) {
-    const double v = decode(kF16, got[i]);
-    const double tol = std::ldexp(std::abs(expected[i]), -9) + 1e-2;
+    const double v = decode(at, got[i]);
+    const double tol = std::ldexp(std::abs(expected[i]), rel) + 1e-2;
     if (!(std::abs(v - expected[i]) <= tol)) {
       if (count < 5)
         os << "C[" << static_cast<int64_t>(i) / n << ", " << static_cast<int64_t>(i) % n << "] = " << v
@@ -128,24 +138,40 @@ int64_t mismatches(const std::vector<uint8_t>& got_bytes, const std::vector<doub
   return count;
 }
 
-// Builds, verifies and runs the program on the interpreter or the GPU; returns C's bytes (empty on failure,
-// with a test failure added).
-std::vector<uint8_t> run_qmatmul(const Problem& p, Inputs& in, bool on_gpu = false) {
-  ir::Program program = build_qmatmul(p.config);
+bool run(ir::Program program, interp::Arguments& args, bool on_gpu) {
   Diagnostics diags;
   if (!ir::verify_program(program, diags)) {
-    ADD_FAILURE() << "verify failed:\n" << diags.render("qmatmul", ir::print_program(program));
-    return {};
+    ADD_FAILURE() << "verify failed:\n" << diags.render(program.name, ir::print_program(program));
+    return false;
   }
-  std::vector<uint8_t> c(static_cast<size_t>(p.m * p.n * 2), 0xff);  // NaN: unwritten elements show
-  interp::Arguments args;
-  args.buffers = {
-      {"a_ptr", &in.a_bytes}, {"b_ptr", &in.b_bytes}, {"scale_ptr", &in.scale_bytes}, {"c_ptr", &c}};
-  args.scalars = {{"m", {false, p.m, 0.0}}, {"n", {false, p.n, 0.0}}, {"k", {false, p.k, 0.0}}};
   const bool ok = on_gpu ? codegen::cuda::run_on_gpu(program, args, diags) : interp::run_program(program, args, diags);
-  if (!ok) {
-    ADD_FAILURE() << "run failed:\n" << diags.render("qmatmul", ir::print_program(program));
-    return {};
+  if (!ok) ADD_FAILURE() << "run failed:\n" << diags.render(program.name, ir::print_program(program));
+  return ok;
+}
+
+// Runs transform, matmul and (with split-K) reduce, verified, on the interpreter or the GPU; returns C's
+// bytes (empty on failure, with a test failure added).
+std::vector<uint8_t> run_qmatmul(const Problem& pr, Inputs& in, bool on_gpu = false) {
+  const QMatmulProblem& p = pr.problem;
+  auto scalar = [](int64_t v) { return interp::ScalarValue{false, v, 0.0}; };
+  std::vector<uint8_t> t(static_cast<size_t>(qmatmul_transformed_bytes(p, pr.config)), 0xa5);
+  interp::Arguments targs;
+  targs.buffers = {{"b_ptr", &in.b_bytes}, {"t_ptr", &t}};
+  targs.scalars = {{"n", scalar(p.n)}, {"k", scalar(p.k)}};
+  if (!run(build_qmatmul_transform(p, pr.config), targs, on_gpu)) return {};
+  std::vector<uint8_t> c(static_cast<size_t>(p.m * p.n * 2), 0xff);  // NaN: unwritten elements show
+  std::vector<uint8_t> partial(static_cast<size_t>(qmatmul_partial_bytes(p, pr.config)), 0xff);
+  const bool split = pr.config.split_k > 1;
+  interp::Arguments args;
+  args.buffers = {{"a_ptr", &in.a_bytes}, {"t_ptr", &t}, {"scale_ptr", &in.scale_bytes}, {"c_ptr", split ? &partial : &c}};
+  if (p.zero_point) args.buffers["zero_ptr"] = &in.zero_bytes;
+  args.scalars = {{"m", scalar(p.m)}, {"n", scalar(p.n)}, {"k", scalar(p.k)}};
+  if (!run(build_qmatmul(p, pr.config), args, on_gpu)) return {};
+  if (split) {
+    interp::Arguments rargs;
+    rargs.buffers = {{"p_ptr", &partial}, {"c_ptr", &c}};
+    rargs.scalars = {{"m", scalar(p.m)}, {"n", scalar(p.n)}};
+    if (!run(build_qmatmul_reduce(p, pr.config), rargs, on_gpu)) return {};
   }
   return c;
 }
@@ -155,90 +181,112 @@ void check(const Problem& p, uint32_t seed, bool sanity, bool on_gpu = false) {
   std::vector<uint8_t> c = run_qmatmul(p, in, on_gpu);
   ASSERT_FALSE(c.empty());
   std::string report;
-  EXPECT_EQ(mismatches(c, reference(p, in), p.n, &report), 0) << report;
-  if (sanity) {
+  const DataType at = p.problem.atype;
+  EXPECT_EQ(mismatches(at, c, reference(p, in), p.problem.n, &report), 0) << report;
+  if (sanity && p.problem.k / p.problem.group > 1) {
     // The comparison can fail: against a reference with the other group's scales most elements mismatch.
-    EXPECT_GT(mismatches(c, reference(p, in, 1), p.n, nullptr), p.m * p.n / 2);
+    EXPECT_GT(mismatches(at, c, reference(p, in, 1), p.problem.n, nullptr), p.problem.m * p.problem.n / 2);
   }
+}
+
+// A small configuration: 2 warps, 16 x 64 tiles (4 n8 tiles per warp, so that 32 codes of any width fill
+// whole words), k slices of 32, 2 stages.
+QMatmulConfig small_config() {
+  QMatmulConfig c;
+  c.block_m = 16;
+  c.block_n = 64;
+  c.block_k = 32;
+  c.slice_k = 32;
+  c.warps_m = 1;
+  c.warps_n = 2;
+  c.stages = 2;
+  return c;
+}
+
+QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w, int64_t group) {
+  QMatmulProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.wtype = w;
+  p.group = group;
+  return p;
 }
 
 TEST(QMatmulProgram, EveryWeightTypeSmallShape) {
   ASSERT_EQ(weight_types().size(), 37u);  // i1..i8, u1..u8 and the 21 floats of 3 to 8 bits
   for (DataType w : weight_types()) {
     SCOPED_TRACE(w.name());
-    QMatmulConfig config;
-    config.wtype = w;
-    config.group = 32;
-    check({5, 24, 64, config}, 1000 + static_cast<uint32_t>(w.bits()), /*sanity=*/true);
+    check({problem(5, 24, 64, w, 32), small_config()}, 1000 + static_cast<uint32_t>(w.bits()), /*sanity=*/true);
   }
 }
 
-TEST(QMatmulProgram, EveryWeightTypeRaggedShapeAndLargerBlocks) {
-  // M = 17, N = 13: neither a multiple of the tile; two tiles per thread in M and N, two mma k-steps per
-  // BK, and one scale per column (G = K).
-  for (DataType w : weight_types()) {
-    SCOPED_TRACE(w.name());
-    QMatmulConfig config;
-    config.wtype = w;
-    config.group = 64;
-    config.block_m = 32;
-    config.block_n = 16;
-    config.block_k = 32;
-    check({17, 13, 64, config}, 2000 + static_cast<uint32_t>(w.bits()), /*sanity=*/false);
-  }
+TEST(QMatmulProgram, SplitKZeroPointsBf16AndPerChannel) {
+  QMatmulConfig c = small_config();
+  c.split_k = 3;
+  c.stages = 3;
+  check({problem(17, 13, 128, DataType::int_(4), 32), c}, 2001, true);
+  QMatmulProblem z = problem(3, 20, 64, DataType::uint(4), 32);
+  z.zero_point = true;
+  check({z, small_config()}, 2002, true);
+  QMatmulProblem b = problem(3, 20, 64, DataType::uint(3), 64);
+  b.atype = DataType::bf16();
+  check({b, small_config()}, 2003, true);
+  check({problem(3, 20, 96, DataType::f8e4m3(), 96), small_config()}, 2004, false);
+  QMatmulProblem h = problem(3, 20, 64, DataType::f16(), 32);
+  check({h, small_config()}, 2005, true);
 }
 
-TEST(QMatmulProgram, DefaultTileRaggedShape) {
-  for (DataType w : {DataType::int_(4), DataType::uint(3), DataType::float_(2, 1), DataType::float_(6, 1)}) {
-    SCOPED_TRACE(w.name());
-    QMatmulConfig config;
-    config.wtype = w;
-    config.group = 32;
-    check({17, 13, 64, config}, 3000, /*sanity=*/true);
-  }
-}
-
-// The same programs compiled to CUDA (packed sub-byte loads, the generated converters, mma) on the GPU,
-// against the same double reference, at a ragged shape with several blocks in both grid dimensions.
+// The same programs compiled to CUDA (cp.async pipeline, transformed weights, the generated converters,
+// mma) on the GPU, against the same double reference, at ragged shapes with several blocks in every grid
+// dimension.
 TEST(QMatmulGpu, EveryWeightTypeMatchesTheReference) {
   if (!codegen::cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
   for (DataType w : weight_types()) {
     SCOPED_TRACE(w.name());
-    QMatmulConfig config;
-    config.wtype = w;
-    config.group = 32;
-    check({37, 77, 64, config}, 4000 + static_cast<uint32_t>(w.bits()), /*sanity=*/true, /*on_gpu=*/true);
-    config.group = 64;
-    config.block_m = 32;
-    config.block_n = 16;
-    config.block_k = 32;
-    check({37, 77, 64, config}, 5000 + static_cast<uint32_t>(w.bits()), /*sanity=*/false, /*on_gpu=*/true);
+    check({problem(37, 77, 256, w, 32), small_config()}, 4000 + static_cast<uint32_t>(w.bits()), true, true);
+    QMatmulConfig c;  // the default: 4 warps, 3 stages
+    c.split_k = 2;
+    check({problem(19, 200, 512, w, 128), c}, 5000 + static_cast<uint32_t>(w.bits()), true, true);
+    QMatmulProblem b = problem(5, 64, 256, w, 64);
+    b.atype = DataType::bf16();
+    check({b, c}, 6000 + static_cast<uint32_t>(w.bits()), true, true);
   }
+  QMatmulProblem z = problem(7, 96, 256, DataType::uint(4), 64);
+  z.zero_point = true;
+  check({z, QMatmulConfig{}}, 7001, true, true);
+  check({problem(7, 96, 256, DataType::f16(), 256), QMatmulConfig{}}, 7002, false, true);
 }
 
 TEST(QMatmulProgram, WideFloatsGoThroughF32) {
-  EXPECT_TRUE(qmatmul_weight_fits_f16(DataType::int_(8)));
-  EXPECT_TRUE(qmatmul_weight_fits_f16(DataType::f8e4m3()));
-  EXPECT_TRUE(qmatmul_weight_fits_f16(DataType::f8e5m2()));
-  EXPECT_FALSE(qmatmul_weight_fits_f16(DataType::float_(6, 1)));
+  EXPECT_TRUE(qmatmul_weight_fits(DataType::int_(8), kF16));
+  EXPECT_TRUE(qmatmul_weight_fits(DataType::f8e4m3(), kF16));
+  EXPECT_TRUE(qmatmul_weight_fits(DataType::f8e5m2(), kF16));
+  EXPECT_FALSE(qmatmul_weight_fits(DataType::float_(6, 1), kF16));
+  EXPECT_TRUE(qmatmul_weight_fits(DataType::float_(6, 1), DataType::bf16()));
+  EXPECT_TRUE(qmatmul_weight_fits(DataType::uint(8), DataType::bf16()));
 }
 
-TEST(QMatmulProgram, RejectsBadConfigs) {
+TEST(QMatmulProgram, RejectsBadProblemsAndConfigs) {
+  QMatmulProblem p = problem(1, 64, 128, DataType::boolean(), 32);
+  EXPECT_THROW(check_problem(p), Error);
+  p.wtype = DataType::i16();
+  EXPECT_THROW(check_problem(p), Error);
+  p.wtype = DataType::int_(4);
+  p.group = 48;
+  EXPECT_THROW(check_problem(p), Error);
+  p.group = 32;
+  p.zero_point = true;
+  EXPECT_THROW(check_problem(p), Error);
+  p.zero_point = false;
   QMatmulConfig c;
-  c.wtype = DataType::boolean();
-  EXPECT_THROW(build_qmatmul(c), Error);
-  c.wtype = DataType::i16();
-  EXPECT_THROW(build_qmatmul(c), Error);
-  c.wtype = DataType::int_(4);
-  c.block_k = 32;
-  c.group = 48;
-  EXPECT_THROW(build_qmatmul(c), Error);
-  c.group = 32;
   c.block_n = 12;
-  EXPECT_THROW(build_qmatmul(c), Error);
-  c.block_n = 8;
-  c.atype = DataType::bf16();
-  EXPECT_THROW(build_qmatmul(c), Error);
+  EXPECT_THROW(build_qmatmul(p, c), Error);
+  c = QMatmulConfig{};
+  c.slice_k = 64;  // does not divide G = 32
+  EXPECT_THROW(build_qmatmul(p, c), Error);
+  EXPECT_EQ(QMatmulConfig::parse(c.name()), c);
+  EXPECT_THROW(QMatmulConfig::parse("bm16"), Error);
 }
 
 }  // namespace

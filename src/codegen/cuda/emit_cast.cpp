@@ -28,6 +28,20 @@ void Emitter::emit_cast(const ir::InstStmt& s, const ir::CastInst& n) {
       return;
     }
   }
+  // Between f32 and f16/bf16: one cvt per element (prelude), with the interpreter's saturation and NaN.
+  const DataType f32 = DataType::f32(), f16 = DataType::f16(), bf16 = DataType::bf16();
+  const char* fast = src.dtype == f16 && n.dtype == f32    ? "tv_f16_to_f32"
+                     : src.dtype == bf16 && n.dtype == f32 ? "tv_bf16_to_f32"
+                     : src.dtype == f32 && n.dtype == f16  ? "tv_f32_to_f16"
+                     : src.dtype == f32 && n.dtype == bf16 ? "tv_f32_to_bf16"
+                                                           : nullptr;
+  if (fast) {
+    note(s, fmt::format("per-element cvt {} -> {}", src.dtype.name(), n.dtype.name()));
+    line("#pragma unroll");
+    line(fmt::format("for (int i = 0; i < {}; ++i) tv_set<{}>({}, i, {}(tv_get<{}>({}, i)));", count,
+                     n.dtype.bits(), out.name, fast, src.dtype.bits(), src.name));
+    return;
+  }
   note(s, fmt::format("per-element conversion {} -> {}", src.dtype.name(), n.dtype.name()));
   line("#pragma unroll");
   line(fmt::format("for (int i = 0; i < {}; ++i) tv_set<{}>({}, i, tv_cast<{}, {}>(tv_get<{}>({}, i)));",

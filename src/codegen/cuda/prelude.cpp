@@ -270,6 +270,69 @@ template <int K, int B, int E, int M, int S> TV_INLINE void tv_atomic_add(void* 
     } while (old != assumed);
   }
 }
+// ---- Native f32/f16/bf16 add, sub, mul (OP 0, 1, 2): one IEEE operation rounded to nearest even, which
+// equals the interpreter's exact-in-double-then-round result (double carries more than 2p + 2 bits for
+// p = 24, 11, 8), with its rules applied on top: a finite overflow saturates to +-max, a NaN is the
+// canonical one. The .rn forms are never contracted into an fma with a neighbouring operation. ----
+TV_INLINE double tv_nan() { return __longlong_as_double(0x7ff8000000000000ll); }
+template <int OP> TV_INLINE tv_u64 tv_fast_f32(tv_u64 a, tv_u64 b) {
+  const float x = __uint_as_float((tv_u32)a), y = __uint_as_float((tv_u32)b);
+  float r = OP == 0 ? __fadd_rn(x, y) : OP == 1 ? __fsub_rn(x, y) : __fmul_rn(x, y);
+  if (r != r) return tv_round<3, 32, 8, 23, 2>(tv_nan());
+  if (isinf(r) && !isinf(x) && !isinf(y)) r = copysignf(3.40282346638528859812e+38f, r);
+  return __float_as_uint(r);
+}
+template <int OP> TV_INLINE tv_u64 tv_fast_f16(tv_u64 a, tv_u64 b) {
+  const tv_u16 x = (tv_u16)a, y = (tv_u16)b;
+  tv_u16 r;
+  if constexpr (OP == 0) asm("add.rn.f16 %0, %1, %2;" : "=h"(r) : "h"(x), "h"(y));
+  else if constexpr (OP == 1) asm("sub.rn.f16 %0, %1, %2;" : "=h"(r) : "h"(x), "h"(y));
+  else asm("mul.rn.f16 %0, %1, %2;" : "=h"(r) : "h"(x), "h"(y));
+  if ((r & 0x7fff) > 0x7c00) return tv_round<3, 16, 5, 10, 2>(tv_nan());
+  if ((r & 0x7fff) == 0x7c00 && (x & 0x7fff) < 0x7c00 && (y & 0x7fff) < 0x7c00) r = (r & 0x8000) | 0x7bff;
+  return r;
+}
+// bf16 through fma.rn.bf16 (sm_80; add/sub/mul.bf16 need sm_90): x + y = fma(x, 1, y), x - y = fma(y, -1, x),
+// x * y = fma(x, y, -0), each exact before its single rounding.
+template <int OP> TV_INLINE tv_u64 tv_fast_bf16(tv_u64 a, tv_u64 b) {
+  const tv_u16 x = (tv_u16)a, y = (tv_u16)b;
+  const tv_u16 one = 0x3f80, minus_one = 0xbf80, minus_zero = 0x8000;
+  tv_u16 r;
+  if constexpr (OP == 0) asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r) : "h"(x), "h"(one), "h"(y));
+  else if constexpr (OP == 1) asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r) : "h"(y), "h"(minus_one), "h"(x));
+  else asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r) : "h"(x), "h"(y), "h"(minus_zero));
+  if ((r & 0x7fff) > 0x7f80) return tv_round<3, 16, 8, 7, 2>(tv_nan());
+  if ((r & 0x7fff) == 0x7f80 && (x & 0x7fff) < 0x7f80 && (y & 0x7fff) < 0x7f80) r = (r & 0x8000) | 0x7f7f;
+  return r;
+}
+// Exact widenings to f32, and the rounding f32 -> f16/bf16 with saturation and the canonical NaN.
+TV_INLINE tv_u64 tv_f16_to_f32(tv_u64 a) {
+  float r;
+  const tv_u16 x = (tv_u16)a;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(x));
+  if (r != r) return tv_round<3, 32, 8, 23, 2>(tv_nan());
+  return __float_as_uint(r);
+}
+TV_INLINE tv_u64 tv_bf16_to_f32(tv_u64 a) {
+  if ((a & 0x7fff) > 0x7f80) return tv_round<3, 32, 8, 23, 2>(tv_nan());
+  return (tv_u64)((tv_u32)a << 16);
+}
+TV_INLINE tv_u64 tv_f32_to_f16(tv_u64 a) {
+  const float x = __uint_as_float((tv_u32)a);
+  tv_u16 r;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(x));
+  if ((r & 0x7fff) > 0x7c00) return tv_round<3, 16, 5, 10, 2>(tv_nan());
+  if ((r & 0x7fff) == 0x7c00 && !isinf(x)) r = (r & 0x8000) | 0x7bff;
+  return r;
+}
+TV_INLINE tv_u64 tv_f32_to_bf16(tv_u64 a) {
+  const float x = __uint_as_float((tv_u32)a);
+  tv_u16 r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x));
+  if ((r & 0x7fff) > 0x7f80) return tv_round<3, 16, 8, 7, 2>(tv_nan());
+  if ((r & 0x7fff) == 0x7f80 && !isinf(x)) r = (r & 0x8000) | 0x7f7f;
+  return r;
+}
 )CUDA";
 }
 

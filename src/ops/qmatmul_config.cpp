@@ -1,0 +1,135 @@
+// The quantized matmul's problem and configuration: names, validation and the sizes derived from them
+// (qmatmul.h). The program builders are in qmatmul.cpp.
+#include <cmath>
+#include <regex>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "qmatmul_shape.h"
+#include "tilevm/ops/qmatmul.h"
+#include "tilevm/support/error.h"
+#include "tilevm/type/convert.h"
+
+namespace tilevm::ops {
+
+std::string QMatmulProblem::key() const {
+  return fmt::format("m{}_n{}_k{}_{}_{}_g{}{}", m, n, k, atype.name(), wtype.name(), group,
+                     zero_point ? "_z" : "");
+}
+
+std::string QMatmulConfig::name() const {
+  return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}x{}_s{}_k{}", block_m, block_n, block_k, slice_k, warps_m, warps_n,
+                     stages, split_k);
+}
+
+QMatmulConfig QMatmulConfig::parse(const std::string& name) {
+  static const std::regex re(R"(bm(\d+)_bn(\d+)_bk(\d+)_sk(\d+)_w(\d+)x(\d+)_s(\d+)_k(\d+))");
+  std::smatch m;
+  if (!std::regex_match(name, m, re))
+    fail("'{}' is not a qmatmul configuration name (expected e.g. bm16_bn64_bk128_sk64_w1x4_s3_k1)", name);
+  auto v = [&](int i) { return std::stoll(m[i].str()); };
+  QMatmulConfig c;
+  c.block_m = v(1);
+  c.block_n = v(2);
+  c.block_k = v(3);
+  c.slice_k = v(4);
+  c.warps_m = v(5);
+  c.warps_n = v(6);
+  c.stages = v(7);
+  c.split_k = v(8);
+  return c;
+}
+
+bool qmatmul_weight_fits(DataType wtype, DataType atype) {
+  if (wtype == atype) return true;
+  if (wtype.is_integer()) return wtype.bits() <= (atype == DataType::f16() ? 11 : 8);
+  if (!wtype.is_float() || wtype.bits() > 8) return false;
+  for (uint64_t code = 0; code < (uint64_t{1} << wtype.bits()); ++code) {
+    const double v = decode(wtype, code);
+    if (!std::isfinite(v)) continue;
+    if (decode(atype, encode(atype, v)) != v) return false;
+  }
+  return true;
+}
+
+void check_problem(const QMatmulProblem& p) {
+  const DataType a = p.atype, w = p.wtype;
+  if (a != DataType::f16() && a != DataType::bf16())
+    fail("qmatmul: the activation type must be f16 or bf16, got {}", a.name());
+  const bool low_bit = !w.is_bool() && w.bits() >= 1 && w.bits() <= 8 && (w.is_integer() || w.is_float());
+  if (!low_bit && w != a)
+    fail("qmatmul: the weight type must be an integer or float type of 1 to 8 bits, or the activation type "
+         "{} itself, got {}",
+         a.name(), w.name());
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0)
+    fail("qmatmul: m, n and k must be positive, got m={} n={} k={}", p.m, p.n, p.k);
+  if (p.m > (int64_t{1} << 31) - 1 || p.n > (int64_t{1} << 31) - 1 || p.k > (int64_t{1} << 31) - 1 ||
+      p.n * p.k > (int64_t{1} << 40))
+    fail("qmatmul: the shape m={} n={} k={} is too large", p.m, p.n, p.k);
+  if (p.group != p.k && p.group != 32 && p.group != 64 && p.group != 128)
+    fail("qmatmul: the group size must be 32, 64, 128 or k ({}), got {}", p.k, p.group);
+  if (p.k % p.group != 0) fail("qmatmul: k ({}) must be a multiple of the group size ({})", p.k, p.group);
+  if (p.zero_point && w.kind() != TypeKind::UnsignedInt)
+    fail("qmatmul: zero points need an unsigned integer weight type, got {}", w.name());
+}
+
+void check_config(const QMatmulProblem& p, const QMatmulConfig& c) {
+  check_problem(p);
+  auto bad = [&](const std::string& why) { fail("qmatmul: configuration {} is invalid: {}", c.name(), why); };
+  if (c.warps_m < 1 || c.warps_n < 1) bad("warps_m and warps_n must be at least 1");
+  if (c.threads() > 1024) bad(fmt::format("{} threads per block, at most 1024", c.threads()));
+  if (c.block_m <= 0 || c.block_m % (16 * c.warps_m) != 0)
+    bad(fmt::format("block_m ({}) must be a positive multiple of 16 * warps_m ({})", c.block_m, 16 * c.warps_m));
+  if (c.block_n <= 0 || c.block_n % (8 * c.warps_n) != 0)
+    bad(fmt::format("block_n ({}) must be a positive multiple of 8 * warps_n ({})", c.block_n, 8 * c.warps_n));
+  if (c.slice_k <= 0 || c.slice_k % 16 != 0) bad(fmt::format("slice_k ({}) must be a multiple of 16", c.slice_k));
+  if (c.block_k <= 0 || c.block_k % c.slice_k != 0)
+    bad(fmt::format("block_k ({}) must be a multiple of slice_k ({})", c.block_k, c.slice_k));
+  if (c.stages < 2) bad(fmt::format("stages ({}) must be at least 2", c.stages));
+  if (c.split_k < 1) bad(fmt::format("split_k ({}) must be at least 1", c.split_k));
+  const QMatmulShape s(p, c);
+  if (s.words_per_thread * 32 != s.bits_per_thread)
+    bad(fmt::format("each thread's codes of one slice ({} bits) must fill whole 32-bit words",
+                    s.bits_per_thread));
+  if (!s.per_channel) {
+    if (p.group % c.slice_k != 0)
+      bad(fmt::format("slice_k ({}) must divide the group size ({})", c.slice_k, p.group));
+    if (c.block_k % p.group != 0 && p.group % c.block_k != 0)
+      bad(fmt::format("block_k ({}) and the group size ({}) must divide one another", c.block_k, p.group));
+  }
+  if (s.shared_bytes > 227 * 1024)
+    bad(fmt::format("{} bytes of shared memory, at most {}", s.shared_bytes, 227 * 1024));
+}
+
+QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {
+  per_channel = p.group == p.k;
+  bits = p.wtype.bits();
+  tm = c.block_m / (16 * std::max<int64_t>(1, c.warps_m));
+  tn = c.block_n / (8 * std::max<int64_t>(1, c.warps_n));
+  tk = c.slice_k / 16;
+  bits_per_thread = 4 * tk * tn * bits;  // an mma B fragment holds 4 elements per thread
+  words_per_thread = bits_per_thread / 32;
+  slice_words = c.slice_k * c.block_n * bits / 32;
+  tile_words = c.block_k * c.block_n * bits / 32;
+  k_tiles = (p.k + c.block_k - 1) / c.block_k;
+  n_tiles = (p.n + c.block_n - 1) / c.block_n;
+  scale_rows = per_channel ? 0 : std::max<int64_t>(1, c.block_k / p.group);
+  const int64_t scale_bytes = scale_rows * c.block_n * 2 * (p.zero_point ? 2 : 1);
+  shared_bytes = c.stages * (c.block_m * c.block_k * 2 + tile_words * 4 + scale_bytes);
+}
+
+int64_t qmatmul_shared_bytes(const QMatmulProblem& p, const QMatmulConfig& c) {
+  return QMatmulShape(p, c).shared_bytes;
+}
+
+int64_t qmatmul_transformed_bytes(const QMatmulProblem& p, const QMatmulConfig& c) {
+  const QMatmulShape s(p, c);
+  return s.k_tiles * s.n_tiles * s.tile_words * 4;
+}
+
+int64_t qmatmul_partial_bytes(const QMatmulProblem& p, const QMatmulConfig& c) {
+  return c.split_k > 1 ? c.split_k * p.m * p.n * 4 : 0;
+}
+
+}  // namespace tilevm::ops

@@ -1,0 +1,62 @@
+// The quantized matmul's programs compiled and launched on device memory (qmatmul_gpu.h).
+#include "tilevm/ops/qmatmul_gpu.h"
+
+#include "tilevm/support/error.h"
+
+namespace tilevm::ops {
+
+using codegen::cuda::GpuProgram;
+using codegen::cuda::ProgramArgs;
+
+CompiledQMatmul compile_qmatmul(const QMatmulProblem& problem, const QMatmulConfig& config,
+                                const std::string& arch) {
+  check_config(problem, config);
+  CompiledQMatmul c{problem, config, codegen::cuda::compile_program(build_qmatmul_transform(problem, config), arch),
+                    codegen::cuda::compile_program(build_qmatmul(problem, config), arch), std::nullopt};
+  if (config.split_k > 1) c.reduce = codegen::cuda::compile_program(build_qmatmul_reduce(problem, config), arch);
+  return c;
+}
+
+QMatmulGpu QMatmulGpu::load(const runtime::Device& device, const CompiledQMatmul& c) {
+  std::optional<GpuProgram> reduce;
+  if (c.reduce) reduce = GpuProgram::load(device, *c.reduce);
+  return QMatmulGpu(c.problem, c.config, GpuProgram::load(device, c.transform), GpuProgram::load(device, c.matmul),
+                    std::move(reduce));
+}
+
+std::uint64_t QMatmulGpu::transformed_bytes() const {
+  return static_cast<std::uint64_t>(qmatmul_transformed_bytes(problem_, config_));
+}
+
+std::uint64_t QMatmulGpu::workspace_bytes() const {
+  return static_cast<std::uint64_t>(qmatmul_partial_bytes(problem_, config_));
+}
+
+void QMatmulGpu::transform(const runtime::Stream& stream, std::uint64_t codes, std::uint64_t transformed) const {
+  ProgramArgs args;
+  args.pointers = {{"b_ptr", codes}, {"t_ptr", transformed}};
+  args.scalars = {{"n", problem_.n}, {"k", problem_.k}};
+  transform_.launch(stream, args);
+}
+
+void QMatmulGpu::run(const runtime::Stream& stream, const QMatmulBuffers& b) const {
+  const bool split = config_.split_k > 1;
+  if (split && b.workspace == 0)
+    fail("qmatmul {} with split_k {} needs a workspace of {} bytes", problem_.key(), config_.split_k,
+         workspace_bytes());
+  if (problem_.zero_point && b.zeros == 0) fail("qmatmul {} has zero points and no zeros buffer", problem_.key());
+  ProgramArgs args;
+  args.pointers = {{"a_ptr", b.a}, {"t_ptr", b.transformed}, {"scale_ptr", b.scales},
+                   {"c_ptr", split ? b.workspace : b.c}};
+  if (problem_.zero_point) args.pointers["zero_ptr"] = b.zeros;
+  args.scalars = {{"m", problem_.m}, {"n", problem_.n}, {"k", problem_.k}};
+  matmul_.launch(stream, args);
+  if (split) {
+    ProgramArgs r;
+    r.pointers = {{"p_ptr", b.workspace}, {"c_ptr", b.c}};
+    r.scalars = {{"m", problem_.m}, {"n", problem_.n}};
+    reduce_->launch(stream, r);
+  }
+}
+
+}  // namespace tilevm::ops
