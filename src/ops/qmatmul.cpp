@@ -61,6 +61,7 @@ Layout shared_a_layout(const QMatmulConfig& c) {
 ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig& c) {
   using namespace ir;
   check_config(p, c);
+  if (c.dequant_gemm) fail("qmatmul: the dequant_gemm configuration has no qmatmul_transform program (it runs dequantize, then cuBLAS)");
   const QMatmulShape s(p, c);
   ProgramBuilder pb("qmatmul_transform");
   const int64_t BK = pb.constant("BK", c.block_k), BN = pb.constant("BN", c.block_n);
@@ -90,6 +91,7 @@ ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig
 ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   using namespace ir;
   check_config(p, c);
+  if (c.dequant_gemm) fail("qmatmul: the dequant_gemm configuration has no qmatmul program (it runs dequantize, then cuBLAS)");
   const QMatmulShape s(p, c);
   const DataType at = p.atype, f32 = DataType::f32(), u32 = DataType::uint(32), i32 = DataType::i32();
   const bool fits = qmatmul_weight_fits(p.wtype, at);
@@ -231,6 +233,7 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
 ir::Program build_qmatmul_reduce(const QMatmulProblem& p, const QMatmulConfig& c) {
   using namespace ir;
   check_config(p, c);
+  if (c.dequant_gemm) fail("qmatmul: the dequant_gemm configuration has no qmatmul_reduce program (it runs dequantize, then cuBLAS)");
   const DataType f32 = DataType::f32(), i32 = DataType::i32();
   ProgramBuilder pb("qmatmul_reduce");
   const int64_t SPLIT = pb.constant("SPLIT", c.split_k);
@@ -252,6 +255,26 @@ ir::Program build_qmatmul_reduce(const QMatmulProblem& p, const QMatmulConfig& c
   });
   Tensor cv = pb.cast("cv", sum, p.atype);
   pb.store_global(cv, gc, {i, j * RN});
+  return pb.build();
+}
+
+ir::Program build_qmatmul_copy(const QMatmulProblem& p) {
+  using namespace ir;
+  check_problem(p);
+  const DataType u32 = DataType::uint(32);
+  ProgramBuilder pb("qmatmul_copy");
+  const int64_t TW = pb.constant("TW", 1024);
+  const Layout layout_w = pb.named_layout("layout_w", compose(layout::spatial({256}), layout::local({4})));
+  Pointer b_ptr = pb.pointer_param("b_ptr", u32);
+  Pointer t_ptr = pb.pointer_param("t_ptr", u32);
+  Scalar words = pb.scalar_param("words", DataType::i32());
+  pb.grid({ceil_div(words, TW)});
+  pb.threads(256);
+  auto [bi] = pb.block_indices("bi");
+  Tensor gb = pb.view_global("gb", b_ptr, u32, {words});
+  Tensor gt = pb.view_global("gt", t_ptr, u32, {words});
+  Tensor w = pb.load_global("w", gb, layout_w, {bi * TW});
+  pb.store_global(w, gt, {bi * TW});
   return pb.build();
 }
 

@@ -19,11 +19,13 @@ std::string QMatmulProblem::key() const {
 }
 
 std::string QMatmulConfig::name() const {
+  if (dequant_gemm) return "dequant_gemm";
   return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}x{}_s{}_k{}", block_m, block_n, block_k, slice_k, warps_m, warps_n,
                      stages, split_k);
 }
 
 QMatmulConfig QMatmulConfig::parse(const std::string& name) {
+  if (name == "dequant_gemm") return QMatmulConfig{.dequant_gemm = true};
   static const std::regex re(R"(bm(\d+)_bn(\d+)_bk(\d+)_sk(\d+)_w(\d+)x(\d+)_s(\d+)_k(\d+))");
   std::smatch m;
   if (!std::regex_match(name, m, re))
@@ -76,6 +78,7 @@ void check_problem(const QMatmulProblem& p) {
 
 void check_config(const QMatmulProblem& p, const QMatmulConfig& c) {
   check_problem(p);
+  if (c.dequant_gemm) return;
   auto bad = [&](const std::string& why) { fail("qmatmul: configuration {} is invalid: {}", c.name(), why); };
   if (c.warps_m < 1 || c.warps_n < 1) bad("warps_m and warps_n must be at least 1");
   if (c.threads() > 1024) bad(fmt::format("{} threads per block, at most 1024", c.threads()));
@@ -120,15 +123,18 @@ QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {
 }
 
 int64_t qmatmul_shared_bytes(const QMatmulProblem& p, const QMatmulConfig& c) {
+  if (c.dequant_gemm) return 0;
   return QMatmulShape(p, c).shared_bytes;
 }
 
 int64_t qmatmul_transformed_bytes(const QMatmulProblem& p, const QMatmulConfig& c) {
+  if (c.dequant_gemm) return (p.k * p.n * p.wtype.bits() + 31) / 32 * 4;
   const QMatmulShape s(p, c);
   return s.k_tiles * s.n_tiles * s.tile_words * 4;
 }
 
 int64_t qmatmul_partial_bytes(const QMatmulProblem& p, const QMatmulConfig& c) {
+  if (c.dequant_gemm) return p.k * p.n * 2;
   return c.split_k > 1 ? c.split_k * p.m * p.n * 4 : 0;
 }
 

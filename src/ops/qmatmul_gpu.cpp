@@ -11,6 +11,9 @@ using codegen::cuda::ProgramArgs;
 CompiledQMatmul compile_qmatmul(const QMatmulProblem& problem, const QMatmulConfig& config,
                                 const std::string& arch) {
   check_config(problem, config);
+  if (config.dequant_gemm)
+    return {problem, config, codegen::cuda::compile_program(build_qmatmul_copy(problem), arch),
+            codegen::cuda::compile_program(build_dequantize(problem), arch), std::nullopt};
   CompiledQMatmul c{problem, config, codegen::cuda::compile_program(build_qmatmul_transform(problem, config), arch),
                     codegen::cuda::compile_program(build_qmatmul(problem, config), arch), std::nullopt};
   if (config.split_k > 1) c.reduce = codegen::cuda::compile_program(build_qmatmul_reduce(problem, config), arch);
@@ -20,8 +23,10 @@ CompiledQMatmul compile_qmatmul(const QMatmulProblem& problem, const QMatmulConf
 QMatmulGpu QMatmulGpu::load(const runtime::Device& device, const CompiledQMatmul& c) {
   std::optional<GpuProgram> reduce;
   if (c.reduce) reduce = GpuProgram::load(device, *c.reduce);
+  std::optional<runtime::Cublas> cublas;
+  if (c.config.dequant_gemm) cublas = runtime::Cublas::open(device);
   return QMatmulGpu(c.problem, c.config, GpuProgram::load(device, c.transform), GpuProgram::load(device, c.matmul),
-                    std::move(reduce));
+                    std::move(reduce), std::move(cublas));
 }
 
 std::uint64_t QMatmulGpu::transformed_bytes() const {
@@ -35,16 +40,31 @@ std::uint64_t QMatmulGpu::workspace_bytes() const {
 void QMatmulGpu::transform(const runtime::Stream& stream, std::uint64_t codes, std::uint64_t transformed) const {
   ProgramArgs args;
   args.pointers = {{"b_ptr", codes}, {"t_ptr", transformed}};
-  args.scalars = {{"n", problem_.n}, {"k", problem_.k}};
+  if (config_.dequant_gemm)
+    args.scalars = {{"words", static_cast<int64_t>(transformed_bytes() / 4)}};
+  else
+    args.scalars = {{"n", problem_.n}, {"k", problem_.k}};
   transform_.launch(stream, args);
 }
 
 void QMatmulGpu::run(const runtime::Stream& stream, const QMatmulBuffers& b) const {
+  if (problem_.zero_point && b.zeros == 0) fail("qmatmul {} has zero points and no zeros buffer", problem_.key());
+  if (config_.dequant_gemm) {
+    if (b.workspace == 0)
+      fail("qmatmul {} ({}) needs a workspace of {} bytes for the dense weight", problem_.key(), config_.name(),
+           workspace_bytes());
+    ProgramArgs d;
+    d.pointers = {{"b_ptr", b.transformed}, {"scale_ptr", b.scales}, {"w_ptr", b.workspace}};
+    if (problem_.zero_point) d.pointers["zero_ptr"] = b.zeros;
+    d.scalars = {{"n", problem_.n}, {"k", problem_.k}};
+    matmul_.launch(stream, d);
+    cublas_->gemm(stream, problem_.atype, problem_.m, problem_.n, problem_.k, b.a, b.workspace, b.c);
+    return;
+  }
   const bool split = config_.split_k > 1;
   if (split && b.workspace == 0)
     fail("qmatmul {} with split_k {} needs a workspace of {} bytes", problem_.key(), config_.split_k,
          workspace_bytes());
-  if (problem_.zero_point && b.zeros == 0) fail("qmatmul {} has zero points and no zeros buffer", problem_.key());
   ProgramArgs args;
   args.pointers = {{"a_ptr", b.a}, {"t_ptr", b.transformed}, {"scale_ptr", b.scales},
                    {"c_ptr", split ? b.workspace : b.c}};

@@ -59,9 +59,14 @@ struct QMatmulConfig {
   int64_t warps_n = 4;
   int64_t stages = 3;   // cp.async pipeline depth, >= 2
   int64_t split_k = 1;  // blocks along K per tile of C (> 1: f32 partials summed by the reduce program)
+  // Instead of the fused template: every run dequantizes the weight into the workspace (the dequantize
+  // program) and multiplies with cuBLAS (prefill, where a dense GEMM is faster). The other fields are unused;
+  // the "transformed" weight is a copy of the packed codes.
+  bool dequant_gemm = false;
 
   int64_t threads() const { return 32 * warps_m * warps_n; }
-  // "bm16_bn64_bk128_sk64_w1x4_s3_k1": names the configuration in caches and reports.
+  // "bm16_bn64_bk128_sk64_w1x4_s3_k1" ("dequant_gemm" for that mode): names the configuration in caches and
+  // reports.
   std::string name() const;
   // Parses name(); @throws tilevm::Error on malformed text.
   static QMatmulConfig parse(const std::string& name);
@@ -84,13 +89,17 @@ bool qmatmul_weight_fits(DataType wtype, DataType atype);
 int64_t qmatmul_shared_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
 // Bytes of the transformed weight (t_ptr): ceil(k/BK) * ceil(n/BN) tiles of BK * BN codes.
 int64_t qmatmul_transformed_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
-// Bytes of the f32 partial sums (split_k * m * n * 4), 0 when split_k == 1.
+// Bytes of the f32 partial sums (split_k * m * n * 4), 0 when split_k == 1; with dequant_gemm, the dense
+// ATYPE weight (k * n * 2).
 int64_t qmatmul_partial_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
 
 // The programs described above (unverified; they pass verify_program). @throws as check_problem/check_config.
 ir::Program build_qmatmul_transform(const QMatmulProblem& problem, const QMatmulConfig& config);
 ir::Program build_qmatmul(const QMatmulProblem& problem, const QMatmulConfig& config);
 ir::Program build_qmatmul_reduce(const QMatmulProblem& problem, const QMatmulConfig& config);
+// dequant_gemm's transform: copies the packed codes, u32 words, into t_ptr
+//   qmatmul_copy<...>(u32* b_ptr, u32* t_ptr, i32 words)
+ir::Program build_qmatmul_copy(const QMatmulProblem& problem);
 ir::Program build_dequantize(const QMatmulProblem& problem);
 
 }  // namespace tilevm::ops

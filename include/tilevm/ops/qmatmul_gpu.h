@@ -11,9 +11,12 @@
 
 #include "tilevm/codegen/cuda/gpu_program.h"
 #include "tilevm/ops/qmatmul.h"
+#include "tilevm/runtime/cublas.h"
 
 namespace tilevm::ops {
 
+// With config.dequant_gemm, `transform` is the copy program and `matmul` the dequantize program; the GEMM is
+// cuBLAS's (loaded with QMatmulGpu::load, which throws when cuBLAS is missing).
 struct CompiledQMatmul {
   QMatmulProblem problem;
   QMatmulConfig config;
@@ -32,7 +35,7 @@ struct QMatmulBuffers {
   std::uint64_t scales = 0;       // ATYPE[k / G, n]
   std::uint64_t zeros = 0;        // ATYPE[k / G, n], with zero points only
   std::uint64_t c = 0;            // ATYPE[m, n]
-  std::uint64_t workspace = 0;    // workspace_bytes(): the split-K partial sums
+  std::uint64_t workspace = 0;    // workspace_bytes(): the split-K partial sums or the dense weight
 };
 
 class QMatmulGpu {
@@ -51,14 +54,16 @@ class QMatmulGpu {
 
  private:
   QMatmulGpu(QMatmulProblem problem, QMatmulConfig config, codegen::cuda::GpuProgram transform,
-             codegen::cuda::GpuProgram matmul, std::optional<codegen::cuda::GpuProgram> reduce)
+             codegen::cuda::GpuProgram matmul, std::optional<codegen::cuda::GpuProgram> reduce,
+             std::optional<runtime::Cublas> cublas)
       : problem_(problem), config_(config), transform_(std::move(transform)), matmul_(std::move(matmul)),
-        reduce_(std::move(reduce)) {}
+        reduce_(std::move(reduce)), cublas_(std::move(cublas)) {}
   QMatmulProblem problem_;
   QMatmulConfig config_;
   codegen::cuda::GpuProgram transform_;
   codegen::cuda::GpuProgram matmul_;
   std::optional<codegen::cuda::GpuProgram> reduce_;
+  std::optional<runtime::Cublas> cublas_;
 };
 
 }  // namespace tilevm::ops

@@ -55,11 +55,13 @@ bool Emitter::try_mma(const ir::DotInst&, const RegInfo& a, const RegInfo& b, co
     const int64_t warps = qc.num_threads();
     if (qa.num_threads() != warps || qb.num_threads() != warps) continue;
     const int64_t kq = qa.shape()[1];
-    // The schedule: (c slot, a slot, b slot) per result atom slot and k step, the same in every warp.
+    // The schedule: (c slot, a slot, b slot) per k step and result atom slot, the same in every warp. k is
+    // the outer loop, so consecutive mma write different accumulators and do not wait for one another
+    // (each accumulator still sums its k steps in ascending order).
     std::vector<std::array<int64_t, 3>> steps;
     bool uniform = true;
-    for (int64_t s = 0; s < qc.num_locals() && uniform; ++s) {
-      for (int64_t k = 0; k < kq && uniform; ++k) {
+    for (int64_t k = 0; k < kq && uniform; ++k) {
+      for (int64_t s = 0; s < qc.num_locals() && uniform; ++s) {
         int64_t sa = -2, sb = -2;
         for (int64_t w = 0; w < warps && uniform; ++w) {
           const layout::Index ci = qc.map(w, s);
@@ -108,7 +110,8 @@ bool Emitter::try_mma(const ir::DotInst&, const RegInfo& a, const RegInfo& b, co
     for (int x = 0; x < wa; ++x)
       ins += fmt::format("{}\"r\"({}[as * {} + {}])", x ? ", " : "", a.name, wa, x);
     for (int x = 0; x < wb; ++x) ins += fmt::format(", \"r\"({}[bs * {} + {}])", b.name, wb, x);
-    line(fmt::format("asm volatile(\"{} {}, {}, {}, {};\\n\" : {} : {});", inst, dl, al, bl, dl, outs, ins));
+    // Not volatile: a register-only instruction the compiler may schedule around the loads.
+    line(fmt::format("asm(\"{} {}, {}, {}, {};\\n\" : {} : {});", inst, dl, al, bl, dl, outs, ins));
     close();
     close();
     return true;

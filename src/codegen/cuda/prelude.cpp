@@ -278,8 +278,11 @@ TV_INLINE double tv_nan() { return __longlong_as_double(0x7ff8000000000000ll); }
 template <int OP> TV_INLINE tv_u64 tv_fast_f32(tv_u64 a, tv_u64 b) {
   const float x = __uint_as_float((tv_u32)a), y = __uint_as_float((tv_u32)b);
   float r = OP == 0 ? __fadd_rn(x, y) : OP == 1 ? __fsub_rn(x, y) : __fmul_rn(x, y);
-  if (r != r) return tv_round<3, 32, 8, 23, 2>(tv_nan());
-  if (isinf(r) && !isinf(x) && !isinf(y)) r = copysignf(3.40282346638528859812e+38f, r);
+  // One compare on the common path; NaN and infinity (rare) take the branch.
+  if (!(fabsf(r) <= 3.40282346638528859812e+38f)) {
+    if (r != r) return tv_round<3, 32, 8, 23, 2>(tv_nan());
+    if (!isinf(x) && !isinf(y)) r = copysignf(3.40282346638528859812e+38f, r);
+  }
   return __float_as_uint(r);
 }
 template <int OP> TV_INLINE tv_u64 tv_fast_f16(tv_u64 a, tv_u64 b) {
