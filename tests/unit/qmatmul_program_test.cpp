@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <future>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -10,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "tilevm/codegen/cuda/gpu_program.h"
 #include "tilevm/codegen/cuda/gpu_runner.h"
+#include "tilevm/runtime/device.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/printer.h"
 #include "tilevm/ir/verifier.h"
@@ -240,22 +243,53 @@ TEST(QMatmulProgram, SplitKZeroPointsBf16AndPerChannel) {
 // The same programs compiled to CUDA (cp.async pipeline, transformed weights, the generated converters,
 // mma) on the GPU, against the same double reference, at ragged shapes with several blocks in every grid
 // dimension.
+// Compiles every program of `cases` on all cores first (the kernel cache then serves the runs below), so
+// that the GPU test is not bound by one NVRTC compile after another.
+void precompile(const std::vector<Problem>& cases) {
+  const std::string arch = runtime::Device::open().arch();
+  std::vector<std::future<void>> jobs;
+  for (const Problem& c : cases) {
+    std::vector<ir::Program> programs = {build_qmatmul_transform(c.problem, c.config),
+                                         build_qmatmul(c.problem, c.config)};
+    if (c.config.split_k > 1) programs.push_back(build_qmatmul_reduce(c.problem, c.config));
+    for (ir::Program& p : programs) {
+      jobs.push_back(std::async(std::launch::async, [p, arch]() mutable {
+        Diagnostics diags;
+        if (ir::verify_program(p, diags)) codegen::cuda::compile_program(p, arch);
+      }));
+      if (jobs.size() >= 16) {
+        for (auto& j : jobs) j.get();
+        jobs.clear();
+      }
+    }
+  }
+  for (auto& j : jobs) j.get();
+}
+
 TEST(QMatmulGpu, EveryWeightTypeMatchesTheReference) {
   if (!codegen::cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  QMatmulConfig c;  // the default: 4 warps, 3 stages, with split-K
+  c.split_k = 2;
+  std::vector<std::pair<Problem, uint32_t>> cases;
   for (DataType w : weight_types()) {
-    SCOPED_TRACE(w.name());
-    check({problem(37, 77, 256, w, 32), small_config()}, 4000 + static_cast<uint32_t>(w.bits()), true, true);
-    QMatmulConfig c;  // the default: 4 warps, 3 stages
-    c.split_k = 2;
-    check({problem(19, 200, 512, w, 128), c}, 5000 + static_cast<uint32_t>(w.bits()), true, true);
+    const auto bits = static_cast<uint32_t>(w.bits());
+    cases.push_back({{problem(37, 77, 256, w, 32), small_config()}, 4000 + bits});
+    cases.push_back({{problem(19, 200, 512, w, 128), c}, 5000 + bits});
     QMatmulProblem b = problem(5, 64, 256, w, 64);
     b.atype = DataType::bf16();
-    check({b, c}, 6000 + static_cast<uint32_t>(w.bits()), true, true);
+    cases.push_back({{b, c}, 6000 + bits});
   }
   QMatmulProblem z = problem(7, 96, 256, DataType::uint(4), 64);
   z.zero_point = true;
-  check({z, QMatmulConfig{}}, 7001, true, true);
-  check({problem(7, 96, 256, DataType::f16(), 256), QMatmulConfig{}}, 7002, false, true);
+  cases.push_back({{z, QMatmulConfig{}}, 7001});
+  cases.push_back({{problem(7, 96, 256, DataType::f16(), 256), QMatmulConfig{}}, 7002});
+  std::vector<Problem> problems;
+  for (const auto& [p, seed] : cases) problems.push_back(p);
+  precompile(problems);
+  for (const auto& [p, seed] : cases) {
+    SCOPED_TRACE(p.problem.key() + " " + p.config.name());
+    check(p, seed, p.problem.wtype != DataType::f16(), true);
+  }
 }
 
 TEST(QMatmulProgram, WideFloatsGoThroughF32) {

@@ -274,13 +274,13 @@ template <int K, int B, int E, int M, int S> TV_INLINE void tv_atomic_add(void* 
 // equals the interpreter's exact-in-double-then-round result (double carries more than 2p + 2 bits for
 // p = 24, 11, 8), with its rules applied on top: a finite overflow saturates to +-max, a NaN is the
 // canonical one. The .rn forms are never contracted into an fma with a neighbouring operation. ----
-TV_INLINE double tv_nan() { return __longlong_as_double(0x7ff8000000000000ll); }
+// The canonical quiet NaN codes (DataType::nan_code): f32 0x7fc00000, f16 0x7e00, bf16 0x7fc0.
 template <int OP> TV_INLINE tv_u64 tv_fast_f32(tv_u64 a, tv_u64 b) {
   const float x = __uint_as_float((tv_u32)a), y = __uint_as_float((tv_u32)b);
   float r = OP == 0 ? __fadd_rn(x, y) : OP == 1 ? __fsub_rn(x, y) : __fmul_rn(x, y);
   // One compare on the common path; NaN and infinity (rare) take the branch.
   if (!(fabsf(r) <= 3.40282346638528859812e+38f)) {
-    if (r != r) return tv_round<3, 32, 8, 23, 2>(tv_nan());
+    if (r != r) return 0x7fc00000u;
     if (!isinf(x) && !isinf(y)) r = copysignf(3.40282346638528859812e+38f, r);
   }
   return __float_as_uint(r);
@@ -291,7 +291,7 @@ template <int OP> TV_INLINE tv_u64 tv_fast_f16(tv_u64 a, tv_u64 b) {
   if constexpr (OP == 0) asm("add.rn.f16 %0, %1, %2;" : "=h"(r) : "h"(x), "h"(y));
   else if constexpr (OP == 1) asm("sub.rn.f16 %0, %1, %2;" : "=h"(r) : "h"(x), "h"(y));
   else asm("mul.rn.f16 %0, %1, %2;" : "=h"(r) : "h"(x), "h"(y));
-  if ((r & 0x7fff) > 0x7c00) return tv_round<3, 16, 5, 10, 2>(tv_nan());
+  if ((r & 0x7fff) > 0x7c00) return 0x7e00u;
   if ((r & 0x7fff) == 0x7c00 && (x & 0x7fff) < 0x7c00 && (y & 0x7fff) < 0x7c00) r = (r & 0x8000) | 0x7bff;
   return r;
 }
@@ -304,7 +304,7 @@ template <int OP> TV_INLINE tv_u64 tv_fast_bf16(tv_u64 a, tv_u64 b) {
   if constexpr (OP == 0) asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r) : "h"(x), "h"(one), "h"(y));
   else if constexpr (OP == 1) asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r) : "h"(y), "h"(minus_one), "h"(x));
   else asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r) : "h"(x), "h"(y), "h"(minus_zero));
-  if ((r & 0x7fff) > 0x7f80) return tv_round<3, 16, 8, 7, 2>(tv_nan());
+  if ((r & 0x7fff) > 0x7f80) return 0x7fc0u;
   if ((r & 0x7fff) == 0x7f80 && (x & 0x7fff) < 0x7f80 && (y & 0x7fff) < 0x7f80) r = (r & 0x8000) | 0x7f7f;
   return r;
 }
@@ -313,18 +313,18 @@ TV_INLINE tv_u64 tv_f16_to_f32(tv_u64 a) {
   float r;
   const tv_u16 x = (tv_u16)a;
   asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(x));
-  if (r != r) return tv_round<3, 32, 8, 23, 2>(tv_nan());
+  if (r != r) return 0x7fc00000u;
   return __float_as_uint(r);
 }
 TV_INLINE tv_u64 tv_bf16_to_f32(tv_u64 a) {
-  if ((a & 0x7fff) > 0x7f80) return tv_round<3, 32, 8, 23, 2>(tv_nan());
+  if ((a & 0x7fff) > 0x7f80) return 0x7fc00000u;
   return (tv_u64)((tv_u32)a << 16);
 }
 TV_INLINE tv_u64 tv_f32_to_f16(tv_u64 a) {
   const float x = __uint_as_float((tv_u32)a);
   tv_u16 r;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(x));
-  if ((r & 0x7fff) > 0x7c00) return tv_round<3, 16, 5, 10, 2>(tv_nan());
+  if ((r & 0x7fff) > 0x7c00) return 0x7e00u;
   if ((r & 0x7fff) == 0x7c00 && !isinf(x)) r = (r & 0x8000) | 0x7bff;
   return r;
 }
@@ -332,7 +332,7 @@ TV_INLINE tv_u64 tv_f32_to_bf16(tv_u64 a) {
   const float x = __uint_as_float((tv_u32)a);
   tv_u16 r;
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x));
-  if ((r & 0x7fff) > 0x7f80) return tv_round<3, 16, 8, 7, 2>(tv_nan());
+  if ((r & 0x7fff) > 0x7f80) return 0x7fc0u;
   if ((r & 0x7fff) == 0x7f80 && !isinf(x)) r = (r & 0x8000) | 0x7f7f;
   return r;
 }
