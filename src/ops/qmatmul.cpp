@@ -144,6 +144,9 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   if (!s.per_channel) smem_s = pb.allocate_shared("smem_s", at, {STAGES, SROWS, BN});
   if (gz && !s.per_channel) smem_z = pb.allocate_shared("smem_z", at, {STAGES, SROWS, BN});
   Tensor acc = pb.allocate_register("acc", f32, layout_c, 0.0);
+  // Per channel, the single row of zero points is loaded once, in the layout of B's columns.
+  std::optional<Tensor> zero_row;
+  if (gz && s.per_channel) zero_row = pb.load_global("zero_row", *gz, layout_sb, {0, bj * BN});
 
   // Starts the copies of this block's k-tile `t` (global tile first + t) into stage `stage`.
   auto preload = [&](const Scalar& t, const Scalar& stage) {
@@ -177,8 +180,8 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
       Scalar row = s.scale_rows > 1 ? Scalar((uk * SK) / G) : Scalar(0);
       if (fits) {
         Tensor bf = p.wtype == at ? b : pb.cast("bf", b, at);
-        if (smem_z) {
-          Tensor z = pb.load_shared("z", smem_z->operator[](cur), layout_sb, {row, 0});
+        if (smem_z || zero_row) {
+          Tensor z = zero_row ? *zero_row : pb.load_shared("z", smem_z->operator[](cur), layout_sb, {row, 0});
           bf = pb.sub("bf", bf, z);  // exact: both are integers of at most 8 bits
         }
         if (s.per_channel) {

@@ -1,12 +1,200 @@
-// PLACEHOLDER (being written): `tilevm bench`.
+// tilevm bench [--workloads decode|prefill|dtypes|all] [--csv FILE] [--json] [--repeats N] [--quick]
+//              [--wtype TYPE] [--types T1,T2,...] [--max-candidates N] [--no-tune] [--no-cublas]
+//
+// Runs the workloads of PERFORMANCE.md (bench/workloads.h) on the GPU: for each problem the autotuner's
+// configuration (cached after the first run; --no-tune takes the cost model's pick without timing), compiled,
+// then timed beside its two baselines measured in the same run, a plain read of the same bytes and cuBLAS
+// fp16 (bench/qmatmul_bench.h). Prints a table (or, with --json, one JSON object per line) on stdout;
+// --csv FILE also writes the results as CSV with a header row, a row as soon as each problem is done.
+// Progress and the tuner's notes go to stderr.
+//
+// --quick: 10 timed runs unless --repeats is given, and at most 24 tuning candidates per problem.
+//
+// Exit status: 0 when every problem ran; 1 without a GPU, or when a problem failed (the others still run and
+// their rows are printed; the errors are listed on stderr); 2 on bad command-line use.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "commands.h"
+#include "tilevm/bench/qmatmul_bench.h"
+#include "tilevm/bench/workloads.h"
+#include "tilevm/ops/qmatmul_gpu.h"
+#include "tilevm/runtime/cublas.h"
+#include "tilevm/runtime/device.h"
+#include "tilevm/runtime/nvrtc.h"
 #include "tilevm/support/error.h"
+#include "tilevm/tune/autotune.h"
 
 namespace tilevm::cli {
 
+namespace {
+
+struct BenchRequest {
+  std::string workloads = "decode";
+  std::string csv;
+  bool json = false;
+  int repeats = 0;  // 0: 50, or 10 with --quick
+  bool quick = false;
+  std::string wtype = "u4";
+  std::vector<std::string> types;
+  int max_candidates = 0;  // 0: the tuner's default, or 24 with --quick
+  bool no_tune = false;
+  bool no_cublas = false;
+};
+
+DataType parse_type(const std::string& name, const char* option) {
+  try {
+    return DataType::parse(name);
+  } catch (const Error& e) {
+    throw UsageError(fmt::format("{}: {}", option, e.what()));
+  }
+}
+
+// A weight type the quantized matmul takes (checked on a problem of the sweep's shape), or a usage error
+// naming the option.
+DataType weight_type(const std::string& name, const char* option) {
+  const DataType t = parse_type(name, option);
+  try {
+    ops::check_problem({.m = 16, .n = 57344, .k = 8192, .wtype = t});
+  } catch (const Error& e) {
+    throw UsageError(fmt::format("{} {}: {}", option, name, e.what()));
+  }
+  return t;
+}
+
+std::vector<ops::QMatmulProblem> problems_of(const BenchRequest& req) {
+  std::vector<DataType> types;
+  for (const std::string& t : req.types) types.push_back(weight_type(t, "--types"));
+  return bench::bench_workloads(req.workloads, weight_type(req.wtype, "--wtype"), types);
+}
+
+// The device line of the report: what the figures were measured on.
+std::string device_line(const runtime::Device& device) {
+  const runtime::DeviceInfo& info = device.info();
+  std::string line =
+      fmt::format("device: {} ({}, {} SMs, {:.0f} GiB, driver {}.{}), NVRTC {}", info.name, info.arch,
+                  info.sm_count, static_cast<double>(info.total_memory) / (1 << 30),
+                  info.driver_version / 1000, info.driver_version % 1000 / 10, runtime::nvrtc_identity());
+  std::string why;
+  if (runtime::Cublas::library_available(&why)) {
+    try {
+      runtime::Cublas blas = runtime::Cublas::open(device);
+      line += fmt::format(", cuBLAS {} ({})", blas.version(), blas.library_path());
+    } catch (const Error& e) {
+      line += fmt::format(", cuBLAS unusable: {}", e.what());
+    }
+  } else {
+    line += fmt::format(", no cuBLAS: {}", why);
+  }
+  return line;
+}
+
+void run(const BenchRequest& req) {
+  const std::vector<ops::QMatmulProblem> problems = problems_of(req);
+
+  std::optional<runtime::Device> opened;
+  try {
+    opened = runtime::Device::open();
+  } catch (const Error& e) {
+    // The driver's message ends by pointing at the interpreter, which has no timings to offer here.
+    std::string why = e.what();
+    if (size_t hint = why.find("; tilevm can still run"); hint != std::string::npos) why.resize(hint);
+    fail("tilevm bench needs a CUDA GPU: {}", why);
+  }
+  const runtime::Device& device = *opened;
+  if (!runtime::nvrtc_available()) {
+    std::string why = "libnvrtc cannot be loaded";
+    try {
+      runtime::nvrtc_version();  // throws the loader's explanation
+    } catch (const Error& e) {
+      why = e.what();
+    }
+    fail("tilevm bench needs NVRTC: {}", why);
+  }
+
+  bench::QMatmulBenchOptions options;
+  options.timing.repeats = req.repeats > 0 ? req.repeats : (req.quick ? 10 : 50);
+  options.timing.warmup = req.quick ? 2 : 3;
+  options.with_cublas = !req.no_cublas;
+  tune::TuneOptions tuning;
+  if (req.max_candidates > 0)
+    tuning.max_candidates = req.max_candidates;
+  else if (req.quick)
+    tuning.max_candidates = 24;
+
+  std::ofstream csv;
+  if (!req.csv.empty()) {
+    csv.open(req.csv);
+    if (!csv) fail("cannot write '{}'", req.csv);
+    csv << bench::csv_header() << "\n" << std::flush;
+  }
+
+  std::cerr << device_line(device) << "\n";
+  const double ceiling = bench::read_ceiling_gbps(device, options.timing);
+  std::cerr << fmt::format("read ceiling: {:.0f} GB/s (the best plain read of a large stream)\n", ceiling);
+  if (!req.json) std::cout << bench::table_header() << std::endl;
+
+  std::vector<std::string> failures;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const ops::QMatmulProblem& problem = problems[i];
+    std::cerr << fmt::format("[{}/{}] {}\n", i + 1, problems.size(), problem.key());
+    try {
+      ops::QMatmulConfig config = req.no_tune
+                                      ? tune::heuristic_qmatmul_config(problem, device.info().sm_count)
+                                      : tune::autotune_qmatmul(device, problem, tuning).config;
+      ops::QMatmulGpu q = ops::QMatmulGpu::load(device, ops::compile_qmatmul(problem, config, device.arch()));
+      bench::QMatmulBenchResult r = bench::bench_qmatmul(device, q, options);
+      std::cout << (req.json ? bench::to_json(r) : bench::to_table_row(r)) << std::endl;
+      if (csv.is_open()) csv << bench::to_csv_row(r) << "\n" << std::flush;
+      if (!r.cublas_note.empty() && !r.cublas_us && !req.no_cublas)
+        std::cerr << fmt::format("  no cuBLAS figure: {}\n", r.cublas_note);
+    } catch (const Error& e) {
+      failures.push_back(fmt::format("{}: {}", problem.key(), e.what()));
+      std::cerr << fmt::format("error: {}: {}\n", problem.key(), e.what());
+    }
+  }
+  if (csv.is_open()) {
+    csv.close();
+    if (!csv) fail("could not finish writing '{}'", req.csv);
+  }
+  if (!failures.empty()) {
+    std::cout.flush();
+    std::cerr << fmt::format("{} of {} problems failed:\n", failures.size(), problems.size());
+    for (const std::string& f : failures) std::cerr << "  " << f << "\n";
+    throw ExitStatus{1};
+  }
+}
+
+}  // namespace
+
 void add_bench_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("bench", "(not yet available)");
-  cmd->callback([] { throw Error("tilevm bench is not built yet"); });
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "time the quantized matmul on the PERFORMANCE.md workloads beside a plain read and cuBLAS (GPU)");
+  auto req = std::make_shared<BenchRequest>();
+  cmd->add_option("--workloads", req->workloads, "decode (default), prefill, dtypes or all")
+      ->check(CLI::IsMember(bench::workload_names()));
+  cmd->add_option("--csv", req->csv, "also write the results to FILE as CSV")->type_name("FILE");
+  cmd->add_flag("--json", req->json, "print one JSON object per problem instead of the table");
+  cmd->add_option("--repeats", req->repeats, "timed runs per measurement, the median reported (default 50)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--quick", req->quick, "fewer timed runs (10) and tuning candidates (24)");
+  cmd->add_option("--wtype", req->wtype, "the weight type of decode and prefill (default u4)")
+      ->type_name("TYPE");
+  cmd->add_option("--types", req->types,
+                  "the weight types of the dtypes sweep (default: every 1- to 8-bit type)")
+      ->delimiter(',')
+      ->type_name("TYPE,...");
+  cmd->add_option("--max-candidates", req->max_candidates,
+                  "configurations the autotuner may time per problem")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--no-tune", req->no_tune, "take the cost model's configuration without timing candidates");
+  cmd->add_flag("--no-cublas", req->no_cublas, "skip the cuBLAS baseline");
+  cmd->callback([req] { run(*req); });
 }
 
 }  // namespace tilevm::cli

@@ -13,25 +13,38 @@
 namespace tilevm::bench {
 
 struct QMatmulBenchOptions {
-  TimingOptions timing;      // medians of >= 50 runs, L2 flushed
-  bool with_cublas = true;   // a missing cuBLAS is reported in the result, not an error
+  TimingOptions timing;     // medians of >= 50 runs, L2 flushed
+  bool with_cublas = true;  // a missing cuBLAS is reported in the result, not an error
   bool with_plain_read = true;
 };
 
 struct QMatmulBenchResult {
   ops::QMatmulProblem problem;
   ops::QMatmulConfig config;
-  double bytes = 0;              // minimal bytes: weights at their bit width, scales, zeros, A, C
-  double latency_us = 0;         // median
-  double gbps = 0;               // bytes / latency
-  double ceiling_gbps = 0;       // read bandwidth of a large stream (>= 1 GiB) measured in this process
-  double floor_fraction = 0;     // (bytes / ceiling) / latency
-  double plain_read_us = 0;      // the plain read of `bytes`, best configuration, median
-  double read_ratio = 0;         // latency / plain_read_us (target <= 1.10 for decode)
+  double bytes = 0;                 // minimal bytes: weights at their bit width, scales, zeros, A, C
+  double latency_us = 0;            // median
+  double gbps = 0;                  // bytes / latency
+  double ceiling_gbps = 0;          // read bandwidth of a large stream (>= 1 GiB) measured in this process
+  double floor_fraction = 0;        // (bytes / ceiling) / latency
+  double plain_read_us = 0;         // the plain read of `bytes`, best configuration, median
+  double read_ratio = 0;            // latency / plain_read_us (target <= 1.10 for decode)
   std::optional<double> cublas_us;  // cuBLAS fp16 GEMM of the same shape, median
   std::optional<double> speedup_vs_cublas;
-  std::string cublas_note;       // why there is no cuBLAS figure, when there is none
+  std::string cublas_note;        // why there is no cuBLAS figure, when there is none
+  std::string plain_read_config;  // the plain read's best launch configuration (plain_read.h)
+  double tflops = 0;              // 2 * m * n * k / latency, in 1e12 per second (what counts at prefill)
+  std::optional<double> cublas_tflops;
+  std::string device;  // the device's name
 };
+
+// The minimal bytes a matmul of `problem` moves: ceil(k * n * bits / 8) of codes, (k / G) * n scales (and as
+// many zeros with zero points) of ATYPE, m * k of A and m * n of C (ATYPE, 2 bytes each).
+// Example: m16_n8192_k8192_f16_u4_g128 -> 33554432 + 1048576 + 262144 + 262144 = 35127296.
+double qmatmul_min_bytes(const ops::QMatmulProblem& problem);
+
+// The read bandwidth of a large stream on `device` (measure_read_bandwidth_gbps in plain_read.h), measured on
+// the first call for each device and remembered for the rest of the process: bench_qmatmul's ceiling_gbps.
+double read_ceiling_gbps(const runtime::Device& device, const TimingOptions& timing = {});
 
 // Times `q` on fresh random inputs (A, codes, scales, zeros) it allocates itself.
 QMatmulBenchResult bench_qmatmul(const runtime::Device& device, const ops::QMatmulGpu& q,
@@ -40,5 +53,14 @@ QMatmulBenchResult bench_qmatmul(const runtime::Device& device, const ops::QMatm
 // One line of text and one JSON object (one line, no newline) per result.
 std::string format_result(const QMatmulBenchResult& r);
 std::string to_json(const QMatmulBenchResult& r);
+
+// The CSV form, one row per result: csv_header() names the columns of to_csv_row (no newline in either).
+// Missing cuBLAS figures are empty cells.
+std::string csv_header();
+std::string to_csv_row(const QMatmulBenchResult& r);
+
+// The table `tilevm bench` prints: a header line and one aligned line per result (no newline).
+std::string table_header();
+std::string to_table_row(const QMatmulBenchResult& r);
 
 }  // namespace tilevm::bench

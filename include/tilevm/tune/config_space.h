@@ -1,0 +1,44 @@
+// The configurations the autotuner considers for one quantized-matmul problem.
+//
+// The space is declared by rules on the problem's sizes, never by listing shapes (P = the smallest power of
+// two >= M, clamped to 16..128):
+//   block_m   P, and also P / 2 when P == 128: a block taller than M only pads, and below 128 rows the
+//             weight traffic (read once per block row) dominates, so fewer block rows win; at prefill sizes
+//             half-height blocks double the blocks along M.
+//   warps     each warp computes a piece_m x piece_n piece of C: piece_m = block_m up to 32 rows, else
+//             32 or 64 (a warp reuses its B fragments over all its rows); piece_n is 32 or 64, or 16 in a
+//             32-wide block (so that small N still gets 2 warps); at least 32 x 32 when block_m >= 64
+//             (big pieces amortize the shared loads where compute matters); a block has 2 to 8 warps, or
+//             1 in a 32-wide block (narrower pieces cannot hold whole words of odd-width codes at G = 32).
+//   block_n   32..256, at most the smallest power of two >= N (a wider block only pads).
+//   slice_k   64, or 32 when G is 32 (a slice must not straddle a group); a larger slice halves the
+//             per-slice scaling work, and the piece size already bounds the registers.
+//   block_k   64..256, at most the smallest power of two >= K (at least 64).
+//   stages    2..5 with 256 <= stages * block_k <= 768: enough K in flight to hide DRAM latency, not so
+//             much that shared memory caps the blocks per SM.
+//   split_k   1, 2, 4, 8, 16 while each split keeps >= 2 k-tiles (the pipeline has something to overlap)
+//             and the blocks stay few (tiles * split_k <= 512, about two waves of 2 blocks per SM on 132
+//             SMs): beyond that the machine is full without it and split-K only adds partial-sum traffic.
+// Each candidate is then filtered by ops::check_config (shared memory, thread limits, whole code words per
+// thread, divisibility). Last comes dequant_gemm (dequantize, then cuBLAS), a candidate for every shape: the
+// cost model ranks it, and it only wins where the GEMM is compute-bound (prefill).
+// Decode shapes (M 1..64, K and N in the thousands) get about 60-340 configurations, prefill (M >= 1024)
+// about 160; the cost model (cost_model.h) then picks the few worth compiling and timing.
+#pragma once
+
+#include <vector>
+
+#include "tilevm/ops/qmatmul.h"
+
+namespace tilevm::tune {
+
+struct ConfigSpaceOptions {
+  bool dequant_gemm = true;  // false: only the fused template (the interpreter has no cuBLAS)
+};
+
+// The valid configurations for `problem`, in a fixed order. @throws tilevm::Error when the problem itself
+// is invalid (ops::check_problem).
+std::vector<ops::QMatmulConfig> qmatmul_config_space(const ops::QMatmulProblem& problem,
+                                                     const ConfigSpaceOptions& options = {});
+
+}  // namespace tilevm::tune

@@ -1,0 +1,66 @@
+// The tuning cache: the best configuration found for each (device, problem), kept on disk so a problem is
+// tuned once per machine and tilevm version.
+//
+// The file is one JSON object:
+//   {"format": "tilevm-tuning-cache 1",
+//    "entries": {"NVIDIA H100 80GB HBM3 | sm_90a | m16_n8192_k8192_f16_u4_g128 | tilevm 0.1.0":
+//                  {"config": "bm16_bn128_bk128_sk64_w1x4_s3_k4", "median_us": 21.5}, ...}}
+// An entry's key holds the device name, its arch, the problem's key and TILEVM_VERSION, so another GPU, a
+// different problem or a new tilevm (whose kernels may be faster in other configurations) misses.
+//
+// Where: $TILEVM_TUNE_CACHE (a file), else beside the kernel cache: $XDG_CACHE_HOME/tilevm/tuning.json,
+// else $HOME/.cache/tilevm/tuning.json.
+//
+// Robustness: the file is written to a temporary file in its folder and renamed over it (atomic: readers
+// see the old file or the new, never half of one); store() re-reads the file first, so entries that other
+// processes stored meanwhile are kept (the last writer of one key wins). A file that does not parse, or has
+// another format, is ignored with a warning on stderr ("warning: ignoring the tuning cache ...") and
+// replaced by the next store(); a malformed entry is skipped. Nothing here throws on disk problems: a failed
+// write is a warning, and tuning goes on without the cache.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "tilevm/ops/qmatmul.h"
+
+namespace tilevm::tune {
+
+struct TuningEntry {
+  std::string config;  // ops::QMatmulConfig::name()
+  double median_us = 0;
+};
+
+class TuningCache {
+ public:
+  // `version` is part of every key (tests pass another to see a version change miss).
+  explicit TuningCache(std::filesystem::path file, std::string version = TILEVM_VERSION);
+
+  // The default file (see above); std::nullopt when neither variable nor $HOME is set.
+  static std::optional<std::filesystem::path> default_path();
+
+  // "DEVICE | ARCH | PROBLEM_KEY | tilevm VERSION".
+  std::string key(const std::string& device_name, const std::string& arch, const ops::QMatmulProblem& problem) const;
+
+  std::optional<TuningEntry> lookup(const std::string& device_name, const std::string& arch,
+                                    const ops::QMatmulProblem& problem) const;
+  // Adds or replaces the entry. Returns false (after a warning) when the file cannot be written.
+  bool store(const std::string& device_name, const std::string& arch, const ops::QMatmulProblem& problem,
+             const TuningEntry& entry);
+
+  const std::filesystem::path& file() const { return file_; }
+  // The last warning printed (a corrupt file, a failed write); "" when none. For tests.
+  const std::string& last_warning() const { return last_warning_; }
+  // Whether warnings go to stderr (they are always kept in last_warning()).
+  void set_quiet(bool quiet) { quiet_ = quiet; }
+
+ private:
+  void warn(std::string message) const;
+  std::filesystem::path file_;
+  std::string version_;
+  bool quiet_ = false;
+  mutable std::string last_warning_;
+};
+
+}  // namespace tilevm::tune

@@ -1,0 +1,82 @@
+// The declared configuration space of the quantized matmul (config_space.h has the rules and why).
+#include "tilevm/tune/config_space.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "tilevm/support/error.h"
+
+namespace tilevm::tune {
+
+namespace {
+
+int64_t ceil_pow2(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The k-side choices for one (block_m, block_n, warps): every block_k, stages and split_k the rules allow.
+void add_k_choices(const ops::QMatmulProblem& p, ops::QMatmulConfig c, std::vector<ops::QMatmulConfig>& out) {
+  const int64_t bk_top = std::max<int64_t>(64, ceil_pow2(p.k));
+  c.slice_k = (p.group == p.k || p.group % 64 == 0) ? 64 : 32;
+  const int64_t tiles = ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n);
+  for (int64_t bk = 64; bk <= std::min<int64_t>(256, bk_top); bk *= 2) {
+    c.block_k = bk;
+    const int64_t k_tiles = ceil_div(p.k, bk);
+    for (int64_t stages = 2; stages <= 5; ++stages) {
+      if (stages * bk < 256 || stages * bk > 768) continue;
+      c.stages = stages;
+      for (int64_t split = 1; split <= 16; split *= 2) {
+        if (split > 1 && (k_tiles < 2 * split || tiles * split > 512)) continue;
+        c.split_k = split;
+        try {
+          ops::check_config(p, c);
+        } catch (const Error&) {
+          continue;  // e.g. too much shared memory: the rules above are coarse on purpose
+        }
+        out.push_back(c);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<ops::QMatmulConfig> qmatmul_config_space(const ops::QMatmulProblem& problem,
+                                                     const ConfigSpaceOptions& options) {
+  ops::check_problem(problem);
+  const ops::QMatmulProblem& p = problem;
+  const int64_t P = std::clamp<int64_t>(ceil_pow2(p.m), 16, 128);
+  std::vector<int64_t> block_ms;
+  if (P == 128) block_ms.push_back(64);
+  block_ms.push_back(P);
+  const int64_t bn_top = std::min<int64_t>(256, std::max<int64_t>(32, ceil_pow2(p.n)));
+
+  std::vector<ops::QMatmulConfig> space;
+  for (int64_t bm : block_ms) {
+    std::vector<int64_t> pieces_m = bm <= 32 ? std::vector<int64_t>{bm} : std::vector<int64_t>{32, 64};
+    for (int64_t piece_m : pieces_m) {
+      for (int64_t bn = 32; bn <= bn_top; bn *= 2) {
+        for (int64_t piece_n : {16, 32, 64}) {
+          if (bn % piece_n != 0 || (piece_n == 16 && bn != 32)) continue;
+          if (bm >= 64 && piece_n < 32) continue;
+          const int64_t warps = (bm / piece_m) * (bn / piece_n);
+          if (warps < (bn == 32 ? 1 : 2) || warps > 8) continue;
+          ops::QMatmulConfig c;
+          c.block_m = bm;
+          c.block_n = bn;
+          c.warps_m = bm / piece_m;
+          c.warps_n = bn / piece_n;
+          add_k_choices(p, c, space);
+        }
+      }
+    }
+  }
+  if (options.dequant_gemm) space.push_back(ops::QMatmulConfig{.dequant_gemm = true});
+  return space;
+}
+
+}  // namespace tilevm::tune

@@ -1,0 +1,211 @@
+// The roofline cost model of the quantized matmul (cost_model.h says what it counts and why).
+#include "tilevm/tune/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "tilevm/support/error.h"
+
+namespace tilevm::tune {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Registers per thread, roughly: the f32 accumulators of the warp's piece (twice on the per-slice scaling
+// path: the slice's tile and the running sum), the A and B fragments of one slice, and ~40 for addresses,
+// loop counters and the dequantization's temporaries. Only the blocks-per-SM limit uses it.
+int64_t registers_per_thread(const ops::QMatmulProblem& p, const ops::QMatmulConfig& c) {
+  const int64_t piece_m = c.block_m / c.warps_m, piece_n = c.block_n / c.warps_n;
+  const int64_t acc = piece_m * piece_n / 32 * (p.group == p.k ? 1 : 2);
+  const int64_t frags = c.slice_k * (piece_m + piece_n) / 64;
+  return std::min<int64_t>(255, 40 + acc + frags);
+}
+
+// Blocks of this configuration resident on one SM at once.
+int64_t blocks_per_sm(const ops::QMatmulProblem& p, const ops::QMatmulConfig& c, const DeviceRoofline& r) {
+  const int64_t shared = ops::qmatmul_shared_bytes(p, c) + 1024;  // the driver reserves 1 KB per block
+  const int64_t threads = c.threads();
+  const int64_t regs = (registers_per_thread(p, c) + 7) / 8 * 8;  // allocated in units of 8 per thread
+  int64_t n = r.max_blocks_per_sm;
+  n = std::min(n, r.shared_per_sm / shared);
+  n = std::min<int64_t>(n, r.max_threads_per_sm / threads);
+  n = std::min(n, r.registers_per_sm / (regs * threads));
+  return std::max<int64_t>(n, 1);  // check_config guarantees one block fits
+}
+
+// Dequantization operations per weight (lane operations): the generated converters turn ~2 codes into
+// an f16x2/bf16x2 in a couple of lop3/prmt/fma, about 1 per weight with the unpacking; the f32 path (weights
+// that do not fit ATYPE) converts, scales and rounds each weight alone, about 4; a zero point is one
+// packed subtraction per 2 weights.
+double dequant_ops_per_weight(const ops::QMatmulProblem& p) {
+  double ops = ops::qmatmul_weight_fits(p.wtype, p.atype) ? 1.0 : 4.0;
+  if (p.zero_point) ops += 0.5;
+  return ops;
+}
+
+// dequant_gemm: the dequantize program, then cuBLAS (cost_model.h).
+CostEstimate estimate_dequant_gemm(const ops::QMatmulProblem& p, const DeviceRoofline& r) {
+  const double elem = 2;
+  const double codes = std::ceil(static_cast<double>(p.k) * static_cast<double>(p.n) * p.wtype.bits() / 8);
+  const double scales = static_cast<double>(p.k / p.group * p.n) * elem * (p.zero_point ? 2 : 1);
+  const double dense = static_cast<double>(p.k * p.n) * elem;
+  const double a = static_cast<double>(p.m * p.k) * elem, out = static_cast<double>(p.m * p.n) * elem;
+  const double dram_bw = r.dram_gbps * 1e9, launch = r.launch_us * 1e-6, latency = r.dram_latency_ns * 1e-9;
+  CostEstimate e;
+  e.dram_bytes = codes + scales + 2 * dense + a + out;
+  e.l2_bytes = e.dram_bytes;
+  e.mma_flops = 2 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
+  e.alu_ops = static_cast<double>(p.k * p.n) * dequant_ops_per_weight(p);
+  const double t_dequant = std::max((codes + scales + dense) / dram_bw, e.alu_ops / (r.fma_tflops * 1e12 / 2));
+  const double t_gemm_dram = (dense + a + out) / dram_bw;
+  const double t_gemm_mma = e.mma_flops / (r.gemm_tflops * 1e12);
+  e.seconds = 2 * (launch + latency) + t_dequant + std::max(t_gemm_dram, t_gemm_mma);
+  e.bound = t_gemm_mma > t_dequant + t_gemm_dram ? "mma" : "dram";
+  return e;
+}
+
+}  // namespace
+
+CostEstimate estimate_qmatmul(const ops::QMatmulProblem& problem, const ops::QMatmulConfig& config,
+                              const DeviceRoofline& r) {
+  ops::check_config(problem, config);
+  if (config.dequant_gemm) return estimate_dequant_gemm(problem, r);
+  const ops::QMatmulProblem& p = problem;
+  const ops::QMatmulConfig& c = config;
+  const double elem = 2;  // bytes of an ATYPE value (f16 or bf16)
+  const int64_t tiles_m = ceil_div(p.m, c.block_m), tiles_n = ceil_div(p.n, c.block_n);
+  const int64_t k_tiles = ceil_div(p.k, c.block_k);
+  const int64_t groups = p.k / p.group;
+
+  CostEstimate e;
+  e.blocks = tiles_m * tiles_n * c.split_k;
+  e.blocks_per_sm = blocks_per_sm(p, c, r);
+
+  // Bytes. The grid's fastest axis is M (qmatmul<ceil(m/BM), ceil(n/BN), split_k>), so the blocks resident
+  // at once cover whole block columns: each column of weight tiles (K x BN codes, a few MB at most) is read
+  // from DRAM once and re-read by its block rows from L2. A is read once when it fits in half of L2, else
+  // once per wave (each wave sweeps all its rows again), at most once per block column.
+  const double weight = static_cast<double>(ops::qmatmul_transformed_bytes(p, c));
+  const double scales = static_cast<double>(groups * p.n) * elem * (p.zero_point ? 2 : 1);
+  const double a = static_cast<double>(p.m * p.k) * elem;
+  const double out = static_cast<double>(p.m * p.n) * elem;
+  const double partials = static_cast<double>(ops::qmatmul_partial_bytes(p, c));
+  const int64_t concurrent = static_cast<int64_t>(r.sm_count) * e.blocks_per_sm;
+  e.waves = ceil_div(e.blocks, concurrent);
+  const double a_reads = a <= 0.5 * static_cast<double>(r.l2_cache_bytes)
+                             ? 1.0
+                             : static_cast<double>(std::min(e.waves, tiles_n));
+  const double dram_main = weight + scales + a * a_reads + (c.split_k > 1 ? partials : out);
+  const double reduce_bytes = c.split_k > 1 ? partials + out : 0;
+  e.dram_bytes = dram_main + reduce_bytes;
+  e.l2_bytes = (weight + scales) * static_cast<double>(tiles_m) + a * static_cast<double>(tiles_n) +
+               (c.split_k > 1 ? partials : out);
+
+  // Work.
+  const double padded_m = static_cast<double>(tiles_m * c.block_m);
+  const double padded_n = static_cast<double>(tiles_n * c.block_n);
+  const double padded_k = static_cast<double>(k_tiles * c.block_k);
+  e.mma_flops = 2 * padded_m * padded_n * padded_k;
+  const double scalings = p.group == p.k ? static_cast<double>(c.split_k) : padded_k / static_cast<double>(c.slice_k);
+  e.alu_ops = static_cast<double>(tiles_m) * padded_k * padded_n * dequant_ops_per_weight(p) +
+              padded_m * padded_n * scalings;
+
+  // Rates per SM. A block's warps share the SM's 4 sub-partitions: fewer than 4 resident warps leave
+  // tensor cores and ALUs idle.
+  const double sms = r.sm_count;
+  const double mma_per_sm = r.mma_tflops * 1e12 / sms;
+  const double alu_per_sm = r.fma_tflops * 1e12 / 2 / sms;  // lane operations per second
+  const double dram_bw = r.dram_gbps * 1e9, l2_bw = r.l2_gbps * 1e9, sm_dram_bw = r.sm_dram_gbps * 1e9;
+  const double latency = r.dram_latency_ns * 1e-9;
+  const double per_block_dram = dram_main / static_cast<double>(e.blocks);
+  const double per_block_l2 = e.l2_bytes / static_cast<double>(e.blocks);
+  const double per_block_flops = e.mma_flops / static_cast<double>(e.blocks);
+  const double per_block_alu = e.alu_ops / static_cast<double>(e.blocks);
+  // Bytes a block keeps in flight from DRAM: stages - 1 weight tiles (and their scales) while it computes
+  // on one.
+  const double in_flight = static_cast<double>(c.stages - 1) *
+                           (static_cast<double>(c.block_k * c.block_n * p.wtype.bits()) / 8 +
+                            static_cast<double>(c.block_n) * elem);
+
+  // The issue limit (calibrated, see DeviceRoofline::warp_weights_per_ns): a warp dequantizes and
+  // multiplies its piece_n columns over the block's K range at a fixed rate, a warp with more rows doing
+  // a little more per weight; warps along M each redo the same weights.
+  const double piece_m = static_cast<double>(c.block_m / c.warps_m);
+  const double k_per_block = padded_k / static_cast<double>(c.split_k);
+  const double warp_work = k_per_block * static_cast<double>(c.block_n / c.warps_n) * (1 + 0.5 * (piece_m / 16 - 1)) *
+                           dequant_ops_per_weight(p);
+  const double block_work = warp_work * static_cast<double>(c.warps_m * c.warps_n);
+  const double warp_rate = r.warp_weights_per_ns * 1e9, sm_rate = r.sm_weights_per_ns * 1e9;
+
+  struct Sums {
+    double dram = 0, dram_latency = 0, l2 = 0, mma = 0, alu = 0, issue = 0, fill = 0, total = 0;
+  } sums;
+  auto add_wave = [&](int64_t b, int64_t count) {
+    if (b <= 0 || count <= 0) return;
+    const double blocks = static_cast<double>(b);
+    const double active_sms = std::min<double>(sms, blocks);
+    const double busiest = std::ceil(blocks / sms);  // blocks sharing the busiest SM
+    const double warp_use = std::min(1.0, busiest * static_cast<double>(c.warps_m * c.warps_n) / 4);
+    const double bw = std::min({dram_bw, blocks * in_flight / latency, active_sms * sm_dram_bw});
+    const double t_dram = blocks * per_block_dram / bw;
+    const double t_l2 = blocks * per_block_l2 / (l2_bw * active_sms / sms);
+    const double t_mma = busiest * per_block_flops / (mma_per_sm * warp_use);
+    const double t_alu = busiest * per_block_alu / (alu_per_sm * warp_use);
+    const double t_issue = std::max(warp_work / warp_rate, busiest * block_work / sm_rate);
+    const double n = static_cast<double>(count);
+    (bw < dram_bw ? sums.dram_latency : sums.dram) += n * t_dram;
+    sums.l2 += n * t_l2;
+    sums.mma += n * t_mma;
+    sums.alu += n * t_alu;
+    sums.issue += n * t_issue;
+    sums.fill += n * latency;  // the pipeline's first loads, and the epilogue's stores
+    sums.total += n * (std::max({t_dram, t_l2, t_mma, t_alu, t_issue}) + latency);
+  };
+  add_wave(concurrent, e.blocks / concurrent);
+  add_wave(e.blocks % concurrent, 1);
+
+  double launch = r.launch_us * 1e-6;
+  double seconds = launch + sums.total;
+  if (c.split_k > 1) {
+    const double reduce = launch + reduce_bytes / dram_bw;
+    seconds += reduce;
+    launch += reduce;
+  }
+  e.seconds = seconds;
+
+  const std::pair<double, const char*> bounds[] = {
+      {sums.dram, "dram"}, {sums.dram_latency, "dram-latency"}, {sums.l2, "l2"},
+      {sums.mma, "mma"},   {sums.alu, "alu"},                   {sums.issue, "issue"},
+      {launch + sums.fill, "launch"}};
+  e.bound = std::max_element(std::begin(bounds), std::end(bounds),
+                             [](const auto& x, const auto& y) { return x.first < y.first; })
+                ->second;
+  return e;
+}
+
+std::vector<ops::QMatmulConfig> prune(const ops::QMatmulProblem& problem,
+                                      const std::vector<ops::QMatmulConfig>& configs,
+                                      const DeviceRoofline& roofline, int keep) {
+  struct Ranked {
+    double seconds, flops;
+    int64_t threads;
+    std::string name;
+    const ops::QMatmulConfig* config;
+  };
+  std::vector<Ranked> ranked;
+  ranked.reserve(configs.size());
+  for (const ops::QMatmulConfig& c : configs) {
+    const CostEstimate e = estimate_qmatmul(problem, c, roofline);
+    ranked.push_back({e.seconds, e.mma_flops, c.threads(), c.name(), &c});
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const Ranked& x, const Ranked& y) {
+    return std::tie(x.seconds, x.flops, x.threads, x.name) < std::tie(y.seconds, y.flops, y.threads, y.name);
+  });
+  std::vector<ops::QMatmulConfig> kept;
+  for (size_t i = 0; i < ranked.size() && static_cast<int64_t>(i) < keep; ++i) kept.push_back(*ranked[i].config);
+  return kept;
+}
+
+}  // namespace tilevm::tune

@@ -1,0 +1,1 @@
+qmatmul --m 1 --n 64 --k 128 --wtype u4 --atype f32 --interp

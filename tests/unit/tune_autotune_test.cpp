@@ -1,0 +1,82 @@
+// tune::heuristic_qmatmul_config and tune::autotune_qmatmul (include/tilevm/tune/autotune.h). The
+// heuristic runs everywhere; autotuning needs a GPU and is skipped without one.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "tilevm/runtime/device.h"
+#include "tilevm/tune/autotune.h"
+#include "tilevm/tune/tuning_cache.h"
+
+namespace tilevm::tune {
+namespace {
+
+ops::QMatmulProblem problem(int64_t m, int64_t n, int64_t k, int64_t group = 128) {
+  ops::QMatmulProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.group = group;
+  return p;
+}
+
+TEST(TuneHeuristic, ValidForEveryShapeAndDeterministic) {
+  for (const ops::QMatmulProblem& p :
+       {problem(1, 8192, 8192), problem(16, 57344, 8192), problem(16, 8192, 28672), problem(4096, 8192, 8192),
+        problem(3, 20, 64, 32), problem(17, 40, 128, 64), problem(64, 10240, 8192)}) {
+    SCOPED_TRACE(p.key());
+    const ops::QMatmulConfig c = heuristic_qmatmul_config(p);
+    EXPECT_NO_THROW(ops::check_config(p, c)) << c.name();
+    EXPECT_EQ(heuristic_qmatmul_config(p), c);
+  }
+}
+
+TEST(TuneHeuristic, PicksWhatTheShapeNeeds) {
+  // Decode on a narrow layer: too few column blocks for 132 SMs without split-K.
+  EXPECT_GT(heuristic_qmatmul_config(problem(1, 4096, 8192)).split_k, 1);
+  // Prefill: dequantize, then cuBLAS's GEMM (faster than mma.sync); without it, tall blocks and no split.
+  EXPECT_TRUE(heuristic_qmatmul_config(problem(4096, 8192, 8192)).dequant_gemm);
+  const ops::QMatmulConfig prefill = heuristic_qmatmul_config(problem(4096, 8192, 8192), 132, false);
+  EXPECT_FALSE(prefill.dequant_gemm);
+  EXPECT_GE(prefill.block_m, 64);
+  EXPECT_EQ(prefill.split_k, 1);
+  // Decode never dequantizes the whole weight first.
+  EXPECT_FALSE(heuristic_qmatmul_config(problem(16, 8192, 8192)).dequant_gemm);
+  // A tiny problem gets the smallest tile (the interpreter path uses this).
+  const ops::QMatmulConfig tiny = heuristic_qmatmul_config(problem(3, 20, 64, 32), 132, false);
+  EXPECT_EQ(tiny.block_m, 16);
+  EXPECT_EQ(tiny.block_n, 32);
+  EXPECT_EQ(tiny.split_k, 1);
+}
+
+TEST(TuneAutotune, TunesCachesAndReadsBack) {
+  if (!runtime::Device::available()) GTEST_SKIP() << "no CUDA device";
+  const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                     fmt::format("tilevm-autotune-test-{}.json", static_cast<long>(getpid()));
+  std::filesystem::remove(file);
+  setenv("TILEVM_TUNE_CACHE", file.c_str(), 1);
+  const runtime::Device device = runtime::Device::open();
+  const ops::QMatmulProblem p = problem(16, 4096, 4096);
+  TuneOptions options;
+  options.keep_after_model = 6;
+  options.progress = false;
+  const TuneResult r = autotune_qmatmul(device, p, options);
+  EXPECT_FALSE(r.from_cache);
+  EXPECT_EQ(r.compiled, 6);
+  EXPECT_EQ(r.timed, 6);
+  EXPECT_GT(r.median_us, 0);
+  EXPECT_NO_THROW(ops::check_config(p, r.config));
+  const TuneResult again = autotune_qmatmul(device, p, options);
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_EQ(again.config, r.config);
+  EXPECT_DOUBLE_EQ(again.median_us, r.median_us);
+  unsetenv("TILEVM_TUNE_CACHE");
+  std::filesystem::remove(file);
+}
+
+}  // namespace
+}  // namespace tilevm::tune

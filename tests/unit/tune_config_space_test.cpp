@@ -1,0 +1,124 @@
+// tune::qmatmul_config_space (include/tilevm/tune/config_space.h): the declared space, its rules and sizes.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "tilevm/support/error.h"
+#include "tilevm/tune/config_space.h"
+
+namespace tilevm::tune {
+namespace {
+
+ops::QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w = DataType::uint(4), int64_t group = 128) {
+  ops::QMatmulProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.wtype = w;
+  p.group = group;
+  return p;
+}
+
+// Every member passes check_config, and names are unique (the tuning cache and reports key on them).
+void expect_valid_and_unique(const ops::QMatmulProblem& p, const std::vector<ops::QMatmulConfig>& space) {
+  std::set<std::string> names;
+  for (const ops::QMatmulConfig& c : space) {
+    EXPECT_NO_THROW(ops::check_config(p, c)) << c.name();
+    EXPECT_TRUE(names.insert(c.name()).second) << "duplicate " << c.name();
+  }
+}
+
+TEST(TuneConfigSpace, DecodeShapesHaveAFewHundred) {
+  for (int64_t m : {1, 16}) {
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{8192, 8192}, {10240, 8192}, {8192, 28672}, {4096, 4096}}) {
+      const ops::QMatmulProblem p = problem(m, n, k);
+      const auto space = qmatmul_config_space(p, {.dequant_gemm = false});
+      SCOPED_TRACE(p.key());
+      EXPECT_GE(space.size(), 100u);
+      EXPECT_LE(space.size(), 300u);
+      expect_valid_and_unique(p, space);
+      // Decode never uses a block taller than 16 rows, and split-K is in the space.
+      for (const auto& c : space) EXPECT_EQ(c.block_m, 16) << c.name();
+      EXPECT_TRUE(std::any_of(space.begin(), space.end(), [](const auto& c) { return c.split_k > 1; }));
+    }
+  }
+}
+
+TEST(TuneConfigSpace, LargerDecodeBatchAndWideLayer) {
+  for (const ops::QMatmulProblem& p : {problem(64, 8192, 8192), problem(16, 57344, 8192), problem(33, 8192, 28672)}) {
+    SCOPED_TRACE(p.key());
+    const auto space = qmatmul_config_space(p);
+    EXPECT_GE(space.size(), 40u);
+    EXPECT_LE(space.size(), 400u);
+    expect_valid_and_unique(p, space);
+  }
+}
+
+TEST(TuneConfigSpace, DequantGemmComesLastUnlessExcluded) {
+  for (const ops::QMatmulProblem& p : {problem(1, 8192, 8192), problem(4096, 8192, 8192), problem(3, 20, 64, DataType::int_(3), 32)}) {
+    const auto with = qmatmul_config_space(p);
+    const auto without = qmatmul_config_space(p, {.dequant_gemm = false});
+    ASSERT_EQ(with.size(), without.size() + 1);
+    EXPECT_TRUE(with.back().dequant_gemm);
+    EXPECT_EQ(with.back().name(), "dequant_gemm");
+    for (const auto& c : without) EXPECT_FALSE(c.dequant_gemm);
+  }
+}
+
+TEST(TuneConfigSpace, PrefillUsesLargeBlocksAndNoSplit) {
+  const ops::QMatmulProblem p = problem(4096, 8192, 8192);
+  const auto space = qmatmul_config_space(p, {.dequant_gemm = false});
+  EXPECT_GE(space.size(), 50u);
+  expect_valid_and_unique(p, space);
+  for (const auto& c : space) {
+    EXPECT_GE(c.block_m, 64) << c.name();
+    EXPECT_EQ(c.split_k, 1) << c.name();  // 2048+ tiles already fill the machine
+    EXPECT_GE(c.block_m / c.warps_m, 32) << c.name();
+    EXPECT_GE(c.block_n / c.warps_n, 32) << c.name();
+  }
+}
+
+TEST(TuneConfigSpace, RulesHoldOnEveryMember) {
+  for (const ops::QMatmulProblem& p : {problem(1, 8192, 8192, DataType::int_(3), 32), problem(7, 300, 512),
+                                       problem(200, 1000, 1024, DataType::uint(8), 1024)}) {
+    SCOPED_TRACE(p.key());
+    const auto space = qmatmul_config_space(p, {.dequant_gemm = false});
+    ASSERT_FALSE(space.empty());
+    for (const auto& c : space) {
+      SCOPED_TRACE(c.name());
+      EXPECT_TRUE(p.group == p.k || p.group % c.slice_k == 0);  // no slice straddles a group
+      EXPECT_GE(c.threads(), c.block_n == 32 ? 32 : 64);
+      EXPECT_LE(c.threads(), 256);
+      EXPECT_GE(c.stages, 2);
+      EXPECT_LE(c.stages, 5);
+      EXPECT_LE(c.split_k, 16);
+      // A split keeps at least two k-tiles.
+      EXPECT_GE((p.k + c.block_k - 1) / c.block_k, 2 * c.split_k) << "unless split_k == 1";
+    }
+  }
+}
+
+TEST(TuneConfigSpace, TinyShapesStillHaveConfigurations) {
+  // Every weight type: odd widths at G = 32 need 32-column warps to fill whole code words.
+  for (DataType w : all_data_types()) {
+    if (w.is_bool() || w.bits() > 8 || !(w.is_integer() || w.is_float())) continue;
+    const ops::QMatmulProblem p = problem(3, 20, 64, w, 32);
+    SCOPED_TRACE(p.key());
+    const auto space = qmatmul_config_space(p, {.dequant_gemm = false});
+    ASSERT_FALSE(space.empty());
+    for (const auto& c : space) {
+      EXPECT_EQ(c.block_m, 16);
+      EXPECT_EQ(c.block_n, 32);  // the smallest power of two >= 20, but at least 32
+      EXPECT_EQ(c.block_k, 64);
+    }
+  }
+}
+
+TEST(TuneConfigSpace, InvalidProblemThrows) {
+  EXPECT_THROW(qmatmul_config_space(problem(1, 64, 100, DataType::uint(4), 32)), Error);  // K % G != 0
+  EXPECT_THROW(qmatmul_config_space(problem(0, 64, 64)), Error);
+}
+
+}  // namespace
+}  // namespace tilevm::tune

@@ -1,0 +1,186 @@
+// tune::estimate_qmatmul and tune::prune (include/tilevm/tune/cost_model.h): the roofline model's obvious
+// properties, not its absolute numbers.
+#include <gtest/gtest.h>
+
+#include "tilevm/support/error.h"
+#include "tilevm/tune/config_space.h"
+#include "tilevm/tune/cost_model.h"
+
+namespace tilevm::tune {
+namespace {
+
+ops::QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w = DataType::uint(4)) {
+  ops::QMatmulProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.wtype = w;
+  return p;
+}
+
+ops::QMatmulConfig config(int64_t bm, int64_t bn, int64_t wm, int64_t wn, int64_t split, int64_t bk = 128,
+                          int64_t stages = 3) {
+  ops::QMatmulConfig c;
+  c.block_m = bm;
+  c.block_n = bn;
+  c.warps_m = wm;
+  c.warps_n = wn;
+  c.block_k = bk;
+  c.slice_k = 64;
+  c.stages = stages;
+  c.split_k = split;
+  return c;
+}
+
+const DeviceRoofline h100 = DeviceRoofline::h100_like();
+
+// The H100 with a template whose inner loop is never the limit: the physical properties (bytes, waves,
+// bytes in flight, tensor cores) show without the calibrated issue limit.
+DeviceRoofline ideal_h100() {
+  DeviceRoofline r = h100;
+  r.warp_weights_per_ns = 1e9;
+  r.sm_weights_per_ns = 1e9;
+  return r;
+}
+const DeviceRoofline ideal = ideal_h100();
+
+TEST(TuneCostModel, SplitKHelpsADecodeShapeWithTooFewBlocks) {
+  // 4096 / 256 = 16 blocks on 132 SMs: most SMs idle; split-K 8 gives 128 blocks.
+  const auto p = problem(1, 4096, 8192);
+  const CostEstimate one = estimate_qmatmul(p, config(16, 256, 1, 4, 1), ideal);
+  const CostEstimate eight = estimate_qmatmul(p, config(16, 256, 1, 4, 8), ideal);
+  EXPECT_EQ(one.blocks, 16);
+  EXPECT_EQ(eight.blocks, 128);
+  EXPECT_LT(eight.seconds, one.seconds * 0.5);
+  EXPECT_EQ(one.bound, "dram-latency");
+  EXPECT_GT(eight.dram_bytes, one.dram_bytes);  // the partial sums are extra traffic
+}
+
+TEST(TuneCostModel, SplitKDoesNotHelpAFullMachine) {
+  // N = 57344 with 128-wide blocks is 448 blocks already; splitting only adds partial sums and a launch.
+  const auto p = problem(1, 57344, 8192);
+  EXPECT_LT(estimate_qmatmul(p, config(16, 128, 1, 4, 1), ideal).seconds,
+            estimate_qmatmul(p, config(16, 128, 1, 4, 4), ideal).seconds);
+}
+
+TEST(TuneCostModel, MoreBytesCostMore) {
+  const auto c = config(16, 128, 1, 4, 1);
+  double previous = 0;
+  for (int bits : {1, 2, 4, 6, 8}) {
+    const CostEstimate e = estimate_qmatmul(problem(16, 57344, 8192, DataType::uint(bits)), c, ideal);
+    EXPECT_GT(e.seconds, previous) << bits << " bits";
+    previous = e.seconds;
+  }
+  // Twice the layer, (nearly) twice the time once DRAM-bound.
+  const double small = estimate_qmatmul(problem(1, 28672, 8192), c, ideal).seconds;
+  const double large = estimate_qmatmul(problem(1, 57344, 8192), c, ideal).seconds;
+  EXPECT_GT(large, 1.6 * small);
+}
+
+TEST(TuneCostModel, LargeDecodeIsNearTheDramFloor) {
+  const auto p = problem(1, 57344, 8192);
+  const auto space = qmatmul_config_space(p);
+  const ops::QMatmulConfig best = prune(p, space, ideal, 1).front();
+  const CostEstimate e = estimate_qmatmul(p, best, ideal);
+  const double floor = (8192.0 * 57344 / 2) / (ideal.dram_gbps * 1e9);
+  EXPECT_GT(e.seconds, floor);
+  EXPECT_LT(e.seconds, 1.5 * floor) << best.name();
+  EXPECT_EQ(e.bound, "dram") << best.name();
+}
+
+TEST(TuneCostModel, PrefillIsComputeBound) {
+  const auto p = problem(4096, 8192, 8192);
+  const CostEstimate e = estimate_qmatmul(p, config(128, 128, 2, 4, 1, 64, 4), ideal);
+  EXPECT_EQ(e.bound, "mma");
+  EXPECT_DOUBLE_EQ(e.mma_flops, 2.0 * 4096 * 8192 * 8192);
+  // Padding counts: M = 4000 computes as 4096 rows.
+  EXPECT_DOUBLE_EQ(estimate_qmatmul(problem(4000, 8192, 8192), config(128, 128, 2, 4, 1, 64, 4), ideal).mma_flops,
+                   e.mma_flops);
+}
+
+TEST(TuneCostModel, TailWaveCosts) {
+  // The same per-block work, one block more than the machine holds at once, costs a second wave.
+  const auto c = config(16, 64, 1, 2, 1);
+  const auto p = problem(1, 64, 8192);
+  const CostEstimate e = estimate_qmatmul(p, c, ideal);
+  const int64_t capacity = e.blocks_per_sm * ideal.sm_count;
+  const CostEstimate full = estimate_qmatmul(problem(1, 64 * capacity, 8192), c, ideal);
+  const CostEstimate spill = estimate_qmatmul(problem(1, 64 * (capacity + 1), 8192), c, ideal);
+  EXPECT_EQ(full.waves, 1);
+  EXPECT_EQ(spill.waves, 2);
+  EXPECT_GT(spill.seconds, full.seconds);
+}
+
+TEST(TuneCostModel, DequantGemmWinsOnlyWhereComputeDominates) {
+  const ops::QMatmulConfig dg{.dequant_gemm = true};
+  const auto prefill = problem(4096, 8192, 8192), decode = problem(16, 8192, 8192);
+  const auto fused = config(128, 128, 2, 4, 1, 64, 4);
+  EXPECT_LT(estimate_qmatmul(prefill, dg, ideal).seconds, estimate_qmatmul(prefill, fused, ideal).seconds);
+  EXPECT_EQ(estimate_qmatmul(prefill, dg, ideal).bound, "mma");
+  // At decode it writes and re-reads a 16-bit weight: several times the fused kernel's 4-bit read.
+  EXPECT_GT(estimate_qmatmul(decode, dg, ideal).seconds, 3 * estimate_qmatmul(decode, config(16, 128, 1, 4, 2), ideal).seconds);
+}
+
+TEST(TuneCostModel, IssueLimitFavorsMoreWarpsAndSplitK) {
+  // The calibrated template: time ~ weights per warp, so the same blocks with more warps win, and a
+  // decode shape splits K until an SM's issue rate is reached.
+  const auto p = problem(16, 8192, 8192);
+  const CostEstimate two = estimate_qmatmul(p, config(16, 128, 1, 2, 4), h100);
+  const CostEstimate four = estimate_qmatmul(p, config(16, 128, 1, 4, 4), h100);
+  EXPECT_EQ(two.bound, "issue");
+  EXPECT_LT(four.seconds, two.seconds);
+  const CostEstimate eight = estimate_qmatmul(p, config(16, 256, 1, 8, 8), h100);
+  EXPECT_LT(estimate_qmatmul(p, config(16, 256, 1, 8, 8), h100).seconds,
+            estimate_qmatmul(p, config(16, 256, 1, 8, 1), h100).seconds / 3);
+  // The issue-bound estimate is never below the ideal one.
+  EXPECT_GE(eight.seconds, estimate_qmatmul(p, config(16, 256, 1, 8, 8), ideal).seconds);
+}
+
+TEST(TuneCostModel, InvalidConfigThrows) {
+  EXPECT_THROW(estimate_qmatmul(problem(1, 64, 128), config(16, 60, 1, 4, 1), h100), Error);
+}
+
+TEST(TuneCostModel, PruneKeepsTheBestInOrder) {
+  const auto p = problem(16, 8192, 8192);
+  const auto space = qmatmul_config_space(p);
+  const auto kept = prune(p, space, h100, 10);
+  ASSERT_EQ(kept.size(), 10u);
+  for (size_t i = 1; i < kept.size(); ++i)
+    EXPECT_LE(estimate_qmatmul(p, kept[i - 1], h100).seconds, estimate_qmatmul(p, kept[i], h100).seconds);
+  const double tenth = estimate_qmatmul(p, kept.back(), h100).seconds;
+  int better = 0;
+  for (const auto& c : space) better += estimate_qmatmul(p, c, h100).seconds < tenth;
+  EXPECT_LE(better, 9);
+  EXPECT_EQ(prune(p, space, h100, 10), kept);  // deterministic
+  EXPECT_EQ(prune(p, space, h100, 100000).size(), space.size());
+  EXPECT_TRUE(prune(p, space, h100, 0).empty());
+}
+
+TEST(TuneCostModel, DeviceRooflines) {
+  runtime::DeviceInfo h200;
+  h200.name = "NVIDIA H200";
+  h200.arch = "sm_90a";
+  h200.sm_count = 132;
+  EXPECT_DOUBLE_EQ(DeviceRoofline::for_device(h200).dram_gbps, 4300);
+  runtime::DeviceInfo h100;
+  h100.name = "NVIDIA H100 80GB HBM3";
+  h100.arch = "sm_90a";
+  h100.sm_count = 132;
+  const DeviceRoofline r = DeviceRoofline::for_device(h100);
+  EXPECT_DOUBLE_EQ(r.dram_gbps, 3160);
+  EXPECT_NEAR(r.mma_tflops, 474, 1e-9);
+  runtime::DeviceInfo other;
+  other.name = "Some GPU";
+  other.arch = "sm_90";
+  other.sm_count = 66;
+  EXPECT_NEAR(DeviceRoofline::for_device(other).dram_gbps, 3160.0 / 2, 1e-9);
+  EXPECT_NEAR(DeviceRoofline::for_device(other).mma_tflops, 474.0 / 2, 1e-9);
+  // A slower device predicts a slower kernel.
+  const auto p = problem(1, 8192, 8192);
+  const auto c = config(16, 128, 1, 4, 2);
+  EXPECT_GT(estimate_qmatmul(p, c, DeviceRoofline::for_device(other)).seconds,
+            estimate_qmatmul(p, c, DeviceRoofline::for_device(h200)).seconds);
+}
+
+}  // namespace
+}  // namespace tilevm::tune
