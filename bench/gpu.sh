@@ -15,10 +15,24 @@ export TILEVM_SOURCE_DIR=$PWD  # the tests find examples/ here, not where they w
 cat "$OUT/device.txt"
 status=0
 # GPU tests (they skip themselves where there is no GPU; here none may skip).
-"$BIN/tilevm_unit_tests" --gtest_filter="${GPU_TEST_FILTER:-*Gpu*:*GPU*}" 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
+"$BIN/tilevm_unit_tests" --gtest_filter="${GPU_TEST_FILTER:-*Gpu*:*GPU*:RuntimeCublas*:TuneAutotune*}" 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 grep -q "SKIPPED" "$OUT/gpu_tests.log" && { echo "gpu.sh: some GPU tests skipped on a GPU machine"; status=1; }
-# Extra steps (examples on the GPU, benchmarks) are appended here as the backend grows.
+# compute-sanitizer over the codegen differential test, and tilevm run --gpu == --interp (SANITIZER=0: skip
+# the sanitizer, which takes minutes).
 if [ -f bench/gpu_extra.sh ]; then bash bench/gpu_extra.sh "$BIN" "$OUT" || status=1; fi
+# The benchmarks of PERFORMANCE.md: BENCH="decode dtypes prefill" (the default) or a subset, BENCH_ARGS extra
+# options for each (e.g. --quick). Every table goes to $OUT/bench_<workloads>.txt and .csv.
+export TILEVM_TUNE_CACHE=$OUT/tuning.json
+for w in ${BENCH-decode dtypes prefill}; do
+  extra=${BENCH_ARGS:-}
+  [ "$w" = dtypes ] && extra="${BENCH_DTYPES_ARGS:---quick --max-candidates 8}"
+  echo "== tilevm bench --workloads $w $extra"
+  timeout "${BENCH_TIMEOUT:-300}" "$BIN/tilevm" bench --workloads "$w" $extra --csv "$OUT/bench_$w.csv" \
+    > "$OUT/bench_$w.txt" 2> "$OUT/bench_$w.err"
+  rc=$?
+  cat "$OUT/bench_$w.txt"; tail -3 "$OUT/bench_$w.err"
+  [ $rc -eq 0 ] || { echo "tilevm bench --workloads $w: exit $rc"; status=1; }
+done
 echo "gpu.sh: exit $status"
 exit $status

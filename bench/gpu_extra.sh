@@ -4,7 +4,9 @@
 BIN=$1
 OUT=$2
 status=0
-if command -v compute-sanitizer >/dev/null; then
+if [ "${SANITIZER:-1}" = 0 ]; then
+  echo "compute-sanitizer: skipped (SANITIZER=0)"
+elif command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     timeout 400 compute-sanitizer --tool "$tool" --error-exitcode 9 \
       "$BIN/tilevm_unit_tests" --gtest_filter="${SANITIZER_FILTER:-CodegenGpu*}" > "$OUT/sanitizer_$tool.log" 2>&1

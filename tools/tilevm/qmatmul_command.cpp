@@ -15,6 +15,7 @@
 //
 // Exit status: 0 on success; 1 on a check mismatch or a failed run; 2 on bad command-line use (an unknown
 // type, K not a multiple of G, a malformed or invalid --config, --bench with --interp, ...).
+#include <chrono>
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
@@ -124,12 +125,14 @@ struct Outcome {
 Outcome run_interp(const ops::QMatmulProblem& p, const ops::QMatmulConfig& config, const Data& d) {
   Outcome o;
   Diagnostics diags;
+  const auto start = std::chrono::steady_clock::now();
   if (!ops::run_qmatmul_interp(p, config, d.a, d.weight, o.c, diags)) {
     std::cout.flush();
     std::cerr << diags.render("qmatmul", "");
     throw ExitStatus{1};
   }
-  o.where = "interpreter";
+  const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
+  o.where = fmt::format("the interpreter (no GPU here), {:.3f} s wall", wall.count());
   return o;
 }
 
