@@ -8,7 +8,7 @@ build=${1:-build}
 cmake -S . -B "$build" -G Ninja >/dev/null
 cmake --build "$build"
 rm -rf .gpu && mkdir -p .gpu/bin
-for b in tilevm tilevm_unit_tests; do
+for b in tilevm tilevm_unit_tests tilevm_qmatmul_sweep; do
   strip -o ".gpu/bin/$b" "$build/bin/$b"
 done
 git rev-parse HEAD > .gpu/commit

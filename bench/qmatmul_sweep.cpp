@@ -1,0 +1,65 @@
+// A quick timing loop over given configurations of the 4-bit (or any) quantized matmul at the Llama-3.3-70B
+// decode shapes, without tuning, the baselines or random data: the tool used while developing the template
+// to compare configurations in one short GPU call. (The measurements of record come from `tilevm bench`.)
+//
+//   tilevm_qmatmul_sweep WTYPE CONFIG...       e.g. tilevm_qmatmul_sweep u4 bm16_bn256_bk128_sk128_w1x8_s4_k8
+//
+// Inputs are constant byte patterns (the kernel's speed does not depend on the values); group 128; the
+// median of 30 runs with the L2 flushed (bench::time_gpu). Prints latency and the achieved GB/s of the
+// minimal bytes (codes, scales, A, C).
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tilevm/bench/timing.h"
+#include "tilevm/ops/qmatmul_gpu.h"
+#include "tilevm/runtime/device.h"
+
+int main(int argc, char** argv) {
+  using namespace tilevm;
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s WTYPE CONFIG...\n", argv[0]);
+    return 2;
+  }
+  try {
+    runtime::Device dev = runtime::Device::open();
+    runtime::Stream st = dev.create_stream();
+    std::printf("%s, %s, %d SMs\n", dev.info().name.c_str(), dev.arch().c_str(), dev.info().sm_count);
+    const DataType w = DataType::parse(argv[1]);
+    const std::vector<std::pair<int64_t, int64_t>> shapes = {{8192, 8192}, {8192, 57344}, {28672, 8192}};
+    for (auto [K, N] : shapes) {
+      for (int64_t M : {int64_t{1}, int64_t{16}}) {
+        for (int i = 2; i < argc; ++i) {
+          ops::QMatmulProblem p;
+          p.m = M;
+          p.n = N;
+          p.k = K;
+          p.wtype = w;
+          p.group = 128;
+          const ops::QMatmulConfig c = ops::QMatmulConfig::parse(argv[i]);
+          const ops::QMatmulGpu q = ops::QMatmulGpu::load(dev, ops::compile_qmatmul(p, c, dev.arch()));
+          const auto code_bytes = static_cast<size_t>((K * N * w.bits() + 7) / 8);
+          runtime::DeviceBuffer a = dev.allocate(M * K * 2), codes = dev.allocate(code_bytes + 16);
+          runtime::DeviceBuffer t = dev.allocate(q.transformed_bytes() + 16), s = dev.allocate(K / 128 * N * 2);
+          runtime::DeviceBuffer out = dev.allocate(M * N * 2), ws = dev.allocate(q.workspace_bytes() + 16);
+          a.fill_bytes(0x3c);
+          codes.fill_bytes(0x5a);
+          s.fill_bytes(0x1c);
+          q.transform(st, codes.device_ptr(), t.device_ptr());
+          const ops::QMatmulBuffers b{a.device_ptr(), t.device_ptr(), s.device_ptr(), 0, out.device_ptr(),
+                                      ws.device_ptr()};
+          const bench::Timing tm = bench::time_gpu(dev, st, [&] { q.run(st, b); }, {.warmup = 3, .repeats = 30});
+          const double bytes = static_cast<double>(code_bytes) + K / 128.0 * N * 2 + M * K * 2 + M * N * 2;
+          std::printf("%-6s M=%-3ld K=%-6ld N=%-6ld %-34s %9.1f us %7.0f GB/s\n", w.name().c_str(), (long)M,
+                      (long)K, (long)N, argv[i], tm.median_us, bytes / tm.median_us / 1e3);
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
