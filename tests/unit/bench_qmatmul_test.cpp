@@ -3,6 +3,8 @@
 // On a GPU machine: tilevm_unit_tests --gtest_filter='BenchQMatmul*'
 #include <gtest/gtest.h>
 
+#include "qmatmul_test_util.h"
+
 #include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -20,13 +22,7 @@ namespace tilevm::bench {
 namespace {
 
 ops::QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType wtype, bool zero_point = false) {
-  ops::QMatmulProblem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.wtype = wtype;
-  p.zero_point = zero_point;
-  return p;
+  return ops::make_problem(m, n, k, wtype, 128, DataType::f16(), zero_point);
 }
 
 QMatmulBenchResult sample_result() {

@@ -3,6 +3,8 @@
 // small and odd (M and N not multiples of the tile) because the interpreter simulates every thread.
 #include <gtest/gtest.h>
 
+#include "qmatmul_test_util.h"
+
 #include <random>
 #include <string>
 #include <vector>
@@ -26,15 +28,7 @@ std::vector<DataType> low_bit_types() {
 
 QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w, int64_t group, DataType atype = DataType::f16(),
                        bool zero_point = false) {
-  QMatmulProblem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.wtype = w;
-  p.group = group;
-  p.atype = atype;
-  p.zero_point = zero_point;
-  return p;
+  return make_problem(m, n, k, w, group, atype, zero_point);
 }
 
 // Quantizes a seeded random weight, runs the three programs and compares with the reference; returns the

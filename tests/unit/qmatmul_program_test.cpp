@@ -2,6 +2,8 @@
 // 1 to 8 bits, verified and run on the interpreter against a double-precision reference.
 #include <gtest/gtest.h>
 
+#include "qmatmul_test_util.h"
+
 #include <algorithm>
 #include <future>
 #include <cmath>
@@ -207,13 +209,7 @@ QMatmulConfig small_config() {
 }
 
 QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w, int64_t group) {
-  QMatmulProblem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.wtype = w;
-  p.group = group;
-  return p;
+  return make_problem(m, n, k, w, group);
 }
 
 TEST(QMatmulProgram, EveryWeightTypeSmallShape) {

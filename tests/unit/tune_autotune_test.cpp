@@ -1,6 +1,8 @@
 // tune::heuristic_qmatmul_config and tune::autotune_qmatmul (include/tilevm/tune/autotune.h). The
 // heuristic runs everywhere; autotuning needs a GPU and is skipped without one.
 #include <gtest/gtest.h>
+
+#include "qmatmul_test_util.h"
 #include <unistd.h>
 
 #include <cstdlib>
@@ -16,12 +18,7 @@ namespace tilevm::tune {
 namespace {
 
 ops::QMatmulProblem problem(int64_t m, int64_t n, int64_t k, int64_t group = 128) {
-  ops::QMatmulProblem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.group = group;
-  return p;
+  return ops::make_problem(m, n, k, DataType::uint(4), group);
 }
 
 TEST(TuneHeuristic, ValidForEveryShapeAndDeterministic) {

@@ -1,6 +1,8 @@
 // tune::qmatmul_config_space (include/tilevm/tune/config_space.h): the declared space, its rules and sizes.
 #include <gtest/gtest.h>
 
+#include "qmatmul_test_util.h"
+
 #include <set>
 #include <string>
 
@@ -11,13 +13,7 @@ namespace tilevm::tune {
 namespace {
 
 ops::QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w = DataType::uint(4), int64_t group = 128) {
-  ops::QMatmulProblem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.wtype = w;
-  p.group = group;
-  return p;
+  return ops::make_problem(m, n, k, w, group);
 }
 
 // Every member passes check_config, and names are unique (the tuning cache and reports key on them).

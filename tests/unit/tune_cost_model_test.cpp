@@ -2,6 +2,8 @@
 // properties, not its absolute numbers.
 #include <gtest/gtest.h>
 
+#include "qmatmul_test_util.h"
+
 #include "tilevm/support/error.h"
 #include "tilevm/tune/config_space.h"
 #include "tilevm/tune/cost_model.h"
@@ -10,12 +12,7 @@ namespace tilevm::tune {
 namespace {
 
 ops::QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w = DataType::uint(4)) {
-  ops::QMatmulProblem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.wtype = w;
-  return p;
+  return ops::make_problem(m, n, k, w);
 }
 
 ops::QMatmulConfig config(int64_t bm, int64_t bn, int64_t wm, int64_t wn, int64_t split, int64_t bk = 128,

@@ -60,14 +60,8 @@ std::uint64_t GpuProgram::workspace_bytes(const ProgramArgs& args) const {
   // AllocateGlobal tensors lie at 256-byte boundaries in program order (emit_global.cpp, gpu_runner.cpp).
   int64_t end = 0;
   for (const WorkspaceTensor& w : compiled_->kernel.workspace) {
-    const auto& n = *w.inst->as<ir::AllocateGlobalInst>();
-    int64_t elements = 1;
-    if (n.layout) {
-      elements = n.layout->num_locals();
-    } else {
-      for (const ir::Expr& e : n.shape) elements *= eval_host_int(e, lookup_in(args));
-    }
-    end = (end + packed_bytes(n.dtype, elements) + 255) / 256 * 256;
+    const DataType dtype = w.inst->as<ir::AllocateGlobalInst>()->dtype;
+    end = (end + packed_bytes(dtype, workspace_elements(w, lookup_in(args))) + 255) / 256 * 256;
   }
   return static_cast<std::uint64_t>(end);
 }

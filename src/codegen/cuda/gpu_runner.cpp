@@ -106,12 +106,7 @@ bool run_on_gpu(const ir::Program& program, interp::Arguments& args, Diagnostics
     std::vector<uint8_t> ws_host;
     for (const WorkspaceTensor& w : k.workspace) {
       const auto& n = *w.inst->as<ir::AllocateGlobalInst>();
-      int64_t elements = 1;
-      if (n.layout) {
-        elements = n.layout->num_locals();
-      } else {
-        for (const ir::Expr& e : n.shape) elements *= eval_host_int(e, lookup_in(args));
-      }
+      const int64_t elements = workspace_elements(w, lookup_in(args));
       const int64_t bytes = packed_bytes(n.dtype, elements);
       ws_host.resize(static_cast<size_t>(end + bytes + 16), 0);
       if (n.init) {

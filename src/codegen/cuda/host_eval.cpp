@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/type.h"
 #include "tilevm/support/error.h"
 
@@ -88,6 +89,14 @@ double eval_host(const ir::Expr& e, const ScalarLookup& lookup) {
 
 int64_t eval_host_int(const ir::Expr& e, const ScalarLookup& lookup) {
   return static_cast<int64_t>(eval_host(e, lookup));
+}
+
+int64_t workspace_elements(const WorkspaceTensor& w, const ScalarLookup& lookup) {
+  const auto& n = *w.inst->as<ir::AllocateGlobalInst>();
+  if (n.layout) return n.layout->num_locals();
+  int64_t elements = 1;
+  for (const ir::Expr& e : n.shape) elements *= eval_host_int(e, lookup);
+  return elements;
 }
 
 }  // namespace tilevm::codegen::cuda

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/ir/expr.h"
 
 namespace tilevm::codegen::cuda {
@@ -17,5 +18,9 @@ using ScalarLookup = std::function<std::optional<double>(const std::string& name
 // @throws tilevm::Error when the expression uses a scalar the lookup does not have.
 double eval_host(const ir::Expr& e, const ScalarLookup& lookup);
 int64_t eval_host_int(const ir::Expr& e, const ScalarLookup& lookup);
+
+// The element count of one AllocateGlobal of the workspace (its layout's, or its shape's evaluated here).
+// The workspace holds them at 256-byte boundaries in program order (emit_global.cpp).
+int64_t workspace_elements(const WorkspaceTensor& w, const ScalarLookup& lookup);
 
 }  // namespace tilevm::codegen::cuda
