@@ -68,7 +68,8 @@ std::optional<std::filesystem::path> TuningCache::default_path() {
 
 std::string TuningCache::key(const std::string& device_name, const std::string& arch,
                              const ops::QMatmulProblem& problem) const {
-  return fmt::format("{} | {} | {} | tilevm {}", device_name, arch, problem.key(), version_);
+  return fmt::format("{} | {} | {} | tilevm {} | qmatmul template r{}", device_name, arch, problem.key(), version_,
+                     ops::kQMatmulTemplateRevision);
 }
 
 void TuningCache::warn(std::string message) const {

@@ -78,11 +78,12 @@ TEST_F(TuneTuningCache, StoreThenLookup) {
   EXPECT_EQ(files, 1);
 }
 
-TEST_F(TuneTuningCache, KeyHoldsDeviceArchProblemAndVersion) {
+TEST_F(TuneTuningCache, KeyHoldsDeviceArchProblemVersionAndTemplateRevision) {
   TuningCache cache(dir_ / "tuning.json", "1.0.0");
   ASSERT_TRUE(cache.store(kDevice, kArch, problem(), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 21.5}));
   EXPECT_EQ(cache.key(kDevice, kArch, problem()),
-            "NVIDIA H100 80GB HBM3 | sm_90a | " + problem().key() + " | tilevm 1.0.0");
+            "NVIDIA H100 80GB HBM3 | sm_90a | " + problem().key() + " | tilevm 1.0.0 | qmatmul template r" +
+                std::to_string(ops::kQMatmulTemplateRevision));
   EXPECT_TRUE(cache.lookup(kDevice, kArch, problem()));
   EXPECT_FALSE(cache.lookup("NVIDIA H200", kArch, problem()));
   EXPECT_FALSE(cache.lookup(kDevice, "sm_80", problem()));
