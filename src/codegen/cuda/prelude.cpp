@@ -272,18 +272,14 @@ template <int K, int B, int E, int M, int S> TV_INLINE void tv_atomic_add(void* 
 }
 // ---- Native f32/f16/bf16 add, sub, mul (OP 0, 1, 2): one IEEE operation rounded to nearest even, which
 // equals the interpreter's exact-in-double-then-round result (double carries more than 2p + 2 bits for
-// p = 24, 11, 8), with its rules applied on top: a finite overflow saturates to +-max, a NaN is the
-// canonical one. The .rn forms are never contracted into an fma with a neighbouring operation. ----
+// p = 24, 11, 8; a finite overflow becomes infinity in both, as tv_round says), except that a NaN result
+// becomes the canonical NaN. The .rn forms are never contracted into an fma with a neighbouring
+// operation. ----
 // The canonical quiet NaN codes (DataType::nan_code): f32 0x7fc00000, f16 0x7e00, bf16 0x7fc0.
 template <int OP> TV_INLINE tv_u64 tv_fast_f32(tv_u64 a, tv_u64 b) {
   const float x = __uint_as_float((tv_u32)a), y = __uint_as_float((tv_u32)b);
-  float r = OP == 0 ? __fadd_rn(x, y) : OP == 1 ? __fsub_rn(x, y) : __fmul_rn(x, y);
-  // One compare on the common path; NaN and infinity (rare) take the branch.
-  if (!(fabsf(r) <= 3.40282346638528859812e+38f)) {
-    if (r != r) return 0x7fc00000u;
-    if (!isinf(x) && !isinf(y)) r = copysignf(3.40282346638528859812e+38f, r);
-  }
-  return __float_as_uint(r);
+  const float r = OP == 0 ? __fadd_rn(x, y) : OP == 1 ? __fsub_rn(x, y) : __fmul_rn(x, y);
+  return r != r ? 0x7fc00000u : __float_as_uint(r);
 }
 template <int OP> TV_INLINE tv_u64 tv_fast_f16(tv_u64 a, tv_u64 b) {
   const tv_u16 x = (tv_u16)a, y = (tv_u16)b;
@@ -291,9 +287,7 @@ template <int OP> TV_INLINE tv_u64 tv_fast_f16(tv_u64 a, tv_u64 b) {
   if constexpr (OP == 0) asm("add.rn.f16 %0, %1, %2;" : "=h"(r) : "h"(x), "h"(y));
   else if constexpr (OP == 1) asm("sub.rn.f16 %0, %1, %2;" : "=h"(r) : "h"(x), "h"(y));
   else asm("mul.rn.f16 %0, %1, %2;" : "=h"(r) : "h"(x), "h"(y));
-  if ((r & 0x7fff) > 0x7c00) return 0x7e00u;
-  if ((r & 0x7fff) == 0x7c00 && (x & 0x7fff) < 0x7c00 && (y & 0x7fff) < 0x7c00) r = (r & 0x8000) | 0x7bff;
-  return r;
+  return (r & 0x7fff) > 0x7c00 ? 0x7e00u : r;
 }
 // bf16 through fma.rn.bf16 (sm_80; add/sub/mul.bf16 need sm_90): x + y = fma(x, 1, y), x - y = fma(y, -1, x),
 // x * y = fma(x, y, -0), each exact before its single rounding.
@@ -304,11 +298,10 @@ template <int OP> TV_INLINE tv_u64 tv_fast_bf16(tv_u64 a, tv_u64 b) {
   if constexpr (OP == 0) asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r) : "h"(x), "h"(one), "h"(y));
   else if constexpr (OP == 1) asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r) : "h"(y), "h"(minus_one), "h"(x));
   else asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r) : "h"(x), "h"(y), "h"(minus_zero));
-  if ((r & 0x7fff) > 0x7f80) return 0x7fc0u;
-  if ((r & 0x7fff) == 0x7f80 && (x & 0x7fff) < 0x7f80 && (y & 0x7fff) < 0x7f80) r = (r & 0x8000) | 0x7f7f;
-  return r;
+  return (r & 0x7fff) > 0x7f80 ? 0x7fc0u : r;
 }
-// Exact widenings to f32, and the rounding f32 -> f16/bf16 with saturation and the canonical NaN.
+// Exact widenings to f32, and the rounding f32 -> f16/bf16 with Cast's rules (type/convert.h): a finite value
+// beyond the range saturates to +-max, a NaN becomes the canonical NaN.
 TV_INLINE tv_u64 tv_f16_to_f32(tv_u64 a) {
   float r;
   const tv_u16 x = (tv_u16)a;
