@@ -35,9 +35,6 @@ int64_t code_to_int(DataType type, uint64_t code) {
 
 double scalar_as_double(const ScalarValue& v) { return v.is_float ? v.f : static_cast<double>(v.i); }
 
-uint64_t scalar_to_code(DataType type, const ScalarValue& v) {
-  return v.is_float ? round_float_result(type, v.f) : wrap_int_result(type, v.i);
-}
 
 ScalarValue convert_scalar(const ScalarValue& v, DataType to) {
   ScalarValue out;
@@ -72,3 +69,11 @@ std::string format_code(DataType type, uint64_t code) {
 }
 
 }  // namespace tilevm::interp::detail
+
+namespace tilevm::interp {
+
+uint64_t scalar_to_code(DataType type, const ScalarValue& v) {
+  return v.is_float ? detail::round_float_result(type, v.f) : detail::wrap_int_result(type, v.i);
+}
+
+}  // namespace tilevm::interp

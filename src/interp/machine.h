@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tilevm/interp/interpreter.h"
+#include "tilevm/interp/scalar_eval.h"
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/layout/layout.h"
 #include "tilevm/type/data_type.h"
@@ -163,8 +164,7 @@ int64_t code_to_int(DataType type, uint64_t code);
 // Scalar conversions for assignments and scalar operands.
 ScalarValue convert_scalar(const ScalarValue& v, DataType to);
 double scalar_as_double(const ScalarValue& v);
-// A scalar stored as an element of `type` (floats round, integers wrap).
-uint64_t scalar_to_code(DataType type, const ScalarValue& v);
+using interp::scalar_to_code;  // scalar_eval.h
 std::string format_scalar(const ScalarValue& v, DataType type);
 std::string format_code(DataType type, uint64_t code);
 

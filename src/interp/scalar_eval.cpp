@@ -2,6 +2,8 @@
 // int64 and wrap to the expression's type, floats in double rounded to the expression's type.
 #include <cmath>
 
+#include "tilevm/interp/scalar_eval.h"
+
 #include "machine.h"
 #include "tilevm/type/convert.h"
 
@@ -36,18 +38,30 @@ int64_t floor_div(int64_t a, int64_t b) {
 }
 
 }  // namespace
+}  // namespace tilevm::interp::detail
 
-ScalarValue Machine::eval(const ir::Expr& e) {
+namespace tilevm::interp {
+
+using namespace detail;
+using ir::BinaryOp;
+
+namespace {
+
+template <typename... Args>
+[[noreturn]] void fail_at(SourceLoc loc, fmt::format_string<Args...> format, Args&&... args) {
+  throw ScalarEvalError(loc, fmt::format(format, std::forward<Args>(args)...));
+}
+
+}  // namespace
+
+ScalarValue eval_scalar(const ir::Expr& e, const VariableValue& variable) {
+  auto eval = [&](const ir::Expr& x) { return eval_scalar(x, variable); };
   switch (e->kind) {
     case ir::ExprKind::IntImm: return int_result(e->type, e->as<ir::IntImm>()->value);
     case ir::ExprKind::FloatImm: return float_result(e->type, e->as<ir::FloatImm>()->value);
     case ir::ExprKind::BoolImm: return make_int_value(e->as<ir::BoolImm>()->value ? 1 : 0);
-    case ir::ExprKind::VarRef: {
-      const ir::Var& var = e->as<ir::VarRef>()->var;
-      Value& v = lookup(var);
-      if (v.kind != Value::Kind::Scalar) raise(e->loc, "'{}' is not a scalar", var->name);
-      return v.scalar;
-    }
+    case ir::ExprKind::VarRef:
+      return variable(e->as<ir::VarRef>()->var, e->loc);
     case ir::ExprKind::Unary: {
       const auto* u = e->as<ir::UnaryExpr>();
       ScalarValue a = eval(u->a);
@@ -101,7 +115,7 @@ ScalarValue Machine::eval(const ir::Expr& e) {
       case BinaryOp::Min: r = std::fmin(p, q); break;
       case BinaryOp::Max: r = std::fmax(p, q); break;
       case BinaryOp::CeilDiv: r = std::ceil(p / q); break;
-      default: raise(e->loc, "operator '{}' needs integer operands", ir::to_string(b->op));
+      default: fail_at(e->loc, "operator '{}' needs integer operands", ir::to_string(b->op));
     }
     return float_result(e->type, r);
   }
@@ -115,7 +129,7 @@ ScalarValue Machine::eval(const ir::Expr& e) {
     case BinaryOp::Div:
     case BinaryOp::Mod:
     case BinaryOp::CeilDiv:
-      if (q == 0) raise(e->loc, "integer division by zero ('{}' with a zero divisor)", ir::to_string(b->op));
+      if (q == 0) fail_at(e->loc, "integer division by zero ('{}' with a zero divisor)", ir::to_string(b->op));
       if (q == -1) {  // avoids INT64_MIN / -1
         r = b->op == BinaryOp::Mod ? 0 : static_cast<int64_t>(0ull - up);
       } else if (b->op == BinaryOp::Div) {
@@ -128,7 +142,7 @@ ScalarValue Machine::eval(const ir::Expr& e) {
       break;
     case BinaryOp::Shl:
     case BinaryOp::Shr:
-      if (q < 0 || q >= 64) raise(e->loc, "shift by {} is out of range (0 to 63)", q);
+      if (q < 0 || q >= 64) fail_at(e->loc, "shift by {} is out of range (0 to 63)", q);
       r = b->op == BinaryOp::Shl ? static_cast<int64_t>(up << q) : (p >> q);
       break;
     case BinaryOp::BitAnd: r = p & q; break;
@@ -139,6 +153,22 @@ ScalarValue Machine::eval(const ir::Expr& e) {
     default: break;
   }
   return int_result(e->type, r);
+}
+
+}  // namespace tilevm::interp
+
+namespace tilevm::interp::detail {
+
+ScalarValue Machine::eval(const ir::Expr& e) {
+  try {
+    return eval_scalar(e, [&](const ir::Var& var, SourceLoc loc) {
+      Value& v = lookup(var);
+      if (v.kind != Value::Kind::Scalar) raise(loc, "'{}' is not a scalar", var->name);
+      return v.scalar;
+    });
+  } catch (const ScalarEvalError& x) {
+    raise(x.loc, "{}", x.what());
+  }
 }
 
 int64_t Machine::eval_int(const ir::Expr& e, const char* what) {

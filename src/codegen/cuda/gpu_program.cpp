@@ -2,10 +2,10 @@
 #include "tilevm/codegen/cuda/gpu_program.h"
 
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "host_eval.h"
-#include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/printer.h"
 #include "tilevm/runtime/kernel_cache.h"
 #include "tilevm/support/error.h"
@@ -16,11 +16,34 @@ namespace tilevm::codegen::cuda {
 namespace {
 
 ScalarLookup lookup_in(const ProgramArgs& args) {
-  return [&args](const std::string& name) -> std::optional<double> {
-    if (auto it = args.scalars.find(name); it != args.scalars.end()) return static_cast<double>(it->second);
-    if (auto it = args.float_scalars.find(name); it != args.float_scalars.end()) return it->second;
+  return [&args](const std::string& name) -> std::optional<interp::ScalarValue> {
+    if (auto it = args.scalars.find(name); it != args.scalars.end()) return interp::ScalarValue{false, it->second, 0};
+    if (auto it = args.float_scalars.find(name); it != args.float_scalars.end())
+      return interp::ScalarValue{true, 0, it->second};
     return std::nullopt;
   };
+}
+
+// Writes scalar `v` as the C type of parameter `p` into `slot` (8 bytes).
+void pack_scalar(const ir::Var& p, const interp::ScalarValue& v, void* slot, const std::string& program) {
+  const std::string ct = scalar_c_type(p->type.dtype);
+  const int64_t iv = v.is_float ? static_cast<int64_t>(v.f) : v.i;
+  const double fv = v.is_float ? v.f : static_cast<double>(v.i);
+  auto put = [slot](const auto x) { std::memcpy(slot, &x, sizeof x); };
+  if (ct == "bool") {
+    put(static_cast<bool>(iv != 0));
+  } else if (ct == "float") {
+    put(static_cast<float>(fv));
+  } else if (ct == "double") {
+    put(fv);
+  } else if (ct == "int" || ct == "unsigned int") {
+    const bool fits = ct == "int" ? iv >= std::numeric_limits<int32_t>::min() && iv <= std::numeric_limits<int32_t>::max()
+                                  : iv >= 0 && iv <= std::numeric_limits<uint32_t>::max();
+    if (!fits) fail("scalar '{}' of '{}' is {}, which does not fit its type {}", p->name, program, iv, p->type.dtype.name());
+    put(static_cast<int32_t>(iv));
+  } else {
+    put(iv);
+  }
 }
 
 }  // namespace
@@ -48,7 +71,8 @@ runtime::LaunchConfig GpuProgram::launch_config(const ProgramArgs& args) const {
   unsigned* dims[] = {&config.grid.x, &config.grid.y, &config.grid.z};
   for (size_t d = 0; d < program.grid.size() && d < 3; ++d) {
     const int64_t g = eval_host_int(program.grid[d], lookup_in(args));
-    if (g <= 0) fail("grid extent {} of '{}' is {}", d, program.name, g);
+    if (g <= 0 || g > std::numeric_limits<int32_t>::max())
+      fail("grid extent {} of '{}' is {}", d, program.name, g);
     *dims[d] = static_cast<unsigned>(g);
   }
   config.block.x = static_cast<unsigned>(compiled_->kernel.threads);
@@ -56,23 +80,35 @@ runtime::LaunchConfig GpuProgram::launch_config(const ProgramArgs& args) const {
   return config;
 }
 
-std::uint64_t GpuProgram::workspace_bytes(const ProgramArgs& args) const {
-  // AllocateGlobal tensors lie at 256-byte boundaries in program order (emit_global.cpp, gpu_runner.cpp).
-  int64_t end = 0;
+std::vector<WorkspaceSlot> GpuProgram::workspace_slots(const ProgramArgs& args) const {
+  std::vector<WorkspaceSlot> slots;
+  std::uint64_t end = 0;
   for (const WorkspaceTensor& w : compiled_->kernel.workspace) {
-    const DataType dtype = w.inst->as<ir::AllocateGlobalInst>()->dtype;
-    end = (end + packed_bytes(dtype, workspace_elements(w, lookup_in(args))) + 255) / 256 * 256;
+    WorkspaceSlot s;
+    s.inst = w.inst->as<ir::AllocateGlobalInst>();
+    s.offset = end;
+    s.elements = workspace_elements(w, lookup_in(args));
+    s.bytes = static_cast<std::uint64_t>(packed_bytes(s.inst->dtype, s.elements));
+    if (s.inst->init) s.init_code = interp::scalar_to_code(s.inst->dtype, eval_host(s.inst->init, lookup_in(args)));
+    end = (end + s.bytes + 255) / 256 * 256;
+    slots.push_back(s);
   }
-  return static_cast<std::uint64_t>(end);
+  return slots;
+}
+
+std::uint64_t GpuProgram::workspace_bytes(const ProgramArgs& args) const {
+  const std::vector<WorkspaceSlot> slots = workspace_slots(args);
+  return slots.empty() ? 0 : (slots.back().offset + slots.back().bytes + 255) / 256 * 256;
 }
 
 void GpuProgram::launch(const runtime::Stream& stream, const ProgramArgs& args) const {
   const ir::Program& program = compiled_->program;
-  for (const WorkspaceTensor& w : compiled_->kernel.workspace)
-    if (w.inst->as<ir::AllocateGlobalInst>()->init)
-      fail("'{}' allocates global tensor '{}' with an init value, which GpuProgram::launch does not apply; "
-           "use run_on_gpu",
-           program.name, w.name);
+  if (!args.workspace_initialized)
+    for (const WorkspaceTensor& w : compiled_->kernel.workspace)
+      if (w.inst->as<ir::AllocateGlobalInst>()->init)
+        fail("'{}' allocates global tensor '{}' with an init value, which the caller must write first "
+             "(workspace_slots, ProgramArgs::workspace_initialized; run_on_gpu does it)",
+             program.name, w.name);
   if (workspace_bytes(args) > 0 && args.workspace == 0)
     fail("'{}' needs {} bytes of workspace and none was given", program.name, workspace_bytes(args));
   // Argument storage: 8 bytes per parameter is enough for every scalar C type and every pointer.
@@ -80,34 +116,16 @@ void GpuProgram::launch(const runtime::Stream& stream, const ProgramArgs& args) 
   std::vector<void*> pointers;
   for (size_t i = 0; i < program.params.size(); ++i) {
     const ir::Var& p = program.params[i];
-    void* slot = &storage[i];
     if (p->type.is_pointer()) {
       auto it = args.pointers.find(p->name);
       if (it == args.pointers.end()) fail("no device pointer for parameter '{}' of '{}'", p->name, program.name);
       storage[i] = it->second;
     } else {
-      const std::string ct = scalar_c_type(p->type.dtype);
-      const std::optional<double> fv = lookup_in(args)(p->name);
-      if (!fv) fail("no value for scalar parameter '{}' of '{}'", p->name, program.name);
-      auto it = args.scalars.find(p->name);
-      const int64_t iv = it != args.scalars.end() ? it->second : static_cast<int64_t>(*fv);
-      if (ct == "bool") {
-        const bool x = iv != 0;
-        std::memcpy(slot, &x, sizeof x);
-      } else if (ct == "float") {
-        const auto x = static_cast<float>(*fv);
-        std::memcpy(slot, &x, sizeof x);
-      } else if (ct == "double") {
-        const double x = *fv;
-        std::memcpy(slot, &x, sizeof x);
-      } else if (ct == "int" || ct == "unsigned int") {
-        const auto x = static_cast<int32_t>(iv);
-        std::memcpy(slot, &x, sizeof x);
-      } else {
-        std::memcpy(slot, &iv, sizeof iv);
-      }
+      const std::optional<interp::ScalarValue> v = lookup_in(args)(p->name);
+      if (!v) fail("no value for scalar parameter '{}' of '{}'", p->name, program.name);
+      pack_scalar(p, *v, &storage[i], program.name);
     }
-    pointers.push_back(slot);
+    pointers.push_back(&storage[i]);
   }
   storage.back() = args.workspace;
   pointers.push_back(&storage.back());

@@ -1,5 +1,5 @@
-// Host evaluation of the scalar expressions a launch needs (grid extents, workspace shapes), with the
-// kernel's integer semantics (64-bit, C truncation; division by zero gives 0 as in the emitted code).
+// Host evaluation of the scalar expressions a launch needs (grid extents, workspace shapes and initial
+// values), through the interpreter's evaluator (interp/scalar_eval.h), so host and interpreter agree.
 #pragma once
 
 #include <cstdint>
@@ -8,15 +8,16 @@
 #include <string>
 
 #include "tilevm/codegen/cuda/codegen.h"
+#include "tilevm/interp/scalar_eval.h"
 #include "tilevm/ir/expr.h"
 
 namespace tilevm::codegen::cuda {
 
 // The value of a scalar parameter by name, or nullopt when the caller has none.
-using ScalarLookup = std::function<std::optional<double>(const std::string& name)>;
+using ScalarLookup = std::function<std::optional<interp::ScalarValue>(const std::string& name)>;
 
-// @throws tilevm::Error when the expression uses a scalar the lookup does not have.
-double eval_host(const ir::Expr& e, const ScalarLookup& lookup);
+// @throws tilevm::Error when the expression uses a scalar the lookup does not have, or has no value.
+interp::ScalarValue eval_host(const ir::Expr& e, const ScalarLookup& lookup);
 int64_t eval_host_int(const ir::Expr& e, const ScalarLookup& lookup);
 
 // The element count of one AllocateGlobal of the workspace (its layout's, or its shape's evaluated here).

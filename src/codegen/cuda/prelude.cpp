@@ -235,7 +235,9 @@ template <int BYTES> TV_INLINE void tv_cp_async(void* dst, const void* src, int 
 // ---- Exact sums for the SIMT paths (no contraction into fma, as the interpreter's double arithmetic). ----
 TV_INLINE double tv_dadd(double a, double b) { return __dadd_rn(a, b); }
 TV_INLINE double tv_dmul(double a, double b) { return __dmul_rn(a, b); }
-TV_INLINE tv_i64 tv_ceil_div(tv_i64 a, tv_i64 b) { return (a + b - 1) / b; }
+// The ceiling of a / b for any signs (the interpreter's CeilDiv): the truncated quotient, plus one when the
+// division is inexact and the exact quotient is positive.
+TV_INLINE tv_i64 tv_ceil_div(tv_i64 a, tv_i64 b) { return a / b + (a % b != 0 && (a < 0) == (b < 0)); }
 
 // Atomic add of one element through a compare-and-swap on its 32-bit word(s) (types without a native atomic).
 template <int K, int B, int E, int M, int S> TV_INLINE void tv_atomic_add(void* p, tv_i64 a, tv_u64 c) {

@@ -9,17 +9,21 @@
 //   args.scalars["m"] = 16;
 //   p.launch(stream, args);                                      // grid from the scalar arguments
 //
-// Programs with AllocateGlobal need a workspace: workspace_bytes(args) bytes, passed as args.workspace.
-// The workspace's init values are not applied here (launch-many callers own that memory); a program whose
-// AllocateGlobal has an init is rejected at launch, so that no launch silently reads uninitialized memory.
+// Programs with AllocateGlobal need a workspace: workspace_bytes(args) bytes, passed as args.workspace, laid
+// out as workspace_slots(args) says. The init values are the caller's to write (run_on_gpu does, from
+// init_code); a launch of a program with an init value is refused unless args.workspace_initialized says
+// that was done, so that no launch silently reads uninitialized memory.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include "tilevm/codegen/cuda/codegen.h"
+#include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/program.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/runtime/launch.h"
@@ -44,6 +48,17 @@ struct ProgramArgs {
   std::map<std::string, int64_t> scalars;         // integer scalar parameters by name
   std::map<std::string, double> float_scalars;    // float scalar parameters by name
   std::uint64_t workspace = 0;                    // device address, at least workspace_bytes(args)
+  bool workspace_initialized = false;             // the caller wrote every AllocateGlobal's init value
+};
+
+// One AllocateGlobal's place in the workspace: tensors lie at 256-byte boundaries in program order
+// (emit_global.cpp).
+struct WorkspaceSlot {
+  const ir::AllocateGlobalInst* inst = nullptr;
+  std::uint64_t offset = 0;
+  int64_t elements = 0;
+  std::uint64_t bytes = 0;
+  std::optional<std::uint64_t> init_code;  // the element code every element starts with, when init is set
 };
 
 class GpuProgram {
@@ -57,10 +72,12 @@ class GpuProgram {
   // The grid, block and shared memory for these arguments. @throws tilevm::Error on a missing scalar or an
   // empty grid.
   runtime::LaunchConfig launch_config(const ProgramArgs& args) const;
-  // Bytes of AllocateGlobal workspace for these arguments (0 when the program has none).
+  // The AllocateGlobal tensors' places, and the workspace bytes in all (0 when the program has none).
+  std::vector<WorkspaceSlot> workspace_slots(const ProgramArgs& args) const;
   std::uint64_t workspace_bytes(const ProgramArgs& args) const;
 
-  // Launches once, asynchronously on `stream`. @throws tilevm::Error on a missing argument or a CUDA error.
+  // Launches once, asynchronously on `stream`. @throws tilevm::Error on a missing argument, a scalar that
+  // does not fit its parameter's C type, or a CUDA error.
   void launch(const runtime::Stream& stream, const ProgramArgs& args) const;
 
  private:
