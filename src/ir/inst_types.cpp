@@ -104,22 +104,6 @@ Result infer_elementwise(const ElementwiseInst& inst, Diagnostics& diags) {
 
 }  // namespace
 
-TensorType view_type(const TensorArg& arg) {
-  const TensorType& base = arg.type();
-  if (arg.slices.empty()) return base;
-  TensorType out;
-  out.dtype = base.dtype;
-  out.scope = base.scope;
-  for (int d = 0; d < base.rank(); ++d) {
-    bool indexed = d < static_cast<int>(arg.slices.size()) && arg.slices[d].kind == Slice::Kind::Index;
-    if (indexed) continue;
-    out.shape.push_back(base.shape[d]);
-    if (!base.strides.empty()) out.strides.push_back(base.strides[d]);
-  }
-  // A sliced memory tensor keeps addressing through its base (origin + base layout), not a layout of its own.
-  return out;
-}
-
 std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, int grid_rank, Diagnostics& diags) {
   using Types = std::vector<ValueType>;
   try {

@@ -10,9 +10,6 @@
 
 namespace tilevm::ir {
 
-// The type of a tensor view: the tensor's type without its indexed dimensions.
-TensorType view_type(const TensorArg& arg);
-
 // The result types of `inst` (empty for instructions that define nothing; one i32 per grid dimension for
 // BlockIndices). When the operands make a result type impossible (a View whose bits per thread differ, a
 // reduce dimension out of range, a non-tensor operand), reports one error at the instruction and returns

@@ -239,38 +239,24 @@ TV_INLINE double tv_dmul(double a, double b) { return __dmul_rn(a, b); }
 // division is inexact and the exact quotient is positive.
 TV_INLINE tv_i64 tv_ceil_div(tv_i64 a, tv_i64 b) { return a / b + (a % b != 0 && (a < 0) == (b < 0)); }
 
-// Atomic add of one element through a compare-and-swap on its 32-bit word(s) (types without a native atomic).
+// Atomic add of one element through a compare-and-swap on its 32-bit word (types without a native atomic).
+// Only widths that divide 32 get here: 64-bit types use native atomics and the verifier rejects
+// AtomicAddGlobal on 3-, 5-, 6- and 7-bit types, so an element never straddles two words.
 template <int K, int B, int E, int M, int S> TV_INLINE void tv_atomic_add(void* p, tv_i64 a, tv_u64 c) {
+  static_assert(32 % B == 0, "an element of an atomic add lies within one 32-bit word");
   const tv_i64 bit = a * B;
   tv_u32* w = (tv_u32*)p + (bit >> 5);
   const int s = (int)(bit & 31);
-  static_assert(B <= 32, "64-bit elements use native atomics");
-  if (s + B <= 32) {
-    tv_u32 old = *w, assumed;
-    do {
-      assumed = old;
-      const tv_u64 cur = (assumed >> s) & tv_mask<B>();
-      tv_u64 sum;
-      if constexpr (K == 3) sum = tv_round<K, B, E, M, S>(tv_decode<K, B, E, M, S>(cur) + tv_decode<K, B, E, M, S>(c));
-      else sum = tv_wrap<K, B, E, M, S>(tv_to_int<K, B>(cur) + tv_to_int<K, B>(c));
-      const tv_u32 nw = (assumed & ~(tv_u32)(tv_mask<B>() << s)) | (tv_u32)((sum & tv_mask<B>()) << s);
-      old = atomicCAS(w, assumed, nw);
-    } while (old != assumed);
-  } else {  // straddles two 32-bit words (3-, 5-, 6-, 7-bit types, which the verifier rejects for
-           // AtomicAddGlobal): a 64-bit CAS on the aligned pair, not atomic across a 64-bit boundary
-    tv_u64* q = (tv_u64*)((tv_u64)w & ~7ull);
-    const int s64 = s + (((tv_u64)w & 4) ? 32 : 0);
-    tv_u64 old = *q, assumed;
-    do {
-      assumed = old;
-      const tv_u64 cur = (assumed >> s64) & tv_mask<B>();
-      tv_u64 sum;
-      if constexpr (K == 3) sum = tv_round<K, B, E, M, S>(tv_decode<K, B, E, M, S>(cur) + tv_decode<K, B, E, M, S>(c));
-      else sum = tv_wrap<K, B, E, M, S>(tv_to_int<K, B>(cur) + tv_to_int<K, B>(c));
-      const tv_u64 nw = (assumed & ~(tv_mask<B>() << s64)) | ((sum & tv_mask<B>()) << s64);
-      old = atomicCAS((unsigned long long*)q, assumed, nw);
-    } while (old != assumed);
-  }
+  tv_u32 old = *w, assumed;
+  do {
+    assumed = old;
+    const tv_u64 cur = (assumed >> s) & tv_mask<B>();
+    tv_u64 sum;
+    if constexpr (K == 3) sum = tv_round<K, B, E, M, S>(tv_decode<K, B, E, M, S>(cur) + tv_decode<K, B, E, M, S>(c));
+    else sum = tv_wrap<K, B, E, M, S>(tv_to_int<K, B>(cur) + tv_to_int<K, B>(c));
+    const tv_u32 nw = (assumed & ~(tv_u32)(tv_mask<B>() << s)) | (tv_u32)((sum & tv_mask<B>()) << s);
+    old = atomicCAS(w, assumed, nw);
+  } while (old != assumed);
 }
 // ---- Native f32/f16/bf16 add, sub, mul (OP 0, 1, 2): one IEEE operation rounded to nearest even, which
 // equals the interpreter's exact-in-double-then-round result (double carries more than 2p + 2 bits for

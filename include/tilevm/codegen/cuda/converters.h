@@ -79,7 +79,8 @@ int converter_output_words(const ConverterSpec& spec);
 // @throws tilevm::InternalError when !has_vectorized_converter(spec.from, spec.to) or spec.count < 1.
 std::string emit_converter(const ConverterSpec& spec, const std::string& function_name);
 
-// emit_converter when applicable, else nullopt (other pairs use the scalar library).
+// emit_converter when applicable, else nullopt (Cast then converts per element through the prelude's
+// tv_cast; the scalar library below is for hand-written CUDA, codegen does not use it).
 std::optional<std::string> vectorized_converter(DataType from, DataType to, int count,
                                                 const std::string& name);
 
