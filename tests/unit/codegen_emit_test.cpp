@@ -24,12 +24,15 @@ TEST(CodegenEmit, GoldenChecks) {
     std::istringstream checks(
         codegen_test::read_text(std::filesystem::path(e.path()).replace_extension(".check")));
     size_t at = 0;
+    int lines = 0;
     for (std::string line; std::getline(checks, line);) {
       if (line.empty()) continue;
+      ++lines;
       const size_t found = source.find(line, at);
       EXPECT_NE(found, std::string::npos) << "CHECK not found (after offset " << at << "): " << line;
       if (found != std::string::npos) at = found + line.size();
     }
+    EXPECT_GT(lines, 0) << "an empty or missing .check file checks nothing";
     ++cases;
   }
   EXPECT_GE(cases, 3);

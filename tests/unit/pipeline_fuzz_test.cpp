@@ -2,7 +2,6 @@
 // (a name, number or operator replaced by another one from the same file, a line dropped or duplicated) and
 // each mutant goes through the parser, the verifier and, when it verifies, one block of the interpreter.
 // Nothing may throw; every failure must be a located diagnostic.
-#include <chrono>
 #include <filesystem>
 #include <random>
 #include <regex>
@@ -64,10 +63,8 @@ TEST(PipelineFuzz, MutatedExamplesGetDiagnosticsNotCrashes) {
   }
   ASSERT_GE(sources.size(), 4u);
   std::mt19937 rng(20261121);
-  auto start = std::chrono::steady_clock::now();
   int parsed = 0, verified = 0, ran = 0, iterations = 0;
   for (; iterations < 1500; ++iterations) {
-    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(20)) break;
     const std::string& seed = sources[rng() % sources.size()];
     std::string text = mutate(seed, words_of(seed), rng);
     Diagnostics diags;
