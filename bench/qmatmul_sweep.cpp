@@ -16,6 +16,7 @@
 #include "tilevm/bench/timing.h"
 #include "tilevm/ops/qmatmul_gpu.h"
 #include "tilevm/runtime/device.h"
+#include "tilevm/type/packing.h"
 
 int main(int argc, char** argv) {
   using namespace tilevm;
@@ -40,8 +41,8 @@ int main(int argc, char** argv) {
           p.group = 128;
           const ops::QMatmulConfig c = ops::QMatmulConfig::parse(argv[i]);
           const ops::QMatmulGpu q = ops::QMatmulGpu::load(dev, ops::compile_qmatmul(p, c, dev.arch()));
-          const auto code_bytes = static_cast<size_t>((K * N * w.bits() + 7) / 8);
-          runtime::DeviceBuffer a = dev.allocate(M * K * 2), codes = dev.allocate(code_bytes + 16);
+          const auto code_bytes = static_cast<size_t>(packed_bytes(w, K * N));
+          runtime::DeviceBuffer a = dev.allocate(M * K * 2), codes = dev.allocate(ops::qmatmul_codes_bytes(p));
           runtime::DeviceBuffer t = dev.allocate(q.transformed_bytes() + 16), s = dev.allocate(K / 128 * N * 2);
           runtime::DeviceBuffer out = dev.allocate(M * N * 2), ws = dev.allocate(q.workspace_bytes() + 16);
           a.fill_bytes(0x3c);

@@ -144,9 +144,11 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   if (!s.per_channel) smem_s = pb.allocate_shared("smem_s", at, {STAGES, SROWS, BN});
   if (gz && !s.per_channel) smem_z = pb.allocate_shared("smem_z", at, {STAGES, SROWS, BN});
   Tensor acc = pb.allocate_register("acc", f32, layout_c, 0.0);
-  // Per channel, the single row of zero points is loaded once, in the layout of B's columns.
-  std::optional<Tensor> zero_row;
+  // Per channel, the single row of zero points (and, on the f32 path, of scales) is loaded once, in the
+  // layout of B's columns.
+  std::optional<Tensor> zero_row, scale_row;
   if (gz && s.per_channel) zero_row = pb.load_global("zero_row", *gz, layout_sb, {0, bj * BN});
+  if (!fits && s.per_channel) scale_row = pb.load_global("scale_row", gs, layout_sb, {0, bj * BN});
 
   // Starts the copies of this block's k-tile `t` (global tile first + t) into stage `stage`.
   auto preload = [&](const Scalar& t, const Scalar& stage) {
@@ -200,8 +202,7 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
         // The weight's values do not all fit the activation type (a float with more exponent range):
         // dequantize each weight in f32 and round the product once to ATYPE.
         Tensor b32 = pb.cast("b32", b, f32);
-        Tensor sb = s.per_channel ? pb.load_global("sb", gs, layout_sb, {0, bj * BN})
-                                  : pb.load_shared("sb", smem_s->operator[](cur), layout_sb, {row, 0});
+        Tensor sb = scale_row ? *scale_row : pb.load_shared("sb", smem_s->operator[](cur), layout_sb, {row, 0});
         Tensor sb32 = pb.cast("sb32", sb, f32);
         pb.mul(out(b32), b32, sb32);
         Tensor bf = pb.cast("bf", b32, at);
@@ -270,7 +271,7 @@ ir::Program build_qmatmul_copy(const QMatmulProblem& p) {
   const Layout layout_w = pb.named_layout("layout_w", compose(layout::spatial({256}), layout::local({4})));
   Pointer b_ptr = pb.pointer_param("b_ptr", u32);
   Pointer t_ptr = pb.pointer_param("t_ptr", u32);
-  Scalar words = pb.scalar_param("words", DataType::i32());
+  Scalar words = pb.scalar_param("words", DataType::i64());  // k * n * bits / 32 can pass 2^31
   pb.grid({ceil_div(words, TW)});
   pb.threads(256);
   auto [bi] = pb.block_indices("bi");

@@ -10,6 +10,7 @@
 #include "tilevm/ops/qmatmul.h"
 #include "tilevm/support/error.h"
 #include "tilevm/type/convert.h"
+#include "tilevm/type/packing.h"
 
 namespace tilevm::ops {
 
@@ -26,11 +27,13 @@ std::string QMatmulConfig::name() const {
 
 QMatmulConfig QMatmulConfig::parse(const std::string& name) {
   if (name == "dequant_gemm") return QMatmulConfig{.dequant_gemm = true};
-  static const std::regex re(R"(bm(\d+)_bn(\d+)_bk(\d+)_sk(\d+)_w(\d+)x(\d+)_s(\d+)_k(\d+))");
+  static const std::regex re(R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})_s(\d{1,6})_k(\d{1,6}))");
   std::smatch m;
   if (!std::regex_match(name, m, re))
-    fail("'{}' is not a qmatmul configuration name (expected e.g. bm16_bn64_bk128_sk64_w1x4_s3_k1)", name);
-  auto v = [&](int i) { return std::stoll(m[i].str()); };
+    fail("'{}' is not a qmatmul configuration name (expected e.g. bm16_bn64_bk128_sk64_w1x4_s3_k1, each number "
+         "of at most 6 digits)",
+         name);
+  auto v = [&](int i) { return std::stoll(m[i].str()); };  // at most 6 digits: never out of range
   QMatmulConfig c;
   c.block_m = v(1);
   c.block_n = v(2);
@@ -133,7 +136,11 @@ int64_t qmatmul_transformed_bytes(const QMatmulProblem& p, const QMatmulConfig& 
   return s.k_tiles * s.n_tiles * s.tile_words * 4;
 }
 
-int64_t qmatmul_partial_bytes(const QMatmulProblem& p, const QMatmulConfig& c) {
+int64_t qmatmul_codes_bytes(const QMatmulProblem& p) {
+  return (packed_bytes(p.wtype, p.k * p.n) + 15) / 16 * 16;
+}
+
+int64_t qmatmul_workspace_bytes(const QMatmulProblem& p, const QMatmulConfig& c) {
   if (c.dequant_gemm) return p.k * p.n * 2;
   return c.split_k > 1 ? c.split_k * p.m * p.n * 4 : 0;
 }

@@ -34,7 +34,7 @@ std::uint64_t QMatmulGpu::transformed_bytes() const {
 }
 
 std::uint64_t QMatmulGpu::workspace_bytes() const {
-  return static_cast<std::uint64_t>(qmatmul_partial_bytes(problem_, config_));
+  return static_cast<std::uint64_t>(qmatmul_workspace_bytes(problem_, config_));
 }
 
 void QMatmulGpu::transform(const runtime::Stream& stream, std::uint64_t codes, std::uint64_t transformed) const {

@@ -64,7 +64,7 @@ bool run_qmatmul_interp(const QMatmulProblem& p, const QMatmulConfig& config, st
   std::vector<uint8_t> zeros = to_bytes(w.zeros);
   std::vector<uint8_t> transformed(static_cast<size_t>(qmatmul_transformed_bytes(p, config)), 0);
   // 0xff bytes are NaN in f32, f16 and bf16: an output or partial sum the programs skip shows.
-  std::vector<uint8_t> partials(static_cast<size_t>(qmatmul_partial_bytes(p, config)), 0xff);
+  std::vector<uint8_t> partials(static_cast<size_t>(qmatmul_workspace_bytes(p, config)), 0xff);
   std::vector<uint8_t> c_bytes(static_cast<size_t>(p.m * p.n * 2), 0xff);
 
   const std::map<std::string, int64_t> scalars = {{"m", p.m}, {"n", p.n}, {"k", p.k}};
@@ -81,7 +81,7 @@ bool run_qmatmul_interp(const QMatmulProblem& p, const QMatmulConfig& config, st
     buffers["c_ptr"] = &c_bytes;
     ok = run_one(build_qmatmul_reduce(p, config), "reduce", buffers, scalars, diags);
   }
-  c.assign(static_cast<size_t>(p.m * p.n), 0xffff);
+  c.resize(static_cast<size_t>(p.m * p.n));
   std::memcpy(c.data(), c_bytes.data(), c_bytes.size());
   return ok;
 }

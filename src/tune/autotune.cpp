@@ -60,7 +60,7 @@ struct TimingInputs {
     });
     const auto eight = static_cast<uint16_t>(encode(p.atype, 8.0));
     if (p.zero_point) zeros = upload16(groups * p.n, [&] { return eight; });
-    std::vector<uint64_t> words(static_cast<size_t>((packed_bytes(p.wtype, p.k * p.n) + 7) / 8));
+    std::vector<uint64_t> words(static_cast<size_t>(ops::qmatmul_codes_bytes(p) / 8));
     for (uint64_t& w : words) w = rng.next();
     codes = device.allocate(words.size() * 8);
     codes.upload(std::span<const uint64_t>(words));
@@ -157,7 +157,7 @@ TuneResult autotune_qmatmul(const runtime::Device& device, const ops::QMatmulPro
   for (const ops::QMatmulConfig& c : candidates) {
     requests.push_back({problem, c});
     transformed_bytes = std::max<uint64_t>(transformed_bytes, ops::qmatmul_transformed_bytes(problem, c));
-    workspace_bytes = std::max<uint64_t>(workspace_bytes, ops::qmatmul_partial_bytes(problem, c));
+    workspace_bytes = std::max<uint64_t>(workspace_bytes, ops::qmatmul_workspace_bytes(problem, c));
   }
   TuneResult result;
   const auto compile_start = std::chrono::steady_clock::now();

@@ -165,7 +165,7 @@ std::vector<uint8_t> run_qmatmul(const Problem& pr, Inputs& in, bool on_gpu = fa
   targs.scalars = {{"n", scalar(p.n)}, {"k", scalar(p.k)}};
   if (!run(build_qmatmul_transform(p, pr.config), targs, on_gpu)) return {};
   std::vector<uint8_t> c(static_cast<size_t>(p.m * p.n * 2), 0xff);  // NaN: unwritten elements show
-  std::vector<uint8_t> partial(static_cast<size_t>(qmatmul_partial_bytes(p, pr.config)), 0xff);
+  std::vector<uint8_t> partial(static_cast<size_t>(qmatmul_workspace_bytes(p, pr.config)), 0xff);
   const bool split = pr.config.split_k > 1;
   interp::Arguments args;
   args.buffers = {{"a_ptr", &in.a_bytes}, {"t_ptr", &t}, {"scale_ptr", &in.scale_bytes}, {"c_ptr", split ? &partial : &c}};
@@ -317,6 +317,9 @@ TEST(QMatmulProgram, RejectsBadProblemsAndConfigs) {
   EXPECT_THROW(build_qmatmul(p, c), Error);
   EXPECT_EQ(QMatmulConfig::parse(c.name()), c);
   EXPECT_THROW(QMatmulConfig::parse("bm16"), Error);
+  // A number too long for int64 is a tilevm::Error too, not std::out_of_range.
+  EXPECT_THROW(QMatmulConfig::parse("bm16_bn64_bk128_sk64_w1x4_s3_k123456789012345678901"), Error);
+  EXPECT_EQ(qmatmul_codes_bytes(make_problem(1, 5, 96, DataType::uint(3), 32)), 192);  // 180 rounded to 16
 }
 
 }  // namespace

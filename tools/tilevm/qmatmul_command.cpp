@@ -136,8 +136,9 @@ Outcome run_interp(const ops::QMatmulProblem& p, const ops::QMatmulConfig& confi
   return o;
 }
 
-runtime::DeviceBuffer upload(const runtime::Device& device, const void* data, size_t bytes) {
-  runtime::DeviceBuffer b = device.allocate(std::max<size_t>(bytes, 16));
+// A buffer of `capacity` bytes (at least `bytes`, at least 16) holding `bytes` bytes of `data`.
+runtime::DeviceBuffer upload(const runtime::Device& device, const void* data, size_t bytes, size_t capacity = 0) {
+  runtime::DeviceBuffer b = device.allocate(std::max({bytes, capacity, size_t{16}}));
   if (bytes) b.copy_from_host(data, bytes);
   return b;
 }
@@ -145,7 +146,8 @@ runtime::DeviceBuffer upload(const runtime::Device& device, const void* data, si
 Outcome run_gpu(const runtime::Device& device, const ops::QMatmulGpu& q, const Data& d) {
   const ops::QMatmulProblem& p = q.problem();
   runtime::DeviceBuffer a = upload(device, d.a.data(), d.a.size() * 2);
-  runtime::DeviceBuffer codes = upload(device, d.weight.codes.data(), d.weight.codes.size());
+  runtime::DeviceBuffer codes = upload(device, d.weight.codes.data(), d.weight.codes.size(),
+                                       static_cast<size_t>(ops::qmatmul_codes_bytes(p)));
   runtime::DeviceBuffer scales = upload(device, d.weight.scales.data(), d.weight.scales.size() * 2);
   runtime::DeviceBuffer zeros = upload(device, d.weight.zeros.data(), d.weight.zeros.size() * 2);
   runtime::DeviceBuffer transformed = device.allocate(std::max<uint64_t>(q.transformed_bytes(), 16));

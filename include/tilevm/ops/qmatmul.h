@@ -42,7 +42,7 @@ namespace tilevm::ops {
 // The revision of the template's generated code: part of every tuning-cache key, so that tuning results of an
 // older template (whose fastest configuration may differ) are not reused. Bump it with any change to the
 // programs below or to how they are emitted.
-inline constexpr int kQMatmulTemplateRevision = 2;
+inline constexpr int kQMatmulTemplateRevision = 3;
 
 struct QMatmulProblem {
   int64_t m = 1, n = 0, k = 0;
@@ -79,8 +79,9 @@ struct QMatmulConfig {
 };
 
 // @throws tilevm::Error naming the field and its value when the problem is invalid (atype not f16/bf16,
-// wtype not 1..8-bit integer or float nor f16/bf16, zero points on a non-unsigned type, scales on f16/bf16
-// weights other than G == k, G not in {32, 64, 128, k}, k not a multiple of G, non-positive sizes).
+// wtype not a 1..8-bit integer or float nor the atype itself, zero points on a non-unsigned type, G not in
+// {32, 64, 128, k}, k not a multiple of G, non-positive or too large sizes). f16/bf16 weights take scales
+// like any other type (ops::quantize makes them all 1).
 void check_problem(const QMatmulProblem& problem);
 // @throws tilevm::Error when `config` is invalid for `problem` (the rules in QMatmulConfig's comments,
 // threads <= 1024, shared memory <= 227 KB).
@@ -94,16 +95,19 @@ bool qmatmul_weight_fits(DataType wtype, DataType atype);
 int64_t qmatmul_shared_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
 // Bytes of the transformed weight (t_ptr): ceil(k/BK) * ceil(n/BN) tiles of BK * BN codes.
 int64_t qmatmul_transformed_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
-// Bytes of the f32 partial sums (split_k * m * n * 4), 0 when split_k == 1; with dequant_gemm, the dense
-// ATYPE weight (k * n * 2).
-int64_t qmatmul_partial_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
+// Bytes of the workspace: the f32 partial sums (split_k * m * n * 4), 0 when split_k == 1; with dequant_gemm,
+// the dense ATYPE weight (k * n * 2).
+int64_t qmatmul_workspace_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
+// Bytes a buffer of packed codes (WTYPE[k, n]) must have for the transform: the packed size rounded up to
+// 16 bytes, because the transforms read whole words (dequant_gemm's copy reads 32-bit words).
+int64_t qmatmul_codes_bytes(const QMatmulProblem& problem);
 
 // The programs described above (unverified; they pass verify_program). @throws as check_problem/check_config.
 ir::Program build_qmatmul_transform(const QMatmulProblem& problem, const QMatmulConfig& config);
 ir::Program build_qmatmul(const QMatmulProblem& problem, const QMatmulConfig& config);
 ir::Program build_qmatmul_reduce(const QMatmulProblem& problem, const QMatmulConfig& config);
 // dequant_gemm's transform: copies the packed codes, u32 words, into t_ptr
-//   qmatmul_copy<...>(u32* b_ptr, u32* t_ptr, i32 words)
+//   qmatmul_copy<...>(u32* b_ptr, u32* t_ptr, i64 words)
 ir::Program build_qmatmul_copy(const QMatmulProblem& problem);
 ir::Program build_dequantize(const QMatmulProblem& problem);
 

@@ -47,7 +47,8 @@ class QMatmulGpu {
   std::uint64_t transformed_bytes() const;
   std::uint64_t workspace_bytes() const;
 
-  // codes: WTYPE[k, n] packed (QuantizedWeight::codes) -> transformed (transformed_bytes()).
+  // codes: WTYPE[k, n] packed (QuantizedWeight::codes), in a buffer of at least qmatmul_codes_bytes(problem)
+  // bytes -> transformed (transformed_bytes()).
   void transform(const runtime::Stream& stream, std::uint64_t codes, std::uint64_t transformed) const;
   // C = A @ dequant(B): one launch, or two with split-K. Asynchronous on `stream`.
   void run(const runtime::Stream& stream, const QMatmulBuffers& buffers) const;
