@@ -35,13 +35,7 @@ QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w, int64_t grou
 // check (or fails the test when the run fails).
 QMatmulCheck run_case(const QMatmulProblem& p, const std::string& config_name, uint64_t seed = 7) {
   SCOPED_TRACE(p.key() + " " + config_name);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  std::vector<float> w(static_cast<size_t>(p.k * p.n));
-  for (float& v : w) v = unit(rng);
-  const QuantizedWeight weight = quantize(w, p.k, p.n, QuantSpec{p.wtype, p.group, p.atype, p.zero_point});
-  std::vector<uint16_t> a(static_cast<size_t>(p.m * p.k));
-  for (uint16_t& v : a) v = static_cast<uint16_t>(encode(p.atype, unit(rng)));
+  const auto [a, weight] = make_case(p, seed);
   std::vector<uint16_t> c;
   Diagnostics diags;
   const bool ok = run_qmatmul_interp(p, QMatmulConfig::parse(config_name), a, weight, c, diags);
