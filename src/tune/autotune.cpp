@@ -14,6 +14,7 @@
 #include "tilevm/tune/cost_model.h"
 #include "tilevm/tune/parallel_compile.h"
 #include "tilevm/tune/tuning_cache.h"
+#include "tilevm/tune/verify_config.h"
 #include "tilevm/type/convert.h"
 #include "tilevm/type/packing.h"
 
@@ -204,10 +205,24 @@ TuneResult autotune_qmatmul(const runtime::Device& device, const ops::QMatmulPro
       std::fprintf(stderr, "note: re-timing %s failed: %s\n", t.compiled->config.name().c_str(), e.what());
     }
   }
-  const Timed& best =
-      *std::min_element(timed.begin(), timed.end(), [](const Timed& x, const Timed& y) { return x.median_us < y.median_us; });
-  result.config = best.compiled->config;
-  result.median_us = best.median_us;
+  // The fastest configuration that also computes the right result (verify_config.h): speed alone would let
+  // a configuration that skips work win and be cached.
+  std::sort(timed.begin(), timed.end(), [](const Timed& x, const Timed& y) { return x.median_us < y.median_us; });
+  const Timed* best = nullptr;
+  for (const Timed& t : timed) {
+    std::string why;
+    if (verify_qmatmul_config(device, problem, t.compiled->config, &why)) {
+      best = &t;
+      break;
+    }
+    std::fprintf(stderr, "warning: %s is fast but wrong, skipped: %s\n", t.compiled->config.name().c_str(),
+                 why.c_str());
+  }
+  if (!best)
+    fail("autotuning {} failed: the {} fastest configurations all give wrong results (see the warnings)",
+         problem.key(), timed.size());
+  result.config = best->compiled->config;
+  result.median_us = best->median_us;
   if (options.progress) {
     std::fprintf(stderr, "tuned %s: %s, %.1f us (%d compiled, %d timed)\n", problem.key().c_str(),
                  result.config.name().c_str(), result.median_us, result.compiled, result.timed);

@@ -12,6 +12,7 @@
 
 #include "tilevm/runtime/device.h"
 #include "tilevm/tune/autotune.h"
+#include "tilevm/tune/verify_config.h"
 #include "tilevm/tune/tuning_cache.h"
 
 namespace tilevm::tune {
@@ -67,12 +68,39 @@ TEST(TuneAutotune, TunesCachesAndReadsBack) {
   EXPECT_EQ(r.timed, 6);
   EXPECT_GT(r.median_us, 0);
   EXPECT_NO_THROW(ops::check_config(p, r.config));
+  // The tuned configuration computes correctly (the tuner checked it; so does this test, on its own).
+  std::string why;
+  EXPECT_TRUE(verify_qmatmul_config(device, p, r.config, &why)) << why;
   const TuneResult again = autotune_qmatmul(device, p, options);
   EXPECT_TRUE(again.from_cache);
   EXPECT_EQ(again.config, r.config);
   EXPECT_DOUBLE_EQ(again.median_us, r.median_us);
   unsetenv("TILEVM_TUNE_CACHE");
   std::filesystem::remove(file);
+}
+
+// The small problem a tuned configuration is checked on keeps what the programs depend on: the types, zero
+// points and whether scales are per group or per channel (and the group size).
+TEST(TuneVerify, TheVerificationProblemKeepsTheProgramsStructure) {
+  ops::QMatmulProblem p = problem(16, 57344, 8192, 128);
+  p.wtype = DataType::uint(3);
+  p.zero_point = true;
+  p.atype = DataType::bf16();
+  const ops::QMatmulProblem v = verification_problem(p);
+  EXPECT_EQ(v.m, 16);
+  EXPECT_EQ(v.n, 300);
+  EXPECT_EQ(v.k, 512);
+  EXPECT_EQ(v.group, 128);
+  EXPECT_EQ(v.wtype, p.wtype);
+  EXPECT_EQ(v.atype, p.atype);
+  EXPECT_TRUE(v.zero_point);
+  EXPECT_NO_THROW(ops::check_problem(v));
+  const ops::QMatmulProblem per_channel = verification_problem(problem(1, 64, 8192, 8192));
+  EXPECT_EQ(per_channel.k, 512);
+  EXPECT_EQ(per_channel.group, 512);  // still one group per column
+  const ops::QMatmulProblem small = verification_problem(problem(1, 20, 96, 32));
+  EXPECT_EQ(small.k, 96);
+  EXPECT_EQ(small.n, 20);
 }
 
 }  // namespace

@@ -6,7 +6,8 @@
 // Steps: the tuning cache (tuning_cache.h) -> the configuration space (config_space.h), at most
 // max_candidates of it by the cost model -> the cost model's best keep_after_model (cost_model.h) ->
 // compiled in parallel (parallel_compile.h) -> each loaded and timed on random inputs (bench::time_gpu,
-// L2 flushed: 10 runs each to screen, then the best 3 again with 50) -> the fastest, stored in the cache.
+// L2 flushed: 10 runs each to screen, then the best 3 again with 50) -> the fastest of those that also
+// compute a small problem correctly (verify_config.h), stored in the cache.
 // A configuration that fails to compile, load or launch is skipped with a note on stderr; only when every
 // one fails is that an error.
 //
