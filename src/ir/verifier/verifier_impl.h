@@ -69,6 +69,7 @@ class Verifier {
   // ---- verify_control.cpp
   void check_block(const Block& block);
   void check_stmt(const Stmt& s);
+  void check_loop_body(const Block& body, const FlowState& before);
   // Marks a variable used: reports a use before its definition or after FreeShared.
   void use_var(const Var& v, SourceLoc loc);
   void define_var(const Var& v);

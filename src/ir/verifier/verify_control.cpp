@@ -262,24 +262,13 @@ void Verifier::check_stmt(const Stmt& s) {
       }
       const FlowState before = state_;
       define_var(n.var);
-      loops_.push_back(next_loop_id_++);
-      check_block(n.body);
-      loops_.pop_back();
-      FlowState after = before;
-      for (const auto& [v, loc] : state_.freed) after.freed.emplace(v, loc);
-      state_ = std::move(after);
+      check_loop_body(n.body, before);
       return;
     }
     case StmtKind::While: {
       const auto& n = *s->as<WhileStmt>();
       check_bool_expr(n.condition, s->loc, "the while condition");
-      const FlowState before = state_;
-      loops_.push_back(next_loop_id_++);
-      check_block(n.body);
-      loops_.pop_back();
-      FlowState after = before;
-      for (const auto& [v, loc] : state_.freed) after.freed.emplace(v, loc);
-      state_ = std::move(after);
+      check_loop_body(n.body, state_);
       return;
     }
     case StmtKind::Break:
@@ -292,6 +281,17 @@ void Verifier::check_stmt(const Stmt& s) {
       state_.unreachable = true;
       return;
   }
+}
+
+// A loop body runs zero or more times: after the loop the flow state is the one before it, except that
+// what the body freed stays freed.
+void Verifier::check_loop_body(const Block& body, const FlowState& before) {
+  loops_.push_back(next_loop_id_++);
+  check_block(body);
+  loops_.pop_back();
+  FlowState after = before;
+  for (const auto& [v, loc] : state_.freed) after.freed.emplace(v, loc);
+  state_ = std::move(after);
 }
 
 }  // namespace tilevm::ir::verifier_detail
