@@ -1,6 +1,8 @@
 // The declared configuration space of the quantized matmul (config_space.h has the rules and why).
 #include "tilevm/tune/config_space.h"
 
+#include "tilevm/support/int_math.h"
+
 #include <algorithm>
 #include <cstdint>
 
@@ -15,8 +17,6 @@ int64_t ceil_pow2(int64_t x) {
   while (p < x) p *= 2;
   return p;
 }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The k-side choices for one (block_m, block_n, warps): every block_k, stages and split_k the rules allow.
 void add_k_choices(const ops::QMatmulProblem& p, ops::QMatmulConfig c, std::vector<ops::QMatmulConfig>& out) {

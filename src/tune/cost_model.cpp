@@ -1,6 +1,8 @@
 // The roofline cost model of the quantized matmul (cost_model.h says what it counts and why).
 #include "tilevm/tune/cost_model.h"
 
+#include "tilevm/support/int_math.h"
+
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -10,8 +12,6 @@
 namespace tilevm::tune {
 
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Registers per thread, roughly: the f32 accumulators of the warp's piece (twice on the per-slice scaling
 // path: the slice's tile and the running sum), the A and B fragments of one slice, and ~40 for addresses,

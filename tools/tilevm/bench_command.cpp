@@ -46,18 +46,10 @@ struct BenchRequest {
   bool no_cublas = false;
 };
 
-DataType parse_type(const std::string& name, const char* option) {
-  try {
-    return DataType::parse(name);
-  } catch (const Error& e) {
-    throw UsageError(fmt::format("{}: {}", option, e.what()));
-  }
-}
-
 // A weight type the quantized matmul takes (checked on a problem of the sweep's shape), or a usage error
 // naming the option.
 DataType weight_type(const std::string& name, const char* option) {
-  const DataType t = parse_type(name, option);
+  const DataType t = parse_type_option(option, name);
   try {
     ops::check_problem({.m = 16, .n = 57344, .k = 8192, .wtype = t});
   } catch (const Error& e) {

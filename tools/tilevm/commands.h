@@ -8,12 +8,17 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tilevm/type/data_type.h"
+
 namespace tilevm::cli {
 
 class UsageError : public std::runtime_error {
  public:
   explicit UsageError(const std::string& message) : std::runtime_error(message) {}
 };
+
+// DataType::parse for an option's value: a bad name is a UsageError "OPTION 'TEXT': why".
+DataType parse_type_option(const std::string& option, const std::string& text);
 
 // Thrown by a command that has already printed its diagnostics and only needs to end with `code`.
 struct ExitStatus {

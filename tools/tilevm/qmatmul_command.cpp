@@ -51,21 +51,13 @@ struct QMatmulRequest {
   uint64_t seed = 0;
 };
 
-DataType parse_type(const std::string& option, const std::string& text) {
-  try {
-    return DataType::parse(text);
-  } catch (const Error& e) {
-    throw UsageError(fmt::format("{} '{}': {}", option, text, e.what()));
-  }
-}
-
 ops::QMatmulProblem make_problem(const QMatmulRequest& req) {
   ops::QMatmulProblem p;
   p.m = req.m;
   p.n = req.n;
   p.k = req.k;
-  p.wtype = parse_type("--wtype", req.wtype);
-  p.atype = parse_type("--atype", req.atype);
+  p.wtype = parse_type_option("--wtype", req.wtype);
+  p.atype = parse_type_option("--atype", req.atype);
   if (req.group == "k" || req.group == "K") {
     p.group = req.k;
   } else {
