@@ -18,6 +18,9 @@
 namespace tilevm::runtime {
 namespace {
 
+using detail::env;
+using detail::resolve;
+
 // From cublas_api.h / library_types.h.
 using cublasHandle_t = void*;
 using cublasStatus_t = int;
@@ -43,11 +46,6 @@ struct CublasLoad {
   std::unique_ptr<CublasApi> api;
   std::string error;
 };
-
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
 
 bool is_dir(const std::string& path) {
   std::error_code ec;
@@ -108,13 +106,6 @@ void add_unique(std::vector<std::string>& list, std::string item) {
   for (const std::string& existing : list)
     if (existing == item) return;
   list.push_back(std::move(item));
-}
-
-template <typename F>
-void resolve(void* handle, const char* symbol, F& out, std::string& error) {
-  std::string message;
-  out = reinterpret_cast<F>(detail::find_symbol(handle, symbol, &message));
-  if (!out && error.empty()) error = message;
 }
 
 // Opens libcublasLt beside `candidate` (same version suffix) with RTLD_GLOBAL when it is there, so that the

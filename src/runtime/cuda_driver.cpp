@@ -17,13 +17,6 @@ struct DriverLoad {
   std::string error;
 };
 
-template <typename F>
-void resolve(void* handle, const char* symbol, F& out, std::string& error) {
-  std::string message;
-  out = reinterpret_cast<F>(find_symbol(handle, symbol, &message));
-  if (!out && error.empty()) error = message;
-}
-
 DriverLoad load_driver() {
   DriverLoad load;
   LoadedLibrary library = open_first_library({"libcuda.so.1"});

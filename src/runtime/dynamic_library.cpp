@@ -1,5 +1,6 @@
 #include "dynamic_library.h"
 
+#include <cstdlib>
 #include <dlfcn.h>
 
 namespace tilevm::runtime::detail {
@@ -35,6 +36,11 @@ std::string library_file(const void* symbol_in_it) {
   Dl_info info{};
   if (dladdr(symbol_in_it, &info) == 0 || !info.dli_fname) return "";
   return info.dli_fname;
+}
+
+std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
 }
 
 }  // namespace tilevm::runtime::detail

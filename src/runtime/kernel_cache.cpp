@@ -1,3 +1,4 @@
+#include "dynamic_library.h"
 #include "tilevm/runtime/kernel_cache.h"
 
 #include <fcntl.h>
@@ -24,6 +25,8 @@
 namespace tilevm::runtime {
 namespace {
 
+using detail::env;
+
 constexpr char kMagic[8] = {'T', 'V', 'M', 'K', 'C', 'A', 'C', 'H'};
 constexpr std::uint32_t kFormatVersion = 1;
 constexpr std::size_t kHeaderSize = 48;
@@ -46,11 +49,6 @@ std::uint64_t hash64(std::string_view data) { return XXH3_64bits(data.data(), da
 std::string hash128_hex(std::string_view data) {
   XXH128_hash_t h = XXH3_128bits(data.data(), data.size());
   return fmt::format("{:016x}{:016x}", h.high64, h.low64);
-}
-
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
 }
 
 }  // namespace

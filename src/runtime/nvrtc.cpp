@@ -16,6 +16,9 @@
 namespace tilevm::runtime {
 namespace {
 
+using detail::env;
+using detail::resolve;
+
 struct NvrtcApi {
   decltype(&::nvrtcVersion) version = nullptr;
   decltype(&::nvrtcGetErrorString) get_error_string = nullptr;
@@ -35,11 +38,6 @@ struct NvrtcLoad {
   std::string error;
 };
 
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
-
 std::vector<std::string> nvrtc_candidates() {
   std::vector<std::string> names = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
   std::vector<std::string> candidates = names;
@@ -49,13 +47,6 @@ std::vector<std::string> nvrtc_candidates() {
   for (const std::string& folder : folders)
     for (const std::string& name : names) candidates.push_back(folder + "/" + name);
   return candidates;
-}
-
-template <typename F>
-void resolve(void* handle, const char* symbol, F& out, std::string& error) {
-  std::string message;
-  out = reinterpret_cast<F>(detail::find_symbol(handle, symbol, &message));
-  if (!out && error.empty()) error = message;
 }
 
 NvrtcLoad load_nvrtc() {
