@@ -91,12 +91,15 @@ std::optional<std::vector<char>> decode_cache_entry(std::string_view file, std::
   return std::vector<char>(payload.begin(), payload.end());
 }
 
+std::optional<std::filesystem::path> tilevm_cache_root() {
+  if (std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty()) return std::filesystem::path(xdg) / "tilevm";
+  if (std::string home = env("HOME"); !home.empty()) return std::filesystem::path(home) / ".cache" / "tilevm";
+  return std::nullopt;
+}
+
 std::optional<std::filesystem::path> default_kernel_cache_directory() {
   if (std::string dir = env("TILEVM_CACHE_DIR"); !dir.empty()) return std::filesystem::path(dir);
-  if (std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty())
-    return std::filesystem::path(xdg) / "tilevm" / "kernels";
-  if (std::string home = env("HOME"); !home.empty())
-    return std::filesystem::path(home) / ".cache" / "tilevm" / "kernels";
+  if (auto root = tilevm_cache_root()) return *root / "kernels";
   return std::nullopt;
 }
 

@@ -1,6 +1,8 @@
 // The persistent tuning cache (tuning_cache.h).
 #include "tilevm/tune/tuning_cache.h"
 
+#include "tilevm/runtime/kernel_cache.h"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -59,10 +61,7 @@ TuningCache::TuningCache(std::filesystem::path file, std::string version)
 
 std::optional<std::filesystem::path> TuningCache::default_path() {
   if (const std::string explicit_file = env("TILEVM_TUNE_CACHE"); !explicit_file.empty()) return explicit_file;
-  if (const std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty())
-    return std::filesystem::path(xdg) / "tilevm" / "tuning.json";
-  if (const std::string home = env("HOME"); !home.empty())
-    return std::filesystem::path(home) / ".cache" / "tilevm" / "tuning.json";
+  if (auto root = runtime::tilevm_cache_root()) return *root / "tuning.json";
   return std::nullopt;
 }
 

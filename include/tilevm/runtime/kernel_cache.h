@@ -61,6 +61,10 @@ struct KernelCacheStats {
   std::string last_disk_error;
 };
 
+// $XDG_CACHE_HOME/tilevm, else $HOME/.cache/tilevm: where tilevm's caches live by default (the kernel cache's
+// kernels/ folder, the tuner's tuning.json); std::nullopt when neither is set.
+std::optional<std::filesystem::path> tilevm_cache_root();
+
 // The default folder (see above); std::nullopt when neither variable nor $HOME is set.
 std::optional<std::filesystem::path> default_kernel_cache_directory();
 

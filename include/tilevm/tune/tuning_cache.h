@@ -3,13 +3,15 @@
 //
 // The file is one JSON object:
 //   {"format": "tilevm-tuning-cache 1",
-//    "entries": {"NVIDIA H100 80GB HBM3 | sm_90a | m16_n8192_k8192_f16_u4_g128 | tilevm 0.1.0":
+//    "entries": {"NVIDIA H100 80GB HBM3 | sm_90a | m16_n8192_k8192_f16_u4_g128 | tilevm 0.1.0 | qmatmul template r3":
 //                  {"config": "bm16_bn128_bk128_sk64_w1x4_s3_k4", "median_us": 21.5}, ...}}
-// An entry's key holds the device name, its arch, the problem's key and TILEVM_VERSION, so another GPU, a
-// different problem or a new tilevm (whose kernels may be faster in other configurations) misses.
+// An entry's key holds the device name, its arch, the problem's key, TILEVM_VERSION and the template's
+// revision, so another GPU, a different problem, a new tilevm or a changed template (whose kernels may be
+// faster in other configurations) misses.
 //
-// Where: $TILEVM_TUNE_CACHE (a file), else beside the kernel cache: $XDG_CACHE_HOME/tilevm/tuning.json,
-// else $HOME/.cache/tilevm/tuning.json.
+// Where: $TILEVM_TUNE_CACHE (a file), else in tilevm's cache root beside the default kernel folder
+// (runtime::tilevm_cache_root): $XDG_CACHE_HOME/tilevm/tuning.json, else $HOME/.cache/tilevm/tuning.json.
+// ($TILEVM_CACHE_DIR moves only the kernels.)
 //
 // Robustness: the file is written to a temporary file in its folder and renamed over it (atomic: readers
 // see the old file or the new, never half of one); store() re-reads the file first, so entries that other
@@ -40,7 +42,7 @@ class TuningCache {
   // The default file (see above); std::nullopt when neither variable nor $HOME is set.
   static std::optional<std::filesystem::path> default_path();
 
-  // "DEVICE | ARCH | PROBLEM_KEY | tilevm VERSION".
+  // "DEVICE | ARCH | PROBLEM_KEY | tilevm VERSION | qmatmul template rN" (ops::kQMatmulTemplateRevision).
   std::string key(const std::string& device_name, const std::string& arch, const ops::QMatmulProblem& problem) const;
 
   std::optional<TuningEntry> lookup(const std::string& device_name, const std::string& arch,
