@@ -1,5 +1,6 @@
-// ops::build_qmatmul (include/tilevm/ops/qmatmul.h): the quantized matmul program for every weight type of
-// 1 to 8 bits, verified and run on the interpreter against a double-precision reference.
+// ops::build_qmatmul (include/tilevm/ops/qmatmul.h) for every weight type of 1 to 8 bits on uniformly drawn
+// codes (the extremes of every type included), verified and run on the interpreter (and on the GPU through
+// run_on_gpu), against the library's double reference and tolerance (ops/qmatmul_reference.h).
 #include <gtest/gtest.h>
 
 #include "qmatmul_test_util.h"
@@ -8,8 +9,8 @@
 #include <future>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@
 #include "tilevm/ir/printer.h"
 #include "tilevm/ir/verifier.h"
 #include "tilevm/ops/qmatmul.h"
+#include "tilevm/ops/qmatmul_reference.h"
+#include "tilevm/ops/quantize.h"
 #include "tilevm/support/error.h"
 #include "tilevm/type/convert.h"
 #include "tilevm/type/packing.h"
@@ -43,12 +46,16 @@ struct Problem {
   QMatmulConfig config;
 };
 
+// Codes drawn uniformly (every finite code of the type, its extremes included, rather than what quantize()
+// would produce), packed as the programs read them, and the same data as a QuantizedWeight for the library
+// reference (ops/qmatmul_reference.h).
 struct Inputs {
-  std::vector<double> a;              // [m, k] values (exact in ATYPE)
+  std::vector<uint16_t> a;            // [m, k] ATYPE codes
   std::vector<uint64_t> b_codes;      // [k, n] codes of wtype, all finite
   std::vector<uint64_t> scale_codes;  // [k / G, n] ATYPE codes, positive
   std::vector<uint64_t> zero_codes;   // [k / G, n] ATYPE codes of integers, with zero points
   std::vector<uint8_t> a_bytes, b_bytes, scale_bytes, zero_bytes;
+  QuantizedWeight weight;
 };
 
 Inputs make_inputs(const Problem& pr, uint32_t seed) {
@@ -60,7 +67,7 @@ Inputs make_inputs(const Problem& pr, uint32_t seed) {
   std::vector<uint64_t> a_codes;
   for (int64_t i = 0; i < p.m * p.k; ++i) {
     a_codes.push_back(encode(at, unit(rng)));
-    in.a.push_back(decode(at, a_codes.back()));
+    in.a.push_back(static_cast<uint16_t>(a_codes.back()));
   }
   // Uniform over the finite codes (NaN and infinity codes are redrawn); q = the largest magnitude.
   std::uniform_int_distribution<uint64_t> code_dist(0, (uint64_t{1} << w.bits()) - 1);
@@ -89,58 +96,13 @@ Inputs make_inputs(const Problem& pr, uint32_t seed) {
   in.b_bytes = pack(w, in.b_codes);
   in.scale_bytes = pack(at, in.scale_codes);
   if (p.zero_point) in.zero_bytes = pack(at, in.zero_codes);
+  in.weight.k = p.k;
+  in.weight.n = p.n;
+  in.weight.spec = QuantSpec{w, p.group, at, p.zero_point};
+  in.weight.codes = in.b_bytes;
+  for (uint64_t c : in.scale_codes) in.weight.scales.push_back(static_cast<uint16_t>(c));
+  for (uint64_t c : in.zero_codes) in.weight.zeros.push_back(static_cast<uint16_t>(c));
   return in;
-}
-
-// C in double from the program's definition (qmatmul.h): where the weights fit ATYPE, the exact
-// (code - zero) * scale; otherwise each dequantized weight rounded once to ATYPE (the mma's operand).
-// `group_shift` picks the scale of group (g + shift) % groups instead, a wrong reference for the sanity check.
-std::vector<double> reference(const Problem& pr, const Inputs& in, int64_t group_shift = 0) {
-  const QMatmulProblem& p = pr.problem;
-  const int64_t groups = p.k / p.group;
-  const bool fits = qmatmul_weight_fits(p.wtype, p.atype);
-  std::vector<double> c(static_cast<size_t>(p.m * p.n), 0.0);
-  for (int64_t kk = 0; kk < p.k; ++kk) {
-    for (int64_t j = 0; j < p.n; ++j) {
-      const auto g = static_cast<size_t>(((kk / p.group + group_shift) % groups) * p.n + j);
-      const double s = decode(p.atype, in.scale_codes[g]);
-      const double z = p.zero_point ? decode(p.atype, in.zero_codes[g]) : 0.0;
-      const double v = (decode(p.wtype, in.b_codes[static_cast<size_t>(kk * p.n + j)]) - z) * s;
-      const double w = fits ? v : decode(p.atype, encode(p.atype, v));
-      for (int64_t i = 0; i < p.m; ++i)
-        c[static_cast<size_t>(i * p.n + j)] += in.a[static_cast<size_t>(i * p.k + kk)] * w;
-    }
-  }
-  return c;
-}
-
-// Tolerance: the reference already rounds each weight to f16 as the program does, and each product of two
-// f16 values is exact in f32 (22 significant bits), so what remains is the f32 accumulation (K <= 64 terms
-// of magnitude <= 1: at most about K * 2^-24 * K ~ 2.5e-4 absolute; f8e6m1, whose weights reach ~10^3
-// because f16 has no scale small enough, has partial sums up to ~10^4 and a worst case ~10^-2, typically
-// ~10^-3) and the final rounding to f16 (half an ulp: <= 2^-11 |ref|, or 2^-25 in the subnormal range).
-// |ref| * 2^-9 + 1e-2 is 4x the final rounding plus the worst accumulation error, yet far below a wrong
-// element (a wrong scale or a dropped k-step moves C by O(0.1..1); the sanity checks below show it fails).
-// Returns the number of mismatches; describes the first few in `report`.
-int64_t mismatches(DataType at, const std::vector<uint8_t>& got_bytes, const std::vector<double>& expected,
-                   int64_t n, std::string* report) {
-  std::vector<uint64_t> got = unpack(at, got_bytes, static_cast<int64_t>(expected.size()));
-  // bf16 keeps 8 significant bits to f16's 11: its final rounding is 8 times coarser.
-  const int rel = at == kF16 ? -9 : -6;
-  int64_t count = 0;
-  std::ostringstream os;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const double v = decode(at, got[i]);
-    const double tol = std::ldexp(std::abs(expected[i]), rel) + 1e-2;
-    if (!(std::abs(v - expected[i]) <= tol)) {
-      if (count < 5)
-        os << "C[" << static_cast<int64_t>(i) / n << ", " << static_cast<int64_t>(i) % n << "] = " << v
-           << ", expected " << expected[i] << " (tolerance " << tol << ")\n";
-      ++count;
-    }
-  }
-  if (report) *report = os.str();
-  return count;
 }
 
 bool run(ir::Program program, interp::Arguments& args, bool on_gpu) {
@@ -181,16 +143,23 @@ std::vector<uint8_t> run_qmatmul(const Problem& pr, Inputs& in, bool on_gpu = fa
   return c;
 }
 
+// The outputs against the library's double reference and tolerance (ops::check_qmatmul). With `sanity`,
+// also against a reference whose scales are those of the next group: most outputs must then mismatch, so the
+// comparison can fail.
 void check(const Problem& p, uint32_t seed, bool sanity, bool on_gpu = false) {
   Inputs in = make_inputs(p, seed);
-  std::vector<uint8_t> c = run_qmatmul(p, in, on_gpu);
-  ASSERT_FALSE(c.empty());
-  std::string report;
-  const DataType at = p.problem.atype;
-  EXPECT_EQ(mismatches(at, c, reference(p, in), p.problem.n, &report), 0) << report;
-  if (sanity && p.problem.k / p.problem.group > 1) {
-    // The comparison can fail: against a reference with the other group's scales most elements mismatch.
-    EXPECT_GT(mismatches(at, c, reference(p, in, 1), p.problem.n, nullptr), p.problem.m * p.problem.n / 2);
+  std::vector<uint8_t> c_bytes = run_qmatmul(p, in, on_gpu);
+  ASSERT_FALSE(c_bytes.empty());
+  const QMatmulProblem& q = p.problem;
+  std::vector<uint16_t> c(static_cast<size_t>(q.m * q.n));
+  std::memcpy(c.data(), c_bytes.data(), c.size() * 2);
+  const QMatmulCheck result = check_qmatmul(q, c, qmatmul_reference(q, in.a, in.weight));
+  EXPECT_TRUE(result.passed()) << result.summary();
+  const int64_t groups = q.k / q.group;
+  if (sanity && groups > 1) {
+    QuantizedWeight shifted = in.weight;
+    std::rotate(shifted.scales.begin(), shifted.scales.begin() + q.n, shifted.scales.end());
+    EXPECT_GT(check_qmatmul(q, c, qmatmul_reference(q, in.a, shifted)).mismatches, q.m * q.n / 2);
   }
 }
 
