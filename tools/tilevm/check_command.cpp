@@ -22,27 +22,6 @@ namespace tilevm::cli {
 
 namespace {
 
-std::string read_source(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read '{}'", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail("cannot read '{}'", path);
-  return text.str();
-}
-
-// Parses and verifies; renders the diagnostics on stderr. True when there was no error.
-bool check_file(const std::string& path) {
-  const std::string source = read_source(path);
-  Diagnostics diags;
-  std::optional<ir::Program> program = ir::parse_program(source, diags);
-  if (program && !diags.has_errors()) ir::verify_program(*program, diags);
-  std::cout.flush();
-  std::cerr << diags.render(path, source);
-  std::cerr.flush();
-  return !diags.has_errors();
-}
-
 }  // namespace
 
 void add_check_command(CLI::App& app) {
@@ -50,7 +29,7 @@ void add_check_command(CLI::App& app) {
   auto file = std::make_shared<std::string>();
   command->add_option("FILE", *file, "the program (.tile)")->required();
   command->callback([file] {
-    if (!check_file(*file)) throw ExitStatus{1};  // the diagnostics are the message
+    load_program(*file, {}, /*verify=*/true);  // every diagnostic on stderr; exit 1 on an error
   });
 }
 

@@ -8,6 +8,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <vector>
+
+#include "tilevm/ir/parser.h"
 #include "tilevm/type/data_type.h"
 
 namespace tilevm::cli {
@@ -16,6 +19,18 @@ class UsageError : public std::runtime_error {
  public:
   explicit UsageError(const std::string& message) : std::runtime_error(message) {}
 };
+
+// A .tile file read whole. @throws tilevm::Error "cannot read 'PATH': REASON".
+std::string read_source_file(const std::string& path);
+
+// `-D NAME=VALUE` strings into parse options; a malformed one is a UsageError.
+ir::ParseOptions parse_defines(const std::vector<std::string>& defines);
+
+// Parses (and with `verify`, verifies) the program in `path`; renders every diagnostic on stderr and throws
+// ExitStatus{1} when there is an error (the diagnostics are the whole report). `source`, when given, receives
+// the file's text (for rendering later diagnostics).
+ir::Program load_program(const std::string& path, const ir::ParseOptions& options, bool verify,
+                         std::string* source = nullptr);
 
 // DataType::parse for an option's value: a bad name is a UsageError "OPTION 'TEXT': why".
 DataType parse_type_option(const std::string& option, const std::string& text);

@@ -34,27 +34,8 @@ struct EmitRequest {
 };
 
 void run_emit(const EmitRequest& req) {
-  ir::ParseOptions parse_options;
-  for (const std::string& d : req.defines) {
-    const size_t eq = d.find('=');
-    if (eq == 0 || eq == std::string::npos || eq + 1 == d.size())
-      throw UsageError("-D expects NAME=VALUE, got '" + d + "'");
-    parse_options.defines[d.substr(0, eq)] = d.substr(eq + 1);
-  }
-  std::ifstream in(req.path, std::ios::binary);
-  if (!in) fail("cannot read '{}': {}", req.path, std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  const std::string source = text.str();
-  Diagnostics diags;
-  std::optional<ir::Program> program = ir::parse_program(source, diags, parse_options);
-  if (program && !diags.has_errors()) ir::verify_program(*program, diags);
-  if (!program || diags.has_errors()) {
-    std::cout.flush();
-    std::cerr << diags.render(req.path, source);
-    throw ExitStatus{1};
-  }
-  codegen::cuda::EmittedKernel k = codegen::cuda::emit_cuda(*program, {.arch = req.arch});
+  const ir::Program program = load_program(req.path, parse_defines(req.defines), /*verify=*/true);
+  codegen::cuda::EmittedKernel k = codegen::cuda::emit_cuda(program, {.arch = req.arch});
   if (req.output.empty()) {
     std::cout << k.source;
   } else {

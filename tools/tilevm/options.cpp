@@ -1,10 +1,52 @@
 // Option parsing shared by the subcommands (commands.h).
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "tilevm/ir/verifier.h"
+#include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
 
 namespace tilevm::cli {
+
+std::string read_source_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read '{}': {}", path, std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) fail("cannot read '{}': {}", path, std::strerror(errno));
+  return text.str();
+}
+
+ir::ParseOptions parse_defines(const std::vector<std::string>& defines) {
+  ir::ParseOptions options;
+  for (const std::string& d : defines) {
+    const size_t eq = d.find('=');
+    if (eq == 0 || eq == std::string::npos || eq + 1 == d.size())
+      throw UsageError("-D expects NAME=VALUE, got '" + d + "'");
+    options.defines[d.substr(0, eq)] = d.substr(eq + 1);
+  }
+  return options;
+}
+
+ir::Program load_program(const std::string& path, const ir::ParseOptions& options, bool verify,
+                         std::string* source_out) {
+  const std::string source = read_source_file(path);
+  if (source_out) *source_out = source;
+  Diagnostics diags;
+  std::optional<ir::Program> program = ir::parse_program(source, diags, options);
+  if (verify && program && !diags.has_errors()) ir::verify_program(*program, diags);
+  std::cout.flush();
+  std::cerr << diags.render(path, source);
+  std::cerr.flush();
+  if (!program || diags.has_errors()) throw ExitStatus{1};
+  return *program;
+}
 
 DataType parse_type_option(const std::string& option, const std::string& text) {
   try {

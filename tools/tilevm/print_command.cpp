@@ -26,40 +26,9 @@ struct PrintOptions {
   std::vector<std::string> defines;
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) fail("cannot read '{}': {}", path, std::strerror(errno));
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) fail("cannot read '{}': {}", path, std::strerror(errno));
-  return text.str();
-}
-
-// `-D NAME=VALUE` strings into parse options; a malformed one is bad command-line use.
-ir::ParseOptions parse_defines(const std::vector<std::string>& defines) {
-  ir::ParseOptions options;
-  for (const std::string& d : defines) {
-    size_t eq = d.find('=');
-    if (eq == 0 || eq == std::string::npos || eq + 1 == d.size()) {
-      throw UsageError("-D expects NAME=VALUE, got '" + d + "'");
-    }
-    options.defines[d.substr(0, eq)] = d.substr(eq + 1);
-  }
-  return options;
-}
-
 void run_print(const PrintOptions& options) {
-  ir::ParseOptions parse_options = parse_defines(options.defines);
-  std::string source = read_file(options.path);
-  Diagnostics diags;
-  std::optional<ir::Program> program = ir::parse_program(source, diags, parse_options);
-  if (!program) {
-    std::cout.flush();
-    std::cerr << diags.render(options.path, source);
-    // The diagnostics are the whole report: exit 1 without main's extra `error:` line.
-    throw ExitStatus{1};
-  }
-  std::cout << ir::print_program(*program);
+  const ir::ParseOptions parse_options = parse_defines(options.defines);
+  std::cout << ir::print_program(load_program(options.path, parse_options, /*verify=*/false));
 }
 
 }  // namespace

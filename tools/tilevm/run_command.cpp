@@ -48,14 +48,6 @@ std::pair<std::string, std::string> split_assignment(const std::string& text, co
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
-std::string read_source(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read '{}'", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 const ir::Var* find_param(const ir::Program& p, const std::string& name) {
   for (const ir::Var& v : p.params)
     if (v->name == name) return &v;
@@ -89,11 +81,7 @@ interp::ScalarValue parse_scalar(const std::string& name, const std::string& tex
 }
 
 void run(const RunRequest& req) {
-  ir::ParseOptions parse_options;
-  for (const std::string& d : req.defines) {
-    auto [name, value] = split_assignment(d, "-D");
-    parse_options.defines[name] = value;
-  }
+  const ir::ParseOptions parse_options = parse_defines(req.defines);
   // Check the command line's shape before reading anything.
   std::map<std::string, std::string> scalar_args, in_files, out_files;
   for (const std::string& a : req.args) {
@@ -109,15 +97,9 @@ void run(const RunRequest& req) {
     out_files[name] = value;
   }
 
-  const std::string source = read_source(req.file);
+  std::string source;
+  const std::optional<ir::Program> program = load_program(req.file, parse_options, /*verify=*/true, &source);
   Diagnostics diags;
-  std::optional<ir::Program> program = ir::parse_program(source, diags, parse_options);
-  if (program && !diags.has_errors()) ir::verify_program(*program, diags);
-  if (!program || diags.has_errors()) {
-    std::cout.flush();
-    std::cerr << diags.render(req.file, source);
-    throw ExitStatus{1};  // the diagnostics are the report
-  }
 
   interp::Arguments args;
   for (const auto& [name, value] : scalar_args) {
