@@ -38,7 +38,7 @@ struct OperandValues {
 
 }  // namespace
 
-RegPtr Machine::elementwise(const ir::ElementwiseInst& n) {
+RegPtr Machine::elementwise(const ir::ElementwiseInst& n, DataType dtype) {
   // The broadcast shape and the operand whose layout the result takes.
   std::vector<RegTensor*> regs(n.args.size(), nullptr);
   Index shape;
@@ -63,17 +63,6 @@ RegPtr Machine::elementwise(const ir::ElementwiseInst& n) {
     if (r && r->table->shape == shape && !owner) owner = r;
   if (!owner) raise(n.loc, "{}: no operand has the broadcast shape {}", n.name(), format_index(shape));
 
-  DataType dtype = owner->dtype;
-  for (RegTensor* r : regs)
-    if (r) {
-      dtype = r->dtype;
-      break;
-    }
-  if (ir::is_comparison(n.op)) {
-    dtype = DataType::boolean();
-  } else if (n.op == ElementwiseOp::Where) {
-    dtype = regs[1] ? regs[1]->dtype : regs[2] ? regs[2]->dtype : n.args[1].scalar->type;
-  }
   RegPtr out = new_reg(dtype, owner->table->layout);
   const LayoutTable& tab = *out->table;
   const size_t N = out->codes.size();

@@ -228,7 +228,10 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
     case ir::InstKind::View: define_results(s, reg_value(view(*inst.as<ir::ViewInst>()))); break;
     case ir::InstKind::Elementwise: {
       const auto& n = *inst.as<ir::ElementwiseInst>();
-      set_reg(n.out, elementwise(n));
+      // The result's type is the one inference gave its variable (inst_types.cpp), as for Reduce.
+      const ir::Var& target = n.out ? n.out : (s.results.empty() ? nullptr : s.results[0]);
+      if (!target || !target->type.is_tensor()) raise(inst.loc, "{} has no result tensor", inst.name());
+      set_reg(n.out, elementwise(n, target->type.tensor->dtype));
       break;
     }
     case ir::InstKind::Reduce: {

@@ -235,7 +235,7 @@ class Machine {
   std::string shared_element(const SharedBuffer& s, int64_t offset) const;
 
   // Compute (compute.cpp, reduce_dot.cpp).
-  RegPtr elementwise(const ir::ElementwiseInst& n);
+  RegPtr elementwise(const ir::ElementwiseInst& n, DataType dtype);  // dtype: the result's
   RegPtr cast(const ir::CastInst& n);
   RegPtr view(const ir::ViewInst& n);
   RegPtr allocate_register(const ir::AllocateRegisterInst& n);
