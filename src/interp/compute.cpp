@@ -8,6 +8,7 @@
 #include <span>
 
 #include "machine.h"
+#include "tilevm/ir/compare.h"
 #include "tilevm/type/convert.h"
 #include "tilevm/type/packing.h"
 
@@ -135,28 +136,8 @@ RegPtr Machine::elementwise(const ir::ElementwiseInst& n, DataType dtype) {
     }
   } else if (ir::is_comparison(n.op)) {
     for (size_t k = 0; k < N; ++k) {
-      bool r = false;
-      if (any_float) {
-        const double x = as_double(0, k), y = as_double(1, k);
-        switch (n.op) {
-          case ElementwiseOp::Lt: r = x < y; break;
-          case ElementwiseOp::Le: r = x <= y; break;
-          case ElementwiseOp::Gt: r = x > y; break;
-          case ElementwiseOp::Ge: r = x >= y; break;
-          case ElementwiseOp::Eq: r = x == y; break;
-          default: r = x != y; break;
-        }
-      } else {
-        const int64_t x = vals[0].i[k], y = vals[1].i[k];
-        switch (n.op) {
-          case ElementwiseOp::Lt: r = x < y; break;
-          case ElementwiseOp::Le: r = x <= y; break;
-          case ElementwiseOp::Gt: r = x > y; break;
-          case ElementwiseOp::Ge: r = x >= y; break;
-          case ElementwiseOp::Eq: r = x == y; break;
-          default: r = x != y; break;
-        }
-      }
+      const bool r = any_float ? *ir::compare(n.op, as_double(0, k), as_double(1, k))
+                               : *ir::compare(n.op, vals[0].i[k], vals[1].i[k]);
       out->codes[k] = r ? 1 : 0;
     }
   } else if (any_float || n.op == ElementwiseOp::Exp || n.op == ElementwiseOp::Exp2 || n.op == ElementwiseOp::Log ||

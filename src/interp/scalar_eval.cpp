@@ -5,6 +5,7 @@
 #include "tilevm/interp/scalar_eval.h"
 
 #include "machine.h"
+#include "tilevm/ir/compare.h"
 #include "tilevm/type/convert.h"
 
 namespace tilevm::interp::detail {
@@ -81,27 +82,7 @@ ScalarValue eval_scalar(const ir::Expr& e, const VariableValue& variable) {
   ScalarValue x = eval(b->a), y = eval(b->b);
   const bool fp = x.is_float || y.is_float || e->type.is_float();
   if (ir::is_comparison(b->op)) {
-    bool r = false;
-    if (fp) {
-      double p = scalar_as_double(x), q = scalar_as_double(y);
-      switch (b->op) {
-        case BinaryOp::Lt: r = p < q; break;
-        case BinaryOp::Le: r = p <= q; break;
-        case BinaryOp::Gt: r = p > q; break;
-        case BinaryOp::Ge: r = p >= q; break;
-        case BinaryOp::Eq: r = p == q; break;
-        default: r = p != q; break;
-      }
-    } else {
-      switch (b->op) {
-        case BinaryOp::Lt: r = x.i < y.i; break;
-        case BinaryOp::Le: r = x.i <= y.i; break;
-        case BinaryOp::Gt: r = x.i > y.i; break;
-        case BinaryOp::Ge: r = x.i >= y.i; break;
-        case BinaryOp::Eq: r = x.i == y.i; break;
-        default: r = x.i != y.i; break;
-      }
-    }
+    const bool r = fp ? *ir::compare(b->op, scalar_as_double(x), scalar_as_double(y)) : *ir::compare(b->op, x.i, y.i);
     return make_int_value(r ? 1 : 0);
   }
   if (fp) {

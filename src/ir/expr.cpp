@@ -1,5 +1,7 @@
 #include "tilevm/ir/expr.h"
 
+#include "tilevm/ir/compare.h"
+
 #include <algorithm>
 #include <cstdint>
 
@@ -95,17 +97,7 @@ std::optional<int64_t> fold(BinaryOp op, int64_t a, int64_t b) {
   }
 }
 
-std::optional<bool> fold_compare(BinaryOp op, int64_t a, int64_t b) {
-  switch (op) {
-    case BinaryOp::Lt: return a < b;
-    case BinaryOp::Le: return a <= b;
-    case BinaryOp::Gt: return a > b;
-    case BinaryOp::Ge: return a >= b;
-    case BinaryOp::Eq: return a == b;
-    case BinaryOp::Ne: return a != b;
-    default: return std::nullopt;
-  }
-}
+std::optional<bool> fold_compare(BinaryOp op, int64_t a, int64_t b) { return compare(op, a, b); }
 
 }  // namespace
 

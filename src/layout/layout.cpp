@@ -189,7 +189,14 @@ Layout divide(const Layout& h, const Layout& g) {
   };
   if (g.rank() > h.rank()) fail_divide("the divisor has the higher rank");
   const auto& hf = h.factors_;
-  const auto& gf = g.factors_;
+  // Compare factor lists at h's rank: the canonical form broadcasts mode factors to the layout's rank, so g's
+  // mode factors inside f.g have h's rank, not g's.
+  const Layout g_at_rank = g.rank() < h.rank() ? Layout(g.factors_, h.rank()) : g;
+  const auto& gf = g_at_rank.factors_;
+  // The canonical form keeps one identity mode factor for a layout with no factors at all (the constructor);
+  // such a g composes to nothing (the identity is dropped from f.g), so h is its own quotient. Matching that
+  // placeholder factor against h's innermost one below would wrongly fail where that one is swizzled.
+  if (gf.size() == 1 && gf[0].modes && is_identity(*gf[0].modes)) return h;
   // h = f.g means h's factor list ends in g's, except that g's outermost factor may be a mode factor that
   // divides the corresponding factor of h.
   if (gf.size() > hf.size()) fail_divide("the divisor has more swizzled factors than the layout");

@@ -97,6 +97,17 @@ TEST(LayoutPrimitives, ImpossibleDivisionIsAnError) {
   }
 }
 
+// Two divisions the property test below once found failing: by the identity (whose canonical form is one
+// identity factor) of a layout whose innermost factor is swizzled, and by a lower-rank divisor whose mode
+// factor follows a swizzled one (mode factors are broadcast to the layout's rank inside f.g).
+TEST(LayoutPrimitives, DivisionBySwizzledNeighboursAndTheIdentity) {
+  const Layout swizzled = compose(local({2, 4, 1}), make_swizzle(local({4, 4}), 0));
+  EXPECT_EQ(divide(compose(swizzled, local({1})), local({1})), swizzled);
+  const Layout f = local({3, 1, 3});
+  const Layout g = compose(make_swizzle(local({8, 8}), 0), local({2, 2}));
+  EXPECT_EQ(divide(compose(f, g), g), f);
+}
+
 TEST(LayoutPrimitives, BadArgumentsAreErrors) {
   EXPECT_THROW(local({0}), Error);
   EXPECT_THROW(spatial({-2, 2}), Error);
