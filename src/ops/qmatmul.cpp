@@ -27,7 +27,7 @@ Layout mma_c() { return compose(compose(layout::local({2, 1}), layout::spatial({
 struct SliceLayouts {
   Layout a;   // [BM, SK]
   Layout b;   // [SK, BN]  the codes, in the mma B fragment order
-  Layout bt;  // [WN * 32 * words]  the same bits as u32 words, contiguous per thread
+  Layout bt;  // [WN * 32 * words]  the same bits as u32 words, in 16-byte chunks per thread
   Layout c;   // [BM, BN]
 };
 
@@ -37,8 +37,13 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
                 mma_a());
   l.b = compose(compose(layout::reduce(layout::spatial({warps_m, 1, c.warps_n}), {0}), layout::local({s.tk, s.tn})),
                 mma_b());
-  l.bt = compose(layout::reduce(layout::spatial({warps_m, c.warps_n * 32}), {0}),
-                 layout::local({s.words_per_thread}));
+  // The words in 16-byte chunks, chunk g of every thread before chunk g + 1 of any: a warp's 16-byte shared
+  // loads then read consecutive addresses (no bank conflicts; one thread's words in a row conflict 4 ways).
+  const Layout threads = layout::reduce(layout::spatial({warps_m, c.warps_n * 32}), {0});
+  if (s.words_per_thread % 4 == 0)
+    l.bt = compose(compose(layout::local({s.words_per_thread / 4}), threads), layout::local({4}));
+  else
+    l.bt = compose(threads, layout::local({s.words_per_thread}));
   l.c = compose(compose(layout::spatial({warps_m, c.warps_n}), layout::local({s.tm, s.tn})), mma_c());
   return l;
 }

@@ -63,15 +63,16 @@ QMatmulReference qmatmul_reference(const QMatmulProblem& p, std::span<const uint
   return ref;
 }
 
-double qmatmul_tolerance(const QMatmulProblem& p, double expected, double magnitude) {
+double qmatmul_tolerance(const QMatmulProblem& p, double expected, double magnitude, bool weights_rounded) {
   const double u = unit_roundoff(p.atype);
   double tol = 2 * u * std::abs(expected) + p.atype.smallest_subnormal();
-  if (!qmatmul_weight_fits(p.wtype, p.atype)) tol += u * magnitude;
+  if (weights_rounded || !qmatmul_weight_fits(p.wtype, p.atype)) tol += u * magnitude;
   tol += (static_cast<double>(p.k) / 8 + 16) * std::ldexp(magnitude, -24);
   return tol;
 }
 
-QMatmulCheck check_qmatmul(const QMatmulProblem& p, std::span<const uint16_t> c, const QMatmulReference& ref) {
+QMatmulCheck check_qmatmul(const QMatmulProblem& p, std::span<const uint16_t> c, const QMatmulReference& ref,
+                           bool weights_rounded) {
   if (static_cast<int64_t>(c.size()) != ref.m * ref.n || ref.m != p.m || ref.n != p.n)
     fail("qmatmul check: C has {} elements, the reference is [{}, {}] and the problem {}", c.size(), ref.m, ref.n,
          p.key());
@@ -82,7 +83,7 @@ QMatmulCheck check_qmatmul(const QMatmulProblem& p, std::span<const uint16_t> c,
     const auto i = static_cast<size_t>(idx);
     const double got = decode(p.atype, c[i]);
     const double expected = decode(p.atype, encode(p.atype, ref.c[i]));
-    const double tol = qmatmul_tolerance(p, ref.c[i], ref.magnitude[i]);
+    const double tol = qmatmul_tolerance(p, ref.c[i], ref.magnitude[i], weights_rounded);
     double error = std::abs(got - expected);
     double ratio;
     if (std::isinf(expected) && got == expected) {

@@ -62,7 +62,8 @@ bool verify_qmatmul_config(const runtime::Device& device, const ops::QMatmulProb
   stream.synchronize();
   std::vector<uint16_t> got(static_cast<size_t>(p.m * p.n));
   c.copy_to_host(got.data(), got.size() * 2);
-  const ops::QMatmulCheck check = ops::check_qmatmul(p, got, ops::qmatmul_reference(p, a, weight));
+  const ops::QMatmulCheck check =
+      ops::check_qmatmul(p, got, ops::qmatmul_reference(p, a, weight), config.dequant_gemm);
   if (!check.passed() && why) *why = p.key() + ": " + check.summary();
   return check.passed();
 }

@@ -167,6 +167,23 @@ TEST(Converters, InstructionBudget) {
   }
 }
 
+// 1, 2 and 4-bit integer codes never straddle a byte: each pair of them takes one prmt, one lop3 and one fma
+// (plus, for bf16's shorter mantissa, one shift per input word), at most 1.75 instructions per element.
+TEST(Converters, ByteAlignedIntegersTakeThreeInstructionsPerPair) {
+  for (const char* name : {"u1", "i1", "u2", "i2", "u4", "i4"}) {
+    for (DataType to : {DataType::f16(), DataType::bf16()}) {
+      const DataType from = DataType::parse(name);
+      const int count = 64;
+      const ConverterProgram program = build_converter_program({from, to, count});
+      const auto work = std::count_if(program.ops.begin(), program.ops.end(), [](const ConverterOp& op) {
+        using Kind = ConverterOp::Kind;
+        return op.kind != Kind::Input && op.kind != Kind::Const && op.kind != Kind::Output;
+      });
+      EXPECT_LE(static_cast<double>(work) / count, 1.75) << name << " -> " << to.name() << ": " << work;
+    }
+  }
+}
+
 TEST(Converters, PrintedSourceShape) {
   const std::string source = emit_converter({DataType::parse("u4"), DataType::f16(), 8}, "cvt_u4");
   EXPECT_NE(source.find("__device__ __forceinline__ void cvt_u4(const unsigned int* __restrict__ in_words, "

@@ -138,6 +138,8 @@ TEST(QMatmulReference, ToleranceGrowsOnTheF32Path) {
   ASSERT_TRUE(qmatmul_weight_fits(fast.wtype, fast.atype));
   ASSERT_FALSE(qmatmul_weight_fits(slow.wtype, slow.atype));
   EXPECT_GT(qmatmul_tolerance(slow, 1.0, 100.0), qmatmul_tolerance(fast, 1.0, 100.0));
+  // dequant_gemm rounds every dequantized weight to ATYPE too: the same term as the f32 path.
+  EXPECT_EQ(qmatmul_tolerance(fast, 1.0, 100.0, /*weights_rounded=*/true), qmatmul_tolerance(slow, 1.0, 100.0));
   EXPECT_GT(qmatmul_tolerance(fast, 1.0, 200.0), qmatmul_tolerance(fast, 1.0, 100.0));
   EXPECT_GT(qmatmul_tolerance(fast, 2.0, 100.0), qmatmul_tolerance(fast, 1.0, 100.0));
   // Yet far below the effect of one dropped group of 128 products of magnitude ~0.25.

@@ -134,8 +134,8 @@ TEST(QMatmulGpu, RunnerMatchesTheReference) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.p.key() + " " + c.config);
     const QMatmulCase data = make_case(c.p, 23);
-    const QMatmulGpu q =
-        QMatmulGpu::load(device, compile_qmatmul(c.p, QMatmulConfig::parse(c.config), device.arch()));
+    const QMatmulConfig config = QMatmulConfig::parse(c.config);
+    const QMatmulGpu q = QMatmulGpu::load(device, compile_qmatmul(c.p, config, device.arch()));
     auto upload = [&](const void* src, size_t bytes, size_t capacity) {
       runtime::DeviceBuffer b = device.allocate(std::max({bytes, capacity, size_t{16}}));
       if (bytes) b.copy_from_host(src, bytes);
@@ -161,7 +161,8 @@ TEST(QMatmulGpu, RunnerMatchesTheReference) {
     stream.synchronize();
     std::vector<uint16_t> got(static_cast<size_t>(c.p.m * c.p.n));
     out.copy_to_host(got.data(), got.size() * 2);
-    const QMatmulCheck check = check_qmatmul(c.p, got, qmatmul_reference(c.p, data.a, data.weight));
+    const QMatmulCheck check =
+        check_qmatmul(c.p, got, qmatmul_reference(c.p, data.a, data.weight), config.dequant_gemm);
     EXPECT_TRUE(check.passed()) << check.summary();
   }
 }

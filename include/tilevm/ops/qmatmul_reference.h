@@ -10,8 +10,9 @@
 // roundoff of ATYPE (2^-11 for f16, 2^-8 for bf16) and s ATYPE's smallest subnormal:
 //   2u|r| + s            the output is rounded to ATYPE once: against round(r) that is at most one ulp
 //                        (the computed sum may sit across a rounding boundary from r), or s near zero
-//   + u * S              only on the f32 path (weights that do not fit ATYPE are rounded to ATYPE before
-//                        the mma: each weight moves by up to u|w|)
+//   + u * S              only where the dequantized weights are rounded to ATYPE before the product: on the
+//                        f32 path (weights that do not fit ATYPE) and in the dequant_gemm configuration
+//                        (weights_rounded): each weight moves by up to u|w|
 //   + (K/8 + 16) 2^-24 S the f32 accumulation: the mma's k16 steps, the per-slice scaling (acc += tile *
 //                        scale, two roundings per slice), the split-K partial sums and the reduce, each a
 //                        rounding of a partial sum bounded by S, in an order other than the reference's
@@ -44,7 +45,8 @@ QMatmulReference qmatmul_reference(const QMatmulProblem& problem, std::span<cons
                                    const QuantizedWeight& weight);
 
 // The tolerance described above for one output.
-double qmatmul_tolerance(const QMatmulProblem& problem, double expected, double magnitude);
+double qmatmul_tolerance(const QMatmulProblem& problem, double expected, double magnitude,
+                         bool weights_rounded = false);
 
 struct QMatmulCheck {
   int64_t outputs = 0;
@@ -62,6 +64,8 @@ struct QMatmulCheck {
 };
 
 // Compares `c` (m*n ATYPE codes) with the reference. @throws tilevm::Error when the sizes differ.
-QMatmulCheck check_qmatmul(const QMatmulProblem& problem, std::span<const uint16_t> c, const QMatmulReference& ref);
+// weights_rounded: the weights were dequantized to ATYPE before the product (config.dequant_gemm).
+QMatmulCheck check_qmatmul(const QMatmulProblem& problem, std::span<const uint16_t> c, const QMatmulReference& ref,
+                           bool weights_rounded = false);
 
 }  // namespace tilevm::ops

@@ -1,8 +1,9 @@
 // Dot(a, b, c): d = a @ b + c.
 //
 // Tensor cores by layout division: when a, b and c divide the fragments of an mma.sync atom of
-// target/atoms.h (with the atom's operand types), the quotients Qa [M/16, K/k], Qb [K/k, N/8], Qc [M/16, N/8]
-// say which atoms each warp holds in which slots (thread t = 32 * warp + lane). The schedule is a loop over
+// target/atoms.h (with the atom's operand types), the quotients Qa [.., M/16, K/k], Qb [.., K/k, N/8],
+// Qc [.., M/16, N/8] say which atoms each warp holds in which slots (thread t = 32 * warp + lane); leading
+// batch dimensions are typically spread over warps (each warp its own product, e.g. a split of K). The schedule is a loop over
 // Qc's slots and the k atoms; it must be warp-uniform: for every result atom slot and k step, the a and b
 // atoms must sit in the same slots in every warp (checked on the host), so that the emitted code names
 // registers by constants. The fragments are the register words themselves (registers.cpp). The hardware
@@ -41,7 +42,11 @@ int64_t slot_in(const layout::Layout& q, int64_t w, const layout::Index& index) 
 
 bool Emitter::try_mma(const ir::DotInst&, const RegInfo& a, const RegInfo& b, const RegInfo& c,
                       const RegInfo& d) {
-  if (a.layout.rank() != 2 || b.layout.rank() != 2 || c.layout.rank() != 2) return false;
+  // Leading (batch) dimensions are allowed: the atoms divide the last two dimensions (divide prepends 1s to
+  // the atom's rank), and a batch extent of 1 in a or b broadcasts over c's.
+  const int rank = c.layout.rank();
+  if (rank < 2 || a.layout.rank() != rank || b.layout.rank() != rank) return false;
+  const auto r = static_cast<size_t>(rank);
   for (const target::MmaAtom& atom : target::mma_atoms()) {
     if (atom.a != a.dtype || atom.b != b.dtype || atom.c != c.dtype) continue;
     layout::Layout qa, qb, qc;
@@ -54,7 +59,16 @@ bool Emitter::try_mma(const ir::DotInst&, const RegInfo& a, const RegInfo& b, co
     }
     const int64_t warps = qc.num_threads();
     if (qa.num_threads() != warps || qb.num_threads() != warps) continue;
-    const int64_t kq = qa.shape()[1];
+    const int64_t kq = qa.shape()[r - 1];
+    // The a and b atoms that meet c's atom `ci` at k step k.
+    auto operand_index = [&](const layout::Layout& q, const layout::Index& ci, int64_t x, int64_t y) {
+      layout::Index idx(ci.begin(), ci.end() - 2);
+      for (size_t dim = 0; dim + 2 < r; ++dim)
+        if (q.shape()[dim] == 1) idx[dim] = 0;
+      idx.push_back(x);
+      idx.push_back(y);
+      return idx;
+    };
     // The schedule: (c slot, a slot, b slot) per k step and result atom slot, the same in every warp. k is
     // the outer loop, so consecutive mma write different accumulators and do not wait for one another
     // (each accumulator still sums its k steps in ascending order).
@@ -65,7 +79,8 @@ bool Emitter::try_mma(const ir::DotInst&, const RegInfo& a, const RegInfo& b, co
         int64_t sa = -2, sb = -2;
         for (int64_t w = 0; w < warps && uniform; ++w) {
           const layout::Index ci = qc.map(w, s);
-          const int64_t xa = slot_in(qa, w, {ci[0], k}), xb = slot_in(qb, w, {k, ci[1]});
+          const int64_t xa = slot_in(qa, w, operand_index(qa, ci, ci[r - 2], k));
+          const int64_t xb = slot_in(qb, w, operand_index(qb, ci, k, ci[r - 1]));
           if (xa < 0 || xb < 0 || (sa != -2 && (xa != sa || xb != sb))) uniform = false;
           sa = xa;
           sb = xb;
