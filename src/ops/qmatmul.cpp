@@ -22,29 +22,45 @@ Layout mma_b() {
 }
 Layout mma_c() { return compose(compose(layout::local({2, 1}), layout::spatial({8, 4})), layout::local({1, 2})); }
 
-// The register layouts of one Dot slice. Warps are numbered wm * warps_n + wn (spatial(WM, WN)): A is
-// replicated over the warps of one row (wn), B over the warps of one column (wm).
+// The register layouts of one step of the loop: one Dot slice per group of warps along K. Warps are numbered
+// (wk * WM + wm) * WN + wn (spatial(WK, WM, WN)): A is replicated over the warps of one row (wn), B over the
+// warps of one column (wm). With WK == 1 the tiles are 2-D; with WK > 1 the Dot operands and the accumulator
+// carry a leading batch dimension of WK, spread over the groups of warps (a batched Dot).
 struct SliceLayouts {
-  Layout a;   // [BM, SK]
-  Layout b;   // [SK, BN]  the codes, in the mma B fragment order
-  Layout bt;  // [WN * 32 * words]  the same bits as u32 words, in 16-byte chunks per thread
-  Layout c;   // [BM, BN]
+  Layout a_load;  // [BM, WK * SK]  A as read from shared memory: group wk holds columns wk*SK ..
+  Layout a;       // [BM, SK] or [WK, BM, SK]: the same registers as a_load, for the Dot
+  Layout b;       // [SK, BN] or [WK, SK, BN]: the codes, in the mma B fragment order
+  Layout bt;      // [WK * slice words]  the same bits as u32 words, in 16-byte chunks per thread
+  Layout c;       // [BM, BN] or [WK, BM, BN]
 };
 
-SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_t warps_m) {
+SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_t warps_m, int64_t warps_k) {
   SliceLayouts l;
-  l.a = compose(compose(layout::reduce(layout::spatial({warps_m, 1, c.warps_n}), {2}), layout::local({s.tm, s.tk})),
-                mma_a());
-  l.b = compose(compose(layout::reduce(layout::spatial({warps_m, 1, c.warps_n}), {0}), layout::local({s.tk, s.tn})),
-                mma_b());
-  // The words in 16-byte chunks, chunk g of every thread before chunk g + 1 of any: a warp's 16-byte shared
-  // loads then read consecutive addresses (no bank conflicts; one thread's words in a row conflict 4 ways).
-  const Layout threads = layout::reduce(layout::spatial({warps_m, c.warps_n * 32}), {0});
-  if (s.words_per_thread % 4 == 0)
-    l.bt = compose(compose(layout::local({s.words_per_thread / 4}), threads), layout::local({4}));
-  else
-    l.bt = compose(threads, layout::local({s.words_per_thread}));
-  l.c = compose(compose(layout::spatial({warps_m, c.warps_n}), layout::local({s.tm, s.tn})), mma_c());
+  const int64_t WM = warps_m, WN = c.warps_n, WK = warps_k;
+  if (WK == 1) {
+    l.a = compose(compose(layout::reduce(layout::spatial({WM, 1, WN}), {2}), layout::local({s.tm, s.tk})), mma_a());
+    l.a_load = l.a;
+    l.b = compose(compose(layout::reduce(layout::spatial({WM, 1, WN}), {0}), layout::local({s.tk, s.tn})), mma_b());
+    l.c = compose(compose(layout::spatial({WM, WN}), layout::local({s.tm, s.tn})), mma_c());
+  } else {
+    l.a = compose(compose(layout::reduce(layout::spatial({WK, WM, 1, WN}), {3}), layout::local({1, s.tm, s.tk})),
+                  mma_a());
+    // Column-major warps (wm fastest, then wk) with the WN replicas inside: the warp order of l.a.
+    l.a_load = compose(compose(compose(layout::column_spatial({WM, WK}), layout::replicate(WN)),
+                               layout::local({s.tm, s.tk})),
+                       mma_a());
+    l.b = compose(compose(layout::reduce(layout::spatial({WK, WM, 1, WN}), {1}), layout::local({1, s.tk, s.tn})),
+                  mma_b());
+    l.c = compose(compose(layout::spatial({WK, WM, WN}), layout::local({1, s.tm, s.tn})), mma_c());
+  }
+  // One slice's words in 16-byte chunks, chunk g of every thread before chunk g + 1 of any: a warp's 16-byte
+  // shared loads then read consecutive addresses (one thread's words in a row conflict 4 ways). Slices of
+  // the WK groups follow one another; the WM warps of a column read the same words.
+  const Layout slice_threads = layout::spatial({WN * 32});
+  const Layout slice = s.words_per_thread % 4 == 0
+                           ? compose(compose(layout::local({s.words_per_thread / 4}), slice_threads), layout::local({4}))
+                           : compose(slice_threads, layout::local({s.words_per_thread}));
+  l.bt = compose(compose(layout::spatial({WK}), layout::replicate(WM)), slice);
   return l;
 }
 
@@ -73,8 +89,9 @@ ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig
   const int64_t SK = pb.constant("SK", c.slice_k);
   const int64_t SLICE_WORDS = pb.constant("SLICE_WORDS", s.slice_words);
   const int64_t TILE_WORDS = pb.constant("TILE_WORDS", s.tile_words);
-  // The matmul's slice layouts for one row of warps: the same bits per thread, each written once.
-  const SliceLayouts l = slice_layouts(c, s, 1);
+  // The matmul's slice layouts for one row of warps and one group along K: the same bits per thread as
+  // each slice the matmul's warps read, each written once.
+  const SliceLayouts l = slice_layouts(c, s, 1, 1);
   const Layout layout_b = pb.named_layout("layout_b", l.b);
   const Layout layout_bt = pb.named_layout("layout_bt", l.bt);
   Pointer b_ptr = pb.pointer_param("b_ptr", p.wtype);
@@ -101,25 +118,41 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   const DataType at = p.atype, f32 = DataType::f32(), u32 = DataType::uint(32), i32 = DataType::i32();
   const bool fits = qmatmul_weight_fits(p.wtype, at);
   const bool split = c.split_k > 1;
+  const bool batched = c.warps_k > 1;  // groups of warps along K: rank-3 operands (see slice_layouts)
 
   ProgramBuilder pb("qmatmul");
   const int64_t BM = pb.constant("BM", c.block_m), BN = pb.constant("BN", c.block_n);
   const int64_t BK = pb.constant("BK", c.block_k), SK = pb.constant("SK", c.slice_k);
   const int64_t G = pb.constant("G", p.group);
   const int64_t STAGES = pb.constant("STAGES", c.stages), SPLIT = pb.constant("SPLIT", c.split_k);
+  const int64_t WK = batched ? pb.constant("WK", c.warps_k) : 1;
   const int64_t SLICE_WORDS = pb.constant("SLICE_WORDS", s.slice_words);
   const int64_t TILE_WORDS = pb.constant("TILE_WORDS", s.tile_words);
   const int64_t SROWS = s.per_channel ? 0 : pb.constant("SROWS", s.scale_rows);
-  const SliceLayouts l = slice_layouts(c, s, c.warps_m);
+  const SliceLayouts l = slice_layouts(c, s, c.warps_m, c.warps_k);
   const Layout layout_a = pb.named_layout("layout_a", l.a);
+  const Layout layout_a_load = batched ? pb.named_layout("layout_a_load", l.a_load) : layout_a;
   const Layout layout_b = pb.named_layout("layout_b", l.b);
   const Layout layout_bt = pb.named_layout("layout_bt", l.bt);
   const Layout layout_c = pb.named_layout("layout_c", l.c);
+  // Per-column values (scales, zeros) in the columns a thread holds of `lay`: [1, BN], or with WK > 1
+  // [WK, BN] (each group's own row, loaded as one tile) viewed as [WK, 1, BN] for the broadcast.
+  auto column_rows = [&](const std::string& name, const Layout& lay) {
+    const Layout rows = batched ? layout::reduce(lay, {1}) : column_row(lay);
+    return std::pair{pb.named_layout(name, rows), batched ? pb.named_layout(name + "3", layout::insert_dim(rows, 1))
+                                                          : rows};
+  };
   // Scales multiply the f32 tile (layout_c's columns); zeros, and scales on the slow path, the codes
   // (layout_b's columns).
-  const Layout layout_sc = pb.named_layout("layout_sc", column_row(l.c));
-  const Layout layout_sb = pb.named_layout("layout_sb", column_row(l.b));
+  const auto [layout_sc, layout_sc3] = column_rows("layout_sc", l.c);
+  const auto [layout_sb, layout_sb3] = column_rows("layout_sb", l.b);
   const Layout smem_a_layout = pb.named_layout("smem_a_layout", shared_a_layout(c));
+  // After the loop with WK > 1: the groups' tiles summed, each thread a run of columns of the [BM, BN] sum.
+  const int64_t per_thread = c.block_m * c.block_n / c.threads();
+  const Layout layout_o =
+      batched ? pb.named_layout("layout_o", compose(layout::spatial({c.block_m, c.block_n / per_thread}),
+                                                    layout::local({1, per_thread})))
+              : layout_c;
 
   Pointer a_ptr = pb.pointer_param("a_ptr", at);
   Pointer t_ptr = pb.pointer_param("t_ptr", u32);
@@ -151,8 +184,15 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   Tensor acc = pb.allocate_register("acc", f32, layout_c, 0.0);
   // Per channel, the single row of zero points (and, on the f32 path, of scales) is loaded once, in the
   // layout of B's columns.
+  auto channel_row = [&](const std::string& name, const Tensor& g) {
+    if (!batched) return pb.load_global(name, g, layout_sb, {0, bj * BN});
+    // [1, BN] with every group holding the same columns, viewed as [1, 1, BN].
+    const Layout row = column_row(layout::reduce(l.b, {0}));
+    Tensor r = pb.load_global(name, g, pb.named_layout("layout_zrow", row), {0, bj * BN});
+    return pb.view(name + "3", r, pb.named_layout("layout_zrow3", layout::insert_dim(row, 0)));
+  };
   std::optional<Tensor> zero_row, scale_row;
-  if (gz && s.per_channel) zero_row = pb.load_global("zero_row", *gz, layout_sb, {0, bj * BN});
+  if (gz && s.per_channel) zero_row = channel_row("zero_row", *gz);
   if (!fits && s.per_channel) scale_row = pb.load_global("scale_row", gs, layout_sb, {0, bj * BN});
 
   // Starts the copies of this block's k-tile `t` (global tile first + t) into stage `stage`.
@@ -167,6 +207,17 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
       if (smem_z) pb.copy_async(smem_z->operator[](stage), gz->operator()(from(row), from(bj * BN)));
     }
   };
+  // The per-column rows of step uk from a stage's [SROWS, BN] shared tile: the row of its slice (0 when the
+  // stage holds a single row), or with WK > 1 the WK rows of its WK slices (slice_k == G).
+  auto stage_rows = [&](const std::string& name, const TensorRef& smem, const Layout& rows, const Layout& rows3,
+                        const Scalar& uk) {
+    if (!batched) {
+      Scalar row = s.scale_rows > 1 ? Scalar((uk * SK) / G) : Scalar(0);
+      return pb.load_shared(name, smem, rows, {row, 0});
+    }
+    Tensor t = pb.load_shared(name, smem, rows, {uk * WK, 0});
+    return pb.view(name + "3", t, rows3);
+  };
   // Prologue: tiles 0 .. STAGES - 2, one commit group each (empty past the end, so that the wait below
   // always counts the same number of groups).
   pb.for_range("t0", STAGES - 1, [&](Scalar t0) {
@@ -179,16 +230,16 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   Scalar cur = pb.let("cur", 0);
   Scalar next = pb.let("next", STAGES - 1);
   pb.for_range("t", count, [&](Scalar t) {
-    pb.for_range("uk", BK / SK, [&](Scalar uk) {
-      Tensor a = pb.load_shared("a", smem_a[cur], layout_a, {0, uk * SK});
-      Tensor bt = pb.load_shared("bt", smem_b[cur], layout_bt, {uk * SLICE_WORDS});
+    // Step uk: slices uk * WK .. uk * WK + WK - 1 of the stage, one per group of warps along K.
+    pb.for_range("uk", BK / (SK * WK), [&](Scalar uk) {
+      Tensor a = pb.load_shared("a", smem_a[cur], layout_a_load, {0, uk * (SK * WK)});
+      if (batched) a = pb.view("a3", a, layout_a);
+      Tensor bt = pb.load_shared("bt", smem_b[cur], layout_bt, {uk * (SLICE_WORDS * WK)});
       Tensor b = pb.view("b", bt, p.wtype, layout_b);
-      // The scale row of this slice inside the stage (0 when the stage holds a single row).
-      Scalar row = s.scale_rows > 1 ? Scalar((uk * SK) / G) : Scalar(0);
       if (fits) {
         Tensor bf = p.wtype == at ? b : pb.cast("bf", b, at);
         if (smem_z || zero_row) {
-          Tensor z = zero_row ? *zero_row : pb.load_shared("z", smem_z->operator[](cur), layout_sb, {row, 0});
+          Tensor z = zero_row ? *zero_row : stage_rows("z", smem_z->operator[](cur), layout_sb, layout_sb3, uk);
           bf = pb.sub("bf", bf, z);  // exact: both are integers of at most 8 bits
         }
         if (s.per_channel) {
@@ -198,16 +249,16 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
           // every one of the BK x BN weights.
           Tensor part = pb.allocate_register("part", f32, layout_c, 0.0);
           pb.dot(out(part), a, bf, part);
-          Tensor sc = pb.load_shared("sc", smem_s->operator[](cur), layout_sc, {row, 0});
+          Tensor sc = stage_rows("sc", smem_s->operator[](cur), layout_sc, layout_sc3, uk);
           Tensor sc32 = pb.cast("sc32", sc, f32);
           pb.mul(out(part), part, sc32);
           pb.add(out(acc), acc, part);
         }
       } else {
         // The weight's values do not all fit the activation type (a float with more exponent range):
-        // dequantize each weight in f32 and round the product once to ATYPE.
+        // dequantize each weight in f32 and round the product once to ATYPE (warps_k is 1 here).
         Tensor b32 = pb.cast("b32", b, f32);
-        Tensor sb = scale_row ? *scale_row : pb.load_shared("sb", smem_s->operator[](cur), layout_sb, {row, 0});
+        Tensor sb = scale_row ? *scale_row : stage_rows("sb", smem_s->operator[](cur), layout_sb, layout_sb3, uk);
         Tensor sb32 = pb.cast("sb32", sb, f32);
         pb.mul(out(b32), b32, sb32);
         Tensor bf = pb.cast("bf", b32, at);
@@ -223,17 +274,29 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
     pb.synchronize();
   });
 
+  Tensor result = acc;
+  if (batched) {
+    // The WK groups' [BM, BN] tiles summed through shared memory: each thread adds the WK values of its own
+    // run of columns.
+    Tensor parts = pb.allocate_shared("parts", f32, {WK, BM, BN});
+    pb.store_shared(acc, parts);
+    pb.synchronize();
+    const Layout layout_parts =
+        pb.named_layout("layout_parts", compose(layout::local({c.warps_k, 1, 1}), layout_o));
+    Tensor all = pb.load_shared("all", parts, layout_parts);
+    result = pb.reduce_sum("total", all, 0);
+  }
   if (s.per_channel && fits) {
-    Tensor sc = pb.load_global("sc", gs, layout_sc, {0, bj * BN});
+    Tensor sc = pb.load_global("sc", gs, pb.named_layout("layout_so", column_row(layout_o)), {0, bj * BN});
     Tensor sc32 = pb.cast("sc32", sc, f32);
-    pb.mul(out(acc), acc, sc32);
+    pb.mul(out(result), result, sc32);
   }
   if (split) {
     Tensor gp = pb.view_global("gp", c_ptr, f32, {SPLIT, m, n});
-    pb.store_global(acc, gp[bz], {bi * BM, bj * BN});
+    pb.store_global(result, gp[bz], {bi * BM, bj * BN});
   } else {
     Tensor gc = pb.view_global("gc", c_ptr, at, {m, n});
-    Tensor cv = pb.cast("cv", acc, at);
+    Tensor cv = pb.cast("cv", result, at);
     pb.store_global(cv, gc, {bi * BM, bj * BN});
   }
   return pb.build();

@@ -21,17 +21,19 @@ std::string QMatmulProblem::key() const {
 
 std::string QMatmulConfig::name() const {
   if (dequant_gemm) return "dequant_gemm";
-  return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}x{}_s{}_k{}", block_m, block_n, block_k, slice_k, warps_m, warps_n,
-                     stages, split_k);
+  const std::string warps =
+      warps_k > 1 ? fmt::format("{}x{}x{}", warps_m, warps_n, warps_k) : fmt::format("{}x{}", warps_m, warps_n);
+  return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}_s{}_k{}", block_m, block_n, block_k, slice_k, warps, stages, split_k);
 }
 
 QMatmulConfig QMatmulConfig::parse(const std::string& name) {
   if (name == "dequant_gemm") return QMatmulConfig{.dequant_gemm = true};
-  static const std::regex re(R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})_s(\d{1,6})_k(\d{1,6}))");
+  static const std::regex re(
+      R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})(?:x(\d{1,6}))?_s(\d{1,6})_k(\d{1,6}))");
   std::smatch m;
   if (!std::regex_match(name, m, re))
-    fail("'{}' is not a qmatmul configuration name (expected e.g. bm16_bn64_bk128_sk64_w1x4_s3_k1, each number "
-         "of at most 6 digits)",
+    fail("'{}' is not a qmatmul configuration name (expected e.g. bm16_bn64_bk128_sk64_w1x4_s3_k1 or, with warps "
+         "along K, bm16_bn64_bk512_sk128_w1x2x4_s3_k1, each number of at most 6 digits)",
          name);
   auto v = [&](int i) { return std::stoll(m[i].str()); };  // at most 6 digits: never out of range
   QMatmulConfig c;
@@ -41,8 +43,9 @@ QMatmulConfig QMatmulConfig::parse(const std::string& name) {
   c.slice_k = v(4);
   c.warps_m = v(5);
   c.warps_n = v(6);
-  c.stages = v(7);
-  c.split_k = v(8);
+  c.warps_k = m[7].matched ? v(7) : 1;
+  c.stages = v(8);
+  c.split_k = v(9);
   return c;
 }
 
@@ -83,7 +86,7 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c) {
   check_problem(p);
   if (c.dequant_gemm) return;
   auto bad = [&](const std::string& why) { fail("qmatmul: configuration {} is invalid: {}", c.name(), why); };
-  if (c.warps_m < 1 || c.warps_n < 1) bad("warps_m and warps_n must be at least 1");
+  if (c.warps_m < 1 || c.warps_n < 1 || c.warps_k < 1) bad("warps_m, warps_n and warps_k must be at least 1");
   if (c.threads() > 1024) bad(fmt::format("{} threads per block, at most 1024", c.threads()));
   if (c.block_m <= 0 || c.block_m % (16 * c.warps_m) != 0)
     bad(fmt::format("block_m ({}) must be a positive multiple of 16 * warps_m ({})", c.block_m, 16 * c.warps_m));
@@ -104,6 +107,22 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c) {
     if (c.block_k % p.group != 0 && p.group % c.block_k != 0)
       bad(fmt::format("block_k ({}) and the group size ({}) must divide one another", c.block_k, p.group));
   }
+  if (c.warps_k > 1) {
+    if (!qmatmul_weight_fits(p.wtype, p.atype))
+      bad(fmt::format("warps_k > 1 needs weights whose values fit {} ({} takes the f32 path)", p.atype.name(),
+                      p.wtype.name()));
+    if (!s.per_channel && c.slice_k != p.group)
+      bad(fmt::format("warps_k > 1 needs slice_k ({}) equal to the group size ({}): each group of warps scales "
+                      "its own slices",
+                      c.slice_k, p.group));
+    if (c.block_k % (c.slice_k * c.warps_k) != 0)
+      bad(fmt::format("block_k ({}) must be a multiple of slice_k * warps_k ({})", c.block_k,
+                      c.slice_k * c.warps_k));
+    if ((c.block_m * c.block_n) % c.threads() != 0)
+      bad(fmt::format("block_m * block_n ({}) must be a multiple of the {} threads (the final sum over the warps "
+                      "along K deals the tile out evenly)",
+                      c.block_m * c.block_n, c.threads()));
+  }
   if (s.shared_bytes > 227 * 1024)
     bad(fmt::format("{} bytes of shared memory, at most {}", s.shared_bytes, 227 * 1024));
 }
@@ -123,6 +142,7 @@ QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {
   scale_rows = per_channel ? 0 : std::max<int64_t>(1, c.block_k / p.group);
   const int64_t scale_bytes = scale_rows * c.block_n * 2 * (p.zero_point ? 2 : 1);
   shared_bytes = c.stages * (c.block_m * c.block_k * 2 + tile_words * 4 + scale_bytes);
+  if (c.warps_k > 1) shared_bytes += c.warps_k * c.block_m * c.block_n * 4;  // the partial tiles to sum
 }
 
 int64_t qmatmul_shared_bytes(const QMatmulProblem& p, const QMatmulConfig& c) {

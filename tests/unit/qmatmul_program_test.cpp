@@ -181,6 +181,14 @@ QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w, int64_t grou
   return make_problem(m, n, k, w, group);
 }
 
+// Warps along K: 2 warps along N times `warps_k` groups along K, one slice of G = 32 rows per group and step.
+QMatmulConfig warps_k_config(int64_t warps_k) {
+  QMatmulConfig c = small_config();
+  c.warps_k = warps_k;
+  c.block_k = 32 * warps_k;
+  return c;
+}
+
 TEST(QMatmulProgram, EveryWeightTypeSmallShape) {
   ASSERT_EQ(weight_types().size(), 37u);  // i1..i8, u1..u8 and the 21 floats of 3 to 8 bits
   for (DataType w : weight_types()) {
@@ -203,6 +211,31 @@ TEST(QMatmulProgram, SplitKZeroPointsBf16AndPerChannel) {
   check({problem(3, 20, 96, DataType::f8e4m3(), 96), small_config()}, 2004, false);
   QMatmulProblem h = problem(3, 20, 64, DataType::f16(), 32);
   check({h, small_config()}, 2005, true);
+}
+
+// Warps along K (a batched Dot, partial tiles summed through shared memory) for every weight type that fits
+// f16, with two steps per stage, zero points (grouped and per channel), split-K on top, and bf16.
+TEST(QMatmulProgram, WarpsAlongK) {
+  for (DataType w : weight_types()) {
+    if (!qmatmul_weight_fits(w, kF16)) continue;
+    SCOPED_TRACE(w.name());
+    check({problem(5, 24, 256, w, 32), warps_k_config(4)}, 3000 + static_cast<uint32_t>(w.bits()), true);
+  }
+  QMatmulConfig two_steps = warps_k_config(2);
+  two_steps.block_k = 128;
+  two_steps.stages = 3;
+  check({problem(17, 70, 512, DataType::int_(4), 32), two_steps}, 3101, true);
+  QMatmulProblem z = problem(3, 20, 256, DataType::uint(4), 32);
+  z.zero_point = true;
+  check({z, warps_k_config(2)}, 3102, true);
+  QMatmulProblem zc = problem(3, 20, 128, DataType::uint(2), 128);  // per channel: any slice_k
+  zc.zero_point = true;
+  check({zc, warps_k_config(4)}, 3103, true);
+  QMatmulConfig split = warps_k_config(2);
+  split.split_k = 2;
+  QMatmulProblem b = problem(9, 40, 256, DataType::uint(5), 32);
+  b.atype = DataType::bf16();
+  check({b, split}, 3104, true);
 }
 
 // The same programs compiled to CUDA (cp.async pipeline, transformed weights, the generated converters,
@@ -244,6 +277,9 @@ TEST(QMatmulGpu, EveryWeightTypeMatchesTheReference) {
     b.atype = DataType::bf16();
     cases.push_back({{b, c}, 6000 + bits});
   }
+  for (DataType w : weight_types())
+    if (qmatmul_weight_fits(w, kF16))
+      cases.push_back({{problem(21, 77, 512, w, 32), warps_k_config(4)}, 8000 + static_cast<uint32_t>(w.bits())});
   QMatmulProblem z = problem(7, 96, 256, DataType::uint(4), 64);
   z.zero_point = true;
   cases.push_back({{z, QMatmulConfig{}}, 7001});
@@ -286,6 +322,20 @@ TEST(QMatmulProgram, RejectsBadProblemsAndConfigs) {
   EXPECT_THROW(build_qmatmul(p, c), Error);
   EXPECT_EQ(QMatmulConfig::parse(c.name()), c);
   EXPECT_THROW(QMatmulConfig::parse("bm16"), Error);
+  // Warps along K: named with a third warp count; slice_k must equal G; weights must fit ATYPE.
+  const QMatmulConfig wk = QMatmulConfig::parse("bm16_bn64_bk128_sk32_w1x2x4_s3_k1");
+  EXPECT_EQ(wk.warps_k, 4);
+  EXPECT_EQ(wk.threads(), 256);
+  EXPECT_EQ(wk.name(), "bm16_bn64_bk128_sk32_w1x2x4_s3_k1");
+  EXPECT_EQ(QMatmulConfig::parse("bm16_bn64_bk128_sk32_w1x2_s3_k1").warps_k, 1);
+  EXPECT_NO_THROW(build_qmatmul(p, wk));
+  QMatmulProblem g64 = p;
+  g64.group = 64;
+  g64.k = 256;
+  EXPECT_THROW(build_qmatmul(g64, wk), Error);  // slice_k 32 != G 64
+  QMatmulProblem wide = p;
+  wide.wtype = DataType::float_(6, 1);
+  EXPECT_THROW(build_qmatmul(wide, wk), Error);  // the f32 path has no warps along K
   // A number too long for int64 is a tilevm::Error too, not std::out_of_range.
   EXPECT_THROW(QMatmulConfig::parse("bm16_bn64_bk128_sk64_w1x4_s3_k123456789012345678901"), Error);
   EXPECT_EQ(qmatmul_codes_bytes(make_problem(1, 5, 96, DataType::uint(3), 32)), 192);  // 180 rounded to 16

@@ -26,7 +26,9 @@
 // Matmul pipeline per block: A [BM, BK] and the transformed B tile go global -> shared with cp.async,
 // `stages` tiles in flight; per Dot slice of slice_k rows: A -> registers (ldmatrix), B words -> registers,
 // View as WTYPE in the mma B layout, Cast to ATYPE (vectorized converters), subtract zeros, mma into a
-// zeroed f32 tile, then acc += tile * scale (per slice; per channel: once at the end). Weight types whose
+// zeroed f32 tile, then acc += tile * scale (per slice; per channel: once at the end). With warps_k > 1 each
+// group of warps takes every warps_k-th slice (a batched Dot, the batch over the groups) and the groups'
+// accumulators are summed through shared memory after the loop. Weight types whose
 // values do not fit ATYPE (f16 activations with a float of more exponent range than f16) are instead cast
 // to f32, scaled per weight and rounded to ATYPE before the mma.
 #pragma once
@@ -62,6 +64,11 @@ struct QMatmulConfig {
   int64_t slice_k = 64;   // k per Dot: a multiple of 16; divides G unless G == k
   int64_t warps_m = 1;
   int64_t warps_n = 4;
+  // Warps along K inside a block (decode): each group of warps_m * warps_n warps multiplies its own slices
+  // (a batched Dot over the groups) and the groups' partial tiles are summed through shared memory at the
+  // end, so that a few columns fill a block without a second launch. > 1 needs slice_k == G (or per channel)
+  // and weights that fit ATYPE.
+  int64_t warps_k = 1;
   int64_t stages = 3;   // cp.async pipeline depth, >= 2
   int64_t split_k = 1;  // blocks along K per tile of C (> 1: f32 partials summed by the reduce program)
   // Instead of the fused template: every run dequantizes the weight into the workspace (the dequantize
@@ -69,9 +76,9 @@ struct QMatmulConfig {
   // the "transformed" weight is a copy of the packed codes.
   bool dequant_gemm = false;
 
-  int64_t threads() const { return 32 * warps_m * warps_n; }
-  // "bm16_bn64_bk128_sk64_w1x4_s3_k1" ("dequant_gemm" for that mode): names the configuration in caches and
-  // reports.
+  int64_t threads() const { return 32 * warps_m * warps_n * warps_k; }
+  // "bm16_bn64_bk128_sk64_w1x4_s3_k1", with warps_k > 1 "bm16_bn64_bk512_sk128_w1x2x4_s3_k1" ("dequant_gemm"
+  // for that mode): names the configuration in caches and reports.
   std::string name() const;
   // Parses name(); @throws tilevm::Error on malformed text.
   static QMatmulConfig parse(const std::string& name);
