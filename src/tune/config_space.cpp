@@ -48,6 +48,34 @@ void add_k_choices(const ops::QMatmulProblem& p, ops::QMatmulConfig c, std::vect
   }
 }
 
+// Warps along K (decode, few rows): slices of G rows (128 per channel), one per group of warps and step,
+// 2 to 8 groups, 3 or 4 stages, split-K 1 or 2. A narrow block then streams all of K with as many warps as
+// a wide one, and one launch does it (split-K's partial sums cost a second launch and their bytes).
+void add_warps_k_choices(const ops::QMatmulProblem& p, ops::QMatmulConfig c, std::vector<ops::QMatmulConfig>& out) {
+  const int64_t tiles = ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n);
+  c.slice_k = p.group == p.k ? 128 : p.group;
+  for (int64_t wk = 2; wk <= 8; wk *= 2) {
+    if (c.warps_m * c.warps_n * wk > 8) continue;
+    c.warps_k = wk;
+    c.block_k = c.slice_k * wk;
+    const int64_t k_tiles = ceil_div(p.k, c.block_k);
+    for (int64_t stages = 3; stages <= 4; ++stages) {
+      c.stages = stages;
+      for (int64_t split = 1; split <= 2; ++split) {
+        // At least two k-tiles per split (a longer stage than K only pads it with zeros).
+        if (k_tiles < 2 * split || (split > 1 && tiles * split > 512)) continue;
+        c.split_k = split;
+        try {
+          ops::check_config(p, c);
+        } catch (const Error&) {
+          continue;
+        }
+        out.push_back(c);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<ops::QMatmulConfig> qmatmul_config_space(const ops::QMatmulProblem& problem,
@@ -76,6 +104,7 @@ std::vector<ops::QMatmulConfig> qmatmul_config_space(const ops::QMatmulProblem& 
           c.warps_m = bm / piece_m;
           c.warps_n = bn / piece_n;
           add_k_choices(p, c, space);
+          if (bm <= 32 && warps <= 4 && ops::qmatmul_weight_fits(p.wtype, p.atype)) add_warps_k_choices(p, c, space);
         }
       }
     }

@@ -133,10 +133,13 @@ CostEstimate estimate_qmatmul(const ops::QMatmulProblem& problem, const ops::QMa
   // multiplies its piece_n columns over the block's K range at a fixed rate, a warp with more rows doing
   // a little more per weight; warps along M each redo the same weights.
   const double piece_m = static_cast<double>(c.block_m / c.warps_m);
+  // With warps along K each warp takes 1 / warps_k of the block's K range.
   const double k_per_block = padded_k / static_cast<double>(c.split_k);
-  const double warp_work = k_per_block * static_cast<double>(c.block_n / c.warps_n) * (1 + 0.5 * (piece_m / 16 - 1)) *
+  const double k_per_warp = k_per_block / static_cast<double>(c.warps_k);
+  const double warps = static_cast<double>(c.warps_m * c.warps_n * c.warps_k);
+  const double warp_work = k_per_warp * static_cast<double>(c.block_n / c.warps_n) * (1 + 0.5 * (piece_m / 16 - 1)) *
                            dequant_ops_per_weight(p);
-  const double block_work = warp_work * static_cast<double>(c.warps_m * c.warps_n);
+  const double block_work = warp_work * warps;
   const double warp_rate = r.warp_weights_per_ns * 1e9, sm_rate = r.sm_weights_per_ns * 1e9;
 
   struct Sums {
@@ -147,7 +150,7 @@ CostEstimate estimate_qmatmul(const ops::QMatmulProblem& problem, const ops::QMa
     const double blocks = static_cast<double>(b);
     const double active_sms = std::min<double>(sms, blocks);
     const double busiest = std::ceil(blocks / sms);  // blocks sharing the busiest SM
-    const double warp_use = std::min(1.0, busiest * static_cast<double>(c.warps_m * c.warps_n) / 4);
+    const double warp_use = std::min(1.0, busiest * warps / 4);
     const double bw = std::min({dram_bw, blocks * in_flight / latency, active_sms * sm_dram_bw});
     const double t_dram = blocks * per_block_dram / bw;
     const double t_l2 = blocks * per_block_l2 / (l2_bw * active_sms / sms);

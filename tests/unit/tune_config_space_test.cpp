@@ -95,6 +95,23 @@ TEST(TuneConfigSpace, RulesHoldOnEveryMember) {
   }
 }
 
+TEST(TuneConfigSpace, DecodeIncludesWarpsAlongK) {
+  auto count = [](const ops::QMatmulProblem& p) {
+    const auto space = qmatmul_config_space(p, {.dequant_gemm = false});
+    return std::count_if(space.begin(), space.end(), [&](const ops::QMatmulConfig& c) {
+      if (c.warps_k > 1) {
+        EXPECT_EQ(c.slice_k, p.group == p.k ? 128 : p.group) << c.name();
+        EXPECT_LE(c.threads(), 256) << c.name();
+      }
+      return c.warps_k > 1;
+    });
+  };
+  EXPECT_GT(count(problem(1, 8192, 8192)), 10);
+  EXPECT_GT(count(problem(16, 8192, 8192, DataType::uint(2), 32)), 10);
+  EXPECT_EQ(count(problem(16, 8192, 8192, DataType::float_(6, 1), 128)), 0);  // the f32 path: no warps along K
+  EXPECT_EQ(count(problem(4096, 8192, 8192)), 0);                             // prefill
+}
+
 TEST(TuneConfigSpace, TinyShapesStillHaveConfigurations) {
   // Every weight type: odd widths at G = 32 need 32-column warps to fill whole code words.
   for (DataType w : all_data_types()) {
