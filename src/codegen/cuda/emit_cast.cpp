@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "emitter.h"
+#include "nan_payload.h"
 #include "tilevm/codegen/cuda/converters.h"
 #include "tilevm/support/error.h"
 
@@ -36,10 +37,14 @@ void Emitter::emit_cast(const ir::InstStmt& s, const ir::CastInst& n) {
                      : src.dtype == f32 && n.dtype == bf16 ? "tv_f32_to_bf16"
                                                            : nullptr;
   if (fast) {
-    note(s, fmt::format("per-element cvt {} -> {}", src.dtype.name(), n.dtype.name()));
+    // A widening keeps the hardware's NaN where no reader sees its bits (nan_payload.h).
+    const ir::Var& var = n.out ? n.out : s.results.at(0);
+    const bool keep = n.dtype == f32 && nan_payload_unobserved(program_, var);
+    note(s, fmt::format("per-element cvt {} -> {}{}", src.dtype.name(), n.dtype.name(),
+                        keep ? " (NaN left as the hardware's: no reader sees its bits)" : ""));
     line("#pragma unroll");
-    line(fmt::format("for (int i = 0; i < {}; ++i) tv_set<{}>({}, i, {}(tv_get<{}>({}, i)));", count,
-                     n.dtype.bits(), out.name, fast, src.dtype.bits(), src.name));
+    line(fmt::format("for (int i = 0; i < {}; ++i) tv_set<{}>({}, i, {}{}(tv_get<{}>({}, i)));", count,
+                     n.dtype.bits(), out.name, fast, keep ? "<false>" : "", src.dtype.bits(), src.name));
     return;
   }
   note(s, fmt::format("per-element conversion {} -> {}", src.dtype.name(), n.dtype.name()));

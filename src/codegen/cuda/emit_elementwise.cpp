@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "emitter.h"
+#include "nan_payload.h"
 #include "tilevm/support/error.h"
 
 namespace tilevm::codegen::cuda {
@@ -32,13 +33,15 @@ void Emitter::emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst&
   bool native = fast && fast_op >= 0 && n.args.size() == 2;
   for (const auto& a : n.args) native = native && a.is_tensor() && a.tensor->type().dtype == dt;
   if (native) {
-    note(s, fmt::format("per slot, native {}", dt.name()));
+    const bool canonical = !nan_payload_unobserved(program_, var);
+    note(s, fmt::format("per slot, native {}{}", dt.name(), canonical ? "" : " (NaN left as the hardware's: no reader sees its bits)"));
     open("");
     line("#pragma unroll");
     open(fmt::format("for (int i = 0; i < {}; ++i)", out.layout.num_locals()));
     const std::string x = operand_code(*n.args[0].tensor, out, "i", s.loc);
     const std::string y = operand_code(*n.args[1].tensor, out, "i", s.loc);
-    line(fmt::format("tv_set<{}>({}, i, {}<{}>({}, {}));", dt.bits(), out.name, fast, fast_op, x, y));
+    line(fmt::format("tv_set<{}>({}, i, {}<{}{}>({}, {}));", dt.bits(), out.name, fast, fast_op,
+                     canonical ? "" : ", false", x, y));
     close();
     close();
     return;

@@ -263,42 +263,46 @@ template <int K, int B, int E, int M, int S> TV_INLINE void tv_atomic_add(void* 
 // p = 24, 11, 8; a finite overflow becomes infinity in both, as tv_round says), except that a NaN result
 // becomes the canonical NaN. The .rn forms are never contracted into an fma with a neighbouring
 // operation. ----
-// The canonical quiet NaN codes (DataType::nan_code): f32 0x7fc00000, f16 0x7e00, bf16 0x7fc0.
-template <int OP> TV_INLINE tv_u64 tv_fast_f32(tv_u64 a, tv_u64 b) {
+// The canonical quiet NaN codes (DataType::nan_code): f32 0x7fc00000, f16 0x7e00, bf16 0x7fc0. CANON false
+// keeps the hardware's NaN, where no reader can tell (nan_payload.h).
+template <int OP, bool CANON = true> TV_INLINE tv_u64 tv_fast_f32(tv_u64 a, tv_u64 b) {
   const float x = __uint_as_float((tv_u32)a), y = __uint_as_float((tv_u32)b);
   const float r = OP == 0 ? __fadd_rn(x, y) : OP == 1 ? __fsub_rn(x, y) : __fmul_rn(x, y);
+  if constexpr (!CANON) return __float_as_uint(r);
   return r != r ? 0x7fc00000u : __float_as_uint(r);
 }
-template <int OP> TV_INLINE tv_u64 tv_fast_f16(tv_u64 a, tv_u64 b) {
+template <int OP, bool CANON = true> TV_INLINE tv_u64 tv_fast_f16(tv_u64 a, tv_u64 b) {
   const tv_u16 x = (tv_u16)a, y = (tv_u16)b;
   tv_u16 r;
   if constexpr (OP == 0) asm("add.rn.f16 %0, %1, %2;" : "=h"(r) : "h"(x), "h"(y));
   else if constexpr (OP == 1) asm("sub.rn.f16 %0, %1, %2;" : "=h"(r) : "h"(x), "h"(y));
   else asm("mul.rn.f16 %0, %1, %2;" : "=h"(r) : "h"(x), "h"(y));
+  if constexpr (!CANON) return r;
   return (r & 0x7fff) > 0x7c00 ? 0x7e00u : r;
 }
 // bf16 through fma.rn.bf16 (sm_80; add/sub/mul.bf16 need sm_90): x + y = fma(x, 1, y), x - y = fma(y, -1, x),
 // x * y = fma(x, y, -0), each exact before its single rounding.
-template <int OP> TV_INLINE tv_u64 tv_fast_bf16(tv_u64 a, tv_u64 b) {
+template <int OP, bool CANON = true> TV_INLINE tv_u64 tv_fast_bf16(tv_u64 a, tv_u64 b) {
   const tv_u16 x = (tv_u16)a, y = (tv_u16)b;
   const tv_u16 one = 0x3f80, minus_one = 0xbf80, minus_zero = 0x8000;
   tv_u16 r;
   if constexpr (OP == 0) asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r) : "h"(x), "h"(one), "h"(y));
   else if constexpr (OP == 1) asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r) : "h"(y), "h"(minus_one), "h"(x));
   else asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r) : "h"(x), "h"(y), "h"(minus_zero));
+  if constexpr (!CANON) return r;
   return (r & 0x7fff) > 0x7f80 ? 0x7fc0u : r;
 }
 // Exact widenings to f32, and the rounding f32 -> f16/bf16 with Cast's rules (type/convert.h): a finite value
 // beyond the range saturates to +-max, a NaN becomes the canonical NaN.
-TV_INLINE tv_u64 tv_f16_to_f32(tv_u64 a) {
+template <bool CANON = true> TV_INLINE tv_u64 tv_f16_to_f32(tv_u64 a) {
   float r;
   const tv_u16 x = (tv_u16)a;
   asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(x));
-  if (r != r) return 0x7fc00000u;
+  if (CANON && r != r) return 0x7fc00000u;
   return __float_as_uint(r);
 }
-TV_INLINE tv_u64 tv_bf16_to_f32(tv_u64 a) {
-  if ((a & 0x7fff) > 0x7f80) return 0x7fc00000u;
+template <bool CANON = true> TV_INLINE tv_u64 tv_bf16_to_f32(tv_u64 a) {
+  if (CANON && (a & 0x7fff) > 0x7f80) return 0x7fc00000u;
   return (tv_u64)((tv_u32)a << 16);
 }
 TV_INLINE tv_u64 tv_f32_to_f16(tv_u64 a) {

@@ -1,0 +1,116 @@
+// Which results keep the hardware's NaN (nan_payload.h): only those no reader can tell from the canonical NaN.
+#include <gtest/gtest.h>
+
+#include "../../src/codegen/cuda/nan_payload.h"
+#include <cstring>
+#include <random>
+
+#include "tilevm/codegen/cuda/codegen.h"
+#include "tilevm/codegen/cuda/gpu_runner.h"
+#include "tilevm/interp/interpreter.h"
+#include "tilevm/ir/parser.h"
+#include "tilevm/ir/visitor.h"
+#include "tilevm/support/diagnostics.h"
+
+namespace tilevm {
+namespace {
+
+constexpr const char* kProgram = R"(la = spatial(32)
+
+def nan_payload<1>[threads=32](f32* x_ptr, f32* y_ptr, f16* z_ptr, f16* w_ptr):
+    gx = ViewGlobal(x_ptr, dtype=f32, shape=[32])
+    gy = ViewGlobal(y_ptr, dtype=f32, shape=[32])
+    gz = ViewGlobal(z_ptr, dtype=f16, shape=[32])
+    gw = ViewGlobal(w_ptr, dtype=f16, shape=[32])
+    a = LoadGlobal(gx, layout=la)
+    b = LoadGlobal(gy, layout=la)
+    p = Mul(a, b)
+    q = Add(p, a)
+    h = Cast(q, dtype=f16)
+    StoreGlobal(h, gz)
+    r = Sub(q, b)
+    StoreGlobal(r, gy)
+    s = Mul(a, a)
+    v = View(s, dtype=i32)
+    t = Add(b, b)
+    lt = Lt(a, b)
+    u = Where(lt, t, a)
+    StoreGlobal(u, gx)
+    c = LoadGlobal(gw, layout=la)
+    c32 = Cast(c, dtype=f32)
+    d = Mul(c32, a)
+    e = Cast(d, dtype=f16)
+    StoreGlobal(e, gw)
+)";
+
+class Find : public ir::IRVisitor {
+ public:
+  std::map<std::string, ir::Var> vars;
+  void visit_inst_stmt(const ir::InstStmt& s) override {
+    for (const ir::Var& v : s.results) vars[v->name] = v;
+    IRVisitor::visit_inst_stmt(s);
+  }
+};
+
+TEST(CodegenNanPayload, OnlyResultsWhoseReadersIgnoreNanBits) {
+  Diagnostics diags;
+  std::optional<ir::Program> program = ir::parse_program(kProgram, diags);
+  ASSERT_TRUE(program) << diags.render("nan_payload.tile", kProgram);
+  Find find;
+  find.visit_program(*program);
+  auto unobserved = [&](const char* name) {
+    EXPECT_TRUE(find.vars.count(name)) << name;
+    return codegen::cuda::nan_payload_unobserved(*program, find.vars.at(name));
+  };
+  EXPECT_TRUE(unobserved("p"));     // read by a native Add
+  EXPECT_TRUE(unobserved("q"));     // a narrowing Cast and a native Sub
+  EXPECT_FALSE(unobserved("r"));    // stored as it is
+  EXPECT_FALSE(unobserved("s"));    // its bits are viewed as i32
+  EXPECT_FALSE(unobserved("t"));    // Where copies the code
+  EXPECT_TRUE(unobserved("c32"));   // a widening read only by a native Mul
+  EXPECT_TRUE(unobserved("d"));     // a narrowing Cast
+
+  const std::string cuda = codegen::cuda::emit_cuda(*program, {.arch = "sm_90"}).source;
+  EXPECT_NE(cuda.find("tv_fast_f32<2, false>"), std::string::npos);  // p = Mul(a, b)
+  EXPECT_NE(cuda.find("tv_fast_f32<1>("), std::string::npos);        // r = Sub(q, b), canonical
+  EXPECT_NE(cuda.find("tv_f16_to_f32<false>("), std::string::npos);  // c32
+}
+
+// On the GPU, with NaNs of several payloads and signs among the inputs: every output byte equals the
+// interpreter's (the canonical NaN wherever a NaN is stored, whichever instructions kept the hardware's).
+TEST(CodegenNanPayloadGpu, NansMatchTheInterpreterBitForBit) {
+  if (!codegen::cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  Diagnostics diags;
+  std::optional<ir::Program> program = ir::parse_program(kProgram, diags);
+  ASSERT_TRUE(program);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> real(-2.0f, 2.0f);
+  const uint32_t f32_nans[] = {0x7fc00000u, 0x7fa00001u, 0xffc00000u, 0x7f800001u, 0xffffffffu};
+  const uint16_t f16_nans[] = {0x7e00, 0x7d01, 0xfe00, 0x7c01};
+  std::vector<uint8_t> x(32 * 4), y(32 * 4), z(32 * 2, 0xff), w(32 * 2);
+  for (int i = 0; i < 32; ++i) {
+    float a = real(rng), b = real(rng);
+    uint32_t ab, bb;
+    std::memcpy(&ab, &a, 4);
+    std::memcpy(&bb, &b, 4);
+    if (i % 3 == 0) ab = f32_nans[i % 5];
+    if (i % 7 == 1) bb = f32_nans[(i + 2) % 5];
+    if (i == 10) ab = 0x7f800000u;  // inf - inf and inf * 0 below make NaNs from no NaN
+    std::memcpy(&x[4 * static_cast<size_t>(i)], &ab, 4);
+    std::memcpy(&y[4 * static_cast<size_t>(i)], &bb, 4);
+    const uint16_t h = i % 4 == 2 ? f16_nans[i % 4] : static_cast<uint16_t>(0x3c00 + i);
+    std::memcpy(&w[2 * static_cast<size_t>(i)], &h, 2);
+  }
+  std::map<std::string, std::vector<uint8_t>> cpu = {{"x_ptr", x}, {"y_ptr", y}, {"z_ptr", z}, {"w_ptr", w}};
+  std::map<std::string, std::vector<uint8_t>> gpu = cpu;
+  interp::Arguments ca, ga;
+  for (auto& [n, b] : cpu) ca.buffers[n] = &b;
+  for (auto& [n, b] : gpu) ga.buffers[n] = &b;
+  Diagnostics cd, gd;
+  ASSERT_TRUE(interp::run_program(*program, ca, cd)) << cd.render("nan_payload.tile", kProgram);
+  ASSERT_TRUE(codegen::cuda::run_on_gpu(*program, ga, gd)) << gd.render("nan_payload.tile", kProgram);
+  for (const auto& [name, bytes] : cpu) EXPECT_EQ(bytes, gpu.at(name)) << name;
+}
+
+}  // namespace
+}  // namespace tilevm
