@@ -14,13 +14,16 @@ namespace tilevm::tune {
 namespace {
 
 // Registers per thread, roughly: the f32 accumulators of the warp's piece (twice on the per-slice scaling
-// path: the slice's tile and the running sum), the A and B fragments of one slice, and ~40 for addresses,
-// loop counters and the dequantization's temporaries. Only the blocks-per-SM limit uses it.
+// path: the slice's tile and the running sum), the A fragments of one slice, its B codes (the compiler
+// converts them to f16 just before their mma, so few converted fragments are live) and ~40 for addresses,
+// loop counters and the dequantization's temporaries. Only the blocks-per-SM limit uses it. (ptxas: 116 for
+// bm16_bn256_bk128_sk128_w1x8 u4, where this gives 120.)
 int64_t registers_per_thread(const ops::QMatmulProblem& p, const ops::QMatmulConfig& c) {
   const int64_t piece_m = c.block_m / c.warps_m, piece_n = c.block_n / c.warps_n;
   const int64_t acc = piece_m * piece_n / 32 * (p.group == p.k ? 1 : 2);
-  const int64_t frags = c.slice_k * (piece_m + piece_n) / 64;
-  return std::min<int64_t>(255, 40 + acc + frags);
+  const int64_t a_frags = c.slice_k * piece_m / 64;
+  const int64_t b_codes = c.slice_k * piece_n * p.wtype.bits() / 1024;
+  return std::min<int64_t>(255, 40 + acc + a_frags + b_codes);
 }
 
 // Blocks of this configuration resident on one SM at once.
@@ -137,7 +140,10 @@ CostEstimate estimate_qmatmul(const ops::QMatmulProblem& problem, const ops::QMa
   const double k_per_block = padded_k / static_cast<double>(c.split_k);
   const double k_per_warp = k_per_block / static_cast<double>(c.warps_k);
   const double warps = static_cast<double>(c.warps_m * c.warps_n * c.warps_k);
-  const double warp_work = k_per_warp * static_cast<double>(c.block_n / c.warps_n) * (1 + 0.5 * (piece_m / 16 - 1)) *
+  // A thread's weights per slice (an mma B fragment is 4 of every 16 x 8), and the slice's fixed work.
+  const double slice_weights = static_cast<double>(c.slice_k * (c.block_n / c.warps_n)) / 32;
+  const double slice_factor = 1 + r.slice_overhead_weights / slice_weights;
+  const double warp_work = slice_factor * k_per_warp * static_cast<double>(c.block_n / c.warps_n) * (1 + 0.5 * (piece_m / 16 - 1)) *
                            dequant_ops_per_weight(p);
   const double block_work = warp_work * warps;
   const double warp_rate = r.warp_weights_per_ns * 1e9, sm_rate = r.sm_weights_per_ns * 1e9;

@@ -56,6 +56,10 @@ struct DeviceRoofline {
   // time ~ weights per warp / 1.1 until an SM holds ~14 weights/ns). Re-measure when the template changes.
   double warp_weights_per_ns = 1.1;
   double sm_weights_per_ns = 14;
+  // A slice's fixed work (the A fragments, the scale row and its multiply-add, the loop) in weights of one
+  // thread: a thread's slice of S weights costs as much as S + slice_overhead_weights. Fitted to the sweep
+  // of 3700b62 (slices of 32 / 64 / 128 at 128 columns of 4 warps: 64.3 / 44.4 / 37.2 us).
+  double slice_overhead_weights = 41;
 
   // The H100 figures above, scaled to `info`: a known device by name (H200: 4300 GB/s, H100 PCIe, A100,
   // L40S, RTX 4090), others by SM count relative to the H100 (and by arch for the tensor-core rate).
