@@ -4,12 +4,243 @@
 // threads, each chunk one cp.async of 16, 8 or 4 bytes (zero-filled through src-size when the chunk lies
 // wholly outside g). A chunk that is misaligned or straddles g's edge, and every element when no chunk size
 // fits, is copied synchronously element by element, which is allowed: the data may land early.
+//
+// Interior tiles take a fast path chosen once per instruction (block-uniform): when the tile's corners lie
+// inside g, the source address at the tile origin is aligned to the chunk and every source stride the chunk
+// walk crosses is a multiple of v, every chunk is a whole aligned cp.async, and the loop only computes
+// offsets. The destination side is proven statically (the divisibility analysis of the shared offsets,
+// CExpr::log2_div, and the planned base); what cannot be proven keeps only the checked loop.
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
 
 #include "emitter.h"
 #include "tilevm/support/error.h"
 
 namespace tilevm::codegen::cuda {
+
+namespace {
+
+// The byte offset of element offset `off` of `bits`-bit elements, exact when off * bits is a multiple of 8.
+CExpr byte_offset(const CExpr& off, int bits) {
+  return bits % 8 == 0 ? off * cconst(bits / 8) : shr(off, std::countr_zero(static_cast<unsigned>(8 / bits)));
+}
+
+// `(tv_i64)x * stride`, as access() writes a strided term.
+CExpr wide_product(const CExpr& x, const CExpr& stride) {
+  const CExpr p = x * stride;
+  if (p.value) return p;
+  const std::string w = "(tv_i64)" + x.text;
+  return cvar(stride.value && *stride.value == 1 ? w : w + " * " + stride.text, p.log2_div);
+}
+
+// The tile index (C expressions) of the tile's linear element `linear`, last dimension fastest.
+std::vector<CExpr> tile_index(const layout::Index& tile, const CExpr& linear) {
+  std::vector<CExpr> idx(tile.size(), cconst(0));
+  CExpr rest = linear;
+  for (size_t d = tile.size(); d-- > 0;) {
+    idx[d] = d == 0 ? rest : rest % cconst(tile[d]);
+    rest = rest / cconst(tile[d]);
+  }
+  return idx;
+}
+
+// The chunk walk: chunk c < chunks starts at the tile's linear element c * v, and thread t takes the chunks
+// c = k * threads + t, k < per_thread.
+struct ChunkWalk {
+  layout::Index tile;
+  int64_t v, threads, per_thread, chunks;
+
+  layout::Index index(int64_t c) const {  // the tile index of chunk c's first element
+    layout::Index idx(tile.size(), 0);
+    int64_t rest = c * v;
+    for (size_t d = tile.size(); d-- > 0;) {
+      idx[d] = d == 0 ? rest : rest % tile[d];
+      rest /= tile[d];
+    }
+    return idx;
+  }
+  // Whether value(k * threads + t) - value(t) == k * (value(threads) - value(0)) for every chunk of every
+  // thread: the value moves by a constant step per k.
+  template <typename F>
+  bool linear_in_k(const F& value) const {
+    if (per_thread == 1) return true;
+    const auto step = value(threads) - value(0);
+    for (int64_t t = 0; t < threads && t < chunks; ++t)
+      for (int64_t k = 1; k < per_thread && k * threads + t < chunks; ++k)
+        if (value(k * threads + t) - value(t) != k * step) return false;
+    return true;
+  }
+};
+
+// The step of the element offset in the shared view `arg` of `m` from a thread's chunk 0 to its chunk k is k
+// times this, for every thread, chunk and value of the view's subscripts (the shared shape is constant, so
+// they are enumerated); nullopt when not (or when there is too much to enumerate, or a runtime offset).
+std::optional<int64_t> shared_step(const MemTensor& m, const ir::TensorArg& arg, const std::vector<int>& dims,
+                                   const ChunkWalk& w) {
+  if (w.per_thread == 1) return 0;
+  const layout::Index shape = m.layout->shape();
+  std::vector<layout::Index> choices(shape.size(), layout::Index{0});
+  int64_t origins = 1;
+  for (size_t d = 0; d < shape.size() && d < arg.slices.size(); ++d) {
+    const ir::Slice& sl = arg.slices[d];
+    if (sl.kind == ir::Slice::Kind::Full) continue;
+    if (const auto c = ir::as_const_int(sl.value)) {
+      choices[d] = {*c};
+    } else if (sl.kind == ir::Slice::Kind::Index) {
+      choices[d].resize(static_cast<size_t>(shape[d]));
+      for (int64_t x = 0; x < shape[d]; ++x) choices[d][static_cast<size_t>(x)] = x;
+    } else {
+      return std::nullopt;
+    }
+    origins *= static_cast<int64_t>(choices[d].size());
+  }
+  if (origins * w.chunks > (int64_t{1} << 16)) return std::nullopt;
+  std::optional<int64_t> step;
+  layout::Index origin(shape.size(), 0);
+  for (int64_t o = 0; o < origins; ++o) {
+    int64_t rest = o;
+    for (size_t d = shape.size(); d-- > 0;) {
+      const int64_t n = static_cast<int64_t>(choices[d].size());
+      origin[d] = choices[d][static_cast<size_t>(rest % n)];
+      rest /= n;
+    }
+    bool inside = true;
+    auto offset = [&](int64_t c) -> int64_t {
+      layout::Index base = origin;
+      const layout::Index idx = w.index(c);
+      for (size_t k = 0; k < dims.size(); ++k)
+        if (dims[k] >= 0) base[static_cast<size_t>(dims[k])] += idx[k];
+      for (size_t d = 0; d < base.size(); ++d) inside = inside && base[d] >= 0 && base[d] < shape[d];
+      if (!inside) return 0;
+      const auto owners = m.layout->owners(base);
+      inside = owners.size() == 1;
+      return inside ? owners.front().second : 0;
+    };
+    if (!w.linear_in_k(offset) || !inside) return std::nullopt;
+    const int64_t s = offset(w.threads) - offset(0);
+    if (step && *step != s) return std::nullopt;
+    step = s;
+  }
+  return step;
+}
+
+// The fast path's copy: a whole chunk to a shared-space address (32 bits, so that the constant steps between
+// a thread's chunks fold into the instruction's offset).
+constexpr const char* kCpAsyncShared =
+    R"(template <int BYTES> TV_INLINE void tv_cp_async_shared(tv_u32 dst, const void* src) {
+  if constexpr (BYTES == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(src), "n"(BYTES) : "memory");
+})";
+
+// The fast path (see the file comment): emits `if (interior and aligned) { unchecked chunks } else {` and
+// returns true, or emits nothing and returns false where the destination side is not proven aligned or a
+// constant source stride is not a multiple of v.
+bool emit_fast_copy(Emitter& e, const ir::CopyAsyncInst& n, const ChunkWalk& w) {
+  const MemTensor& dst = e.mem(n.dst.tensor);
+  const MemTensor& src = e.mem(n.src.tensor);
+  const int B = dst.dtype.bits(), v = static_cast<int>(w.v), vbytes = v * B / 8;
+  const size_t r = w.tile.size();
+  const std::vector<CExpr> idx = tile_index(w.tile, cvar("c") * cconst(v));
+  if (!e.proven_aligned(dst, e.access(dst, n.dst, {}, idx).offset, v)) return false;
+  std::vector<std::string> cond;
+  auto require = [&](const std::string& c) {
+    if (std::find(cond.begin(), cond.end(), c) == cond.end()) cond.push_back(c);
+  };
+  // Inside g: the first and the last index of the tile in every dimension.
+  std::vector<CExpr> zero(r, cconst(0)), corner;
+  for (int64_t x : w.tile) corner.push_back(cconst(x - 1));
+  const ElementAccess lo = e.access(src, n.src, {}, zero), hi = e.access(src, n.src, {}, corner);
+  for (size_t d = 0; d < src.shape.size(); ++d) {
+    for (const CExpr* b : {&lo.base[d], &hi.base[d]}) {
+      if (b->value && src.shape[d].value && *b->value >= 0 && *b->value < *src.shape[d].value) continue;
+      require(fmt::format("(unsigned)({}) < (unsigned)({})", b->text, src.shape[d].text));
+    }
+  }
+  const std::vector<int> sdims = e.tile_dims(src, n.src, r), ddims = e.tile_dims(dst, n.dst, r);
+  // The source offset of the chunk at tile index i: for a strided g, the origin's (sbase) plus the strides
+  // times i, whose step per chunk k of a thread is constant when the tile index's is.
+  CExpr sbase = cconst(0);
+  std::optional<CExpr> sstep;
+  std::function<CExpr(const std::vector<CExpr>&)> sdelta;
+  if (src.layout) {
+    if (!divisible(e.access(src, n.src, {}, idx).offset, v)) return false;
+    require(fmt::format("(unsigned long long)({}) % {} == 0", src.ptr, vbytes));
+    sdelta = [&](const std::vector<CExpr>& i) { return e.access(src, n.src, {}, i).offset; };
+  } else {
+    for (size_t k = 0; k + 1 < r; ++k) {  // the strides the chunk walk crosses (the last moves by v)
+      if (w.tile[k] == 1 || sdims[k] < 0) continue;
+      const CExpr& stride = src.strides[static_cast<size_t>(sdims[k])];
+      if (divisible(stride, v)) continue;
+      if (stride.value) return false;
+      require(fmt::format("{} % {} == 0", stride.text, v));
+    }
+    sbase = cvar(e.fresh("sbase"), lo.offset.log2_div);
+    e.line(fmt::format("const tv_i64 {} = {};", sbase.text, lo.offset.text));
+    if (B % 8 != 0 && !divisible(sbase, 8 / B)) require(fmt::format("{} % {} == 0", sbase.text, 8 / B));
+    require(
+        fmt::format("(unsigned long long)({} + {}) % {} == 0", src.ptr, byte_offset(sbase, B).text, vbytes));
+    sdelta = [&](const std::vector<CExpr>& i) {
+      CExpr off = cconst(0);
+      for (size_t k = 0; k < r; ++k)
+        if (sdims[k] >= 0) off = off + wide_product(i[k], src.strides[static_cast<size_t>(sdims[k])]);
+      return off;
+    };
+    std::vector<CExpr> step(r, cconst(0));
+    bool linear = true;
+    for (size_t k = 0; k < r; ++k) {
+      linear = linear && w.linear_in_k([&](int64_t c) { return w.index(c)[k]; });
+      if (w.per_thread > 1) step[k] = cconst(w.index(w.threads)[k] - w.index(0)[k]);
+    }
+    if (linear) sstep = sdelta(step);
+  }
+  std::string c_text;
+  for (const std::string& c : cond) c_text += (c_text.empty() ? "" : " && ") + c;
+  e.open(fmt::format("if ({})", c_text));
+  e.line("// the tile is inside g and aligned: every chunk is one unchecked cp.async");
+  // Per-chunk pointers: a thread's first chunk plus k steps where the step is constant, else from c.
+  const CExpr k = w.per_thread == 1 ? cconst(0) : cvar("k");
+  const std::vector<CExpr> first = tile_index(w.tile, cvar("t") * cconst(v));
+  std::string dptr, sptr;
+  bool per_chunk = false;  // a pointer computed from c
+  const std::string dbase = fmt::format("tv_smem_addr({}) + (tv_u32)", dst.ptr);
+  if (const std::optional<int64_t> dstep = shared_step(dst, n.dst, ddims, w)) {
+    const std::string dp = e.fresh("dp");
+    e.line(fmt::format("const tv_u32 {} = {}{};", dp, dbase,
+                       byte_offset(e.access(dst, n.dst, {}, first).offset, B).text));
+    dptr = (cvar(dp) + k * cconst(*dstep * B / 8)).text;
+  } else {
+    dptr = dbase + byte_offset(e.access(dst, n.dst, {}, idx).offset, B).text;
+    per_chunk = true;
+  }
+  const std::string sbytes = sbase.value ? "" : " + " + byte_offset(sbase, B).text;
+  if (sstep) {
+    const std::string sp = e.fresh("sp");
+    e.line(fmt::format("const tv_u8* const {} = {}{} + {};", sp, src.ptr, sbytes,
+                       byte_offset(sdelta(first), B).text));
+    sptr = (cvar(sp) + k * byte_offset(*sstep, B)).text;
+  } else {
+    sptr = fmt::format("{}{} + {}", src.ptr, sbytes, byte_offset(sdelta(idx), B).text);
+    per_chunk = true;
+  }
+  const bool even = w.chunks % w.threads == 0;
+  e.line("#pragma unroll");
+  e.open(fmt::format("for (int k = 0; k < {}; ++k)", w.per_thread));
+  if (!even || per_chunk) e.line(fmt::format("const int c = k * {} + t;", w.threads));
+  if (!even) e.line(fmt::format("if (c < {}) {{", w.chunks)), ++e.indent_;
+  e.line(fmt::format("tv_cp_async_shared<{}>({}, {});", vbytes, dptr, sptr));
+  e.helper_functions_["tv_cp_async_shared"] = kCpAsyncShared;
+  if (!even) e.close();
+  e.close();
+  e.close("} else {");
+  ++e.indent_;
+  return true;
+}
+
+}  // namespace
 
 void Emitter::emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n) {
   const MemTensor& dst = mem(n.dst.tensor);
@@ -36,24 +267,25 @@ void Emitter::emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n)
   const int vbytes = v * B / 8;
   const bool chunked = v * B >= 32;
   const int64_t chunks = elements / (chunked ? v : 1);
+  const int64_t per_thread = (chunks + threads_ - 1) / threads_;
+  const bool even = chunks % threads_ == 0;
   open("");
-  auto tile_index = [&](const CExpr& linear) {
-    std::vector<CExpr> idx(tile.size(), cconst(0));
-    CExpr rest = linear;
-    for (size_t d = tile.size(); d-- > 0;) {
-      idx[d] = d == 0 ? rest : rest % cconst(tile[d]);
-      rest = rest / cconst(tile[d]);
-    }
-    return idx;
-  };
   auto element = [&](const std::vector<CExpr>& idx) {
     const ElementAccess da = access(dst, n.dst, {}, idx);
     const ElementAccess sa = access(src, n.src, {}, idx);
     line(fmt::format("tv_st<{}>({}, {}, ({}) ? tv_ld<{}>({}, {}) : 0ull);", B, dst.ptr, da.offset.text,
                      sa.inside, B, src.ptr, sa.offset.text));
   };
-  const int64_t per_thread = (chunks + threads_ - 1) / threads_;
-  const bool even = chunks % threads_ == 0;
+  // The chunks dealt round-robin: `body` gets the tile index of chunk c's first element.
+  auto chunk_loop = [&](const std::function<void(const std::vector<CExpr>&)>& body) {
+    line("#pragma unroll");
+    open(fmt::format("for (int k = 0; k < {}; ++k)", per_thread));
+    line(fmt::format("const int c = k * {} + t;", threads_));
+    if (!even) line(fmt::format("if (c < {}) {{", chunks)), ++indent_;
+    body(tile_index(tile, chunked ? cvar("c") * cconst(v) : cvar("c")));
+    if (!even) close();
+    close();
+  };
   if (chunked) {
     note(s, fmt::format("cp.async of {} bytes ({} chunks over {} threads), synchronous per-element copies "
                         "where misaligned or at the edge",
@@ -63,12 +295,9 @@ void Emitter::emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n)
                         "is contiguous)",
                         elements, threads_));
   }
-  line("#pragma unroll");
-  open(fmt::format("for (int k = 0; k < {}; ++k)", per_thread));
-  line(fmt::format("const int c = k * {} + t;", threads_));
-  if (!even) line(fmt::format("if (c < {}) {{", chunks)), ++indent_;
-  if (chunked) {
-    const std::vector<CExpr> idx = tile_index(cvar("c") * cconst(v));
+  const bool fast = chunked && emit_fast_copy(*this, n, ChunkWalk{tile, v, threads_, per_thread, chunks});
+  chunk_loop([&](const std::vector<CExpr>& idx) {
+    if (!chunked) return element(idx);
     const ElementAccess da = access(dst, n.dst, {}, idx);
     const ElementAccess sa = access(src, n.src, {}, idx);
     std::vector<CExpr> last = idx;
@@ -76,10 +305,12 @@ void Emitter::emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n)
     const ElementAccess sz = access(src, n.src, {}, last);
     line(fmt::format("const tv_i64 doff = {}, soff = {};", da.offset.text, sa.offset.text));
     line(fmt::format("const bool first_in = {}, last_in = {};", sa.inside, sz.inside));
+    // A sub-byte chunk must also start on a byte: the address alone does not say so.
+    const std::string on_byte = B % 8 == 0 ? "" : fmt::format("soff % {} == 0 && ", 8 / B);
     line(
-        fmt::format("const bool aligned = doff % {0} == 0 && (((unsigned long long)({1}) + (unsigned long "
+        fmt::format("const bool aligned = doff % {0} == 0 && {4}(((unsigned long long)({1}) + (unsigned long "
                     "long)soff * {2} / 8) % {3} == 0);",
-                    v, src.ptr, B, vbytes));
+                    v, src.ptr, B, vbytes, on_byte));
     open("if (aligned && first_in && last_in)");
     line(fmt::format("tv_cp_async<{}>({} + doff * {} / 8, {} + soff * {} / 8, {});", vbytes, dst.ptr, B,
                      src.ptr, B, vbytes));
@@ -96,11 +327,8 @@ void Emitter::emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n)
     element(eidx);
     close();
     close();
-  } else {
-    element(tile_index(cvar("c")));
-  }
-  if (!even) close();
-  close();
+  });
+  if (fast) close();
   close();
 }
 

@@ -4,6 +4,8 @@
 // (target/atoms.h) and every 8-element row of the atom is 16 contiguous bytes in shared memory.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "emitter.h"
 #include "tilevm/support/error.h"
 #include "tilevm/target/atoms.h"
@@ -22,6 +24,7 @@ void Emitter::emit_allocate_shared(const ir::InstStmt& s, const ir::AllocateShar
   const int64_t off = plan_.offsets.at(var.get());
   const int64_t end = off + plan_.sizes.at(var.get());
   m.ptr = fmt::format("(tv_smem + {})", off);
+  m.ptr_align = std::min<int64_t>(pow2_divisor(cconst(off)), 128);  // tv_smem is __align__(128)
   mems_[var.get()] = m;
   note(s, fmt::format("shared bytes [{}, {})", off, end));
   // The planner lets this tensor reuse bytes of a tensor that is dead here. The program needs no
@@ -41,7 +44,7 @@ void Emitter::emit_allocate_shared(const ir::InstStmt& s, const ir::AllocateShar
 // matrices (in units of the atom's tile) warp w loads into which slots; lane l supplies the address of row
 // l % 8 of matrix l / 8 (for x4; lanes beyond the matrices repeat). The rows must be contiguous and 16-byte
 // aligned in shared memory: the layout divides by local(1, 8) and the view's column origin is a multiple of
-// 8 (checked at run time, falling back to per-element loads).
+// 8 (checked at run time, falling back to per-element loads, unless the divisibility analysis proves it).
 bool Emitter::try_ldmatrix(const ir::InstStmt& s, const ir::LoadInst& n, const MemTensor& m,
                            const RegInfo& out) {
   if (m.dtype.bits() != 16 || out.layout.rank() != 2 || memory_run(m, n.src) % 8 != 0) return false;
@@ -56,30 +59,37 @@ bool Emitter::try_ldmatrix(const ir::InstStmt& s, const ir::LoadInst& n, const M
     if (q.num_threads() * 32 != out.layout.num_threads()) continue;
     const int64_t per = atom.layout.num_locals();      // slots per atom (8 for x4)
     const layout::Index ashape = atom.layout.shape();  // 16 x 16
-    note(s, fmt::format("ldmatrix.x{} ({} per warp), per-element where the rows are not 16-byte aligned",
-                        atom.num_matrices, q.num_locals()));
+    // Alignment is block-uniform: it depends only on the view origin and the offset.
+    std::vector<CExpr> zero{cconst(0), cconst(0)};
+    const ElementAccess a0 = access(m, n.src, n.offset, zero);
+    const bool proven = divisible(a0.base.back(), 8) && m.ptr_align % 16 == 0;
+    note(s, fmt::format("ldmatrix.x{} ({} per warp), {}", atom.num_matrices, q.num_locals(),
+                        proven ? "rows 16-byte aligned by construction"
+                               : "per-element where the rows are not 16-byte aligned"));
     open("");
     // Row and column of this lane's row address inside one atom: matrices go down the rows, then across.
     line("const int lane = t % 32, warp = t / 32;");
     line(fmt::format("const int mrow = (lane / 8) % 2 * 8 + lane % 8, mcol = (lane / 16) * 8;"));
     line("(void)warp;");
-    // Alignment is block-uniform: it depends only on the view origin and the offset.
-    std::vector<CExpr> zero{cconst(0), cconst(0)};
-    const ElementAccess a0 = access(m, n.src, n.offset, zero);
-    open(fmt::format("if (({}) % 8 == 0)", a0.base.back().text));
+    if (!proven) open(fmt::format("if (({}) % 8 == 0)", a0.base.back().text));
     line("#pragma unroll");
     open(fmt::format("for (int q = 0; q < {}; ++q)", q.num_locals()));
     std::vector<CExpr> qi = layout_index(q, cvar("warp"), cvar("q"));
     std::vector<CExpr> idx{qi[0] * cconst(ashape[0]) + cvar("mrow"),
                            qi[1] * cconst(ashape[1]) + cvar("mcol")};
     const ElementAccess a = access(m, n.src, n.offset, idx);
-    line(fmt::format("const tv_u32 addr = tv_smem_addr({} + ({}) * 2);", m.ptr, a.offset.text));
+    // The shared-space base plus a 32-bit offset: the base is loop-invariant and the offset stays 32-bit.
+    line(fmt::format("const tv_u32 addr = tv_smem_addr({}) + (tv_u32)(({}) * 2);", m.ptr, a.offset.text));
     line(fmt::format(
         "asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{%0, %1, %2, %3}}, [%4];\\n\" : "
         "\"=r\"({0}[q * {1}]), "
         "\"=r\"({0}[q * {1} + 1]), \"=r\"({0}[q * {1} + 2]), \"=r\"({0}[q * {1} + 3]) : \"r\"(addr));",
         out.name, per / 2));
     close();
+    if (proven) {
+      close();
+      return true;
+    }
     close("} else {");
     ++indent_;
     line("#pragma unroll");

@@ -39,12 +39,32 @@ const char* cuda_prelude();
 // An integer C expression; `value` is set when it is a compile-time constant. The operators fold constants
 // and the identities (x * 1, x + 0, x % 1, 0 / x), so that a layout evaluated at a constant slot prints as
 // a small expression of the thread index only.
+//
+// They also carry a divisibility proof: 2^log2_div divides the value for every value of the variables
+// (two's complement wrap-around keeps it: the low bits of a sum, product or xor depend only on the low bits
+// of the operands). A variable proves nothing (2^0), a constant proves its trailing zero bits (0 proves
+// everything, capped at 2^kMaxLog2Div), and
+//   a + b, a - b, a ^ b, a % b : min          (a % b = a - (a / b) * b, truncating or not)
+//   a * b                      : sum          (t * 16 * x proves 16)
+//   a / 2^j, a >> j            : log2_div - j when the division is exact (log2_div >= j), else 0
+// so that ((c * 8) % 128) proves 8, and ((g * 4) % 4) + t * 16 + (int)(cur) * 4096 proves 4.
 struct CExpr {
   std::optional<int64_t> value;
   std::string text;  // always valid C (parenthesized when compound)
+  int log2_div = 0;
 };
+inline constexpr int kMaxLog2Div = 62;
 CExpr cconst(int64_t v);
-CExpr cvar(std::string text);
+// A variable or any C expression; `log2_div` is a divisibility the caller has proven (0 when unknown).
+CExpr cvar(std::string text, int log2_div = 0);
+// The largest power of two the analysis proves to divide e (2^62 for the constant 0).
+int64_t pow2_divisor(const CExpr& e);
+// Whether `m` (a positive power of two) provably divides e.
+bool divisible(const CExpr& e, int64_t m);
+// The same analysis on an integer IR expression (constants, + - * / % << >> & | ^, min, max, negation;
+// variables and everything else prove 2^0), as log2. The emitter's `(int)(e)` keeps the proof: truncation
+// to fewer bits keeps the low bits.
+int log2_divisor(const ir::Expr& e);
 CExpr operator+(const CExpr& a, const CExpr& b);
 CExpr operator-(const CExpr& a, const CExpr& b);
 CExpr operator*(const CExpr& a, const CExpr& b);
@@ -73,6 +93,9 @@ struct MemTensor {
   std::vector<CExpr> strides;            // global strided
   std::optional<layout::Layout> layout;  // shared, or global given a layout
   std::string ptr;                       // a `tv_u8*` C expression
+  // A power of two that provably divides the address `ptr` (shared: the planned offset in the 128-byte
+  // aligned tv_smem). 1 for global tensors: their base pointers are runtime values.
+  int64_t ptr_align = 1;
 };
 
 // One element of a tile in a memory view: its index in the base tensor, its element offset and (global
@@ -111,6 +134,8 @@ class Emitter {
   std::string scalar_name(const ir::Var& v);
   std::string expr(const ir::Expr& e);
   CExpr int_expr(const ir::Expr& e);
+  // int_expr with the divisibility of the IR expression (log2_divisor) attached (memory_access.cpp).
+  CExpr index_expr(const ir::Expr& e);
   const MemTensor& mem(const ir::Var& v);
   std::string loc_text(SourceLoc loc) const;
 
@@ -124,13 +149,23 @@ class Emitter {
   int vector_width(const MemTensor& m, const ir::TensorArg& arg, const layout::Layout& reg_layout,
                    int max_bits);
   int memory_run(const MemTensor& m, const ir::TensorArg& arg);
+  // For each dimension of a rank-r tile in the view `arg` of `m`: the dimension of m it addresses (-1 for
+  // none: a tile of higher rank than the view ignores its leading dimensions).
+  std::vector<int> tile_dims(const MemTensor& m, const ir::TensorArg& arg, size_t r);
+  // Whether a vector access of v elements at element offset `off` is aligned for every value of the
+  // variables: off is a multiple of v and m.ptr of the vector's bytes (never provable for global memory).
+  bool proven_aligned(const MemTensor& m, const CExpr& off, int v) const;
   using ElementFn = std::function<void(const std::string& slot, const std::vector<CExpr>& index)>;
   void vector_groups(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
                      const layout::Layout& lay, int v, const std::function<void()>& vector_move,
                      const ElementFn& element);
-  // The `off` line and the alignment/bounds condition of a vector access of v slots (memory_access.cpp).
+  // The `off` line and the alignment/bounds condition of a vector access of v slots (memory_access.cpp);
+  // "1" when both are proven statically.
   std::string vector_group_check(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
                                  const std::vector<CExpr>& idx, int v);  // contiguous elements along the last dim
+  // Whether every vector group of `lay` (as vector_groups walks them) is proven aligned.
+  bool vector_groups_aligned(const MemTensor& m, const ir::TensorArg& arg,
+                             const std::vector<ir::Expr>& offset, const layout::Layout& lay, int v);
 
   // Scratch shared memory for the SIMT paths: returns its C pointer and reserves `bytes`.
   std::string scratch(int64_t bytes);

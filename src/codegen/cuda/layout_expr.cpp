@@ -14,16 +14,74 @@
 
 namespace tilevm::codegen::cuda {
 
-CExpr cconst(int64_t v) {
-  return {v, v < 0 ? "(" + std::to_string(v) + ")" : std::to_string(v)};
+namespace {
+int log2_of_constant(int64_t v) {
+  return v == 0 ? kMaxLog2Div : std::min(std::countr_zero(static_cast<uint64_t>(v)), kMaxLog2Div);
 }
-CExpr cvar(std::string text) {
-  return {std::nullopt, std::move(text)};
+int log2_of_power(int64_t v) {  // log2 of a positive power of two, else -1
+  return v > 0 && std::has_single_bit(static_cast<uint64_t>(v)) ? std::countr_zero(static_cast<uint64_t>(v))
+                                                                : -1;
+}
+int log2_sum(int a, int b) {
+  return std::min(a + b, kMaxLog2Div);
+}
+// Exact division by 2^j: the quotient keeps log2_div - j; otherwise nothing is known.
+int log2_quotient(int a, int j) {
+  return j >= 0 && a >= j ? a - j : 0;
+}
+}  // namespace
+
+CExpr cconst(int64_t v) {
+  return {v, v < 0 ? "(" + std::to_string(v) + ")" : std::to_string(v), log2_of_constant(v)};
+}
+CExpr cvar(std::string text, int log2_div) {
+  return {std::nullopt, std::move(text), std::clamp(log2_div, 0, kMaxLog2Div)};
+}
+
+int64_t pow2_divisor(const CExpr& e) {
+  return int64_t{1} << e.log2_div;
+}
+bool divisible(const CExpr& e, int64_t m) {
+  const int j = log2_of_power(m);
+  TILEVM_ASSERT(j >= 0, "divisible by {}: not a positive power of two", m);
+  return e.log2_div >= j;
+}
+
+int log2_divisor(const ir::Expr& e) {
+  if (!e || !e->type.is_integer()) return 0;
+  if (const auto* imm = e->as<ir::IntImm>()) return log2_of_constant(imm->value);
+  if (const auto* u = e->as<ir::UnaryExpr>()) return u->op == ir::UnaryOp::Neg ? log2_divisor(u->a) : 0;
+  const auto* b = e->as<ir::BinaryExpr>();
+  if (!b) return 0;
+  const int x = log2_divisor(b->a), y = log2_divisor(b->b);
+  const std::optional<int64_t> k = ir::as_const_int(b->b);
+  switch (b->op) {
+    case ir::BinaryOp::Add:
+    case ir::BinaryOp::Sub:
+    case ir::BinaryOp::Mod:
+    case ir::BinaryOp::BitOr:
+    case ir::BinaryOp::BitXor:
+    case ir::BinaryOp::Min:
+    case ir::BinaryOp::Max:
+      return std::min(x, y);
+    case ir::BinaryOp::BitAnd:
+      return std::max(x, y);
+    case ir::BinaryOp::Mul:
+      return log2_sum(x, y);
+    case ir::BinaryOp::Div:
+      return k ? log2_quotient(x, log2_of_power(*k)) : 0;
+    case ir::BinaryOp::Shl:
+      return k && *k >= 0 && *k < 64 ? log2_sum(x, static_cast<int>(*k)) : 0;
+    case ir::BinaryOp::Shr:
+      return k && *k >= 0 && *k < 64 ? log2_quotient(x, static_cast<int>(*k)) : 0;
+    default:
+      return 0;
+  }
 }
 
 namespace {
-CExpr bin(const CExpr& a, const char* op, const CExpr& b) {
-  return cvar("(" + a.text + " " + op + " " + b.text + ")");
+CExpr bin(const CExpr& a, const char* op, const CExpr& b, int log2_div) {
+  return cvar("(" + a.text + " " + op + " " + b.text + ")", log2_div);
 }
 bool is(const CExpr& e, int64_t v) {
   return e.value && *e.value == v;
@@ -34,41 +92,42 @@ CExpr operator+(const CExpr& a, const CExpr& b) {
   if (a.value && b.value) return cconst(*a.value + *b.value);
   if (is(a, 0)) return b;
   if (is(b, 0)) return a;
-  return bin(a, "+", b);
+  return bin(a, "+", b, std::min(a.log2_div, b.log2_div));
 }
 CExpr operator-(const CExpr& a, const CExpr& b) {
   if (a.value && b.value) return cconst(*a.value - *b.value);
   if (is(b, 0)) return a;
-  return bin(a, "-", b);
+  return bin(a, "-", b, std::min(a.log2_div, b.log2_div));
 }
 CExpr operator*(const CExpr& a, const CExpr& b) {
   if (a.value && b.value) return cconst(*a.value * *b.value);
   if (is(a, 0) || is(b, 0)) return cconst(0);
   if (is(a, 1)) return b;
   if (is(b, 1)) return a;
-  return bin(a, "*", b);
+  return bin(a, "*", b, log2_sum(a.log2_div, b.log2_div));
 }
 CExpr operator/(const CExpr& a, const CExpr& b) {
   if (a.value && b.value && *b.value != 0) return cconst(*a.value / *b.value);
   if (is(a, 0)) return cconst(0);
   if (is(b, 1)) return a;
-  return bin(a, "/", b);
+  return bin(a, "/", b, b.value ? log2_quotient(a.log2_div, log2_of_power(*b.value)) : 0);
 }
 CExpr operator%(const CExpr& a, const CExpr& b) {
   if (a.value && b.value && *b.value != 0) return cconst(*a.value % *b.value);
   if (is(a, 0) || is(b, 1)) return cconst(0);
-  return bin(a, "%", b);
+  return bin(a, "%", b, std::min(a.log2_div, b.log2_div));
 }
 CExpr operator^(const CExpr& a, const CExpr& b) {
   if (a.value && b.value) return cconst(*a.value ^ *b.value);
   if (is(a, 0)) return b;
   if (is(b, 0)) return a;
-  return bin(a, "^", b);
+  return bin(a, "^", b, std::min(a.log2_div, b.log2_div));
 }
 CExpr shr(const CExpr& a, int64_t s) {
   if (a.value) return cconst(*a.value >> s);
   if (s == 0) return a;
-  return cvar("(" + a.text + " >> " + std::to_string(s) + ")");
+  return cvar("(" + a.text + " >> " + std::to_string(s) + ")",
+              log2_quotient(a.log2_div, static_cast<int>(s)));
 }
 
 namespace {

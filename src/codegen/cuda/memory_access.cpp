@@ -5,6 +5,9 @@
 // last dimension) and the memory holds those v elements contiguously, each group of v slots moves with one
 // 16-, 8- or 4-byte access. Alignment and (global) bounds are checked per group at run time; a group that
 // fails falls back to per-element accesses, which read 0 outside a global tensor and drop writes there.
+// What the divisibility analysis of the offsets (CExpr::log2_div) proves is not checked: a shared access
+// whose offset is a multiple of v at a planned (aligned) base has no check and no fallback; a global one
+// keeps its address and bounds checks (base pointers are runtime values).
 #include <fmt/format.h>
 
 #include "emitter.h"
@@ -21,25 +24,46 @@ struct ViewShape {
 
 }  // namespace
 
+CExpr Emitter::index_expr(const ir::Expr& e) {
+  CExpr x = int_expr(e);
+  if (!x.value) x.log2_div = log2_divisor(e);
+  return x;
+}
+
+namespace {
+
+// The dimensions of m that the view `arg` keeps (not selected by an index subscript).
+std::vector<int> kept_dims(const MemTensor& m, const ir::TensorArg& arg) {
+  std::vector<int> kept;
+  for (size_t d = 0; d < m.shape.size(); ++d)
+    if (d >= arg.slices.size() || arg.slices[d].kind != ir::Slice::Kind::Index)
+      kept.push_back(static_cast<int>(d));
+  return kept;
+}
+
+}  // namespace
+
+std::vector<int> Emitter::tile_dims(const MemTensor& m, const ir::TensorArg& arg, size_t r) {
+  const std::vector<int> kept = kept_dims(m, arg);
+  std::vector<int> dims(r, -1);
+  const int V = static_cast<int>(kept.size()), R = static_cast<int>(r);
+  for (int v = 0; v < V; ++v)
+    if (v + (R - V) >= 0) dims[static_cast<size_t>(v + (R - V))] = kept[static_cast<size_t>(v)];
+  return dims;
+}
+
 ElementAccess Emitter::access(const MemTensor& m, const ir::TensorArg& arg,
                               const std::vector<ir::Expr>& offset, const std::vector<CExpr>& tile_index) {
   const size_t R = m.shape.size();
   std::vector<CExpr> base(R, cconst(0));
-  std::vector<int> kept;
-  for (size_t d = 0; d < R; ++d) {
-    if (d < arg.slices.size() && arg.slices[d].kind != ir::Slice::Kind::Full) {
-      base[d] = int_expr(arg.slices[d].value);
-      if (arg.slices[d].kind == ir::Slice::Kind::Index) continue;
-    }
-    kept.push_back(static_cast<int>(d));
-  }
-  const int V = static_cast<int>(kept.size()), r = static_cast<int>(tile_index.size());
-  for (int v = 0; v < V; ++v) {
-    const size_t d = static_cast<size_t>(kept[static_cast<size_t>(v)]);
-    if (!offset.empty()) base[d] = base[d] + int_expr(offset[static_cast<size_t>(v)]);
-    const int k = v + (r - V);
-    if (k >= 0) base[d] = base[d] + tile_index[static_cast<size_t>(k)];
-  }
+  for (size_t d = 0; d < R && d < arg.slices.size(); ++d)
+    if (arg.slices[d].kind != ir::Slice::Kind::Full) base[d] = index_expr(arg.slices[d].value);
+  const std::vector<int> kept = kept_dims(m, arg);
+  for (size_t v = 0; v < kept.size() && !offset.empty(); ++v)
+    base[static_cast<size_t>(kept[v])] = base[static_cast<size_t>(kept[v])] + index_expr(offset[v]);
+  const std::vector<int> dims = tile_dims(m, arg, tile_index.size());
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (dims[k] >= 0) base[static_cast<size_t>(dims[k])] = base[static_cast<size_t>(dims[k])] + tile_index[k];
   ElementAccess a;
   a.base = base;
   if (m.layout) {
@@ -48,7 +72,9 @@ ElementAccess Emitter::access(const MemTensor& m, const ir::TensorArg& arg,
     CExpr off = cconst(0);
     for (size_t d = 0; d < R; ++d) {
       CExpr term = m.strides[d] * base[d];
-      if (!term.value) term = cvar("(tv_i64)" + base[d].text + " * " + m.strides[d].text);
+      if (!term.value)
+        term = cvar("(tv_i64)" + base[d].text + " * " + m.strides[d].text,
+                    std::min(base[d].log2_div + m.strides[d].log2_div, kMaxLog2Div));
       off = off + term;
     }
     a.offset = off;
@@ -118,18 +144,24 @@ std::string vec_field(int64_t words, int64_t k) {
 
 }  // namespace
 
+bool Emitter::proven_aligned(const MemTensor& m, const CExpr& off, int v) const {
+  return divisible(off, v) && m.ptr_align % (v * m.dtype.bits() / 8) == 0;
+}
+
 // Emits `off`, the element offset of a group of v consecutive slots starting at tile index `idx`, and
 // returns the condition under which the group moves as one vector: the offset and the address are aligned to
-// the vector, and (global memory) both ends of the group lie inside the tensor.
+// the vector, and (global memory) both ends of the group lie inside the tensor. Parts that are proven
+// statically are left out ("1" when nothing is left).
 std::string Emitter::vector_group_check(const MemTensor& m, const ir::TensorArg& arg,
                                         const std::vector<ir::Expr>& offset, const std::vector<CExpr>& idx,
                                         int v) {
   const int B = m.dtype.bits();
   const ElementAccess first = access(m, arg, offset, idx);
   line(fmt::format("const tv_i64 off = {};", first.offset.text));
-  std::string ok = fmt::format(
-      "(off % {} == 0) && (((unsigned long long)({}) + (unsigned long long)off * {} / 8) % {} == 0)", v, m.ptr,
-      B, v * B / 8);
+  if (proven_aligned(m, first.offset, v) && m.scope != ir::Scope::Global) return "1";
+  std::string ok = fmt::format("(((unsigned long long)({}) + (unsigned long long)off * {} / 8) % {} == 0)",
+                               m.ptr, B, v * B / 8);
+  if (!divisible(first.offset, v)) ok = fmt::format("(off % {} == 0) && {}", v, ok);
   if (m.scope == ir::Scope::Global) {
     std::vector<CExpr> last = idx;
     last.back() = last.back() + cconst(v - 1);
@@ -140,13 +172,20 @@ std::string Emitter::vector_group_check(const MemTensor& m, const ir::TensorArg&
 
 // For each group g of v consecutive slots of `lay`: `vector_move` (which may use `off` and `g`) when the
 // group passes vector_group_check, else `element` for each of its slots. Loads and stores share this shape.
+// A group whose check is proven statically moves as a vector with no fallback.
 void Emitter::vector_groups(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
                             const layout::Layout& lay, int v, const std::function<void()>& vector_move,
                             const ElementFn& element) {
   line("#pragma unroll");
   open(fmt::format("for (int g = 0; g < {}; ++g)", lay.num_locals() / v));
   std::vector<CExpr> idx = layout_index(lay, cvar("t"), cvar("g") * cconst(v));
-  open(fmt::format("if ({})", vector_group_check(m, arg, offset, idx, v)));
+  const std::string check = vector_group_check(m, arg, offset, idx, v);
+  if (check == "1") {
+    vector_move();
+    close();
+    return;
+  }
+  open(fmt::format("if ({})", check));
   vector_move();
   close("} else {");
   ++indent_;
@@ -157,6 +196,12 @@ void Emitter::vector_groups(const MemTensor& m, const ir::TensorArg& arg, const 
   close();
   close();
   close();
+}
+
+bool Emitter::vector_groups_aligned(const MemTensor& m, const ir::TensorArg& arg,
+                                    const std::vector<ir::Expr>& offset, const layout::Layout& lay, int v) {
+  const std::vector<CExpr> idx = layout_index(lay, cvar("t"), cvar("g") * cconst(v));
+  return proven_aligned(m, access(m, arg, offset, idx).offset, v);
 }
 
 void Emitter::emit_load(const ir::InstStmt& s, const ir::LoadInst& n) {
@@ -180,8 +225,11 @@ void Emitter::emit_load(const ir::InstStmt& s, const ir::LoadInst& n) {
   };
   if (v > 1) {
     const int64_t words = v * B / 32;
-    note(s, fmt::format("{}-byte vector loads ({} elements per access), per-element where unaligned{}",
-                        words * 4, v, global ? " or at the edge" : ""));
+    note(s, vector_groups_aligned(m, n.src, n.offset, out.layout, v) && !global
+                ? fmt::format("{}-byte vector loads ({} elements per access), aligned by construction",
+                              words * 4, v)
+                : fmt::format("{}-byte vector loads ({} elements per access), per-element where unaligned{}",
+                              words * 4, v, global ? " or at the edge" : ""));
     vector_groups(m, n.src, n.offset, out.layout, v, [&] {
       line(fmt::format("const {} x = *(const {}*)({} + off * {} / 8);", vec_type(words), vec_type(words), m.ptr,
                        B));
@@ -214,8 +262,11 @@ void Emitter::emit_store(const ir::InstStmt& s, const ir::StoreInst& n) {
   };
   if (v > 1) {
     const int64_t words = v * B / 32;
-    note(s, fmt::format("{}-byte vector stores ({} elements per access), per-element where unaligned{}",
-                        words * 4, v, global ? " or at the edge" : ""));
+    note(s, vector_groups_aligned(m, n.dst, n.offset, src.layout, v) && !global
+                ? fmt::format("{}-byte vector stores ({} elements per access), aligned by construction",
+                              words * 4, v)
+                : fmt::format("{}-byte vector stores ({} elements per access), per-element where unaligned{}",
+                              words * 4, v, global ? " or at the edge" : ""));
     vector_groups(m, n.dst, n.offset, src.layout, v, [&] {
       std::string fields;
       for (int64_t k = 0; k < words; ++k)
