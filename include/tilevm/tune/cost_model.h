@@ -51,11 +51,13 @@ struct DeviceRoofline {
   double dram_latency_ns = 700;  // loaded DRAM latency: bytes in flight needed = bandwidth * latency
   double launch_us = 2.5;        // launch and ramp-down of one kernel, as CUDA events measure it
   // The issue limit of the template's inner loop (copy, ldmatrix, convert, mma: a dependent chain per
-  // warp), in weights per ns: one warp alone, and one SM with many warps. Calibrated on the H100 with the
-  // template of 2026-11-21 (every configuration of m16 x 8192 x 8192 and m1 x 57344 x 8192, u4, timed:
-  // time ~ weights per warp / 1.1 until an SM holds ~14 weights/ns). Re-measure when the template changes.
-  double warp_weights_per_ns = 1.1;
-  double sm_weights_per_ns = 14;
+  // warp), in weights per ns: one warp alone, and one SM with many warps. First calibrated on the H100 with
+  // the template of 67cb99f (every configuration of m16 x 8192 x 8192 and m1 x 57344 x 8192, u4, timed: time
+  // ~ weights per warp / 1.1 until an SM holds ~14 weights/ns); refitted to the sweep of c26b503 (faster
+  // converters, conflict-free weight loads, fewer NaN checks; docs/performance.md) with the slice overhead
+  // below: both about twice as fast. Re-measure when the template changes.
+  double warp_weights_per_ns = 2.3;
+  double sm_weights_per_ns = 29;
   // A slice's fixed work (the A fragments, the scale row and its multiply-add, the loop) in weights of one
   // thread: a thread's slice of S weights costs as much as S + slice_overhead_weights. Fitted to the sweep
   // of 3700b62 (slices of 32 / 64 / 128 at 128 columns of 4 warps: 64.3 / 44.4 / 37.2 us).
