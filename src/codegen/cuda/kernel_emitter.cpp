@@ -25,7 +25,12 @@ Emitter::Emitter(const ir::Program& program, const EmitOptions& options)
     : program_(program), options_(options), plan_(transform::plan_shared_memory(program)) {
   threads_ = program.threads;
   scratch_offset_ = (plan_.total_bytes + 15) / 16 * 16;
-  for (const char* reserved : {"t", "lane", "warp", "tv_smem", "tv_workspace", "i", "j", "k"})
+  // Names that emitted blocks declare around code evaluating the program's own index expressions (chunk
+  // and element loops, offsets, ldmatrix rows): a program scalar of the same name is renamed so that no
+  // block shadows it. (Blocks that name only registers, such as the mma steps, need not be listed.)
+  for (const char* reserved : {"t", "lane", "warp", "tv_smem", "tv_workspace", "i", "j", "k", "c", "e", "g", "q",
+                               "x", "off", "doff", "soff", "sbase", "addr", "mrow", "mcol", "first_in", "last_in",
+                               "aligned"})
     used_names_.insert(reserved);
 }
 
