@@ -18,6 +18,26 @@ int64_t ceil_pow2(int64_t x) {
   return p;
 }
 
+// Every split_k up to max_split (powers of two) that keeps two k-tiles per split (split 1 too, with
+// `two_tiles`: a stage longer than K only pads it with zeros) and at most 512 blocks, and that check_config
+// accepts (e.g. not too much shared memory: the rules of the callers are coarse on purpose).
+void add_splits(const ops::QMatmulProblem& p, ops::QMatmulConfig c, int64_t max_split, bool two_tiles,
+                std::vector<ops::QMatmulConfig>& out) {
+  const int64_t tiles = ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n);
+  const int64_t k_tiles = ceil_div(p.k, c.block_k);
+  for (int64_t split = 1; split <= max_split; split *= 2) {
+    if ((split > 1 || two_tiles) && k_tiles < 2 * split) continue;
+    if (split > 1 && tiles * split > 512) continue;
+    c.split_k = split;
+    try {
+      ops::check_config(p, c);
+    } catch (const Error&) {
+      continue;
+    }
+    out.push_back(c);
+  }
+}
+
 // The k-side choices for one (block_m, block_n, warps): every block_k, stages and split_k the rules allow.
 void add_k_choices(const ops::QMatmulProblem& p, ops::QMatmulConfig c, std::vector<ops::QMatmulConfig>& out) {
   const int64_t bk_top = std::max<int64_t>(64, ceil_pow2(p.k));
@@ -26,24 +46,13 @@ void add_k_choices(const ops::QMatmulProblem& p, ops::QMatmulConfig c, std::vect
   // scale, the loop), and on the H100 4-bit decode ran 20% faster with 128 than with 64 (35.8 us against
   // 45 us at 16 x 8192 x 8192, bm16_bn256_bk128_w1x8_s4_k8, docs/performance.md).
   const bool slice_128 = p.group == p.k || p.group % 128 == 0;
-  const int64_t tiles = ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n);
   for (int64_t bk = 64; bk <= std::min<int64_t>(256, bk_top); bk *= 2) {
     c.slice_k = slice_128 && bk >= 128 ? 128 : base_slice;
     c.block_k = bk;
-    const int64_t k_tiles = ceil_div(p.k, bk);
     for (int64_t stages = 2; stages <= 5; ++stages) {
       if (stages * bk < 256 || stages * bk > 768) continue;
       c.stages = stages;
-      for (int64_t split = 1; split <= 16; split *= 2) {
-        if (split > 1 && (k_tiles < 2 * split || tiles * split > 512)) continue;
-        c.split_k = split;
-        try {
-          ops::check_config(p, c);
-        } catch (const Error&) {
-          continue;  // e.g. too much shared memory: the rules above are coarse on purpose
-        }
-        out.push_back(c);
-      }
+      add_splits(p, c, 16, false, out);
     }
   }
 }
@@ -52,26 +61,14 @@ void add_k_choices(const ops::QMatmulProblem& p, ops::QMatmulConfig c, std::vect
 // 2 to 8 groups, 3 or 4 stages, split-K 1 or 2. A narrow block then streams all of K with as many warps as
 // a wide one, and one launch does it (split-K's partial sums cost a second launch and their bytes).
 void add_warps_k_choices(const ops::QMatmulProblem& p, ops::QMatmulConfig c, std::vector<ops::QMatmulConfig>& out) {
-  const int64_t tiles = ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n);
   c.slice_k = p.group == p.k ? 128 : p.group;
   for (int64_t wk = 2; wk <= 8; wk *= 2) {
     if (c.warps_m * c.warps_n * wk > 8) continue;
     c.warps_k = wk;
     c.block_k = c.slice_k * wk;
-    const int64_t k_tiles = ceil_div(p.k, c.block_k);
     for (int64_t stages = 3; stages <= 4; ++stages) {
       c.stages = stages;
-      for (int64_t split = 1; split <= 2; ++split) {
-        // At least two k-tiles per split (a longer stage than K only pads it with zeros).
-        if (k_tiles < 2 * split || (split > 1 && tiles * split > 512)) continue;
-        c.split_k = split;
-        try {
-          ops::check_config(p, c);
-        } catch (const Error&) {
-          continue;
-        }
-        out.push_back(c);
-      }
+      add_splits(p, c, 2, true, out);
     }
   }
 }

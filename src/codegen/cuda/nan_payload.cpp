@@ -41,8 +41,8 @@ class Readers : public ir::IRVisitor {
   void visit_inst_stmt(const ir::InstStmt& s) override {
     for (const ir::Var& v : s.inst->used_vars()) {
       if (v.get() != var_) continue;
-      // The instruction writing `var` in place (`out=var`) lists it too; it is the writer, not a reader,
-      // unless it also reads it, which the other operands show.
+      // An instruction writing `var` in place (`out=var`) lists it too and counts as a reader: conservative,
+      // and for the native operations that matter here it reads it as well.
       if (!ignores_nan_bits(s)) all_ignore = false;
     }
     IRVisitor::visit_inst_stmt(s);

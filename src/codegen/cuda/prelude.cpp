@@ -305,22 +305,19 @@ template <bool CANON = true> TV_INLINE tv_u64 tv_bf16_to_f32(tv_u64 a) {
   if (CANON && (a & 0x7fff) > 0x7f80) return 0x7fc00000u;
   return (tv_u64)((tv_u32)a << 16);
 }
-TV_INLINE tv_u64 tv_f32_to_f16(tv_u64 a) {
+// f32 -> f16 (BF16 false) or bf16: cvt.rn (a finite overflow gives infinity), then Cast's rules on top.
+template <bool BF16> TV_INLINE tv_u64 tv_f32_to_half(tv_u64 a) {
+  constexpr tv_u16 inf = BF16 ? 0x7f80 : 0x7c00, nan = BF16 ? 0x7fc0 : 0x7e00, max = inf - 1;
   const float x = __uint_as_float((tv_u32)a);
   tv_u16 r;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(x));
-  if ((r & 0x7fff) > 0x7c00) return 0x7e00u;
-  if ((r & 0x7fff) == 0x7c00 && !isinf(x)) r = (r & 0x8000) | 0x7bff;
+  if constexpr (BF16) asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x));
+  else asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(x));
+  if ((r & 0x7fff) > inf) return nan;
+  if ((r & 0x7fff) == inf && !isinf(x)) r = (r & 0x8000) | max;
   return r;
 }
-TV_INLINE tv_u64 tv_f32_to_bf16(tv_u64 a) {
-  const float x = __uint_as_float((tv_u32)a);
-  tv_u16 r;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x));
-  if ((r & 0x7fff) > 0x7f80) return 0x7fc0u;
-  if ((r & 0x7fff) == 0x7f80 && !isinf(x)) r = (r & 0x8000) | 0x7f7f;
-  return r;
-}
+TV_INLINE tv_u64 tv_f32_to_f16(tv_u64 a) { return tv_f32_to_half<false>(a); }
+TV_INLINE tv_u64 tv_f32_to_bf16(tv_u64 a) { return tv_f32_to_half<true>(a); }
 )CUDA";
 }
 
