@@ -130,8 +130,13 @@ TEST(BenchQMatmul, CsvRowsMatchTheHeader) {
   QMatmulBenchResult r = sample_result();
   std::vector<std::string> row = csv_cells(to_csv_row(r));
   ASSERT_EQ(row.size(), header.size());
-  auto cell = [&](const std::string& name) {
-    return row[std::find(header.begin(), header.end(), name) - header.begin()];
+  auto cell = [&](const std::string& name) -> std::string {
+    const auto it = std::find(header.begin(), header.end(), name);
+    if (it == header.end()) {
+      ADD_FAILURE() << "no column " << name;
+      return {};
+    }
+    return row[static_cast<size_t>(it - header.begin())];
   };
   EXPECT_EQ(cell("key"), "m16_n8192_k8192_f16_u4_g128");
   EXPECT_EQ(cell("bytes"), "35127296");

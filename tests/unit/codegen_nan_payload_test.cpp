@@ -59,7 +59,10 @@ TEST(CodegenNanPayload, OnlyResultsWhoseReadersIgnoreNanBits) {
   Find find;
   find.visit_program(*program);
   auto unobserved = [&](const char* name) {
-    EXPECT_TRUE(find.vars.count(name)) << name;
+    if (!find.vars.count(name)) {
+      ADD_FAILURE() << "no variable " << name;
+      return false;
+    }
     return codegen::cuda::nan_payload_unobserved(*program, find.vars.at(name));
   };
   EXPECT_TRUE(unobserved("p"));     // read by a native Add

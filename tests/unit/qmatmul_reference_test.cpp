@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "qmatmul_test_util.h"
 #include "tilevm/ops/qmatmul_reference.h"
 #include "tilevm/support/error.h"
 #include "tilevm/type/convert.h"
@@ -19,23 +20,12 @@ struct Case {
   QuantizedWeight weight;
 };
 
+// The shared seeded inputs (qmatmul_test_util.h) with their problem.
 Case make_case(int64_t m, int64_t n, int64_t k, DataType w, int64_t group, DataType atype = DataType::f16(),
                bool zero_point = false, uint64_t seed = 1) {
-  Case c;
-  c.problem.m = m;
-  c.problem.n = n;
-  c.problem.k = k;
-  c.problem.wtype = w;
-  c.problem.group = group;
-  c.problem.atype = atype;
-  c.problem.zero_point = zero_point;
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  std::vector<float> weights(static_cast<size_t>(k * n));
-  for (float& v : weights) v = unit(rng);
-  c.weight = quantize(weights, k, n, QuantSpec{w, group, atype, zero_point});
-  for (int64_t i = 0; i < m * k; ++i) c.a.push_back(static_cast<uint16_t>(encode(atype, unit(rng))));
-  return c;
+  const QMatmulProblem p = make_problem(m, n, k, w, group, atype, zero_point);
+  QMatmulCase data = ops::make_case(p, seed);
+  return {p, std::move(data.a), std::move(data.weight)};
 }
 
 // C rounded to ATYPE from the reference: what a perfect kernel outputs.
@@ -50,12 +40,7 @@ TEST(QMatmulReference, IdentityWeightGivesA) {
   const int64_t k = 32;
   std::vector<float> eye(static_cast<size_t>(k * k), 0.0f);
   for (int64_t i = 0; i < k; ++i) eye[static_cast<size_t>(i * k + i)] = 1.0f;
-  QMatmulProblem p;
-  p.m = 3;
-  p.n = k;
-  p.k = k;
-  p.wtype = DataType::f16();
-  p.group = k;
+  const QMatmulProblem p = make_problem(3, k, k, DataType::f16(), k);
   const QuantizedWeight w = quantize(eye, k, k, QuantSpec{p.wtype, k, p.atype, false});
   std::vector<uint16_t> a;
   for (int64_t i = 0; i < p.m * k; ++i) a.push_back(static_cast<uint16_t>(encode(p.atype, 0.01 * static_cast<double>(i) - 0.3)));

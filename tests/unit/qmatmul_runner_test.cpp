@@ -81,6 +81,8 @@ TEST(QMatmulCopy, CopiesEveryWordOfThePackedCodes) {
   args.buffers = {{"b_ptr", &codes}, {"t_ptr", &t}};
   args.scalars = {{"words", int_value(static_cast<int64_t>(t.size() / 4))}};
   run_interp(build_qmatmul_copy(p), args);
+  // The copy holds every byte of the packed codes (rounded up to whole words), all of them compared.
+  ASSERT_GE(t.size(), static_cast<size_t>(packed_bytes(p.wtype, p.k * p.n)));
   ASSERT_LE(t.size(), codes.size());
   EXPECT_TRUE(std::equal(t.begin(), t.end(), codes.begin()));
 }

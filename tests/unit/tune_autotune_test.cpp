@@ -2,6 +2,8 @@
 // heuristic runs everywhere; autotuning needs a GPU and is skipped without one.
 #include <gtest/gtest.h>
 
+#include "scoped_env.h"
+
 #include "qmatmul_test_util.h"
 #include <unistd.h>
 
@@ -56,7 +58,7 @@ TEST(TuneAutotune, TunesCachesAndReadsBack) {
   const std::filesystem::path file = std::filesystem::temp_directory_path() /
                                      fmt::format("tilevm-autotune-test-{}.json", static_cast<long>(getpid()));
   std::filesystem::remove(file);
-  setenv("TILEVM_TUNE_CACHE", file.c_str(), 1);
+  const test::ScopedEnv env("TILEVM_TUNE_CACHE", file.c_str());
   const runtime::Device device = runtime::Device::open();
   const ops::QMatmulProblem p = problem(16, 4096, 4096);
   TuneOptions options;
@@ -75,7 +77,6 @@ TEST(TuneAutotune, TunesCachesAndReadsBack) {
   EXPECT_TRUE(again.from_cache);
   EXPECT_EQ(again.config, r.config);
   EXPECT_DOUBLE_EQ(again.median_us, r.median_us);
-  unsetenv("TILEVM_TUNE_CACHE");
   std::filesystem::remove(file);
 }
 

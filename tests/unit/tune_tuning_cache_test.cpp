@@ -1,6 +1,8 @@
 // tune::TuningCache (include/tilevm/tune/tuning_cache.h): round trips, keys, corrupt files, atomic writes,
 // the default location.
 #include <gtest/gtest.h>
+
+#include "scoped_env.h"
 #include <unistd.h>
 
 #include <atomic>
@@ -131,21 +133,7 @@ TEST_F(TuneTuningCache, UnwritableFolderIsAWarningNotAnError) {
   EXPECT_NE(cache.last_warning().find("cannot"), std::string::npos) << cache.last_warning();
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) setenv(name, value, 1); else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1); else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 TEST(TuneTuningCacheLocation, DefaultPath) {
   {
