@@ -2,6 +2,7 @@
 // (qmatmul_shape.h); validation from check_config (qmatmul_config.cpp).
 #include "tilevm/ops/qmatmul.h"
 
+#include <bit>
 #include <string>
 
 #include "qmatmul_shape.h"
@@ -73,7 +74,7 @@ Layout column_row(const Layout& l) { return layout::insert_dim(layout::reduce(l,
 Layout shared_a_layout(const QMatmulConfig& c) {
   const int64_t chunks = c.block_k / 8;
   Layout rows = layout::local({c.block_m, chunks});
-  if (chunks >= 2 && (chunks & (chunks - 1)) == 0) rows = layout::make_swizzle(rows, 1);
+  if (chunks >= 2 && std::has_single_bit(static_cast<uint64_t>(chunks))) rows = layout::make_swizzle(rows, 1);
   return compose(compose(layout::local({c.stages, 1, 1}), rows), layout::local({1, 8}));
 }
 

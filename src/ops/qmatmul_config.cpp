@@ -9,6 +9,7 @@
 #include "qmatmul_shape.h"
 #include "tilevm/ops/qmatmul.h"
 #include "tilevm/support/error.h"
+#include "tilevm/support/int_math.h"
 #include "tilevm/type/convert.h"
 #include "tilevm/type/packing.h"
 
@@ -118,10 +119,12 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c) {
     if (c.block_k % (c.slice_k * c.warps_k) != 0)
       bad(fmt::format("block_k ({}) must be a multiple of slice_k * warps_k ({})", c.block_k,
                       c.slice_k * c.warps_k));
-    if ((c.block_m * c.block_n) % c.threads() != 0)
-      bad(fmt::format("block_m * block_n ({}) must be a multiple of the {} threads (the final sum over the warps "
-                      "along K deals the tile out evenly)",
-                      c.block_m * c.block_n, c.threads()));
+    // The final sum over the warps along K deals the [BM, BN] tile out as runs of BM * BN / threads columns.
+    if ((c.block_m * c.block_n) % c.threads() != 0 || c.block_n % (c.block_m * c.block_n / c.threads()) != 0)
+      bad(fmt::format("block_m * block_n ({}) must be a multiple of the {} threads, and block_n ({}) of the "
+                      "columns each thread sums ({})",
+                      c.block_m * c.block_n, c.threads(), c.block_n,
+                      std::max<int64_t>(1, c.block_m * c.block_n / c.threads())));
   }
   if (s.shared_bytes > 227 * 1024)
     bad(fmt::format("{} bytes of shared memory, at most {}", s.shared_bytes, 227 * 1024));
@@ -137,8 +140,8 @@ QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {
   words_per_thread = bits_per_thread / 32;
   slice_words = c.slice_k * c.block_n * bits / 32;
   tile_words = c.block_k * c.block_n * bits / 32;
-  k_tiles = (p.k + c.block_k - 1) / c.block_k;
-  n_tiles = (p.n + c.block_n - 1) / c.block_n;
+  k_tiles = ceil_div(p.k, c.block_k);
+  n_tiles = ceil_div(p.n, c.block_n);
   scale_rows = per_channel ? 0 : std::max<int64_t>(1, c.block_k / p.group);
   const int64_t scale_bytes = scale_rows * c.block_n * 2 * (p.zero_point ? 2 : 1);
   shared_bytes = c.stages * (c.block_m * c.block_k * 2 + tile_words * 4 + scale_bytes);

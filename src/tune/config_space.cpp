@@ -4,6 +4,7 @@
 #include "tilevm/support/int_math.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 
 #include "tilevm/support/error.h"
@@ -12,11 +13,7 @@ namespace tilevm::tune {
 
 namespace {
 
-int64_t ceil_pow2(int64_t x) {
-  int64_t p = 1;
-  while (p < x) p *= 2;
-  return p;
-}
+int64_t ceil_pow2(int64_t x) { return static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(x, 1)))); }
 
 // Every split_k up to max_split (powers of two) that keeps two k-tiles per split (split 1 too, with
 // `two_tiles`: a stage longer than K only pads it with zeros) and at most 512 blocks, and that check_config

@@ -11,19 +11,22 @@
 //             (big pieces amortize the shared loads where compute matters); a block has 2 to 8 warps, or
 //             1 in a 32-wide block (narrower pieces cannot hold whole words of odd-width codes at G = 32).
 //   block_n   32..256, at most the smallest power of two >= N (a wider block only pads).
-//   slice_k   64, or 32 when G is 32 (a slice must not straddle a group); a larger slice halves the
-//             per-slice scaling work, and the piece size already bounds the registers.
+//   slice_k   128 where G (or per channel) and block_k >= 128 allow, else 64, or 32 when G is 32 (a slice
+//             must not straddle a group); a larger slice divides the per-slice fixed work.
 //   block_k   64..256, at most the smallest power of two >= K (at least 64).
 //   stages    2..5 with 256 <= stages * block_k <= 768: enough K in flight to hide DRAM latency, not so
 //             much that shared memory caps the blocks per SM.
 //   split_k   1, 2, 4, 8, 16 while each split keeps >= 2 k-tiles (the pipeline has something to overlap)
 //             and the blocks stay few (tiles * split_k <= 512, about two waves of 2 blocks per SM on 132
 //             SMs): beyond that the machine is full without it and split-K only adds partial-sum traffic.
+//   warps_k   for decode (block_m <= 32, at most 4 warps, weights that fit ATYPE) also 2, 4 or 8 groups of
+//             warps along K with slice_k = G (128 per channel), block_k = slice_k * warps_k, 3 or 4 stages,
+//             split_k 1 or 2 (each keeping two k-tiles): one launch instead of split-K's two.
 // Each candidate is then filtered by ops::check_config (shared memory, thread limits, whole code words per
 // thread, divisibility). Last comes dequant_gemm (dequantize, then cuBLAS), a candidate for every shape: the
 // cost model ranks it, and it only wins where the GEMM is compute-bound (prefill).
-// Decode shapes (M 1..64, K and N in the thousands) get about 60-340 configurations, prefill (M >= 1024)
-// about 160; the cost model (cost_model.h) then picks the few worth compiling and timing.
+// Decode shapes (M 1..64, K and N in the thousands) get about 90-250 configurations (243 at 16 x 8192 x
+// 8192), prefill (M >= 1024) about 160; the cost model (cost_model.h) then picks the few worth compiling and timing.
 #pragma once
 
 #include <vector>

@@ -42,8 +42,8 @@ int64_t slot_in(const layout::Layout& q, int64_t w, const layout::Index& index) 
 
 bool Emitter::try_mma(const ir::DotInst&, const RegInfo& a, const RegInfo& b, const RegInfo& c,
                       const RegInfo& d) {
-  // Leading (batch) dimensions are allowed: the atoms divide the last two dimensions (divide prepends 1s to
-  // the atom's rank), and a batch extent of 1 in a or b broadcasts over c's.
+  // Leading (batch) dimensions are allowed (the verifier makes them equal in a, b and c): the atoms divide the
+  // last two dimensions (divide prepends 1s to the atom's rank).
   const int rank = c.layout.rank();
   if (rank < 2 || a.layout.rank() != rank || b.layout.rank() != rank) return false;
   const auto r = static_cast<size_t>(rank);
@@ -61,10 +61,8 @@ bool Emitter::try_mma(const ir::DotInst&, const RegInfo& a, const RegInfo& b, co
     if (qa.num_threads() != warps || qb.num_threads() != warps) continue;
     const int64_t kq = qa.shape()[r - 1];
     // The a and b atoms that meet c's atom `ci` at k step k.
-    auto operand_index = [&](const layout::Layout& q, const layout::Index& ci, int64_t x, int64_t y) {
+    auto operand_index = [&](const layout::Index& ci, int64_t x, int64_t y) {
       layout::Index idx(ci.begin(), ci.end() - 2);
-      for (size_t dim = 0; dim + 2 < r; ++dim)
-        if (q.shape()[dim] == 1) idx[dim] = 0;
       idx.push_back(x);
       idx.push_back(y);
       return idx;
@@ -79,8 +77,8 @@ bool Emitter::try_mma(const ir::DotInst&, const RegInfo& a, const RegInfo& b, co
         int64_t sa = -2, sb = -2;
         for (int64_t w = 0; w < warps && uniform; ++w) {
           const layout::Index ci = qc.map(w, s);
-          const int64_t xa = slot_in(qa, w, operand_index(qa, ci, ci[r - 2], k));
-          const int64_t xb = slot_in(qb, w, operand_index(qb, ci, k, ci[r - 1]));
+          const int64_t xa = slot_in(qa, w, operand_index(ci, ci[r - 2], k));
+          const int64_t xb = slot_in(qb, w, operand_index(ci, k, ci[r - 1]));
           if (xa < 0 || xb < 0 || (sa != -2 && (xa != sa || xb != sb))) uniform = false;
           sa = xa;
           sb = xb;

@@ -30,9 +30,7 @@ void Emitter::emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst&
                      : dt == DataType::bf16() ? "tv_fast_bf16"
                                               : nullptr;
   const int fast_op = n.op == Op::Add ? 0 : n.op == Op::Sub ? 1 : n.op == Op::Mul ? 2 : -1;
-  bool native = fast && fast_op >= 0 && n.args.size() == 2;
-  for (const auto& a : n.args) native = native && a.is_tensor() && a.tensor->type().dtype == dt;
-  if (native) {
+  if (is_native_float_arith(n, dt)) {
     const bool canonical = !nan_payload_unobserved(program_, var);
     note(s, fmt::format("per slot, native {}{}", dt.name(), canonical ? "" : " (NaN left as the hardware's: no reader sees its bits)"));
     open("");

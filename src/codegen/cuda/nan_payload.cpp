@@ -12,20 +12,11 @@ namespace {
 
 bool is_float_16_or_32(DataType t) { return t == DataType::f32() || t == DataType::f16() || t == DataType::bf16(); }
 
-// The readers that map every NaN operand to the same result. Native Add/Sub/Mul are the emitter's
-// condition for them (emit_elementwise.cpp): two tensor operands of the result's f32/f16/bf16 type.
+// The readers that map every NaN operand to the same result (nan_payload.h).
 bool ignores_nan_bits(const ir::InstStmt& s) {
   const ir::InstNode& inst = *s.inst;
-  if (const auto* e = inst.as<ir::ElementwiseInst>()) {
-    using Op = ir::ElementwiseOp;
-    if (e->op != Op::Add && e->op != Op::Sub && e->op != Op::Mul) return false;
-    if (e->args.size() != 2) return false;
-    const ir::Var& out = e->out ? e->out : s.results.at(0);
-    const DataType dt = out->type.dtype;
-    if (!is_float_16_or_32(dt)) return false;
-    return std::all_of(e->args.begin(), e->args.end(),
-                       [&](const ir::Operand& a) { return a.is_tensor() && a.tensor->type().dtype == dt; });
-  }
+  if (const auto* e = inst.as<ir::ElementwiseInst>())
+    return is_native_float_arith(*e, (e->out ? e->out : s.results.at(0))->type.dtype);
   if (const auto* c = inst.as<ir::CastInst>()) {
     const DataType from = c->src.type().dtype;
     return from == DataType::f32() && (c->dtype == DataType::f16() || c->dtype == DataType::bf16());  // tv_f32_to_*
@@ -53,6 +44,14 @@ class Readers : public ir::IRVisitor {
 };
 
 }  // namespace
+
+bool is_native_float_arith(const ir::ElementwiseInst& n, DataType result) {
+  using Op = ir::ElementwiseOp;
+  if (!is_float_16_or_32(result) || n.args.size() != 2) return false;
+  if (n.op != Op::Add && n.op != Op::Sub && n.op != Op::Mul) return false;
+  return std::all_of(n.args.begin(), n.args.end(),
+                     [&](const ir::Operand& a) { return a.is_tensor() && a.tensor->type().dtype == result; });
+}
 
 bool nan_payload_unobserved(const ir::Program& program, const ir::Var& var) {
   Readers readers(var.get());

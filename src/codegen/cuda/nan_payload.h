@@ -11,9 +11,14 @@
 // the interpreter's wherever it can be seen.
 #pragma once
 
+#include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/program.h"
 
 namespace tilevm::codegen::cuda {
+
+// Whether Elementwise `n` with a result of type `result` runs as one native f32/f16/bf16 operation per slot
+// (Add, Sub or Mul of two tensors of the result's type): the emitter's choice and this analysis's rule.
+bool is_native_float_arith(const ir::ElementwiseInst& n, DataType result);
 
 // Whether every instruction of `program` that reads `var` ignores the bits of a NaN in it (see above).
 bool nan_payload_unobserved(const ir::Program& program, const ir::Var& var);

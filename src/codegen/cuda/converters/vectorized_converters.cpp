@@ -230,9 +230,8 @@ class ConverterBuilder {
     if (!lo || !hi) return std::nullopt;
     // prmt selector: byte 0 of the result from the low code's byte, byte 2 from the high code's byte
     // (indices 4-7 name the second operand); bytes 1 and 3 are masked away.
-    const int second = hi->source == lo->source ? lo->source : hi->source;
     const uint32_t hs = hi->byte + (hi->source == lo->source ? 0u : 4u);
-    const int placed = b_.prmt(lo->source, second, hs << 8 | lo->byte);
+    const int placed = b_.prmt(lo->source, hi->source, hs << 8 | lo->byte);
     const uint32_t mask = (1u << bits_) - 1, sign_bit = is_signed ? 1u << (bits_ - 1) : 0;
     auto per_half = [&](uint32_t low, uint32_t high) { return low | high << 16; };
     const int masked = b_.lop3(placed, b_.konst(per_half(mask << lo->offset, mask << hi->offset)),
