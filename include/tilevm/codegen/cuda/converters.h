@@ -53,10 +53,18 @@ struct ConverterSpec {
   DataType from;  // any type of 8 bits or fewer (bool, i1..i8, u1..u8, f<b>e<E>m<M>)
   DataType to;    // f16, bf16 or f32
   int count = 0;  // elements converted, >= 1 (any count; natural choices make count*bits a multiple of 32)
+  // Output element k is the conversion of source code order[k] (a permutation of 0 .. count-1); empty means
+  // code k. A Cast whose result layout orders a thread's slots differently from its operand's converts
+  // through such a converter, so the reordering costs nothing where the codes are placed well: weights stored
+  // with the codes of each output pair 16 bits apart in one word need no prmt to place the pair.
+  std::vector<int> order;
 };
 
 // Whether a vectorized converter exists for (from, to): from has 8 bits or fewer and to is f16, bf16 or f32.
 bool has_vectorized_converter(DataType from, DataType to);
+// The same for a whole spec: (from, to) as above, count >= 1, and an order that is empty or a permutation
+// of 0 .. count-1 that the generator supports.
+bool has_vectorized_converter(const ConverterSpec& spec);
 
 // The natural element count for a source type: the smallest count >= 8 whose packed codes fill whole 32-bit
 // words and whose f16 results fill whole words: 32 / gcd(32, bits) rounded up to at least 8 (u4: 8, u3: 32,
@@ -65,6 +73,8 @@ int natural_converter_count(DataType from);
 
 // The deterministic function name used by tilevm for a converter, e.g. "tvm_convert_f6e3m2_to_f16_x16".
 std::string converter_function_name(DataType from, DataType to, int count);
+// The same for a spec; a non-empty order adds a suffix naming it ("tvm_convert_u4_to_f16_x128_o1a2b3c4d").
+std::string converter_function_name(const ConverterSpec& spec);
 
 // Words read and written by a converter: ceil(count * from.bits() / 32) and ceil(count / 2) (f16, bf16) or
 // count (f32).
@@ -83,6 +93,7 @@ std::string emit_converter(const ConverterSpec& spec, const std::string& functio
 // tv_cast; the scalar library below is for hand-written CUDA, codegen does not use it).
 std::optional<std::string> vectorized_converter(DataType from, DataType to, int count,
                                                 const std::string& name);
+std::optional<std::string> vectorized_converter(const ConverterSpec& spec, const std::string& name);
 
 // ---------------------------------------------------------------------------------------------------------
 // The scalar conversion library: plain device functions, one decoder and one encoder per type, with the Cast

@@ -171,6 +171,11 @@ bool has_vectorized_converter(DataType from, DataType to) {
   return from.bits() <= 8 && (to == DataType::f16() || to == DataType::bf16() || to == DataType::f32());
 }
 
+bool has_vectorized_converter(const ConverterSpec& spec) {
+  // Reordering converters are not generated yet: such a Cast converts per element.
+  return has_vectorized_converter(spec.from, spec.to) && spec.count >= 1 && spec.order.empty();
+}
+
 int natural_converter_count(DataType from) {
   const int words_aligned = 32 / std::gcd(32, from.bits());
   return std::max(words_aligned, 8);
@@ -178,6 +183,19 @@ int natural_converter_count(DataType from) {
 
 std::string converter_function_name(DataType from, DataType to, int count) {
   return fmt::format("tvm_convert_{}_to_{}_x{}", from.name(), to.name(), count);
+}
+
+std::string converter_function_name(const ConverterSpec& spec) {
+  std::string name = converter_function_name(spec.from, spec.to, spec.count);
+  if (spec.order.empty()) return name;
+  uint32_t hash = 2166136261u;  // FNV-1a over the order's values
+  for (int k : spec.order) {
+    for (int byte = 0; byte < 4; ++byte) {
+      hash ^= static_cast<uint32_t>(k) >> (8 * byte) & 0xff;
+      hash *= 16777619u;
+    }
+  }
+  return fmt::format("{}_o{:08x}", name, hash);
 }
 
 int converter_input_words(const ConverterSpec& spec) {

@@ -382,8 +382,12 @@ std::string emit_converter(const ConverterSpec& spec, const std::string& functio
 
 std::optional<std::string> vectorized_converter(DataType from, DataType to, int count,
                                                 const std::string& name) {
-  if (!has_vectorized_converter(from, to) || count < 1) return std::nullopt;
-  return emit_converter({from, to, count}, name);
+  return vectorized_converter(ConverterSpec{from, to, count, {}}, name);
+}
+
+std::optional<std::string> vectorized_converter(const ConverterSpec& spec, const std::string& name) {
+  if (!has_vectorized_converter(spec)) return std::nullopt;
+  return emit_converter(spec, name);
 }
 
 }  // namespace tilevm::codegen::cuda
