@@ -204,15 +204,33 @@ RegPtr Machine::elementwise(const ir::ElementwiseInst& n, DataType dtype) {
 RegPtr Machine::cast(const ir::CastInst& n) {
   RegTensor& src = reg_operand(n.src);
   check_init(src, n.src);
-  RegPtr out = new_reg(n.dtype, src.table->layout);
+  RegPtr out = new_reg(n.dtype, n.layout ? *n.layout : src.table->layout);
   const size_t N = src.codes.size();
+  // With layout=, slot k of the result converts the slot of the same thread that holds the same element.
+  std::vector<size_t> from(N);
+  for (size_t k = 0; k < N; ++k) from[k] = k;
+  if (out->table != src.table) {
+    const LayoutTable &in = *src.table, &to = *out->table;
+    if (in.shape != to.shape || in.threads != to.threads || in.locals != to.locals)
+      raise(n.loc, "Cast: layout= has {} threads x {} slots, the operand {} x {}", to.threads, to.locals, in.threads,
+            in.locals);
+    const std::vector<int32_t>& slot_of = in.slots();
+    for (int64_t t = 0; t < to.threads; ++t) {
+      for (int64_t i = 0; i < to.locals; ++i) {
+        const size_t k = static_cast<size_t>(t * to.locals + i);
+        const int32_t j = slot_of[static_cast<size_t>(t * in.elements + to.lin[k])];
+        if (j < 0) raise(n.loc, "Cast: thread {} does not hold the element of slot {} of layout=", t, i);
+        from[k] = static_cast<size_t>(t * in.locals + j);
+      }
+    }
+  }
   if (src.dtype.bits() <= 8 && N > 256) {
     // A table over every source code.
     std::vector<uint64_t> lut(size_t{1} << src.dtype.bits());
     for (size_t c = 0; c < lut.size(); ++c) lut[c] = cast_code(src.dtype, n.dtype, c);
-    for (size_t k = 0; k < N; ++k) out->codes[k] = lut[src.codes[k] & (lut.size() - 1)];
+    for (size_t k = 0; k < N; ++k) out->codes[k] = lut[src.codes[from[k]] & (lut.size() - 1)];
   } else {
-    for (size_t k = 0; k < N; ++k) out->codes[k] = cast_code(src.dtype, n.dtype, src.codes[k]);
+    for (size_t k = 0; k < N; ++k) out->codes[k] = cast_code(src.dtype, n.dtype, src.codes[from[k]]);
   }
   std::fill(out->init.begin(), out->init.end(), 1);
   out->all_init = true;

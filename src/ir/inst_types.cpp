@@ -150,7 +150,7 @@ std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, i
         const auto& n = *inst.as<CastInst>();
         const TensorType* t = register_operand(n.src, inst, "the operand", diags);
         if (!t) return std::nullopt;
-        return out_or(n.out, register_tensor(n.dtype, *t->layout));
+        return out_or(n.out, register_tensor(n.dtype, n.layout ? *n.layout : *t->layout));
       }
       case InstKind::View: {
         const auto& n = *inst.as<ViewInst>();

@@ -308,6 +308,7 @@ class ProgramPrinter {
       case InstKind::Cast: {
         const auto& i = *n.as<CastInst>();
         a = {tensor(i.src), "dtype=" + i.dtype.name()};
+        if (i.layout) a.push_back("layout=" + lay(*i.layout));
         out(i.out);
         break;
       }

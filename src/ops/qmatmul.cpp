@@ -3,6 +3,7 @@
 #include "tilevm/ops/qmatmul.h"
 
 #include <bit>
+#include <optional>
 #include <string>
 
 #include "qmatmul_shape.h"
@@ -65,6 +66,53 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
   return l;
 }
 
+// 1-, 2- and 4-bit codes are stored so that the two codes of each f16/bf16 pair of the mma B fragment sit
+// 16 bits apart in one 32-bit word: one lop3 (and, for some pairs, a shift shared by the word) then places
+// both codes in their halves' mantissas (converters.h), instead of a prmt per pair. Layouts express this
+// with K split into (K/2, 2), the pair index last: `mma` is layout_b with that split (the same slots), and
+// `stored` holds the same elements with the pair index moved outwards to stride 16 / b slots, so that a
+// word's low half holds the first codes of 16 / b pairs and its high half their second codes. The matmul
+// reads `stored` (a View of the loaded words) and casts it into `mma` (Cast with layout=); the transform
+// does the reverse with a Cast that only reorders.
+struct PairLayouts {
+  Layout mma;     // [SK/2, BN, 2] or [WK, SK/2, BN, 2]
+  Layout stored;  // the same elements per thread, the pair index at slot stride 16 / b
+};
+
+std::optional<PairLayouts> pair_layouts(const QMatmulProblem& p, const QMatmulConfig& c, const QMatmulShape& s,
+                                        int64_t warps_m, int64_t warps_k) {
+  const int64_t bits = s.bits;
+  if (!(bits == 1 || bits == 2 || bits == 4) || !qmatmul_weight_fits(p.wtype, p.atype)) return std::nullopt;
+  // A thread's slots, outer to inner, are (tk, tn, the two k-halves of the fragment, the pair index): the
+  // pair index must move out past 16 / b / 2 slots of (tk, tn), taken from tn first.
+  const int64_t inner = 16 / bits / 2;
+  int64_t tn_lo = 0, tk_lo = 0;
+  if (s.tn % inner == 0) {
+    tn_lo = inner, tk_lo = 1;
+  } else if (inner % s.tn == 0 && s.tk % (inner / s.tn) == 0) {
+    tn_lo = s.tn, tk_lo = inner / s.tn;
+  } else {
+    return std::nullopt;
+  }
+  const int64_t WM = warps_m, WN = c.warps_n, WK = warps_k;
+  // Rank 3 ([SK/2, BN, 2]) or, with groups of warps along K, rank 4 with the group index first.
+  const bool batched = WK > 1;
+  auto dims = [&](layout::Index last3) {
+    if (batched) last3.insert(last3.begin(), 1);
+    return last3;
+  };
+  const Layout warps = batched ? layout::reduce(layout::spatial({WK, WM, 1, WN, 1}), {1})
+                               : layout::reduce(layout::spatial({WM, 1, WN, 1}), {0});
+  const Layout fragment = compose(layout::local(dims({2, 1, 1})), layout::column_spatial(dims({4, 8, 1})));
+  const Layout pair = layout::local(dims({1, 1, 2}));
+  PairLayouts l;
+  l.mma = compose(compose(compose(warps, layout::local(dims({s.tk, s.tn, 1}))), fragment), pair);
+  l.stored = compose(compose(compose(compose(warps, layout::local(dims({s.tk / tk_lo, s.tn / tn_lo, 1}))), pair),
+                             layout::local(dims({tk_lo, tn_lo, 1}))),
+                     fragment);
+  return l;
+}
+
 // [1, BN]: a row of per-column values (scales, zeros) held by every thread for each column it holds in
 // `l` (the elementwise broadcast rule): `l` with dimension 0 reduced away and put back with extent 1.
 Layout column_row(const Layout& l) { return layout::insert_dim(layout::reduce(l, {0}), 0); }
@@ -95,6 +143,11 @@ ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig
   const SliceLayouts l = slice_layouts(c, s, 1, 1);
   const Layout layout_b = pb.named_layout("layout_b", l.b);
   const Layout layout_bt = pb.named_layout("layout_bt", l.bt);
+  std::optional<PairLayouts> pairs = pair_layouts(p, c, s, 1, 1);
+  if (pairs) {
+    pairs->mma = pb.named_layout("layout_b3", pairs->mma);
+    pairs->stored = pb.named_layout("layout_bs", pairs->stored);
+  }
   Pointer b_ptr = pb.pointer_param("b_ptr", p.wtype);
   Pointer t_ptr = pb.pointer_param("t_ptr", DataType::uint(32));
   Scalar n = pb.scalar_param("n", DataType::i32()), k = pb.scalar_param("k", DataType::i32());
@@ -105,6 +158,10 @@ ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig
   Tensor gt = pb.view_global("gt", t_ptr, DataType::uint(32), {ceil_div(k, BK), ceil_div(n, BN), TILE_WORDS});
   pb.for_range("uk", BK / SK, [&](Scalar uk) {
     Tensor b = pb.load_global("b", gb, layout_b, {kt * BK + uk * SK, nt * BN});
+    if (pairs) {  // the codes of each pair 16 bits apart (pair_layouts)
+      Tensor b3 = pb.view("b3", b, pairs->mma);
+      b = pb.cast("bs", b3, p.wtype, pairs->stored);
+    }
     Tensor bt = pb.view("bt", b, DataType::uint(32), layout_bt);
     pb.store_global(bt, gt(kt, nt), {uk * SLICE_WORDS});
   });
@@ -136,6 +193,11 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   const Layout layout_b = pb.named_layout("layout_b", l.b);
   const Layout layout_bt = pb.named_layout("layout_bt", l.bt);
   const Layout layout_c = pb.named_layout("layout_c", l.c);
+  std::optional<PairLayouts> pairs = pair_layouts(p, c, s, c.warps_m, c.warps_k);
+  if (pairs) {
+    pairs->mma = pb.named_layout("layout_b3", pairs->mma);
+    pairs->stored = pb.named_layout("layout_bs", pairs->stored);
+  }
   // Per-column values (scales, zeros) in the columns a thread holds of `lay`: [1, BN], or with WK > 1
   // [WK, BN] (each group's own row, loaded as one tile) viewed as [WK, 1, BN] for the broadcast.
   auto column_rows = [&](const std::string& name, const Layout& lay) {
@@ -236,9 +298,18 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
       Tensor a = pb.load_shared("a", smem_a[cur], layout_a_load, {0, uk * (SK * WK)});
       if (batched) a = pb.view("a3", a, layout_a);
       Tensor bt = pb.load_shared("bt", smem_b[cur], layout_bt, {uk * (SLICE_WORDS * WK)});
-      Tensor b = pb.view("b", bt, p.wtype, layout_b);
       if (fits) {
-        Tensor bf = p.wtype == at ? b : pb.cast("bf", b, at);
+        auto converted = [&]() -> Tensor {
+          if (!pairs) {
+            Tensor b = pb.view("b", bt, p.wtype, layout_b);
+            return p.wtype == at ? b : pb.cast("bf", b, at);
+          }
+          // Stored with each pair's codes 16 bits apart (pair_layouts): reordered as they convert.
+          Tensor b = pb.view("b", bt, p.wtype, pairs->stored);
+          Tensor bf3 = pb.cast("bf3", b, at, pairs->mma);
+          return pb.view("bf", bf3, layout_b);
+        };
+        Tensor bf = converted();
         if (smem_z || zero_row) {
           Tensor z = zero_row ? *zero_row : stage_rows("z", smem_z->operator[](cur), layout_sb, layout_sb3, uk);
           bf = pb.sub("bf", bf, z);  // exact: both are integers of at most 8 bits
@@ -258,6 +329,7 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
       } else {
         // The weight's values do not all fit the activation type (a float with more exponent range):
         // dequantize each weight in f32 and round the product once to ATYPE (warps_k is 1 here).
+        Tensor b = pb.view("b", bt, p.wtype, layout_b);
         Tensor b32 = pb.cast("b32", b, f32);
         Tensor sb = scale_row ? *scale_row : stage_rows("sb", smem_s->operator[](cur), layout_sb, layout_sb3, uk);
         Tensor sb32 = pb.cast("sb32", sb, f32);

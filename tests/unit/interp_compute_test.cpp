@@ -50,6 +50,29 @@ TEST(InterpCompute, IntegersWrap) {
   EXPECT_EQ(compute4("i32", {7, -7, 7, -7}, "    r = Mod(x, 2)\n"), (std::vector<double>{1, -1, 1, -1}));
 }
 
+// Cast with layout=: each element keeps its value and moves to the slot the new layout gives it, which a View
+// of the result as one word shows (bytes in slot order).
+TEST(InterpCompute, CastWithLayoutReordersSlots) {
+  std::vector<uint8_t> in = {1, 2, 3, 4, 5, 6, 7, 8}, values(16, 0xee), words(8, 0xee);
+  auto r = run_text(
+      "def k<1>[threads=2](u8* in_ptr, f16* v_ptr, u32* w_ptr):\n"
+      "    g = ViewGlobal(in_ptr, dtype=u8, shape=[2, 4])\n"
+      "    x = LoadGlobal(g, layout=spatial(1, 2).local(2, 2))\n"
+      "    y = Cast(x, dtype=u8, layout=spatial(1, 2).column_local(2, 2))\n"
+      "    h = Cast(x, dtype=f16, layout=spatial(1, 2).column_local(2, 2))\n"
+      "    gv = ViewGlobal(v_ptr, dtype=f16, shape=[2, 4])\n"
+      "    StoreGlobal(h, gv)\n"
+      "    w = View(y, dtype=u32, layout=spatial(2))\n"
+      "    gw = ViewGlobal(w_ptr, dtype=u32, shape=[2])\n"
+      "    StoreGlobal(w, gw)\n",
+      {{"in_ptr", &in}, {"v_ptr", &values}, {"w_ptr", &words}});
+  ASSERT_TRUE(r.ok) << r.errors;
+  // Values by element: unchanged by the reordering.
+  EXPECT_EQ(testing::unpack_values(DataType::f16(), values, 8), (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8}));
+  // Thread 0 holds columns 0-1: slots (0,0) (1,0) (0,1) (1,1) = 1 5 2 6; thread 1 columns 2-3: 3 7 4 8.
+  EXPECT_EQ(words, (std::vector<uint8_t>{1, 5, 2, 6, 3, 7, 4, 8}));
+}
+
 TEST(InterpCompute, CastComparisonsWhere) {
   EXPECT_EQ(compute4("f32", {2.5, -3.5, 1000, -1000}, "    r = Cast(x, dtype=i8)\n", "i8"),
             (std::vector<double>{2, -4, 127, -128}));

@@ -277,6 +277,8 @@ class ProgramBuilder {
   void copy_async_commit_group();
   void copy_async_wait_group(const Scalar& n);
   Tensor cast(const Dest& dest, const TensorRef& src, DataType dtype);
+  // Cast into `layout`: the operand's elements in another slot order (CastInst).
+  Tensor cast(const Dest& dest, const TensorRef& src, DataType dtype, const LayoutArg& layout);
   Tensor view(const std::string& name, const TensorRef& src, DataType dtype);
   Tensor view(const std::string& name, const TensorRef& src, const LayoutArg& layout);
   Tensor view(const std::string& name, const TensorRef& src, DataType dtype, const LayoutArg& layout);

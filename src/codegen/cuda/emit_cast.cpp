@@ -2,32 +2,64 @@
 // cast_code for every pair of types (rounding to nearest even, saturation, NaN rules, integer clamping).
 //
 // Every type of 8 bits or fewer converts to f16, bf16 and f32 through a generated vectorized converter
-// (lop3/prmt/magic numbers, src/codegen/cuda/converters/), emitted once per (types, count) after the prelude.
+// (lop3/prmt/magic numbers, src/codegen/cuda/converters/), emitted once per (types, count, order) after the
+// prelude. With layout=, slot i of the result converts slot order[i] of the operand (the same renaming in
+// every thread, layout/slot_permutation.h): the converter reads its codes in that order, so the renaming
+// costs no instruction of its own.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "emitter.h"
 #include "nan_payload.h"
 #include "tilevm/codegen/cuda/converters.h"
+#include "tilevm/layout/slot_permutation.h"
 #include "tilevm/support/error.h"
 
 namespace tilevm::codegen::cuda {
 
 void Emitter::emit_cast(const ir::InstStmt& s, const ir::CastInst& n) {
   const RegInfo& src = reg_arg(n.src);
-  const RegInfo& out = result_reg(s, n.out, n.dtype, src.layout);
+  const layout::Layout result_layout = n.layout ? *n.layout : src.layout;
+  const RegInfo& out = result_reg(s, n.out, n.dtype, result_layout);
+  const int count = static_cast<int>(src.layout.num_locals());
+  std::vector<int> order;  // empty: slot i from slot i
+  if (n.layout) {
+    const layout::SlotPermutation perm = layout::slot_permutation(src.layout, result_layout);
+    TILEVM_ASSERT(perm.error.empty(), "Cast layout= passed the verifier: {}", perm.error);
+    if (!perm.identity()) order.assign(perm.slots.begin(), perm.slots.end());
+  }
   // Registers hold each thread's elements as one packed bit stream in slot order, which is exactly the
   // converters' input and output format, so a whole tile converts with one call.
-  const int count = static_cast<int>(src.layout.num_locals());
-  if (has_vectorized_converter(src.dtype, n.dtype)) {
-    std::string fn = converter_function_name(src.dtype, n.dtype, count);
+  const ConverterSpec spec{src.dtype, n.dtype, count, order};
+  if (has_vectorized_converter(spec)) {
+    std::string fn = converter_function_name(spec);
     if (!helper_functions_.count(fn)) {
-      if (auto code = vectorized_converter(src.dtype, n.dtype, count, fn)) helper_functions_[fn] = *code;
+      if (auto code = vectorized_converter(spec, fn)) helper_functions_[fn] = *code;
     }
     if (helper_functions_.count(fn)) {
-      note(s, "vectorized converter " + fn);
+      note(s, "vectorized converter " + fn + (order.empty() ? "" : " (slots reordered by layout=)"));
       line(fmt::format("{}({}, {});", fn, src.name, out.name));
       return;
     }
+  }
+  // Per element from here; with a reordering, slot i reads slot from[i] (a constant once unrolled).
+  auto per_element = [&](const std::string& what, const std::string& convert) {
+    note(s, what + (order.empty() ? "" : ", slots reordered by layout="));
+    line("#pragma unroll");
+    if (order.empty()) {
+      line(fmt::format("for (int i = 0; i < {}; ++i) tv_set<{}>({}, i, {}(tv_get<{}>({}, i)));", count,
+                       n.dtype.bits(), out.name, convert, src.dtype.bits(), src.name));
+      return;
+    }
+    line(fmt::format("for (int i = 0; i < {}; ++i) {{", count));
+    line(fmt::format("  const int from[{}] = {{{}}};", count, fmt::join(order, ", ")));
+    line(fmt::format("  tv_set<{}>({}, i, {}(tv_get<{}>({}, from[i])));", n.dtype.bits(), out.name, convert,
+                     src.dtype.bits(), src.name));
+    line("}");
+  };
+  if (src.dtype == n.dtype) {
+    per_element(fmt::format("slot copy ({} to {})", src.dtype.name(), n.dtype.name()), "");
+    return;
   }
   // Between f32 and f16/bf16: one cvt per element (prelude), with the interpreter's saturation and NaN.
   const DataType f32 = DataType::f32(), f16 = DataType::f16(), bf16 = DataType::bf16();
@@ -40,18 +72,13 @@ void Emitter::emit_cast(const ir::InstStmt& s, const ir::CastInst& n) {
     // A widening keeps the hardware's NaN where no reader sees its bits (nan_payload.h).
     const ir::Var& var = n.out ? n.out : s.results.at(0);
     const bool keep = n.dtype == f32 && nan_payload_unobserved(program_, var);
-    note(s, fmt::format("per-element cvt {} -> {}{}", src.dtype.name(), n.dtype.name(),
-                        keep ? " (NaN left as the hardware's: no reader sees its bits)" : ""));
-    line("#pragma unroll");
-    line(fmt::format("for (int i = 0; i < {}; ++i) tv_set<{}>({}, i, {}{}(tv_get<{}>({}, i)));", count,
-                     n.dtype.bits(), out.name, fast, keep ? "<false>" : "", src.dtype.bits(), src.name));
+    per_element(fmt::format("per-element cvt {} -> {}{}", src.dtype.name(), n.dtype.name(),
+                            keep ? " (NaN left as the hardware's: no reader sees its bits)" : ""),
+                fmt::format("{}{}", fast, keep ? "<false>" : ""));
     return;
   }
-  note(s, fmt::format("per-element conversion {} -> {}", src.dtype.name(), n.dtype.name()));
-  line("#pragma unroll");
-  line(fmt::format("for (int i = 0; i < {}; ++i) tv_set<{}>({}, i, tv_cast<{}, {}>(tv_get<{}>({}, i)));",
-                   src.layout.num_locals(), n.dtype.bits(), out.name, type_args(src.dtype),
-                   type_args(n.dtype), src.dtype.bits(), src.name));
+  per_element(fmt::format("per-element conversion {} -> {}", src.dtype.name(), n.dtype.name()),
+              fmt::format("tv_cast<{}, {}>", type_args(src.dtype), type_args(n.dtype)));
 }
 
 }  // namespace tilevm::codegen::cuda

@@ -65,7 +65,8 @@ const std::vector<Spec>& specs() {
         {"CopyAsync", {{"dst", ArgKind::Tensor, true}, {"src", ArgKind::Tensor, true}}},
         {"CopyAsyncCommitGroup", {}},
         {"CopyAsyncWaitGroup", {{"n", ArgKind::Scalar, true}}},
-        {"Cast", {{"a", ArgKind::Tensor, true}, {"dtype", ArgKind::DType, true}, kOut}},
+        {"Cast",
+         {{"a", ArgKind::Tensor, true}, {"dtype", ArgKind::DType, true}, {"layout", ArgKind::Layout, false}, kOut}},
         {"View",
          {{"a", ArgKind::Tensor, true},
           {"dtype", ArgKind::DType, false},
@@ -270,7 +271,7 @@ Stmt Parser::bind_instruction(const std::vector<Target>& targets, const Syn& cal
   } else if (n == "CopyAsyncWaitGroup") {
     inst = std::make_shared<CopyAsyncWaitGroupInst>(a["n"].expr, l);
   } else if (n == "Cast") {
-    inst = std::make_shared<CastInst>(a["a"].tensor, a["dtype"].dtype, a["out"].var, l);
+    inst = std::make_shared<CastInst>(a["a"].tensor, a["dtype"].dtype, a["out"].var, l, a["layout"].layout);
   } else if (n == "View") {
     std::optional<DataType> dtype;
     if (a["dtype"].present) dtype = a["dtype"].dtype;

@@ -2,6 +2,7 @@
 // which thread holds what), reductions, Dot (shapes, dtypes, MMA or SIMT layouts) and Print.
 #include <fmt/format.h>
 
+#include "tilevm/layout/slot_permutation.h"
 #include "tilevm/support/error.h"
 #include "tilevm/target/atoms.h"
 #include "verifier_impl.h"
@@ -41,8 +42,19 @@ void Verifier::check_cast(const CastInst& n) {
     if (n.out) use_var(n.out, n.loc);
     return;
   }
-  check_out(n.out, n, n.dtype, *src->layout);
-  set_result(n.dtype, *src->layout);
+  if (n.layout) {
+    note_threads(*n.layout, n.loc);
+    const layout::SlotPermutation perm = layout::slot_permutation(*src->layout, *n.layout);
+    if (!perm.error.empty()) {
+      diags_.error(n.loc, "Cast: layout={} must hold the elements of '{}' ({}) in another slot order: {}",
+                   layout_text(*n.layout), n.src.tensor->name, layout_text(*src->layout), perm.error);
+      if (n.out) use_var(n.out, n.loc);
+      return;
+    }
+  }
+  const layout::Layout& result = n.layout ? *n.layout : *src->layout;
+  check_out(n.out, n, n.dtype, result);
+  set_result(n.dtype, result);
 }
 
 void Verifier::check_view(const ViewInst& n) {
