@@ -53,60 +53,98 @@ class ConvertersGpu : public ::testing::Test {
   std::optional<Device> device_;
 };
 
-// Group g holds codes (g + 7i) mod code_count, i < count, packed with every padding bit set.
+// Runs the check kernel of `from` (count elements, `order`) on groups g holding codes (g + 7i) mod
+// code_count, packed with every padding bit set: output element k of group g must be the cast of its code
+// order[k].
+void check_on_gpu(const Device& device, const runtime::Stream& stream, DataType from, int count,
+                  const std::vector<int>& order) {
+  const int in_words = converter_input_words({from, DataType::f16(), count});
+  const auto groups = static_cast<int>(code_count(from));
+  std::vector<uint64_t> codes;
+  std::vector<uint32_t> words;
+  for (int g = 0; g < groups; ++g) {
+    std::vector<uint64_t> group;
+    for (int i = 0; i < count; ++i)
+      group.push_back((static_cast<uint64_t>(g) + 7 * static_cast<uint64_t>(i)) % code_count(from));
+    std::vector<uint8_t> bytes = pack(from, group);
+    bytes.resize(static_cast<size_t>(in_words) * 4, 0xff);
+    const size_t used = static_cast<size_t>(count * from.bits());
+    if (used % 8 != 0) bytes[used / 8] |= static_cast<uint8_t>(0xff << (used % 8));
+    std::vector<uint32_t> group_words(static_cast<size_t>(in_words));
+    std::memcpy(group_words.data(), bytes.data(), bytes.size());
+    words.insert(words.end(), group_words.begin(), group_words.end());
+    codes.insert(codes.end(), group.begin(), group.end());
+  }
+  const std::string name = "convert_" + from.name() + (order.empty() ? "" : "_reordered") + ".cu";
+  const runtime::CompiledKernel compiled =
+      runtime::compile_cuda(emit_converter_check_kernel(from, count, order), name, {.arch = device.arch()});
+  const Module module = Module::load(device, compiled.cubin, name);
+  DeviceBuffer in = device.allocate(words.size() * 4);
+  in.copy_from_host(words.data(), words.size() * 4);
+  const DataType destinations[] = {DataType::f16(), DataType::bf16(), DataType::f32()};
+  std::vector<DeviceBuffer> outs;
+  for (DataType to : destinations) {
+    outs.push_back(
+        device.allocate(static_cast<size_t>(groups * converter_output_words({from, to, count})) * 4));
+  }
+  module.kernel(converter_check_kernel_name(from))
+      .launch({.grid = {static_cast<unsigned>((groups + 127) / 128)}, .block = {128}}, stream,
+              in.device_ptr(), outs[0].device_ptr(), outs[1].device_ptr(), outs[2].device_ptr(), groups);
+  stream.synchronize();
+  for (size_t d = 0; d < 3; ++d) {
+    const DataType to = destinations[d];
+    const std::vector<uint32_t> out = outs[d].download<uint32_t>();
+    const int out_words = converter_output_words({from, to, count});
+    int mismatches = 0;
+    for (int g = 0; g < groups; ++g) {
+      for (int i = 0; i < count; ++i) {
+        const size_t word = static_cast<size_t>(g * out_words) + (to == DataType::f32() ? i : i / 2);
+        const uint32_t actual = to == DataType::f32() ? out[word] : (out[word] >> (16 * (i % 2))) & 0xffff;
+        const int source = order.empty() ? i : order[static_cast<size_t>(i)];
+        const uint64_t code = codes[static_cast<size_t>(g * count + source)];
+        const uint64_t expected = cast_code(from, to, code);
+        if (actual != expected && ++mismatches <= 5) {
+          ADD_FAILURE() << from.name() << " -> " << to.name() << (order.empty() ? "" : " reordered")
+                        << ": element " << i << " code 0x" << std::hex << code << " gives 0x" << actual
+                        << ", expected 0x" << expected;
+        }
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << from.name() << " -> " << to.name() << (order.empty() ? "" : " reordered");
+  }
+}
+
 TEST_F(ConvertersGpu, EveryConverterMatchesCastCodeBitForBit) {
   const runtime::Stream stream = device_->create_stream();
   for (DataType from : all_data_types()) {
+    if (from.bits() <= 8) check_on_gpu(*device_, stream, from, natural_converter_count(from), {});
+  }
+}
+
+// The quantized matmul's weight order (pair p of word w reads bits p*b and 16 + p*b: shared shifts, add.rn
+// and fma per pair, no prmt) for the types whose bits divide 16, and a reversed order (pairs across words,
+// two-word prmts) for every type.
+TEST_F(ConvertersGpu, ReorderingConvertersMatchCastCodeBitForBit) {
+  const runtime::Stream stream = device_->create_stream();
+  for (DataType from : all_data_types()) {
     if (from.bits() > 8) continue;
-    const int count = natural_converter_count(from);
-    const int in_words = converter_input_words({from, DataType::f16(), count});
-    const auto groups = static_cast<int>(code_count(from));
-    std::vector<uint64_t> codes;
-    std::vector<uint32_t> words;
-    for (int g = 0; g < groups; ++g) {
-      std::vector<uint64_t> group;
-      for (int i = 0; i < count; ++i)
-        group.push_back((static_cast<uint64_t>(g) + 7 * static_cast<uint64_t>(i)) % code_count(from));
-      std::vector<uint8_t> bytes = pack(from, group);
-      bytes.resize(static_cast<size_t>(in_words) * 4, 0xff);
-      const size_t used = static_cast<size_t>(count * from.bits());
-      if (used % 8 != 0) bytes[used / 8] |= static_cast<uint8_t>(0xff << (used % 8));
-      std::vector<uint32_t> group_words(static_cast<size_t>(in_words));
-      std::memcpy(group_words.data(), bytes.data(), bytes.size());
-      words.insert(words.end(), group_words.begin(), group_words.end());
-      codes.insert(codes.end(), group.begin(), group.end());
-    }
-    const Module module = load(emit_converter_check_kernel(from, count), "convert_" + from.name() + ".cu");
-    DeviceBuffer in = upload(words);
-    const DataType destinations[] = {DataType::f16(), DataType::bf16(), DataType::f32()};
-    std::vector<DeviceBuffer> outs;
-    for (DataType to : destinations) {
-      outs.push_back(
-          device_->allocate(static_cast<size_t>(groups * converter_output_words({from, to, count})) * 4));
-    }
-    module.kernel(converter_check_kernel_name(from))
-        .launch({.grid = {static_cast<unsigned>((groups + 127) / 128)}, .block = {128}}, stream,
-                in.device_ptr(), outs[0].device_ptr(), outs[1].device_ptr(), outs[2].device_ptr(), groups);
-    stream.synchronize();
-    for (size_t d = 0; d < 3; ++d) {
-      const DataType to = destinations[d];
-      const std::vector<uint32_t> out = outs[d].download<uint32_t>();
-      const int out_words = converter_output_words({from, to, count});
-      int mismatches = 0;
-      for (int g = 0; g < groups; ++g) {
-        for (int i = 0; i < count; ++i) {
-          const size_t word = static_cast<size_t>(g * out_words) + (to == DataType::f32() ? i : i / 2);
-          const uint32_t actual = to == DataType::f32() ? out[word] : (out[word] >> (16 * (i % 2))) & 0xffff;
-          const uint64_t code = codes[static_cast<size_t>(g * count + i)];
-          const uint64_t expected = cast_code(from, to, code);
-          if (actual != expected && ++mismatches <= 5) {
-            ADD_FAILURE() << from.name() << " -> " << to.name() << ": code 0x" << std::hex << code
-                          << " gives 0x" << actual << ", expected 0x" << expected;
+    if (16 % from.bits() == 0) {
+      const int pairs_per_word = 16 / from.bits(), count = 2 * 32 / from.bits();
+      std::vector<int> order(static_cast<size_t>(count));
+      for (int w = 0; w < count / (2 * pairs_per_word); ++w) {
+        for (int p = 0; p < pairs_per_word; ++p) {
+          for (int h = 0; h < 2; ++h) {
+            order[static_cast<size_t>(2 * (w * pairs_per_word + p) + h)] =
+                w * 2 * pairs_per_word + h * pairs_per_word + p;
           }
         }
       }
-      EXPECT_EQ(mismatches, 0) << from.name() << " -> " << to.name();
+      check_on_gpu(*device_, stream, from, count, order);
     }
+    const int count = natural_converter_count(from) + 5;
+    std::vector<int> reversed(static_cast<size_t>(count));
+    for (int k = 0; k < count; ++k) reversed[static_cast<size_t>(k)] = count - 1 - k;
+    check_on_gpu(*device_, stream, from, count, reversed);
   }
 }
 

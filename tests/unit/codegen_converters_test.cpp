@@ -4,6 +4,7 @@
 // and sm_90 (skipped when NVRTC is missing).
 #include <algorithm>
 #include <cstring>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,10 +54,72 @@ uint32_t output_element(DataType to, const std::vector<uint32_t>& words, int k) 
   return (words.at(static_cast<size_t>(k / 2)) >> (16 * (k % 2))) & 0xffff;
 }
 
+// The weight transform's order for b-bit codes (b divides 16): pair p of input word w (P = 16/b pairs per
+// word) reads the codes at bits p*b and 16 + p*b of w, i.e. output element 2(wP + p) + h is source code
+// 2wP + hP + p. count is a multiple of 32/b.
+std::vector<int> interleaved_order(DataType from, int count) {
+  const int pairs_per_word = 16 / from.bits();
+  std::vector<int> order(static_cast<size_t>(count));
+  for (int w = 0; w < count / (2 * pairs_per_word); ++w) {
+    for (int p = 0; p < pairs_per_word; ++p) {
+      for (int h = 0; h < 2; ++h)
+        order[static_cast<size_t>(2 * (w * pairs_per_word + p) + h)] =
+            w * 2 * pairs_per_word + h * pairs_per_word + p;
+    }
+  }
+  return order;
+}
+
+// A fixed pseudo-random permutation of 0 .. count-1 (Fisher-Yates over mt19937, whose output the standard
+// fixes; the modulo keeps it independent of the library's distributions).
+std::vector<int> shuffled_order(int count) {
+  std::vector<int> order(static_cast<size_t>(count));
+  for (int k = 0; k < count; ++k) order[static_cast<size_t>(k)] = k;
+  std::mt19937 random(20261121u + static_cast<uint32_t>(count));
+  for (int k = count - 1; k > 0; --k)
+    std::swap(order[static_cast<size_t>(k)], order[random() % static_cast<uint32_t>(k + 1)]);
+  return order;
+}
+
+// Instructions of a program: ops that are neither inputs, constants nor outputs.
+int work_ops(const ConverterProgram& program) {
+  return static_cast<int>(std::count_if(program.ops.begin(), program.ops.end(), [](const ConverterOp& op) {
+    using Kind = ConverterOp::Kind;
+    return op.kind != Kind::Input && op.kind != Kind::Const && op.kind != Kind::Output;
+  }));
+}
+
+int count_ops(const ConverterProgram& program, ConverterOp::Kind kind) {
+  return static_cast<int>(std::count_if(program.ops.begin(), program.ops.end(),
+                                        [&](const ConverterOp& op) { return op.kind == kind; }));
+}
+
+// Printed ops whose value nothing reads (NVRTC warns about unused shifts). The f8e5m2 and f7e5m1 to f16
+// converters compute an inf mask they do not need (the compiler drops it); reordering adds none.
+int unused_ops(const ConverterProgram& program) {
+  std::vector<bool> used(program.ops.size(), false);
+  for (const ConverterOp& op : program.ops) {
+    for (int operand : {op.a, op.b, op.c}) {
+      if (operand >= 0) used[static_cast<size_t>(operand)] = true;
+    }
+  }
+  int unused = 0;
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const auto kind = program.ops[i].kind;
+    if (!used[i] && kind != ConverterOp::Kind::Const && kind != ConverterOp::Kind::Output) ++unused;
+  }
+  return unused;
+}
+
 // Runs the converter of `count` elements on groups whose element i is code (start + i) mod code_count, for
-// every start: every code at every position, next to many different neighbours. Returns the mismatches.
-int check_exhaustively(DataType from, DataType to, int count) {
-  const ConverterProgram program = build_converter_program({from, to, count});
+// every start: every code at every position, next to many different neighbours. Output element k must be
+// the conversion of source element order[k] (k without an order). Returns the mismatches.
+int check_exhaustively(DataType from, DataType to, int count, const std::vector<int>& order = {}) {
+  const ConverterProgram program = build_converter_program({from, to, count, order});
+  if (!order.empty()) {
+    EXPECT_LE(unused_ops(program), unused_ops(build_converter_program({from, to, count})))
+        << from.name() << " -> " << to.name() << " x" << count;
+  }
   const uint64_t codes = code_count(from);
   int mismatches = 0;
   for (uint64_t start = 0; start < codes; ++start) {
@@ -65,12 +128,14 @@ int check_exhaustively(DataType from, DataType to, int count) {
       group[static_cast<size_t>(i)] = (start + static_cast<uint64_t>(i) * 7) % codes;
     const std::vector<uint32_t> out = emulate_converter_program(program, pack_words(from, group));
     for (int i = 0; i < count; ++i) {
-      const uint64_t code = group[static_cast<size_t>(i)];
+      const int source = order.empty() ? i : order[static_cast<size_t>(i)];
+      const uint64_t code = group[static_cast<size_t>(source)];
       const uint64_t expected = cast_code(from, to, code);
       const uint32_t actual = output_element(to, out, i);
       if (actual != expected && ++mismatches <= 5) {
-        ADD_FAILURE() << from.name() << " -> " << to.name() << " x" << count << ": element " << i
-                      << " code 0x" << std::hex << code << " gives 0x" << actual << ", expected 0x"
+        ADD_FAILURE() << from.name() << " -> " << to.name() << " x" << count
+                      << (order.empty() ? "" : " reordered") << ": element " << i << " (source " << source
+                      << ") code 0x" << std::hex << code << " gives 0x" << actual << ", expected 0x"
                       << expected;
       }
     }
@@ -184,6 +249,117 @@ TEST(Converters, ByteAlignedIntegersTakeThreeInstructionsPerPair) {
   }
 }
 
+// Reordering converters: output element k converts source code order[k], for every source type and
+// destination, with the weight transform's interleaved order (types whose bits divide 16; two words of codes)
+// and with a pseudo-random permutation (every type; the natural count, and 13 codes, whose pairs and codes
+// cross words) and the reversed order.
+TEST(Converters, InterleavedOrderEmulatedExhaustively) {
+  int converters = 0;
+  for (DataType from : small_types()) {
+    if (16 % from.bits() != 0) continue;
+    const int count = 2 * 32 / from.bits();
+    for (DataType to : kDestinations) {
+      EXPECT_EQ(check_exhaustively(from, to, count, interleaved_order(from, count)), 0);
+      ++converters;
+    }
+  }
+  EXPECT_EQ(converters, (1 + 4 * 2 + 2 + 6) * 3);  // bool; i1, i2, i4, i8, u1, u2, u4, u8; 2 f4 and 6 f8
+}
+
+TEST(Converters, PermutedOrderEmulatedExhaustively) {
+  for (DataType from : small_types()) {
+    for (DataType to : kDestinations) {
+      for (int count : {natural_converter_count(from), 13})
+        EXPECT_EQ(check_exhaustively(from, to, count, shuffled_order(count)), 0);
+      const int count = natural_converter_count(from) + 5;  // the GPU test's reversed order
+      std::vector<int> reversed(static_cast<size_t>(count));
+      for (int k = 0; k < count; ++k) reversed[static_cast<size_t>(k)] = count - 1 - k;
+      EXPECT_EQ(check_exhaustively(from, to, count, reversed), 0);
+    }
+  }
+}
+
+// With the interleaved order both codes of a pair sit 16 bits apart in one word: no prmt, one lop3 and one
+// f16x2 op per pair, plus one shift per word for the pairs whose offset would overflow the mantissa.
+TEST(Converters, InterleavedOrderBudget) {
+  for (const char* name : {"u4", "i4"}) {
+    const DataType from = DataType::parse(name);
+    const ConverterProgram program =
+        build_converter_program({from, DataType::f16(), 16, interleaved_order(from, 16)});
+    EXPECT_LE(work_ops(program), 9 * 2) << name << ": 9 instructions per 4 pairs";  // 8 pairs
+    EXPECT_EQ(count_ops(program, ConverterOp::Kind::Prmt), 0) << name;
+    EXPECT_EQ(count_ops(program, ConverterOp::Kind::AddF16x2), 4) << name << ": offsets 0 and 8 add";
+  }
+  for (const char* name : {"u2", "u1", "i2", "i1"}) {
+    const DataType from = DataType::parse(name);
+    const int count = 2 * 32 / from.bits();
+    const ConverterProgram program =
+        build_converter_program({from, DataType::f16(), count, interleaved_order(from, count)});
+    EXPECT_LE(work_ops(program), 2.25 * count / 2) << name;
+    EXPECT_EQ(count_ops(program, ConverterOp::Kind::Prmt), 0) << name;
+  }
+  // Every type whose codes can be interleaved converts at most as dearly as with the identity order.
+  for (DataType from : small_types()) {
+    if (16 % from.bits() != 0) continue;
+    for (DataType to : kDestinations) {
+      const int count = 2 * 32 / from.bits();
+      const int identity = work_ops(build_converter_program({from, to, count}));
+      const int interleaved =
+          work_ops(build_converter_program({from, to, count, interleaved_order(from, count)}));
+      EXPECT_LE(interleaved, identity) << from.name() << " -> " << to.name();
+    }
+  }
+}
+
+TEST(Converters, OrderNamesTheFunction) {
+  const DataType u4 = DataType::parse("u4");
+  const std::string plain = converter_function_name(u4, DataType::f16(), 16);
+  EXPECT_EQ(converter_function_name({u4, DataType::f16(), 16}), plain);
+  EXPECT_EQ(converter_function_name({u4, DataType::f16(), 16, shuffled_order(16)}).size(), plain.size() + 10);
+  std::vector<int> identity(16);
+  for (int k = 0; k < 16; ++k) identity[static_cast<size_t>(k)] = k;
+  // An explicit identity order is the converter without an order: same name, same text.
+  EXPECT_EQ(converter_function_name({u4, DataType::f16(), 16, identity}), plain);
+  EXPECT_EQ(emit_converter({u4, DataType::f16(), 16, identity}, "f"),
+            emit_converter({u4, DataType::f16(), 16}, "f"));
+  const std::string interleaved =
+      converter_function_name({u4, DataType::f16(), 16, interleaved_order(u4, 16)});
+  const std::string shuffled = converter_function_name({u4, DataType::f16(), 16, shuffled_order(16)});
+  for (const std::string& name : {interleaved, shuffled}) {
+    ASSERT_EQ(name.size(), plain.size() + 10) << name;
+    EXPECT_EQ(name.substr(0, plain.size() + 2), plain + "_o") << name;
+    EXPECT_EQ(name.find_first_not_of("0123456789abcdef", plain.size() + 2), std::string::npos) << name;
+  }
+  EXPECT_NE(interleaved, shuffled);
+  std::vector<int> swapped = identity;
+  std::swap(swapped[14], swapped[15]);
+  EXPECT_NE(converter_function_name({u4, DataType::f16(), 16, swapped}), interleaved);
+  EXPECT_NE(converter_function_name({u4, DataType::f16(), 16, swapped}), shuffled);
+}
+
+TEST(Converters, InvalidOrderHasNoConverter) {
+  const DataType u4 = DataType::parse("u4");
+  EXPECT_TRUE(has_vectorized_converter(ConverterSpec{u4, DataType::f16(), 8}));
+  EXPECT_TRUE(has_vectorized_converter(ConverterSpec{u4, DataType::f16(), 8, {1, 0, 3, 2, 5, 4, 7, 6}}));
+  EXPECT_TRUE(
+      has_vectorized_converter(ConverterSpec{DataType::boolean(), DataType::f32(), 8, shuffled_order(8)}));
+  const std::vector<std::vector<int>> invalid = {
+      {1, 0, 3, 2, 5, 4, 7},        // too short
+      {1, 0, 3, 2, 5, 4, 7, 6, 8},  // too long
+      {1, 0, 3, 2, 5, 4, 7, 7},     // 6 missing, 7 twice
+      {1, 0, 3, 2, 5, 4, 7, 8},     // 8 out of range
+      {1, 0, 3, 2, 5, 4, 7, -6},    // negative
+  };
+  for (const std::vector<int>& order : invalid) {
+    const ConverterSpec spec{u4, DataType::f16(), 8, order};
+    EXPECT_FALSE(has_vectorized_converter(spec));
+    EXPECT_FALSE(vectorized_converter(spec, "f").has_value());
+    EXPECT_THROW(emit_converter(spec, "f"), InternalError);
+  }
+  EXPECT_FALSE(has_vectorized_converter(ConverterSpec{DataType::f16(), DataType::f32(), 2, {1, 0}}));
+  EXPECT_FALSE(has_vectorized_converter(ConverterSpec{u4, DataType::f16(), 0}));
+}
+
 TEST(Converters, PrintedSourceShape) {
   const std::string source = emit_converter({DataType::parse("u4"), DataType::f16(), 8}, "cvt_u4");
   EXPECT_NE(source.find("__device__ __forceinline__ void cvt_u4(const unsigned int* __restrict__ in_words, "
@@ -244,6 +420,20 @@ TEST_P(ConvertersNvrtc, CheckKernelOfEveryTypeCompiles) {
     for (DataType to : kDestinations)
       source += emit_converter({from, to, 7}, converter_function_name(from, to, 7));
     compile(source, "convert_" + from.name() + ".cu");
+  }
+}
+
+// Reordering converters (with the add helpers where the order puts pairs 16 bits apart; add.rn.bf16x2 is
+// sm_90 PTX, sm_80 gets an fma) in the check kernel of every type, with an identity converter after it.
+TEST_P(ConvertersNvrtc, ReorderedCheckKernelOfEveryTypeCompiles) {
+  for (DataType from : small_types()) {
+    const bool interleaves = 16 % from.bits() == 0;
+    const int count = interleaves ? 2 * 32 / from.bits() : natural_converter_count(from);
+    const std::vector<int> order = interleaves ? interleaved_order(from, count) : shuffled_order(count);
+    std::string source = emit_converter_check_kernel(from, count, order);
+    for (DataType to : kDestinations)
+      source += emit_converter({from, to, count}, converter_function_name(from, to, count));
+    compile(source, "convert_reordered_" + from.name() + ".cu");
   }
 }
 

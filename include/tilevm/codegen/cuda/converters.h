@@ -29,6 +29,29 @@
 //   to f32    the bf16 result widened by a shift (low half) and an and (high half): exact.
 // Every result is bit-for-bit tilevm::cast_code(from, to, code) (NaN is the destination's canonical NaN).
 //
+// Reordering (ConverterSpec::order): output element k converts source code order[k]. Every step above reads
+// its codes through the order, so every permutation of every source type gives a correct converter, at
+// about the identity's cost: the prmts that place a pair already take bytes from two operands, so a pair
+// whose codes lie in two words costs no more (bools, 8-bit floats, sub-byte integers inside bytes), except
+// u8/i8 to f16, whose one-prmt trick needs the magic's byte as the second operand and so gathers the two
+// bytes with a prmt and adds the magic with a lop3 (one instruction more per such pair).
+// The order pays off where it puts the two codes of a pair 16 bits apart in one word, at offsets o and o + 16
+// with o + b <= 16, as the quantized matmul's weight transform stores them (b = 1, 2, 4: pair p of word w
+// reads bits p*b and 16 + p*b of w). Both codes then already sit at the same position of their halves, so
+// placing them needs no prmt:
+//   integers  the word shifted right by s puts both at offset o - s, inside the mantissa when
+//             o - s + b <= 10 (f16) or 7 (bf16); then the usual lop3 at that offset and ONE f16x2/bf16x2 op:
+//             where o == s an add.rn of -(magic + bias) (an immediate operand in SASS: no constant register),
+//             else an fma by 2^-(o-s) plus -(magic*2^-(o-s) + bias), exact as before. All pairs of a word
+//             share its shifts, chosen as few as possible (shift 0, the word itself, serves o <= M - b; each
+//             further shift starts at the lowest offset not yet served). u4 to f16: the word for o = 0, 4 and
+//             word >> 8 for o = 8, 12, 9 instructions per 4 pairs (2.25 per pair instead of 3); u2: 2.125;
+//             u1: 2.06; to bf16 (shorter mantissa, more shifts) u4 2.75, u2 2.25, u1 2.125.
+//   floats    one shift of the word by t - o places the pair (instead of two extracts and a prmt), and the
+//             sign bits come from another shift of the word rather than of the placed pair, so amounts that
+//             coincide are made once; the rest of the float steps stay (f4e2m1 to f16 or bf16: 4.75 per pair
+//             instead of 7).
+//
 // The converter is built as a small straight-line program (ConverterProgram) that is both printed as CUDA and
 // run on the CPU by an emulator of the PTX instructions it uses, so every converter is tested exhaustively
 // without a GPU (tests/unit/codegen_converters_test.cpp) and again on the GPU
@@ -60,10 +83,13 @@ struct ConverterSpec {
   std::vector<int> order;
 };
 
+// Whether `order` is empty or 0, 1, ..., n-1: a converter that does not reorder.
+bool is_identity_order(const std::vector<int>& order);
+
 // Whether a vectorized converter exists for (from, to): from has 8 bits or fewer and to is f16, bf16 or f32.
 bool has_vectorized_converter(DataType from, DataType to);
 // The same for a whole spec: (from, to) as above, count >= 1, and an order that is empty or a permutation
-// of 0 .. count-1 that the generator supports.
+// of 0 .. count-1 (every permutation is supported, for every source type).
 bool has_vectorized_converter(const ConverterSpec& spec);
 
 // The natural element count for a source type: the smallest count >= 8 whose packed codes fill whole 32-bit
@@ -73,7 +99,9 @@ int natural_converter_count(DataType from);
 
 // The deterministic function name used by tilevm for a converter, e.g. "tvm_convert_f6e3m2_to_f16_x16".
 std::string converter_function_name(DataType from, DataType to, int count);
-// The same for a spec; a non-empty order adds a suffix naming it ("tvm_convert_u4_to_f16_x128_o1a2b3c4d").
+// The same for a spec; an order other than the identity adds a suffix naming it (a hash of the order:
+// "tvm_convert_u4_to_f16_x128_o1a2b3c4d"). An explicit identity order names the same function as an empty
+// one: the converters are the same.
 std::string converter_function_name(const ConverterSpec& spec);
 
 // Words read and written by a converter: ceil(count * from.bits() / 32) and ceil(count / 2) (f16, bf16) or
@@ -83,10 +111,11 @@ int converter_output_words(const ConverterSpec& spec);
 
 // The CUDA source of `__device__ __forceinline__ void NAME(const unsigned int* in_words,
 // unsigned int* out_words)` (unsigned int is uint32_t), preceded by a small guarded block of inline-PTX
-// helpers (lop3, prmt, f16x2/bf16x2 fma, cvt) shared by all converters, so several converters may be
-// concatenated into one translation unit. Needs sm_80 or newer (bf16x2 fma, cvt.*x2.f32).
-// When count is odd, the high half of the last f16/bf16 word is +0.
-// @throws tilevm::InternalError when !has_vectorized_converter(spec.from, spec.to) or spec.count < 1.
+// helpers (lop3, prmt, f16x2/bf16x2 fma, cvt) shared by all converters, and by a second guarded block (f16x2
+// and bf16x2 add) where the converter adds, so several converters may be concatenated into one translation
+// unit. Needs sm_80 or newer (bf16x2 fma, cvt.*x2.f32). When count is odd, the high half of the last f16/bf16
+// word is +0.
+// @throws tilevm::InternalError when !has_vectorized_converter(spec).
 std::string emit_converter(const ConverterSpec& spec, const std::string& function_name);
 
 // emit_converter when applicable, else nullopt (Cast then converts per element through the prelude's
@@ -123,14 +152,14 @@ bool has_scalar_decoder(DataType type);
 //
 //   extern "C" __global__ void tvm_check_convert_NAME(const unsigned int* in, unsigned int* out_f16,
 //       unsigned int* out_bf16, unsigned int* out_f32, int groups)
-//     group g converts in[g*I .. g*I+I) with the three converters of `count` elements (I input words each)
-//     into out_X[g*O_X ..) (O_X = converter_output_words)
+//     group g converts in[g*I .. g*I+I) with the three converters of `count` elements and `order` (I input
+//     words each) into out_X[g*O_X ..) (O_X = converter_output_words)
 //   extern "C" __global__ void tvm_check_scalar_NAME(const unsigned int* codes, unsigned int* decoded, int n,
 //       const float* values, unsigned long long* encoded, int m)
 //     decoded[i] = bits of tvm_decode_NAME(codes[i]) for i < n (n must be 0 without a decoder),
 //     encoded[i] = tvm_encode_NAME(values[i]) for i < m
 std::string converter_check_kernel_name(DataType from);  // "tvm_check_convert_u4"
-std::string emit_converter_check_kernel(DataType from, int count);
+std::string emit_converter_check_kernel(DataType from, int count, const std::vector<int>& order = {});
 std::string scalar_check_kernel_name(DataType type);  // "tvm_check_scalar_u4"
 std::string emit_scalar_check_kernel(DataType type);
 
@@ -148,6 +177,8 @@ struct ConverterOp {
     Add,           // a + b (32-bit integer, wrapping)
     FmaF16x2,      // fma.rn.f16x2 a, b, c
     FmaBf16x2,     // fma.rn.bf16x2 a, b, c
+    AddF16x2,      // add.rn.f16x2 a, b
+    AddBf16x2,     // add.rn.bf16x2 a, b (sm_90; on sm_80 printed as fma.rn.bf16x2 a, 1.0, b: the same result)
     AddF32,        // a + b as f32 (round to nearest even)
     MinF32,        // min.f32 a, b (a NaN operand gives the other)
     MaxF32,        // max.f32 a, b

@@ -9,13 +9,13 @@ std::string converter_check_kernel_name(DataType from) {
   return "tvm_check_convert_" + from.name();
 }
 
-std::string emit_converter_check_kernel(DataType from, int count) {
+std::string emit_converter_check_kernel(DataType from, int count, const std::vector<int>& order) {
   std::string out;
   std::string body;
   const int in_words = converter_input_words({from, DataType::f16(), count});
   for (DataType to : {DataType::f16(), DataType::bf16(), DataType::f32()}) {
-    const ConverterSpec spec{from, to, count};
-    const std::string name = converter_function_name(from, to, count);
+    const ConverterSpec spec{from, to, count, order};
+    const std::string name = converter_function_name(spec);
     out += emit_converter(spec, name);
     const int out_words = converter_output_words(spec);
     body += fmt::format(

@@ -1,4 +1,5 @@
 // ConverterProgram: printing as CUDA and running on the CPU with the PTX semantics of each op.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <numeric>
@@ -53,6 +54,34 @@ __device__ __forceinline__ unsigned int tvm_cvt_bf16x2_f32(unsigned int hi, unsi
 #endif  // TILEVM_CONVERTER_HELPERS
 )";
 
+// The f16x2/bf16x2 adds, printed (guarded) only before converters that use them, so that the text of the
+// converters without them does not change. add.rn.bf16x2 needs sm_90; sm_80 gets the fma with 1.0 that
+// cuda_bf16.h uses for __hadd2 there (one rounding of a + b either way).
+constexpr const char* kAddHelpers = R"(#ifndef TILEVM_CONVERTER_ADD_HELPERS
+#define TILEVM_CONVERTER_ADD_HELPERS
+__device__ __forceinline__ unsigned int tvm_add_f16x2(unsigned int a, unsigned int b) {
+  unsigned int d;
+  asm("add.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+__device__ __forceinline__ unsigned int tvm_add_bf16x2(unsigned int a, unsigned int b) {
+  unsigned int d;
+#if __CUDA_ARCH__ >= 900
+  asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+#else
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(0x3f803f80u), "r"(b));
+#endif
+  return d;
+}
+#endif  // TILEVM_CONVERTER_ADD_HELPERS
+)";
+
+bool uses_add_helpers(const ConverterProgram& program) {
+  return std::any_of(program.ops.begin(), program.ops.end(), [](const ConverterOp& op) {
+    return op.kind == Kind::AddF16x2 || op.kind == Kind::AddBf16x2;
+  });
+}
+
 std::string operand(const ConverterProgram& program, int index) {
   const ConverterOp& op = program.ops.at(static_cast<size_t>(index));
   if (op.kind == Kind::Const) return fmt::format("0x{:08x}u", op.imm);
@@ -86,6 +115,10 @@ std::string expression(const ConverterProgram& p, const ConverterOp& op) {
       return fmt::format("tvm_fma_f16x2({}, {}, {})", a(), b(), c());
     case Kind::FmaBf16x2:
       return fmt::format("tvm_fma_bf16x2({}, {}, {})", a(), b(), c());
+    case Kind::AddF16x2:
+      return fmt::format("tvm_add_f16x2({}, {})", a(), b());
+    case Kind::AddBf16x2:
+      return fmt::format("tvm_add_bf16x2({}, {})", a(), b());
     case Kind::AddF32:
       return fmt::format("__float_as_uint(__uint_as_float({}) + __uint_as_float({}))", a(), b());
     case Kind::MinF32:
@@ -131,6 +164,12 @@ uint32_t fma_x2(DataType type, uint32_t a, uint32_t b, uint32_t c) {
   return result;
 }
 
+// a + b per half, rounded once: an fma by 1.0 (exactly how sm_80 adds bf16x2).
+uint32_t add_x2(DataType type, uint32_t a, uint32_t b) {
+  const uint32_t one = static_cast<uint32_t>(encode(type, 1.0));
+  return fma_x2(type, a, one | one << 16, b);
+}
+
 uint32_t cvt_x2(DataType type, uint32_t hi, uint32_t lo) {
   const double high = std::bit_cast<float>(hi);
   const double low = std::bit_cast<float>(lo);
@@ -171,9 +210,33 @@ bool has_vectorized_converter(DataType from, DataType to) {
   return from.bits() <= 8 && (to == DataType::f16() || to == DataType::bf16() || to == DataType::f32());
 }
 
+bool is_identity_order(const std::vector<int>& order) {
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (order[k] != static_cast<int>(k)) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// Whether `order` is empty or holds each of 0 .. count-1 once.
+bool is_permutation_of(const std::vector<int>& order, int count) {
+  if (order.empty()) return true;
+  if (order.size() != static_cast<size_t>(count)) return false;
+  std::vector<bool> seen(order.size(), false);
+  for (int k : order) {
+    if (k < 0 || k >= count || seen[static_cast<size_t>(k)]) return false;
+    seen[static_cast<size_t>(k)] = true;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool has_vectorized_converter(const ConverterSpec& spec) {
-  // Reordering converters are not generated yet: such a Cast converts per element.
-  return has_vectorized_converter(spec.from, spec.to) && spec.count >= 1 && spec.order.empty();
+  // Every permutation is generated: the builder reads each code through the order.
+  return has_vectorized_converter(spec.from, spec.to) && spec.count >= 1 &&
+         is_permutation_of(spec.order, spec.count);
 }
 
 int natural_converter_count(DataType from) {
@@ -187,7 +250,7 @@ std::string converter_function_name(DataType from, DataType to, int count) {
 
 std::string converter_function_name(const ConverterSpec& spec) {
   std::string name = converter_function_name(spec.from, spec.to, spec.count);
-  if (spec.order.empty()) return name;
+  if (is_identity_order(spec.order)) return name;
   uint32_t hash = 2166136261u;  // FNV-1a over the order's values
   for (int k : spec.order) {
     for (int byte = 0; byte < 4; ++byte) {
@@ -208,6 +271,7 @@ int converter_output_words(const ConverterSpec& spec) {
 
 std::string print_converter_program(const ConverterProgram& program, const std::string& function_name) {
   std::string out = kHelpers;
+  if (uses_add_helpers(program)) out += kAddHelpers;
   const ConverterSpec& spec = program.spec;
   out += fmt::format("// {} x {} -> {}: {} input word(s), {} output word(s)\n", spec.from.name(), spec.count,
                      spec.to.name(), converter_input_words(spec), converter_output_words(spec));
@@ -268,6 +332,12 @@ std::vector<uint32_t> emulate_converter_program(const ConverterProgram& program,
         break;
       case Kind::FmaBf16x2:
         v[i] = fma_x2(DataType::bf16(), a(), b(), c());
+        break;
+      case Kind::AddF16x2:
+        v[i] = add_x2(DataType::f16(), a(), b());
+        break;
+      case Kind::AddBf16x2:
+        v[i] = add_x2(DataType::bf16(), a(), b());
         break;
       case Kind::AddF32:
         v[i] = as_bits(as_float(a()) + as_float(b()));
