@@ -134,6 +134,17 @@ RegPtr Machine::elementwise(const ir::ElementwiseInst& n, DataType dtype) {
         out->codes[k] = wrap_int_result(dtype, vals[a].i[k]);
       }
     }
+  } else if (n.op == ElementwiseOp::Fma) {
+    // One rounding of the exact a * b + c in the result type (the verifier allows f32 and f64 only):
+    // fmaf rounds once to f32, where fma in double and a second rounding to f32 could round twice. A NaN
+    // result is the canonical NaN, as for every other arithmetic result.
+    for (size_t k = 0; k < N; ++k) {
+      const double x = as_double(0, k), y = as_double(1, k), z = as_double(2, k);
+      const double r = dtype == DataType::f32()
+                           ? std::fmaf(static_cast<float>(x), static_cast<float>(y), static_cast<float>(z))
+                           : std::fma(x, y, z);
+      out->codes[k] = round_float_result(dtype, r);  // exact: r is already a value of the type
+    }
   } else if (ir::is_comparison(n.op)) {
     for (size_t k = 0; k < N; ++k) {
       const bool r = any_float ? *ir::compare(n.op, as_double(0, k), as_double(1, k))

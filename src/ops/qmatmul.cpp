@@ -317,14 +317,13 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
         if (s.per_channel) {
           pb.dot(out(acc), a, bf, acc);
         } else {
-          // mma into a zeroed tile, then acc += tile * scale: the scale multiplies BM x BN sums instead of
-          // every one of the BK x BN weights.
+          // mma into a zeroed tile, then acc = tile * scale + acc in one fma: the scale multiplies BM x BN
+          // sums instead of every one of the BK x BN weights.
           Tensor part = pb.allocate_register("part", f32, layout_c, 0.0);
           pb.dot(out(part), a, bf, part);
           Tensor sc = stage_rows("sc", smem_s->operator[](cur), layout_sc, layout_sc3, uk);
           Tensor sc32 = pb.cast("sc32", sc, f32);
-          pb.mul(out(part), part, sc32);
-          pb.add(out(acc), acc, part);
+          pb.fma(out(acc), part, sc32, acc);
         }
       } else {
         // The weight's values do not all fit the activation type (a float with more exponent range):

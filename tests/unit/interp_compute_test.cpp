@@ -73,6 +73,18 @@ TEST(InterpCompute, CastWithLayoutReordersSlots) {
   EXPECT_EQ(words, (std::vector<uint8_t>{1, 5, 2, 6, 3, 7, 4, 8}));
 }
 
+// Fma rounds a * b + c once: (1 + 2^-12)^2 - (1 + 2^-11) is exactly 2^-24, but the product alone rounds to
+// 1 + 2^-11 (a tie, to even), so Mul then Add gives 0.
+TEST(InterpCompute, FmaRoundsOnce) {
+  const double a = 1 + std::ldexp(1.0, -12);  // 1.000244140625
+  const std::string c = "    c = Mul(x, 0.0)\n    c = Sub(c, 1.00048828125)\n";
+  auto fused = compute4("f32", {a, a, 2, -3}, c + "    r = Fma(x, x, c)\n");
+  EXPECT_EQ(fused[0], std::ldexp(1.0, -24));
+  EXPECT_EQ(fused[2], 4 - (1 + std::ldexp(1.0, -11)));
+  auto twice = compute4("f32", {a, a, 2, -3}, c + "    p = Mul(x, x)\n    r = Add(p, c)\n");
+  EXPECT_EQ(twice[0], 0.0);
+}
+
 TEST(InterpCompute, CastComparisonsWhere) {
   EXPECT_EQ(compute4("f32", {2.5, -3.5, 1000, -1000}, "    r = Cast(x, dtype=i8)\n", "i8"),
             (std::vector<double>{2, -4, 127, -128}));

@@ -287,6 +287,10 @@ class ProgramBuilder {
   Tensor add(const Dest& d, const Arg& a, const Arg& b) { return elementwise(d, ElementwiseOp::Add, {a, b}); }
   Tensor sub(const Dest& d, const Arg& a, const Arg& b) { return elementwise(d, ElementwiseOp::Sub, {a, b}); }
   Tensor mul(const Dest& d, const Arg& a, const Arg& b) { return elementwise(d, ElementwiseOp::Mul, {a, b}); }
+  // a * b + c rounded once (f32/f64 tensors).
+  Tensor fma(const Dest& d, const Arg& a, const Arg& b, const Arg& c) {
+    return elementwise(d, ElementwiseOp::Fma, {a, b, c});
+  }
   Tensor div(const Dest& d, const Arg& a, const Arg& b) { return elementwise(d, ElementwiseOp::Div, {a, b}); }
   Tensor mod(const Dest& d, const Arg& a, const Arg& b) { return elementwise(d, ElementwiseOp::Mod, {a, b}); }
   Tensor maximum(const Dest& d, const Arg& a, const Arg& b) {

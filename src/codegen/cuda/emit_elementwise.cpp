@@ -36,10 +36,15 @@ void Emitter::emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst&
     open("");
     line("#pragma unroll");
     open(fmt::format("for (int i = 0; i < {}; ++i)", out.layout.num_locals()));
-    const std::string x = operand_code(*n.args[0].tensor, out, "i", s.loc);
-    const std::string y = operand_code(*n.args[1].tensor, out, "i", s.loc);
-    line(fmt::format("tv_set<{}>({}, i, {}<{}{}>({}, {}));", dt.bits(), out.name, fast, fast_op,
-                     canonical ? "" : ", false", x, y));
+    std::vector<std::string> x;
+    for (const ir::Operand& a : n.args) x.push_back(operand_code(*a.tensor, out, "i", s.loc));
+    if (n.op == Op::Fma) {
+      line(fmt::format("tv_set<32>({}, i, tv_fma_f32<{}>({}, {}, {}));", out.name, canonical ? "true" : "false",
+                       x[0], x[1], x[2]));
+    } else {
+      line(fmt::format("tv_set<{}>({}, i, {}<{}{}>({}, {}));", dt.bits(), out.name, fast, fast_op,
+                       canonical ? "" : ", false", x[0], x[1]));
+    }
     close();
     close();
     return;
@@ -96,6 +101,7 @@ void Emitter::emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst&
   } else if (float_math) {
     line(fmt::format("const double x = {};", as_double(0)));
     if (n.args.size() > 1) line(fmt::format("const double y = {};", as_double(1)));
+    if (n.args.size() > 2) line(fmt::format("const double z = {};", as_double(2)));  // Fma in f64
     std::string r;
     switch (n.op) {
       case Op::Add:
@@ -139,6 +145,9 @@ void Emitter::emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst&
         break;
       case Op::Rsqrt:
         r = "__ddiv_rn(1.0, __dsqrt_rn(x))";
+        break;
+      case Op::Fma:
+        r = "__fma_rn(x, y, z)";
         break;
       default:
         break;

@@ -47,8 +47,12 @@ class Readers : public ir::IRVisitor {
 
 bool is_native_float_arith(const ir::ElementwiseInst& n, DataType result) {
   using Op = ir::ElementwiseOp;
-  if (!is_float_16_or_32(result) || n.args.size() != 2) return false;
-  if (n.op != Op::Add && n.op != Op::Sub && n.op != Op::Mul) return false;
+  if (n.op == Op::Fma) {
+    if (result != DataType::f32() || n.args.size() != 3) return false;
+  } else {
+    if (!is_float_16_or_32(result) || n.args.size() != 2) return false;
+    if (n.op != Op::Add && n.op != Op::Sub && n.op != Op::Mul) return false;
+  }
   return std::all_of(n.args.begin(), n.args.end(),
                      [&](const ir::Operand& a) { return a.is_tensor() && a.tensor->type().dtype == result; });
 }

@@ -4,7 +4,7 @@
 // widening Cast f16/bf16 -> f32) replaces the hardware's NaN by it: two instructions per element, in the
 // quantized matmul's per-slice scaling about a tenth of the loop. The replacement is only observable where
 // the bits are read as they are (StoreGlobal, StoreShared, AtomicAddGlobal, View, Where, Print, ...). It is
-// skipped for a tensor whose every reader maps any NaN to the same result: another native Add/Sub/Mul (a NaN
+// skipped for a tensor whose every reader maps any NaN to the same result: another native Add/Sub/Mul/Fma (a NaN
 // operand gives a NaN, which that instruction makes canonical or whose readers are again of this kind), a
 // Cast to a narrower float (it maps every NaN to the canonical NaN), and a Dot (the mma's NaN is the
 // hardware's whatever its inputs are; the SIMT path decodes to double). The result is then bit-identical to
@@ -17,7 +17,8 @@
 namespace tilevm::codegen::cuda {
 
 // Whether Elementwise `n` with a result of type `result` runs as one native f32/f16/bf16 operation per slot
-// (Add, Sub or Mul of two tensors of the result's type): the emitter's choice and this analysis's rule.
+// (Add, Sub or Mul of two tensors of the result's type, or an f32 Fma of three): the emitter's choice and
+// this analysis's rule.
 bool is_native_float_arith(const ir::ElementwiseInst& n, DataType result);
 
 // Whether every instruction of `program` that reads `var` ignores the bits of a NaN in it (see above).

@@ -271,6 +271,12 @@ template <int OP, bool CANON = true> TV_INLINE tv_u64 tv_fast_f32(tv_u64 a, tv_u
   if constexpr (!CANON) return __float_as_uint(r);
   return r != r ? 0x7fc00000u : __float_as_uint(r);
 }
+// Fma in f32: one rounding of the exact a * b + c (fmaf), the interpreter's NaN unless CANON is false.
+template <bool CANON = true> TV_INLINE tv_u64 tv_fma_f32(tv_u64 a, tv_u64 b, tv_u64 c) {
+  const float r = __fmaf_rn(__uint_as_float((tv_u32)a), __uint_as_float((tv_u32)b), __uint_as_float((tv_u32)c));
+  if constexpr (!CANON) return __float_as_uint(r);
+  return r != r ? 0x7fc00000u : __float_as_uint(r);
+}
 template <int OP, bool CANON = true> TV_INLINE tv_u64 tv_fast_f16(tv_u64 a, tv_u64 b) {
   const tv_u16 x = (tv_u16)a, y = (tv_u16)b;
   tv_u16 r;

@@ -30,12 +30,12 @@ Inst ViewInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
 
 const char* to_string(ElementwiseOp op) {
   static const char* names[] = {"Add", "Sub", "Mul", "Div", "Mod", "Max", "Min", "Neg", "Abs", "Exp", "Exp2",
-                                "Log", "Sqrt", "Rsqrt", "Lt", "Le", "Gt", "Ge", "Eq", "Ne", "Where"};
+                                "Log", "Sqrt", "Rsqrt", "Lt", "Le", "Gt", "Ge", "Eq", "Ne", "Where", "Fma"};
   return names[static_cast<int>(op)];
 }
 
 int arity(ElementwiseOp op) {
-  if (op == ElementwiseOp::Where) return 3;
+  if (op == ElementwiseOp::Where || op == ElementwiseOp::Fma) return 3;
   if (op >= ElementwiseOp::Neg && op <= ElementwiseOp::Rsqrt) return 1;
   return 2;
 }

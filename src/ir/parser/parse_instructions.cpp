@@ -91,12 +91,13 @@ const std::vector<Spec>& specs() {
                     {"dst", ArgKind::Tensor, true},
                     {"offset", ArgKind::List, false}}});
     }
-    for (int k = 0; k <= static_cast<int>(ElementwiseOp::Where); ++k) {
+    for (int k = 0; k <= static_cast<int>(kLastElementwiseOp); ++k) {
       auto op = static_cast<ElementwiseOp>(k);
       std::vector<Param> params;
       if (op == ElementwiseOp::Where) params.push_back({"cond", ArgKind::Operand, true});
-      const char* names[] = {"a", "b"};
-      for (int i = 0; i < std::min(arity(op), 2); ++i) params.push_back({names[i], ArgKind::Operand, true});
+      const char* names[] = {"a", "b", "c"};
+      const int named = op == ElementwiseOp::Where ? 2 : arity(op);
+      for (int i = 0; i < named; ++i) params.push_back({names[i], ArgKind::Operand, true});
       params.push_back(kOut);
       t.push_back({to_string(op), params});
     }
@@ -290,11 +291,11 @@ Stmt Parser::bind_instruction(const std::vector<Target>& targets, const Syn& cal
                                         a["keepdim"].bool_value, a["out"].var, l);
   } else {
     ElementwiseOp op = ElementwiseOp::Add;
-    for (int k = 0; k <= static_cast<int>(ElementwiseOp::Where); ++k) {
+    for (int k = 0; k <= static_cast<int>(kLastElementwiseOp); ++k) {
       if (n == to_string(static_cast<ElementwiseOp>(k))) op = static_cast<ElementwiseOp>(k);
     }
     std::vector<Operand> operands;
-    for (const char* key : {"cond", "a", "b"}) {
+    for (const char* key : {"cond", "a", "b", "c"}) {
       if (a.count(key) && a[key].present) operands.push_back(a[key].operand);
     }
     inst = std::make_shared<ElementwiseInst>(op, operands, a["out"].var, l);

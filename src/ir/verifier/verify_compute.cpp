@@ -88,9 +88,9 @@ void Verifier::check_elementwise(const ElementwiseInst& n) {
     if (n.out) use_var(n.out, n.loc);
     return;
   }
-  static const char* roles3[] = {"cond", "a", "b"};
-  static const char* roles2[] = {"a", "b"};
-  auto role = [&](size_t k) { return std::string(n.op == ElementwiseOp::Where ? roles3[k] : roles2[k]); };
+  static const char* roles_where[] = {"cond", "a", "b"};
+  static const char* roles[] = {"a", "b", "c"};
+  auto role = [&](size_t k) { return std::string(n.op == ElementwiseOp::Where ? roles_where[k] : roles[k]); };
 
   // Operand types.
   std::vector<const TensorType*> tensors(n.args.size(), nullptr);
@@ -176,6 +176,22 @@ void Verifier::check_elementwise(const ElementwiseInst& n) {
       if (v.is_bool()) {
         diags_.error(n.loc, "{} needs numbers, got bool", name);
         ok = false;
+      }
+      break;
+    case ElementwiseOp::Fma:
+      // One rounding of the exact a * b + c: the hardware's fma for f32 and f64. Narrower floats would
+      // need a wider exact intermediate, so they are Cast to f32 first.
+      if (v != DataType::f32() && v != DataType::f64()) {
+        diags_.error(n.loc, "Fma computes in f32 or f64, {} is {}; Cast it first", operand_name(n.args[0]),
+                     v.name());
+        ok = false;
+      }
+      for (size_t k = 0; k < n.args.size(); ++k) {
+        if (!tensors[k]) {
+          diags_.error(n.loc, "Fma: {} must be a register tensor, not the scalar {}", role(k),
+                       operand_name(n.args[k]));
+          ok = false;
+        }
       }
       break;
     case ElementwiseOp::Exp:

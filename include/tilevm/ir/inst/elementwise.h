@@ -10,7 +10,9 @@ enum class ElementwiseOp {
   Neg, Abs, Exp, Exp2, Log, Sqrt, Rsqrt,    // unary
   Lt, Le, Gt, Ge, Eq, Ne,                   // comparisons: bool results
   Where,                                    // Where(cond, a, b)
+  Fma,                                      // Fma(a, b, c) = a * b + c rounded once: f32 and f64 tensors
 };
+inline constexpr ElementwiseOp kLastElementwiseOp = ElementwiseOp::Fma;
 
 const char* to_string(ElementwiseOp op);  // the instruction name: "Add", "Rsqrt", "Where", ...
 int arity(ElementwiseOp op);              // 1, 2 or 3
