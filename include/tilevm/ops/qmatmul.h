@@ -44,7 +44,7 @@ namespace tilevm::ops {
 // The revision of the template's generated code: part of every tuning-cache key, so that tuning results of an
 // older template (whose fastest configuration may differ) are not reused. Bump it with any change to the
 // programs below or to how they are emitted.
-inline constexpr int kQMatmulTemplateRevision = 6;
+inline constexpr int kQMatmulTemplateRevision = 7;
 
 struct QMatmulProblem {
   int64_t m = 1, n = 0, k = 0;
