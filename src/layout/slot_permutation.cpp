@@ -58,9 +58,9 @@ SlotPermutation slot_permutation(const Layout& from, const Layout& to) {
       }
     }
   }
-  // Every slot of the target must be some slot of the source once: a replicated-in-thread layout could map
-  // two target slots to one source slot, which is fine for a copy, but both layouts then hold fewer
-  // distinct elements than slots and the same check in reverse keeps the renaming a bijection.
+  // The renaming must be a bijection. With the checks above it is whenever no thread holds one element in
+  // two slots, which no layout of the language does (reduce merges such slots); this keeps the guarantee
+  // explicit rather than resting on that.
   std::vector<char> seen(static_cast<size_t>(m), 0);
   for (int64_t s : slots) seen[static_cast<size_t>(s)] = 1;
   for (int64_t s = 0; s < m; ++s) {

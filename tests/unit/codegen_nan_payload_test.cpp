@@ -17,7 +17,7 @@ namespace {
 
 constexpr const char* kProgram = R"(la = spatial(32)
 
-def nan_payload<1>[threads=32](f32* x_ptr, f32* y_ptr, f16* z_ptr, f16* w_ptr):
+def nan_payload<1>[threads=32](f32* x_ptr, f32* y_ptr, f16* z_ptr, f16* w_ptr, f32* v_ptr):
     gx = ViewGlobal(x_ptr, dtype=f32, shape=[32])
     gy = ViewGlobal(y_ptr, dtype=f32, shape=[32])
     gz = ViewGlobal(z_ptr, dtype=f16, shape=[32])
@@ -41,6 +41,9 @@ def nan_payload<1>[threads=32](f32* x_ptr, f32* y_ptr, f16* z_ptr, f16* w_ptr):
     d = Mul(c32, a)
     e = Cast(d, dtype=f16)
     StoreGlobal(e, gw)
+    gv = ViewGlobal(v_ptr, dtype=f32, shape=[32])
+    f = Fma(a, b, c32)
+    StoreGlobal(f, gv)
 )";
 
 class Find : public ir::IRVisitor {
@@ -70,17 +73,20 @@ TEST(CodegenNanPayload, OnlyResultsWhoseReadersIgnoreNanBits) {
   EXPECT_FALSE(unobserved("r"));    // stored as it is
   EXPECT_FALSE(unobserved("s"));    // its bits are viewed as i32
   EXPECT_FALSE(unobserved("t"));    // Where copies the code
-  EXPECT_TRUE(unobserved("c32"));   // a widening read only by a native Mul
+  EXPECT_TRUE(unobserved("c32"));   // a widening read only by a native Mul and a native Fma
+  EXPECT_FALSE(unobserved("f"));    // an Fma's result, stored as it is
   EXPECT_TRUE(unobserved("d"));     // a narrowing Cast
 
   const std::string cuda = codegen::cuda::emit_cuda(*program, {.arch = "sm_90"}).source;
   EXPECT_NE(cuda.find("tv_fast_f32<2, false>"), std::string::npos);  // p = Mul(a, b)
   EXPECT_NE(cuda.find("tv_fast_f32<1>("), std::string::npos);        // r = Sub(q, b), canonical
   EXPECT_NE(cuda.find("tv_f16_to_f32<false>("), std::string::npos);  // c32
+  EXPECT_NE(cuda.find("tv_fma_f32<true>("), std::string::npos);      // f = Fma(a, b, c32), canonical
 }
 
 // On the GPU, with NaNs of several payloads and signs among the inputs: every output byte equals the
-// interpreter's (the canonical NaN wherever a NaN is stored, whichever instructions kept the hardware's).
+// interpreter's (the canonical NaN wherever a NaN is stored, whichever instructions kept the hardware's;
+// the Fma's single rounding too).
 TEST(CodegenNanPayloadGpu, NansMatchTheInterpreterBitForBit) {
   if (!codegen::cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
   Diagnostics diags;
@@ -90,7 +96,7 @@ TEST(CodegenNanPayloadGpu, NansMatchTheInterpreterBitForBit) {
   std::uniform_real_distribution<float> real(-2.0f, 2.0f);
   const uint32_t f32_nans[] = {0x7fc00000u, 0x7fa00001u, 0xffc00000u, 0x7f800001u, 0xffffffffu};
   const uint16_t f16_nans[] = {0x7e00, 0x7d01, 0xfe00, 0x7c01};
-  std::vector<uint8_t> x(32 * 4), y(32 * 4), z(32 * 2, 0xff), w(32 * 2);
+  std::vector<uint8_t> x(32 * 4), y(32 * 4), z(32 * 2, 0xff), w(32 * 2), v(32 * 4, 0xff);
   for (int i = 0; i < 32; ++i) {
     float a = real(rng), b = real(rng);
     uint32_t ab, bb;
@@ -104,7 +110,8 @@ TEST(CodegenNanPayloadGpu, NansMatchTheInterpreterBitForBit) {
     const uint16_t h = i % 4 == 2 ? f16_nans[i % 4] : static_cast<uint16_t>(0x3c00 + i);
     std::memcpy(&w[2 * static_cast<size_t>(i)], &h, 2);
   }
-  std::map<std::string, std::vector<uint8_t>> cpu = {{"x_ptr", x}, {"y_ptr", y}, {"z_ptr", z}, {"w_ptr", w}};
+  std::map<std::string, std::vector<uint8_t>> cpu = {
+      {"x_ptr", x}, {"y_ptr", y}, {"z_ptr", z}, {"w_ptr", w}, {"v_ptr", v}};
   std::map<std::string, std::vector<uint8_t>> gpu = cpu;
   interp::Arguments ca, ga;
   for (auto& [n, b] : cpu) ca.buffers[n] = &b;

@@ -28,6 +28,14 @@ TEST(SlotPermutation, SameForEveryThreadAcrossSpatialFactors) {
   EXPECT_EQ(p.slots, (std::vector<int64_t>{0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15}));
 }
 
+// A swizzle can give two threads the same elements in different slot orders: no renaming of registers
+// serves both.
+TEST(SlotPermutation, ThreadDependentOrdersAreRejected) {
+  EXPECT_EQ(between("spatial(2, 1).local(1, 2)", "swizzle(spatial(2, 1).local(1, 2), dim=1)").error,
+            "the slot order differs between threads: slot 0 of the new layout is slot 0 of the operand's in "
+            "thread 0 but slot 1 in thread 1");
+}
+
 TEST(SlotPermutation, ErrorsNameTheValues) {
   EXPECT_EQ(between("local(2, 2)", "local(4)").error, "the shapes differ: [2, 2] and [4]");
   EXPECT_EQ(between("local(2, 2).spatial(1, 2)", "local(2, 4)").error, "2 threads x 4 slots against 1 threads x 8 slots");

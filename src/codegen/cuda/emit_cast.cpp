@@ -33,6 +33,10 @@ void Emitter::emit_cast(const ir::InstStmt& s, const ir::CastInst& n) {
   const ConverterSpec spec{src.dtype, n.dtype, count, order};
   if (has_vectorized_converter(spec)) {
     std::string fn = converter_function_name(spec);
+    // The name carries a 32-bit hash of the order: on a collision with another order, number this one.
+    for (int k = 2; converter_orders_.count(fn) && converter_orders_.at(fn) != order; ++k)
+      fn = fmt::format("{}_{}", converter_function_name(spec), k);
+    converter_orders_[fn] = order;
     if (!helper_functions_.count(fn)) {
       if (auto code = vectorized_converter(spec, fn)) helper_functions_[fn] = *code;
     }

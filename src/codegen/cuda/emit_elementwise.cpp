@@ -1,5 +1,6 @@
-// Elementwise instructions, per slot, with the interpreter's arithmetic (interp/compute.cpp): floats are
-// computed in double (no fma contraction) and rounded once to the result type, integers in 64-bit wrapping
+// Elementwise instructions, per slot, with the interpreter's arithmetic (interp/compute.cpp): Add/Sub/Mul of
+// f32/f16/bf16 tensors and an f32 Fma as one native instruction; other floats computed in double (no fma
+// contraction except Fma's own) and rounded once to the result type, integers in 64-bit wrapping
 // arithmetic; comparisons give bool; Where copies the chosen operand's code when its type is the result's.
 // Integer division by zero, an error in the interpreter, gives 0 here.
 #include <fmt/format.h>
@@ -23,8 +24,9 @@ void Emitter::emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst&
     any_float = any_float || at.is_float();
   }
   if (n.op == Op::Where) any_float = dt.is_float();
-  // Add, Sub and Mul of two tensors of the result's type f32, f16 or bf16: one native operation per slot
-  // (prelude: tv_fast_*), bit-identical to the double path below and many times faster.
+  // Add, Sub and Mul of two tensors of the result's type f32, f16 or bf16, and Fma of three f32 tensors:
+  // one native operation per slot (prelude: tv_fast_*, tv_fma_f32), bit-identical to the interpreter and
+  // many times faster than the double path below.
   const char* fast = dt == DataType::f32()    ? "tv_fast_f32"
                      : dt == DataType::f16()  ? "tv_fast_f16"
                      : dt == DataType::bf16() ? "tv_fast_bf16"
@@ -152,6 +154,7 @@ void Emitter::emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst&
       default:
         break;
     }
+    TILEVM_ASSERT(!r.empty(), "{} has no double form for {}", n.name(), dt.name());
     line(fmt::format("{}tv_round<{}>({}));", set, type_args(dt), r));
   } else {
     line(fmt::format("const tv_i64 x = {};", as_int(0)));

@@ -217,6 +217,9 @@ class Emitter {
   std::vector<std::string> selections_;
   // Device functions emitted once after the prelude (the vectorized converters), by name.
   std::map<std::string, std::string> helper_functions_;
+  // The order each emitted reordering converter was made for: two orders whose names' hashes collide get
+  // distinct names (emit_cast.cpp).
+  std::map<std::string, std::vector<int>> converter_orders_;
   const ir::InstStmt* current_ = nullptr;
 };
 

@@ -182,8 +182,8 @@ void Verifier::check_elementwise(const ElementwiseInst& n) {
       // One rounding of the exact a * b + c: the hardware's fma for f32 and f64. Narrower floats would
       // need a wider exact intermediate, so they are Cast to f32 first.
       if (v != DataType::f32() && v != DataType::f64()) {
-        diags_.error(n.loc, "Fma computes in f32 or f64, {} is {}; Cast it first", operand_name(n.args[0]),
-                     v.name());
+        diags_.error(n.loc, "Fma computes in f32 or f64, {} is {}; Cast it first",
+                     operand_name(n.args[value_from]), v.name());
         ok = false;
       }
       for (size_t k = 0; k < n.args.size(); ++k) {
