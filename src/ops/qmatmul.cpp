@@ -24,22 +24,79 @@ Layout mma_b() {
 }
 Layout mma_c() { return compose(compose(layout::local({2, 1}), layout::spatial({8, 4})), layout::local({1, 2})); }
 
+// With swapped operands (QMatmulConfig::swapped) the Dot is C^T[BN, 8] = W^T[BN, SK] @ A^T[SK, 8]. Each
+// operand is read in its mma fragment's order through a layout of the transposed shape (the registers are
+// the same; only the names of the elements swap), so that the transform reads the codes from [K, N], the
+// activations come from the [8, BK] shared tile and the result goes to [M, N] without any data movement:
+// a View relabels them. Transposing a layout swaps the dimensions of every factor: local(a, b) becomes
+// column_local(b, a), spatial(a, b) becomes column_spatial(b, a) (transposed() below checks the pairs).
+struct SwapLayouts {
+  Layout w;      // [BN, SK]  the codes as the mma's A operand, warps along N
+  Layout w_t;    // [SK, BN]  the same slots, transposed: the transform's read of [K, N]
+  Layout act;    // [SK, 8]   the activations as the mma's B operand, every warp the same
+  Layout act_t;  // [8, SK]   the same slots, transposed: the read of the [8, BK] shared tile
+  Layout c;      // [BN, 8]   the mma's C
+  Layout c_t;    // [8, BN]   the same slots, transposed: the accumulator and the output
+};
+
+// Whether `t` is `l` with its two dimensions swapped, slot for slot (a builder self-check).
+bool transposed(const Layout& l, const Layout& t) {
+  if (l.num_threads() != t.num_threads() || l.num_locals() != t.num_locals()) return false;
+  for (int64_t th = 0; th < l.num_threads(); ++th) {
+    for (int64_t i = 0; i < l.num_locals(); ++i) {
+      const layout::Index a = l.map(th, i), b = t.map(th, i);
+      if (a.size() != 2 || b.size() != 2 || a[0] != b[1] || a[1] != b[0]) return false;
+    }
+  }
+  return true;
+}
+
+SwapLayouts swap_layouts(const QMatmulConfig& c, const QMatmulShape& s) {
+  using namespace layout;
+  const int64_t WN = c.warps_n, tn16 = s.tn / 2, tk = s.tk;
+  auto chain = [](std::initializer_list<Layout> factors) {
+    Layout r;
+    for (const Layout& f : factors) r = compose(r, f);
+    return r;
+  };
+  SwapLayouts l;
+  // mma_a = column_local(2, 2).spatial(8, 4).local(1, 2), mma_b and mma_c as in mma_b(), mma_c().
+  l.w = chain({spatial({WN, 1}), local({tn16, tk}), column_local({2, 2}), spatial({8, 4}), local({1, 2})});
+  l.w_t = chain({spatial({1, WN}), column_local({tk, tn16}), local({2, 2}), column_spatial({4, 8}), local({2, 1})});
+  const Layout all_warps = reduce(spatial({WN, 1, 1}), {0});  // [1, 1], one replica per warp
+  l.act = chain({all_warps, local({tk, 1}), local({2, 1}), column_spatial({4, 8}), local({2, 1})});
+  l.act_t = chain({all_warps, local({1, tk}), local({1, 2}), spatial({8, 4}), local({1, 2})});
+  l.c = chain({spatial({WN, 1}), local({tn16, 1}), local({2, 1}), spatial({8, 4}), local({1, 2})});
+  l.c_t = chain({spatial({1, WN}), local({1, tn16}), local({1, 2}), column_spatial({4, 8}), local({2, 1})});
+  TILEVM_ASSERT(transposed(l.w, l.w_t) && transposed(l.act, l.act_t) && transposed(l.c, l.c_t),
+                "swapped qmatmul layouts are not transposes of one another");
+  return l;
+}
+
 // The register layouts of one step of the loop: one Dot slice per group of warps along K. Warps are numbered
 // (wk * WM + wm) * WN + wn (spatial(WK, WM, WN)): A is replicated over the warps of one row (wn), B over the
 // warps of one column (wm). With WK == 1 the tiles are 2-D; with WK > 1 the Dot operands and the accumulator
 // carry a leading batch dimension of WK, spread over the groups of warps (a batched Dot).
 struct SliceLayouts {
   Layout a_load;  // [BM, WK * SK]  A as read from shared memory: group wk holds columns wk*SK ..
-  Layout a;       // [BM, SK] or [WK, BM, SK]: the same registers as a_load, for the Dot
-  Layout b;       // [SK, BN] or [WK, SK, BN]: the codes, in the mma B fragment order
+  Layout a;       // [BM, SK] or [WK, BM, SK]: the same registers as a_load, for the Dot ([SK, 8] swapped)
+  Layout b;       // [SK, BN] or [WK, SK, BN]: the codes, in the mma B fragment order ([BN, SK] swapped)
   Layout bt;      // [WK * slice words]  the same bits as u32 words, in 16-byte chunks per thread
-  Layout c;       // [BM, BN] or [WK, BM, BN]
+  Layout c;       // [BM, BN] or [WK, BM, BN]: the accumulator
+  Layout dot_c;   // the Dot's C: c, or swapped [BN, 8] (the same registers as c)
 };
 
 SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_t warps_m, int64_t warps_k) {
   SliceLayouts l;
   const int64_t WM = warps_m, WN = c.warps_n, WK = warps_k;
-  if (WK == 1) {
+  if (c.swapped()) {
+    const SwapLayouts sw = swap_layouts(c, s);
+    l.a_load = sw.act_t;
+    l.a = sw.act;
+    l.b = sw.w;
+    l.c = sw.c_t;
+    l.dot_c = sw.c;
+  } else if (WK == 1) {
     l.a = compose(compose(layout::reduce(layout::spatial({WM, 1, WN}), {2}), layout::local({s.tm, s.tk})), mma_a());
     l.a_load = l.a;
     l.b = compose(compose(layout::reduce(layout::spatial({WM, 1, WN}), {0}), layout::local({s.tk, s.tn})), mma_b());
@@ -55,6 +112,7 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
                   mma_b());
     l.c = compose(compose(layout::spatial({WK, WM, WN}), layout::local({1, s.tm, s.tn})), mma_c());
   }
+  if (!c.swapped()) l.dot_c = l.c;
   // One slice's words in 16-byte chunks, chunk g of every thread before chunk g + 1 of any: a warp's 16-byte
   // shared loads then read consecutive addresses (one thread's words in a row conflict 4 ways). Slices of
   // the WK groups follow one another; the WM warps of a column read the same words.
@@ -79,10 +137,13 @@ struct PairLayouts {
   Layout stored;  // the same elements per thread, the pair index at slot stride 16 / b
 };
 
+std::optional<PairLayouts> swapped_pair_layouts(const QMatmulConfig& c, const QMatmulShape& s);
+
 std::optional<PairLayouts> pair_layouts(const QMatmulProblem& p, const QMatmulConfig& c, const QMatmulShape& s,
                                         int64_t warps_m, int64_t warps_k) {
   const int64_t bits = s.bits;
   if (!(bits == 1 || bits == 2 || bits == 4) || !qmatmul_weight_fits(p.wtype, p.atype)) return std::nullopt;
+  if (c.swapped()) return swapped_pair_layouts(c, s);
   // A thread's slots, outer to inner, are (tk, tn, the two k-halves of the fragment, the pair index): the
   // pair index must move out past 16 / b / 2 slots of (tk, tn), taken from tn first.
   const int64_t inner = 16 / bits / 2;
@@ -110,6 +171,28 @@ std::optional<PairLayouts> pair_layouts(const QMatmulProblem& p, const QMatmulCo
   l.stored = compose(compose(compose(compose(warps, layout::local(dims({s.tk / tk_lo, s.tn / tn_lo, 1}))), pair),
                              layout::local(dims({tk_lo, tn_lo, 1}))),
                      fragment);
+  return l;
+}
+
+// The pair order (pair_layouts) for the swapped weight operand, [BN, SK/2, 2]: a thread's slots, outer to
+// inner, are (tn16, tk, the fragment's k-half and n-half, the pair index); the pair index moves out past
+// 16 / b slots: the fragment's 4, then 16 / b / 4 of (tn16, tk), taken from tk first.
+std::optional<PairLayouts> swapped_pair_layouts(const QMatmulConfig& c, const QMatmulShape& s) {
+  using namespace layout;
+  const int64_t WN = c.warps_n, tn16 = s.tn / 2, tk = s.tk, extra = 16 / s.bits / 4;
+  Layout outer, inner;  // (tn16, tk) split around the pair index
+  if (tk % extra == 0) {
+    outer = local({tn16, tk / extra, 1}), inner = local({1, extra, 1});
+  } else if (extra % tk == 0 && tn16 % (extra / tk) == 0) {
+    outer = local({tn16 / (extra / tk), 1, 1}), inner = local({extra / tk, tk, 1});
+  } else {
+    return std::nullopt;
+  }
+  const Layout warps = spatial({WN, 1, 1}), pair = local({1, 1, 2});
+  const Layout fragment = compose(column_local({2, 2, 1}), spatial({8, 4, 1}));
+  PairLayouts l;
+  l.mma = compose(compose(compose(warps, local({tn16, tk, 1})), fragment), pair);
+  l.stored = compose(compose(compose(compose(warps, outer), pair), inner), fragment);
   return l;
 }
 
@@ -156,8 +239,10 @@ ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig
   auto [kt, nt] = pb.block_indices("kt", "nt");
   Tensor gb = pb.view_global("gb", b_ptr, p.wtype, {k, n});
   Tensor gt = pb.view_global("gt", t_ptr, DataType::uint(32), {ceil_div(k, BK), ceil_div(n, BN), TILE_WORDS});
+  // Swapped operands: the codes are read from [K, N] in the transposed A-fragment order (swap_layouts).
+  const Layout layout_read = c.swapped() ? pb.named_layout("layout_wt", swap_layouts(c, s).w_t) : layout_b;
   pb.for_range("uk", BK / SK, [&](Scalar uk) {
-    Tensor b = pb.load_global("b", gb, layout_b, {kt * BK + uk * SK, nt * BN});
+    Tensor b = pb.load_global("b", gb, layout_read, {kt * BK + uk * SK, nt * BN});
     if (pairs) {  // the codes of each pair 16 bits apart (pair_layouts)
       Tensor b3 = pb.view("b3", b, pairs->mma);
       b = pb.cast("bs", b3, p.wtype, pairs->stored);
@@ -189,7 +274,9 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   const int64_t SROWS = s.per_channel ? 0 : pb.constant("SROWS", s.scale_rows);
   const SliceLayouts l = slice_layouts(c, s, c.warps_m, c.warps_k);
   const Layout layout_a = pb.named_layout("layout_a", l.a);
-  const Layout layout_a_load = batched ? pb.named_layout("layout_a_load", l.a_load) : layout_a;
+  const bool swapped = c.swapped();  // the mma's operands swapped (swap_layouts)
+  const Layout layout_a_load = batched || swapped ? pb.named_layout("layout_a_load", l.a_load) : layout_a;
+  const Layout layout_dot_c = swapped ? pb.named_layout("layout_dot_c", l.dot_c) : l.c;
   const Layout layout_b = pb.named_layout("layout_b", l.b);
   const Layout layout_bt = pb.named_layout("layout_bt", l.bt);
   const Layout layout_c = pb.named_layout("layout_c", l.c);
@@ -244,7 +331,8 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   std::optional<Tensor> smem_s, smem_z;
   if (!s.per_channel) smem_s = pb.allocate_shared("smem_s", at, {STAGES, SROWS, BN});
   if (gz && !s.per_channel) smem_z = pb.allocate_shared("smem_z", at, {STAGES, SROWS, BN});
-  Tensor acc = pb.allocate_register("acc", f32, layout_c, 0.0);
+  // Swapped with per-channel scales, the Dot accumulates in its own C layout, relabelled after the loop.
+  Tensor acc = pb.allocate_register("acc", f32, swapped && s.per_channel ? layout_dot_c : layout_c, 0.0);
   // Per channel, the single row of zero points (and, on the f32 path, of scales) is loaded once, in the
   // layout of B's columns.
   auto channel_row = [&](const std::string& name, const Tensor& g) {
@@ -296,7 +384,7 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
     // Step uk: slices uk * WK .. uk * WK + WK - 1 of the stage, one per group of warps along K.
     pb.for_range("uk", BK / (SK * WK), [&](Scalar uk) {
       Tensor a = pb.load_shared("a", smem_a[cur], layout_a_load, {0, uk * (SK * WK)});
-      if (batched) a = pb.view("a3", a, layout_a);
+      if (batched || swapped) a = pb.view(swapped ? "ab" : "a3", a, layout_a);
       Tensor bt = pb.load_shared("bt", smem_b[cur], layout_bt, {uk * (SLICE_WORDS * WK)});
       if (fits) {
         auto converted = [&]() -> Tensor {
@@ -314,13 +402,18 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
           Tensor z = zero_row ? *zero_row : stage_rows("z", smem_z->operator[](cur), layout_sb, layout_sb3, uk);
           bf = pb.sub("bf", bf, z);  // exact: both are integers of at most 8 bits
         }
+        // C += A @ B, or swapped C^T += B^T @ A^T (the weights as the mma's A operand).
+        auto mma = [&](const Tensor& acc_in) {
+          return swapped ? pb.dot(out(acc_in), bf, a, acc_in) : pb.dot(out(acc_in), a, bf, acc_in);
+        };
         if (s.per_channel) {
-          pb.dot(out(acc), a, bf, acc);
+          mma(acc);
         } else {
           // mma into a zeroed tile, then acc = tile * scale + acc in one fma: the scale multiplies BM x BN
           // sums instead of every one of the BK x BN weights.
-          Tensor part = pb.allocate_register("part", f32, layout_c, 0.0);
-          pb.dot(out(part), a, bf, part);
+          Tensor part = pb.allocate_register("part", f32, layout_dot_c, 0.0);
+          mma(part);
+          if (swapped) part = pb.view("part_t", part, layout_c);  // [BN, 8] relabelled as [8, BN]
           Tensor sc = stage_rows("sc", smem_s->operator[](cur), layout_sc, layout_sc3, uk);
           Tensor sc32 = pb.cast("sc32", sc, f32);
           pb.fma(out(acc), part, sc32, acc);
@@ -346,7 +439,7 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
     pb.synchronize();
   });
 
-  Tensor result = acc;
+  Tensor result = swapped && s.per_channel ? pb.view("acc_t", acc, layout_c) : acc;
   if (batched) {
     // The WK groups' [BM, BN] tiles summed through shared memory: each thread adds the WK values of its own
     // run of columns.

@@ -89,8 +89,20 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c) {
   auto bad = [&](const std::string& why) { fail("qmatmul: configuration {} is invalid: {}", c.name(), why); };
   if (c.warps_m < 1 || c.warps_n < 1 || c.warps_k < 1) bad("warps_m, warps_n and warps_k must be at least 1");
   if (c.threads() > 1024) bad(fmt::format("{} threads per block, at most 1024", c.threads()));
-  if (c.block_m <= 0 || c.block_m % (16 * c.warps_m) != 0)
-    bad(fmt::format("block_m ({}) must be a positive multiple of 16 * warps_m ({})", c.block_m, 16 * c.warps_m));
+  if (c.swapped()) {
+    // block_m == 8: the weights are the mma's A operand (see QMatmulConfig::swapped).
+    if (c.warps_m != 1 || c.warps_k != 1) bad("block_m 8 (swapped operands) needs warps_m and warps_k of 1");
+    if (c.block_n % (16 * c.warps_n) != 0)
+      bad(fmt::format("block_m 8 (swapped operands) needs block_n ({}) a multiple of 16 * warps_n ({})", c.block_n,
+                      16 * c.warps_n));
+    if (!qmatmul_weight_fits(p.wtype, p.atype))
+      bad(fmt::format("block_m 8 (swapped operands) needs weights whose values fit {} ({} takes the f32 path)",
+                      p.atype.name(), p.wtype.name()));
+    if (p.zero_point) bad("block_m 8 (swapped operands) does not take zero points");
+  } else if (c.block_m <= 0 || c.block_m % (16 * c.warps_m) != 0) {
+    bad(fmt::format("block_m ({}) must be 8 or a positive multiple of 16 * warps_m ({})", c.block_m,
+                    16 * c.warps_m));
+  }
   if (c.block_n <= 0 || c.block_n % (8 * c.warps_n) != 0)
     bad(fmt::format("block_n ({}) must be a positive multiple of 8 * warps_n ({})", c.block_n, 8 * c.warps_n));
   if (c.slice_k <= 0 || c.slice_k % 16 != 0) bad(fmt::format("slice_k ({}) must be a multiple of 16", c.slice_k));

@@ -103,6 +103,24 @@ std::vector<ops::QMatmulConfig> qmatmul_config_space(const ops::QMatmulProblem& 
       }
     }
   }
+  // M <= 8: the swapped operands (block_m 8, QMatmulConfig::swapped): warps of 32 columns, one stage of
+  // one slice (128, or the group), 3 or 4 stages, every split. A narrow corner of the space on purpose: it
+  // doubles the space otherwise, and the loop's cost per slice is what the swap changes.
+  if (p.m <= 8 && ops::qmatmul_weight_fits(p.wtype, p.atype) && !p.zero_point) {
+    for (int64_t bn = 32; bn <= bn_top; bn *= 2) {
+      ops::QMatmulConfig c;
+      c.block_m = 8;
+      c.block_n = bn;
+      c.warps_m = 1;
+      c.warps_n = bn / 32;
+      c.slice_k = p.group == p.k ? 128 : p.group;
+      c.block_k = c.slice_k;
+      for (int64_t stages = 3; stages <= 4; ++stages) {
+        c.stages = stages;
+        add_splits(p, c, 16, false, space);
+      }
+    }
+  }
   if (options.dequant_gemm) space.push_back(ops::QMatmulConfig{.dequant_gemm = true});
   return space;
 }

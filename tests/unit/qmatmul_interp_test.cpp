@@ -70,6 +70,22 @@ TEST_P(QMatmulInterpUnsigned, ZeroPoints) {
 INSTANTIATE_TEST_SUITE_P(U1ToU8, QMatmulInterpUnsigned, ::testing::Range(1, 9),
                          [](const auto& info) { return "u" + std::to_string(info.param); });
 
+// Swapped operands (block_m 8: the weights as the mma's A operand): every width that fits f16 at odd shapes,
+// bf16, two row tiles with split-K, and per-channel scales.
+class QMatmulInterpSwapped : public ::testing::TestWithParam<DataType> {};
+
+TEST_P(QMatmulInterpSwapped, OddShapes) {
+  run_case(problem(3, 40, 128, GetParam(), 32), "bm8_bn32_bk64_sk32_w1x1_s2_k1", 37);
+  run_case(problem(9, 20, 256, GetParam(), 128, DataType::bf16()), "bm8_bn32_bk128_sk128_w1x1_s3_k2", 41);
+  run_case(problem(2, 64, 128, GetParam(), 128), "bm8_bn64_bk64_sk64_w1x2_s2_k1", 43);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryWidth, QMatmulInterpSwapped,
+                         ::testing::Values(DataType::uint(1), DataType::int_(2), DataType::uint(3), DataType::uint(4),
+                                           DataType::int_(4), DataType::float_(2, 1), DataType::uint(6),
+                                           DataType::f8e4m3(), DataType::uint(8)),
+                         [](const auto& info) { return info.param.name(); });
+
 TEST(QMatmulInterp, SplitKWithTwoRowTiles) {
   // M = 17: two 16-row tiles per warp; split-K 2 over 2 k-tiles, f32 partials summed by the reduce program.
   for (DataType w : {DataType::uint(4), DataType::int_(3), DataType::float_(2, 1), DataType::f8e4m3()}) {

@@ -280,6 +280,11 @@ TEST(QMatmulGpu, EveryWeightTypeMatchesTheReference) {
   for (DataType w : weight_types())
     if (qmatmul_weight_fits(w, kF16))
       cases.push_back({{problem(21, 77, 512, w, 32), warps_k_config(4)}, 8000 + static_cast<uint32_t>(w.bits())});
+  // Swapped operands (block_m 8), with split-K and two row tiles, for every type that fits f16.
+  const QMatmulConfig swapped = QMatmulConfig::parse("bm8_bn64_bk128_sk128_w1x2_s3_k2");
+  for (DataType w : weight_types())
+    if (qmatmul_weight_fits(w, kF16))
+      cases.push_back({{problem(11, 77, 512, w, 128), swapped}, 9000 + static_cast<uint32_t>(w.bits())});
   QMatmulProblem z = problem(7, 96, 256, DataType::uint(4), 64);
   z.zero_point = true;
   cases.push_back({{z, QMatmulConfig{}}, 7001});
@@ -336,6 +341,17 @@ TEST(QMatmulProgram, RejectsBadProblemsAndConfigs) {
   QMatmulProblem wide = p;
   wide.wtype = DataType::float_(6, 1);
   EXPECT_THROW(build_qmatmul(wide, wk), Error);  // the f32 path has no warps along K
+  // Swapped operands (block_m 8): one row of warps, no warps along K, 16-column pieces, weights that fit,
+  // no zero points.
+  EXPECT_NO_THROW(build_qmatmul(p, QMatmulConfig::parse("bm8_bn64_bk64_sk32_w1x2_s3_k1")));
+  EXPECT_THROW(build_qmatmul(p, QMatmulConfig::parse("bm8_bn64_bk64_sk32_w2x2_s3_k1")), Error);
+  EXPECT_THROW(build_qmatmul(p, QMatmulConfig::parse("bm8_bn64_bk128_sk32_w1x2x4_s3_k1")), Error);
+  EXPECT_THROW(build_qmatmul(p, QMatmulConfig::parse("bm8_bn24_bk64_sk32_w1x3_s3_k1")), Error);
+  EXPECT_THROW(build_qmatmul(wide, QMatmulConfig::parse("bm8_bn64_bk64_sk32_w1x2_s3_k1")), Error);
+  QMatmulProblem zp = problem(1, 64, 128, DataType::uint(4), 32);
+  zp.zero_point = true;
+  EXPECT_THROW(build_qmatmul(zp, QMatmulConfig::parse("bm8_bn64_bk64_sk32_w1x2_s3_k1")), Error);
+  EXPECT_THROW(build_qmatmul(p, QMatmulConfig::parse("bm24_bn64_bk64_sk32_w1x2_s3_k1")), Error);
   // A number too long for int64 is a tilevm::Error too, not std::out_of_range.
   EXPECT_THROW(QMatmulConfig::parse("bm16_bn64_bk128_sk64_w1x4_s3_k123456789012345678901"), Error);
   EXPECT_EQ(qmatmul_codes_bytes(make_problem(1, 5, 96, DataType::uint(3), 32)), 192);  // 180 rounded to 16

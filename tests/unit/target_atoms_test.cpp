@@ -69,11 +69,11 @@ TEST(TargetAtoms, MmaNames) {
 }
 
 // ldmatrix: thread t receives, for matrix j in register j, the elements (t / 4, 2 * (t % 4)) and the next
-// column of that matrix. Matrices are placed down the rows first, then across the columns.
+// column of that matrix. Matrices are placed down the rows first (row_blocks of them), then across the columns.
 TEST(TargetAtoms, LdmatrixFragmentsMatchThePtxTable) {
   for (const LdmatrixAtom& atom : ldmatrix_atoms()) {
     int64_t n = atom.num_matrices;
-    int64_t row_blocks = n == 1 ? 1 : 2, col_blocks = n == 4 ? 2 : 1;
+    const int64_t row_blocks = atom.row_blocks, col_blocks = n / row_blocks;
     const Layout& l = atom.layout;
     ASSERT_EQ(l.shape(), (Index{8 * row_blocks, 8 * col_blocks}));
     ASSERT_EQ(l.num_threads(), 32);

@@ -32,10 +32,11 @@ TEST(TuneConfigSpace, DecodeShapesHaveAFewHundred) {
       const auto space = qmatmul_config_space(p, {.dequant_gemm = false});
       SCOPED_TRACE(p.key());
       EXPECT_GE(space.size(), 100u);
-      EXPECT_LE(space.size(), 300u);
+      EXPECT_LE(space.size(), 320u);
       expect_valid_and_unique(p, space);
-      // Decode never uses a block taller than 16 rows, and split-K is in the space.
-      for (const auto& c : space) EXPECT_EQ(c.block_m, 16) << c.name();
+      // Decode never uses a block taller than 16 rows (8 with swapped operands, M <= 8), and split-K is in
+      // the space.
+      for (const auto& c : space) EXPECT_TRUE(c.block_m == 16 || (m <= 8 && c.block_m == 8)) << c.name();
       EXPECT_TRUE(std::any_of(space.begin(), space.end(), [](const auto& c) { return c.split_k > 1; }));
     }
   }
@@ -112,6 +113,22 @@ TEST(TuneConfigSpace, DecodeIncludesWarpsAlongK) {
   EXPECT_EQ(count(problem(4096, 8192, 8192)), 0);                             // prefill
 }
 
+// M <= 8 adds configurations with the mma's operands swapped (block_m 8); not with zero points, not on the
+// f32 path, not for M > 8.
+TEST(TuneConfigSpace, SmallDecodeIncludesSwappedOperands) {
+  auto swapped = [](const ops::QMatmulProblem& p) {
+    const auto space = qmatmul_config_space(p, {.dequant_gemm = false});
+    return std::count_if(space.begin(), space.end(), [](const ops::QMatmulConfig& c) { return c.swapped(); });
+  };
+  EXPECT_GE(swapped(problem(1, 8192, 8192)), 10);
+  EXPECT_GE(swapped(problem(8, 57344, 8192, DataType::uint(1), 128)), 5);
+  EXPECT_EQ(swapped(problem(9, 8192, 8192)), 0);
+  EXPECT_EQ(swapped(problem(1, 8192, 8192, DataType::float_(6, 1), 128)), 0);
+  ops::QMatmulProblem z = problem(1, 8192, 8192);
+  z.zero_point = true;
+  EXPECT_EQ(swapped(z), 0);
+}
+
 TEST(TuneConfigSpace, TinyShapesStillHaveConfigurations) {
   // Every weight type: odd widths at G = 32 need 32-column warps to fill whole code words.
   for (DataType w : all_data_types()) {
@@ -121,8 +138,12 @@ TEST(TuneConfigSpace, TinyShapesStillHaveConfigurations) {
     const auto space = qmatmul_config_space(p, {.dequant_gemm = false});
     ASSERT_FALSE(space.empty());
     for (const auto& c : space) {
-      EXPECT_EQ(c.block_m, 16);
       EXPECT_EQ(c.block_n, 32);  // the smallest power of two >= 20, but at least 32
+      if (c.swapped()) {  // one slice of G per stage
+        EXPECT_EQ(c.block_k, 32) << c.name();
+        continue;
+      }
+      EXPECT_EQ(c.block_m, 16);
       EXPECT_EQ(c.block_k, 64);
     }
   }

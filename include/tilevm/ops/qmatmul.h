@@ -44,7 +44,7 @@ namespace tilevm::ops {
 // The revision of the template's generated code: part of every tuning-cache key, so that tuning results of an
 // older template (whose fastest configuration may differ) are not reused. Bump it with any change to the
 // programs below or to how they are emitted.
-inline constexpr int kQMatmulTemplateRevision = 7;
+inline constexpr int kQMatmulTemplateRevision = 8;
 
 struct QMatmulProblem {
   int64_t m = 1, n = 0, k = 0;
@@ -58,7 +58,7 @@ struct QMatmulProblem {
 };
 
 struct QMatmulConfig {
-  int64_t block_m = 16;   // rows of C per block: a multiple of 16 * warps_m
+  int64_t block_m = 16;   // rows of C per block: a multiple of 16 * warps_m, or 8 (swapped(), below)
   int64_t block_n = 64;   // columns of C per block: a multiple of 8 * warps_n
   int64_t block_k = 128;  // k per pipeline stage: a multiple of slice_k
   int64_t slice_k = 64;   // k per Dot: a multiple of 16; divides G unless G == k
@@ -77,6 +77,11 @@ struct QMatmulConfig {
   bool dequant_gemm = false;
 
   int64_t threads() const { return 32 * warps_m * warps_n * warps_k; }
+  // block_m == 8 (decode, M <= 8): the mma's operands are swapped. The weights are its A operand (16 columns
+  // of C per m16 tile) and the activations its B operand (the 8 rows of C as n8), so one mma.m16n8k16 takes
+  // 256 weights instead of 128 and the slice's scaling works on half as many sums. Needs warps_m == 1,
+  // warps_k == 1, block_n a multiple of 16 * warps_n, weights that fit ATYPE and no zero points.
+  bool swapped() const { return block_m == 8; }
   // "bm16_bn64_bk128_sk64_w1x4_s3_k1", with warps_k > 1 "bm16_bn64_bk512_sk128_w1x2x4_s3_k1" ("dequant_gemm"
   // for that mode): names the configuration in caches and reports.
   std::string name() const;

@@ -13,7 +13,9 @@
 //                              C 16x8   local(2, 1).spatial(8, 4).local(1, 2)   (s32)
 //   ldmatrix .x1/.x2/.x4 (b16) spatial(8, 4).local(1, 2) per 8x8 matrix; register j holds matrix j, the
 //                              matrices stacked down the rows (x2: 16x8) and then across the columns (x4:
-//                              16x16, order top-left, bottom-left, top-right, bottom-right, as mma's A wants)
+//                              16x16, order top-left, bottom-left, top-right, bottom-right, as mma's A wants);
+//                              and .x4 with the four matrices side by side (8x32: an [8, K] tile read as
+//                              mma's B operand through a transposed layout, as the swapped qmatmul does)
 #pragma once
 
 #include <string>
@@ -38,6 +40,7 @@ const std::vector<MmaAtom>& mma_atoms();
 struct LdmatrixAtom {
   int num_matrices;  // 1, 2 or 4
   layout::Layout layout;
+  int row_blocks;  // matrices stacked down the rows (1 or 2) before going across the columns
 };
 
 // ldmatrix.sync.aligned.m8n8 .x1, .x2, .x4 (.b16, not transposed).
