@@ -22,11 +22,14 @@
 //   warps_k   for decode (block_m <= 32, at most 4 warps, weights that fit ATYPE) also 2, 4 or 8 groups of
 //             warps along K with slice_k = G (128 per channel), block_k = slice_k * warps_k, 3 or 4 stages,
 //             split_k 1 or 2 (each keeping two k-tiles): one launch instead of split-K's two.
+//   swapped   for M <= 8 (weights that fit ATYPE, no zero points) also block_m 8, the mma's operands
+//             swapped (QMatmulConfig::swapped): warps of 32 columns, block_k = slice_k (128 or G), 3 or 4
+//             stages, every split; on the H100 these win every M = 1 decode shape.
 // Each candidate is then filtered by ops::check_config (shared memory, thread limits, whole code words per
 // thread, divisibility). Last comes dequant_gemm (dequantize, then cuBLAS), a candidate for every shape: the
 // cost model ranks it, and it only wins where the GEMM is compute-bound (prefill).
-// Decode shapes (M 1..64, K and N in the thousands) get about 90-250 configurations (243 at 16 x 8192 x
-// 8192), prefill (M >= 1024) about 160; the cost model (cost_model.h) then picks the few worth compiling and timing.
+// Decode shapes (M 1..64, K and N in the thousands) get about 90-310 configurations (243 at 16 x 8192 x
+// 8192, 270 at 1 x 8192 x 8192), prefill (M >= 1024) about 160; the cost model (cost_model.h) then picks the few worth compiling and timing.
 #pragma once
 
 #include <vector>
