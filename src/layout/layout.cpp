@@ -239,6 +239,17 @@ Layout reduce(const Layout& layout, const std::vector<int>& dims) {
   return Layout(std::move(factors), rank);
 }
 
+Layout permute_dims(const Layout& layout, const std::vector<int>& perm) {
+  const ModeLayout* modes = layout.mode_form();
+  if (!modes) fail("cannot permute the dimensions of a swizzled layout");
+  return Layout(permute_dims(*modes, perm));
+}
+
+Layout transpose(const Layout& layout) {
+  if (layout.rank() != 2) fail("transpose needs a rank-2 layout, got rank {}", layout.rank());
+  return permute_dims(layout, {1, 0});
+}
+
 Layout insert_dim(const Layout& layout, int dim) {
   if (dim < 0 || dim > layout.rank()) fail("cannot insert dimension {} into a layout of rank {}", dim, layout.rank());
   std::vector<Layout::Factor> factors;

@@ -306,6 +306,26 @@ ModeLayout insert_dim(const ModeLayout& layout, int dim) {
   return out;
 }
 
+ModeLayout permute_dims(const ModeLayout& layout, const std::vector<int>& perm) {
+  const int r = layout.rank();
+  std::vector<int> inverse(static_cast<size_t>(r), -1);
+  bool ok = static_cast<int>(perm.size()) == r;
+  for (size_t d = 0; ok && d < perm.size(); ++d) {
+    ok = perm[d] >= 0 && perm[d] < r && inverse[static_cast<size_t>(perm[d])] < 0;
+    if (ok) inverse[static_cast<size_t>(perm[d])] = static_cast<int>(d);
+  }
+  if (!ok) fail("[{}] is not a permutation of the {} dimensions of the layout", fmt::join(perm, ", "), r);
+  // Every mode keeps its size, role and place in the digit lists; it only names another dimension. The
+  // modes are then regrouped by their new dimension, each dimension's modes still outer to inner.
+  ModeLayout moved = layout;
+  for (int d = 0; d < r; ++d) moved.shape[static_cast<size_t>(d)] = layout.shape[static_cast<size_t>(perm[d])];
+  for (int& d : moved.mode_dim) d = inverse[static_cast<size_t>(d)];
+  std::vector<int> order(moved.mode_size.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return moved.mode_dim[a] < moved.mode_dim[b]; });
+  return canonicalize(renumber(moved, order));
+}
+
 ModeLayout local_layout(const Index& extents) { return primitive(extents, false, false); }
 ModeLayout spatial_layout(const Index& extents) { return primitive(extents, true, false); }
 ModeLayout column_local_layout(const Index& extents) { return primitive(extents, false, true); }

@@ -24,50 +24,21 @@ Layout mma_b() {
 }
 Layout mma_c() { return compose(compose(layout::local({2, 1}), layout::spatial({8, 4})), layout::local({1, 2})); }
 
-// With swapped operands (QMatmulConfig::swapped) the Dot is C^T[BN, 8] = W^T[BN, SK] @ A^T[SK, 8]. Each
-// operand is read in its mma fragment's order through a layout of the transposed shape (the registers are
-// the same; only the names of the elements swap), so that the transform reads the codes from [K, N], the
-// activations come from the [8, BK] shared tile and the result goes to [M, N] without any data movement:
-// a View relabels them. Transposing a layout swaps the dimensions of every factor: local(a, b) becomes
-// column_local(b, a), spatial(a, b) becomes column_spatial(b, a). A pair that is not a transpose gives wrong
-// sums, which the interpreter tests of every swapped configuration against the reference would show.
-struct SwapLayouts {
-  Layout w;      // [BN, SK]  the codes as the mma's A operand, warps along N
-  Layout w_t;    // [SK, BN]  the same slots, transposed: the transform's read of [K, N]
-  Layout act;    // [SK, 8]   the activations as the mma's B operand, every warp the same
-  Layout act_t;  // [8, SK]   the same slots, transposed: the read of the [8, BK] shared tile
-  Layout c;      // [BN, 8]   the mma's C
-  Layout c_t;    // [8, BN]   the same slots, transposed: the accumulator and the output
-};
-
-SwapLayouts swap_layouts(const QMatmulConfig& c, const QMatmulShape& s) {
-  using namespace layout;
-  const int64_t WN = c.warps_n, tn16 = s.tn / 2, tk = s.tk;
-  auto chain = [](std::initializer_list<Layout> factors) {
-    Layout r;
-    for (const Layout& f : factors) r = compose(r, f);
-    return r;
-  };
-  SwapLayouts l;
-  // mma_a = column_local(2, 2).spatial(8, 4).local(1, 2), mma_b and mma_c as in mma_b(), mma_c().
-  l.w = chain({spatial({WN, 1}), local({tn16, tk}), column_local({2, 2}), spatial({8, 4}), local({1, 2})});
-  l.w_t = chain({spatial({1, WN}), column_local({tk, tn16}), local({2, 2}), column_spatial({4, 8}), local({2, 1})});
-  const Layout all_warps = reduce(spatial({WN, 1, 1}), {0});  // [1, 1], one replica per warp
-  l.act = chain({all_warps, local({tk, 1}), local({2, 1}), column_spatial({4, 8}), local({2, 1})});
-  l.act_t = chain({all_warps, local({1, tk}), local({1, 2}), spatial({8, 4}), local({1, 2})});
-  l.c = chain({spatial({WN, 1}), local({tn16, 1}), local({2, 1}), spatial({8, 4}), local({1, 2})});
-  l.c_t = chain({spatial({1, WN}), local({1, tn16}), local({1, 2}), column_spatial({4, 8}), local({2, 1})});
-  return l;
-}
-
 // The register layouts of one step of the loop: one Dot slice per group of warps along K. Warps are numbered
 // (wk * WM + wm) * WN + wn (spatial(WK, WM, WN)): A is replicated over the warps of one row (wn), B over the
 // warps of one column (wm). With WK == 1 the tiles are 2-D; with WK > 1 the Dot operands and the accumulator
 // carry a leading batch dimension of WK, spread over the groups of warps (a batched Dot).
+//
+// With swapped operands (QMatmulConfig::swapped) the Dot is C^T[BN, 8] = W^T[BN, SK] @ A^T[SK, 8]: the
+// codes are mma's A operand (warps along N) and the activations its B operand (every warp the same). Each
+// is read through the transpose of its fragment layout (the same registers; only the names of the elements
+// swap), so the transform reads the codes from [K, N], the activations come from the [8, BK] shared tile,
+// and the [BN, 8] result is the [8, BN] accumulator: a View relabels them, no data moves.
 struct SliceLayouts {
   Layout a_load;  // [BM, WK * SK]  A as read from shared memory: group wk holds columns wk*SK ..
   Layout a;       // [BM, SK] or [WK, BM, SK]: the same registers as a_load, for the Dot ([SK, 8] swapped)
   Layout b;       // [SK, BN] or [WK, SK, BN]: the codes, in the mma B fragment order ([BN, SK] swapped)
+  Layout b_read;  // [SK, BN]: the codes as the transform reads them from [K, N] (b, or b transposed)
   Layout bt;      // [WK * slice words]  the same bits as u32 words, in 16-byte chunks per thread
   Layout c;       // [BM, BN] or [WK, BM, BN]: the accumulator
   Layout dot_c;   // the Dot's C: c, or swapped [BN, 8] (the same registers as c)
@@ -77,12 +48,13 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
   SliceLayouts l;
   const int64_t WM = warps_m, WN = c.warps_n, WK = warps_k;
   if (c.swapped()) {
-    const SwapLayouts sw = swap_layouts(c, s);
-    l.a_load = sw.act_t;
-    l.a = sw.act;
-    l.b = sw.w;
-    l.c = sw.c_t;
-    l.dot_c = sw.c;
+    const int64_t tn16 = s.tn / 2;  // m16 tiles of mma's A operand along N
+    l.b = compose(compose(layout::spatial({WN, 1}), layout::local({tn16, s.tk})), mma_a());
+    l.b_read = layout::transpose(l.b);
+    l.a = compose(compose(layout::reduce(layout::spatial({WN, 1, 1}), {0}), layout::local({s.tk, 1})), mma_b());
+    l.a_load = layout::transpose(l.a);
+    l.dot_c = compose(compose(layout::spatial({WN, 1}), layout::local({tn16, 1})), mma_c());
+    l.c = layout::transpose(l.dot_c);
   } else if (WK == 1) {
     l.a = compose(compose(layout::reduce(layout::spatial({WM, 1, WN}), {2}), layout::local({s.tm, s.tk})), mma_a());
     l.a_load = l.a;
@@ -99,7 +71,7 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
                   mma_b());
     l.c = compose(compose(layout::spatial({WK, WM, WN}), layout::local({1, s.tm, s.tn})), mma_c());
   }
-  if (!c.swapped()) l.dot_c = l.c;
+  if (!c.swapped()) l.dot_c = l.c, l.b_read = l.b;
   // One slice's words in 16-byte chunks, chunk g of every thread before chunk g + 1 of any: a warp's 16-byte
   // shared loads then read consecutive addresses (one thread's words in a row conflict 4 ways). Slices of
   // the WK groups follow one another; the WM warps of a column read the same words.
@@ -183,6 +155,15 @@ std::optional<PairLayouts> swapped_pair_layouts(const QMatmulConfig& c, const QM
   return l;
 }
 
+// The pair layouts under the names the programs print them by.
+std::optional<PairLayouts> named_pair_layouts(ir::ProgramBuilder& pb, std::optional<PairLayouts> pairs) {
+  if (pairs) {
+    pairs->mma = pb.named_layout("layout_b3", pairs->mma);
+    pairs->stored = pb.named_layout("layout_bs", pairs->stored);
+  }
+  return pairs;
+}
+
 // [1, BN]: a row of per-column values (scales, zeros) held by every thread for each column it holds in
 // `l` (the elementwise broadcast rule): `l` with dimension 0 reduced away and put back with extent 1.
 Layout column_row(const Layout& l) { return layout::insert_dim(layout::reduce(l, {0}), 0); }
@@ -211,13 +192,10 @@ ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig
   // The matmul's slice layouts for one row of warps and one group along K: the same bits per thread as
   // each slice the matmul's warps read, each written once.
   const SliceLayouts l = slice_layouts(c, s, 1, 1);
-  const Layout layout_b = pb.named_layout("layout_b", l.b);
+  // The codes as read from [K, N]: the mma B fragment's order, or with swapped operands A's, transposed.
+  const Layout layout_read = pb.named_layout("layout_b", l.b_read);
   const Layout layout_bt = pb.named_layout("layout_bt", l.bt);
-  std::optional<PairLayouts> pairs = pair_layouts(p, c, s, 1, 1);
-  if (pairs) {
-    pairs->mma = pb.named_layout("layout_b3", pairs->mma);
-    pairs->stored = pb.named_layout("layout_bs", pairs->stored);
-  }
+  const std::optional<PairLayouts> pairs = named_pair_layouts(pb, pair_layouts(p, c, s, 1, 1));
   Pointer b_ptr = pb.pointer_param("b_ptr", p.wtype);
   Pointer t_ptr = pb.pointer_param("t_ptr", DataType::uint(32));
   Scalar n = pb.scalar_param("n", DataType::i32()), k = pb.scalar_param("k", DataType::i32());
@@ -226,8 +204,6 @@ ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig
   auto [kt, nt] = pb.block_indices("kt", "nt");
   Tensor gb = pb.view_global("gb", b_ptr, p.wtype, {k, n});
   Tensor gt = pb.view_global("gt", t_ptr, DataType::uint(32), {ceil_div(k, BK), ceil_div(n, BN), TILE_WORDS});
-  // Swapped operands: the codes are read from [K, N] in the transposed A-fragment order (swap_layouts).
-  const Layout layout_read = c.swapped() ? pb.named_layout("layout_wt", swap_layouts(c, s).w_t) : layout_b;
   pb.for_range("uk", BK / SK, [&](Scalar uk) {
     Tensor b = pb.load_global("b", gb, layout_read, {kt * BK + uk * SK, nt * BN});
     if (pairs) {  // the codes of each pair 16 bits apart (pair_layouts)
@@ -261,17 +237,15 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   const int64_t SROWS = s.per_channel ? 0 : pb.constant("SROWS", s.scale_rows);
   const SliceLayouts l = slice_layouts(c, s, c.warps_m, c.warps_k);
   const Layout layout_a = pb.named_layout("layout_a", l.a);
-  const bool swapped = c.swapped();  // the mma's operands swapped (swap_layouts)
-  const Layout layout_a_load = batched || swapped ? pb.named_layout("layout_a_load", l.a_load) : layout_a;
+  const bool swapped = c.swapped();  // the mma's operands swapped (slice_layouts)
+  // A is read in another layout than the Dot's (a batch dimension, or transposed) and relabelled by a View.
+  const bool relabel_a = !(l.a_load == l.a);
+  const Layout layout_a_load = relabel_a ? pb.named_layout("layout_a_load", l.a_load) : layout_a;
   const Layout layout_dot_c = swapped ? pb.named_layout("layout_dot_c", l.dot_c) : l.c;
   const Layout layout_b = pb.named_layout("layout_b", l.b);
   const Layout layout_bt = pb.named_layout("layout_bt", l.bt);
   const Layout layout_c = pb.named_layout("layout_c", l.c);
-  std::optional<PairLayouts> pairs = pair_layouts(p, c, s, c.warps_m, c.warps_k);
-  if (pairs) {
-    pairs->mma = pb.named_layout("layout_b3", pairs->mma);
-    pairs->stored = pb.named_layout("layout_bs", pairs->stored);
-  }
+  const std::optional<PairLayouts> pairs = named_pair_layouts(pb, pair_layouts(p, c, s, c.warps_m, c.warps_k));
   // Per-column values (scales, zeros) in the columns a thread holds of `lay`: [1, BN], or with WK > 1
   // [WK, BN] (each group's own row, loaded as one tile) viewed as [WK, 1, BN] for the broadcast.
   auto column_rows = [&](const std::string& name, const Layout& lay) {
@@ -282,7 +256,10 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   // Scales multiply the f32 tile (layout_c's columns); zeros, and scales on the slow path, the codes
   // (layout_b's columns).
   const auto [layout_sc, layout_sc3] = column_rows("layout_sc", l.c);
-  const auto [layout_sb, layout_sb3] = column_rows("layout_sb", l.b);
+  // Rows in the codes' columns: only zero points and the f32 path read them (neither is ever swapped).
+  std::pair<Layout, Layout> code_rows;
+  if (p.zero_point || !fits) code_rows = column_rows("layout_sb", l.b);
+  const auto& [layout_sb, layout_sb3] = code_rows;
   const Layout smem_a_layout = pb.named_layout("smem_a_layout", shared_a_layout(c));
   // After the loop with WK > 1: the groups' tiles summed, each thread a run of columns of the [BM, BN] sum.
   const int64_t per_thread = c.block_m * c.block_n / c.threads();
@@ -371,7 +348,7 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
     // Step uk: slices uk * WK .. uk * WK + WK - 1 of the stage, one per group of warps along K.
     pb.for_range("uk", BK / (SK * WK), [&](Scalar uk) {
       Tensor a = pb.load_shared("a", smem_a[cur], layout_a_load, {0, uk * (SK * WK)});
-      if (batched || swapped) a = pb.view(swapped ? "ab" : "a3", a, layout_a);
+      if (relabel_a) a = pb.view(swapped ? "ab" : "a3", a, layout_a);
       Tensor bt = pb.load_shared("bt", smem_b[cur], layout_bt, {uk * (SLICE_WORDS * WK)});
       if (fits) {
         auto converted = [&]() -> Tensor {

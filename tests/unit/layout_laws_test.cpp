@@ -142,6 +142,41 @@ RC_GTEST_PROP(LayoutLaws, CompositionFollowsTheDefinition, ()) {
   }
 }
 
+// permute_dims moves every element's index and nothing else: the same thread and slot hold it.
+RC_GTEST_PROP(LayoutLaws, PermutedDimensionsMoveOnlyTheIndex, ()) {
+  const int rank = *rc::gen::inRange(2, 4);
+  Layout f = (*gen_recipe(rank, 3, false)).build();
+  RC_PRE(small(f) && f.rank() == rank);
+  std::vector<int> perm(static_cast<size_t>(rank));
+  for (int d = 0; d < rank; ++d) perm[static_cast<size_t>(d)] = d;
+  const int shift = *rc::gen::inRange(1, rank);
+  std::rotate(perm.begin(), perm.begin() + shift, perm.end());
+  if (*rc::gen::arbitrary<bool>()) std::swap(perm[0], perm[1]);
+  const Layout p = permute_dims(f, perm);
+  RC_ASSERT(p.num_threads() == f.num_threads() && p.num_locals() == f.num_locals());
+  for (int64_t t = 0; t < f.num_threads(); ++t) {
+    for (int64_t i = 0; i < f.num_locals(); ++i) {
+      const Index a = f.map(t, i), b = p.map(t, i);
+      for (int d = 0; d < rank; ++d) RC_ASSERT(b[static_cast<size_t>(d)] == a[static_cast<size_t>(perm[d])]);
+    }
+  }
+  // Permuting back gives the layout itself.
+  std::vector<int> inverse(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) inverse[static_cast<size_t>(perm[d])] = static_cast<int>(d);
+  RC_ASSERT(permute_dims(p, inverse) == f);
+}
+
+TEST(LayoutLaws, TransposeOfThePrimitives) {
+  // local(a, b) reads row-major, so its transpose reads column-major, and so on.
+  EXPECT_EQ(transpose(local({2, 3})), column_local({3, 2}));
+  EXPECT_EQ(transpose(spatial({8, 4})), column_spatial({4, 8}));
+  EXPECT_EQ(transpose(compose(compose(column_local({2, 2}), spatial({8, 4})), local({1, 2}))),
+            compose(compose(local({2, 2}), column_spatial({4, 8})), local({2, 1})));
+  EXPECT_THROW(transpose(local({2, 2, 2})), Error);
+  EXPECT_THROW(permute_dims(local({2, 2}), {0, 0}), Error);
+  EXPECT_THROW(transpose(make_swizzle(local({4, 4}), 1)), Error);
+}
+
 RC_GTEST_PROP(LayoutLaws, CompositionIsAssociative, ()) {
   int rank = *rc::gen::inRange(1, 3);
   Layout a = (*gen_recipe(rank, 2)).build(), b = (*gen_recipe(rank, 2)).build(), c = (*gen_recipe(rank, 2)).build();

@@ -97,6 +97,10 @@ Layout reduce(const Layout& layout, const std::vector<int>& dims);
 // Inserts a dimension of extent 1 at position `dim` (what keepdim leaves after a reduction); tilevm::Error
 // when dim is out of range or falls inside a swizzled factor's dimensions.
 Layout insert_dim(const Layout& layout, int dim);
+// The layout with its dimensions reordered (mode_layout.h's permute_dims); transpose swaps the two of a
+// rank-2 layout. @throws tilevm::Error for a swizzled layout or a bad permutation.
+Layout permute_dims(const Layout& layout, const std::vector<int>& perm);
+Layout transpose(const Layout& layout);
 // swizzle(f, dim=d, log_step=s); tilevm::Error unless f has rank 2, d is 0 or 1, s >= 0 and the extent of
 // dimension d is a power of two. A swizzle that moves nothing returns f itself.
 Layout make_swizzle(const Layout& f, int dim, int log_step = 0);

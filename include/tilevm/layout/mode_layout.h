@@ -75,6 +75,11 @@ ModeLayout reduce(const ModeLayout& layout, const std::vector<int>& dims);
 // Inserts a dimension of extent 1 at position `dim` (0 <= dim <= rank, checked).
 ModeLayout insert_dim(const ModeLayout& layout, int dim);
 
+// The same layout with its dimensions reordered: dimension d of the result is dimension perm[d] of
+// `layout`, slot for slot and thread for thread (f'(t, i) = f(t, i) permuted). Canonical. @throws
+// tilevm::Error unless perm is a permutation of 0 .. rank-1.
+ModeLayout permute_dims(const ModeLayout& layout, const std::vector<int>& perm);
+
 // The primitives of LANGUAGE.md section 3. Extents must be >= 1 (checked).
 ModeLayout local_layout(const Index& extents);
 ModeLayout spatial_layout(const Index& extents);
