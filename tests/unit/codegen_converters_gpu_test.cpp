@@ -18,6 +18,7 @@
 #include "tilevm/support/error.h"
 #include "tilevm/type/convert.h"
 #include "tilevm/type/packing.h"
+#include "converter_orders.h"
 
 namespace tilevm::codegen::cuda {
 namespace {
@@ -129,22 +130,12 @@ TEST_F(ConvertersGpu, ReorderingConvertersMatchCastCodeBitForBit) {
   for (DataType from : all_data_types()) {
     if (from.bits() > 8) continue;
     if (16 % from.bits() == 0) {
-      const int pairs_per_word = 16 / from.bits(), count = 2 * 32 / from.bits();
-      std::vector<int> order(static_cast<size_t>(count));
-      for (int w = 0; w < count / (2 * pairs_per_word); ++w) {
-        for (int p = 0; p < pairs_per_word; ++p) {
-          for (int h = 0; h < 2; ++h) {
-            order[static_cast<size_t>(2 * (w * pairs_per_word + p) + h)] =
-                w * 2 * pairs_per_word + h * pairs_per_word + p;
-          }
-        }
-      }
+      const int count = 2 * 32 / from.bits();
+      const std::vector<int> order = testing::interleaved_order(from, count);
       check_on_gpu(*device_, stream, from, count, order);
     }
     const int count = natural_converter_count(from) + 5;
-    std::vector<int> reversed(static_cast<size_t>(count));
-    for (int k = 0; k < count; ++k) reversed[static_cast<size_t>(k)] = count - 1 - k;
-    check_on_gpu(*device_, stream, from, count, reversed);
+    check_on_gpu(*device_, stream, from, count, testing::reversed_order(count));
   }
 }
 

@@ -17,6 +17,7 @@
 #include "tilevm/type/convert.h"
 #include "tilevm/type/data_type.h"
 #include "tilevm/type/packing.h"
+#include "converter_orders.h"
 
 namespace tilevm::codegen::cuda {
 namespace {
@@ -52,22 +53,6 @@ std::vector<uint32_t> pack_words(DataType t, const std::vector<uint64_t>& codes)
 uint32_t output_element(DataType to, const std::vector<uint32_t>& words, int k) {
   if (to == DataType::f32()) return words.at(static_cast<size_t>(k));
   return (words.at(static_cast<size_t>(k / 2)) >> (16 * (k % 2))) & 0xffff;
-}
-
-// The weight transform's order for b-bit codes (b divides 16): pair p of input word w (P = 16/b pairs per
-// word) reads the codes at bits p*b and 16 + p*b of w, i.e. output element 2(wP + p) + h is source code
-// 2wP + hP + p. count is a multiple of 32/b.
-std::vector<int> interleaved_order(DataType from, int count) {
-  const int pairs_per_word = 16 / from.bits();
-  std::vector<int> order(static_cast<size_t>(count));
-  for (int w = 0; w < count / (2 * pairs_per_word); ++w) {
-    for (int p = 0; p < pairs_per_word; ++p) {
-      for (int h = 0; h < 2; ++h)
-        order[static_cast<size_t>(2 * (w * pairs_per_word + p) + h)] =
-            w * 2 * pairs_per_word + h * pairs_per_word + p;
-    }
-  }
-  return order;
 }
 
 // A fixed pseudo-random permutation of 0 .. count-1 (Fisher-Yates over mt19937, whose output the standard
@@ -259,7 +244,7 @@ TEST(Converters, InterleavedOrderEmulatedExhaustively) {
     if (16 % from.bits() != 0) continue;
     const int count = 2 * 32 / from.bits();
     for (DataType to : kDestinations) {
-      EXPECT_EQ(check_exhaustively(from, to, count, interleaved_order(from, count)), 0);
+      EXPECT_EQ(check_exhaustively(from, to, count, testing::interleaved_order(from, count)), 0);
       ++converters;
     }
   }
@@ -272,9 +257,7 @@ TEST(Converters, PermutedOrderEmulatedExhaustively) {
       for (int count : {natural_converter_count(from), 13})
         EXPECT_EQ(check_exhaustively(from, to, count, shuffled_order(count)), 0);
       const int count = natural_converter_count(from) + 5;  // the GPU test's reversed order
-      std::vector<int> reversed(static_cast<size_t>(count));
-      for (int k = 0; k < count; ++k) reversed[static_cast<size_t>(k)] = count - 1 - k;
-      EXPECT_EQ(check_exhaustively(from, to, count, reversed), 0);
+      EXPECT_EQ(check_exhaustively(from, to, count, testing::reversed_order(count)), 0);
     }
   }
 }
@@ -285,7 +268,7 @@ TEST(Converters, InterleavedOrderBudget) {
   for (const char* name : {"u4", "i4"}) {
     const DataType from = DataType::parse(name);
     const ConverterProgram program =
-        build_converter_program({from, DataType::f16(), 16, interleaved_order(from, 16)});
+        build_converter_program({from, DataType::f16(), 16, testing::interleaved_order(from, 16)});
     EXPECT_LE(work_ops(program), 9 * 2) << name << ": 9 instructions per 4 pairs";  // 8 pairs
     EXPECT_EQ(count_ops(program, ConverterOp::Kind::Prmt), 0) << name;
     EXPECT_EQ(count_ops(program, ConverterOp::Kind::AddF16x2), 4) << name << ": offsets 0 and 8 add";
@@ -294,7 +277,7 @@ TEST(Converters, InterleavedOrderBudget) {
     const DataType from = DataType::parse(name);
     const int count = 2 * 32 / from.bits();
     const ConverterProgram program =
-        build_converter_program({from, DataType::f16(), count, interleaved_order(from, count)});
+        build_converter_program({from, DataType::f16(), count, testing::interleaved_order(from, count)});
     EXPECT_LE(work_ops(program), 2.25 * count / 2) << name;
     EXPECT_EQ(count_ops(program, ConverterOp::Kind::Prmt), 0) << name;
   }
@@ -305,7 +288,7 @@ TEST(Converters, InterleavedOrderBudget) {
       const int count = 2 * 32 / from.bits();
       const int identity = work_ops(build_converter_program({from, to, count}));
       const int interleaved =
-          work_ops(build_converter_program({from, to, count, interleaved_order(from, count)}));
+          work_ops(build_converter_program({from, to, count, testing::interleaved_order(from, count)}));
       EXPECT_LE(interleaved, identity) << from.name() << " -> " << to.name();
     }
   }
@@ -323,7 +306,7 @@ TEST(Converters, OrderNamesTheFunction) {
   EXPECT_EQ(emit_converter({u4, DataType::f16(), 16, identity}, "f"),
             emit_converter({u4, DataType::f16(), 16}, "f"));
   const std::string interleaved =
-      converter_function_name({u4, DataType::f16(), 16, interleaved_order(u4, 16)});
+      converter_function_name({u4, DataType::f16(), 16, testing::interleaved_order(u4, 16)});
   const std::string shuffled = converter_function_name({u4, DataType::f16(), 16, shuffled_order(16)});
   for (const std::string& name : {interleaved, shuffled}) {
     ASSERT_EQ(name.size(), plain.size() + 10) << name;
@@ -429,7 +412,7 @@ TEST_P(ConvertersNvrtc, ReorderedCheckKernelOfEveryTypeCompiles) {
   for (DataType from : small_types()) {
     const bool interleaves = 16 % from.bits() == 0;
     const int count = interleaves ? 2 * 32 / from.bits() : natural_converter_count(from);
-    const std::vector<int> order = interleaves ? interleaved_order(from, count) : shuffled_order(count);
+    const std::vector<int> order = interleaves ? testing::interleaved_order(from, count) : shuffled_order(count);
     std::string source = emit_converter_check_kernel(from, count, order);
     for (DataType to : kDestinations)
       source += emit_converter({from, to, count}, converter_function_name(from, to, count));

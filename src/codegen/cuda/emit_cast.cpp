@@ -37,14 +37,10 @@ void Emitter::emit_cast(const ir::InstStmt& s, const ir::CastInst& n) {
     for (int k = 2; converter_orders_.count(fn) && converter_orders_.at(fn) != order; ++k)
       fn = fmt::format("{}_{}", converter_function_name(spec), k);
     converter_orders_[fn] = order;
-    if (!helper_functions_.count(fn)) {
-      if (auto code = vectorized_converter(spec, fn)) helper_functions_[fn] = *code;
-    }
-    if (helper_functions_.count(fn)) {
-      note(s, "vectorized converter " + fn + (order.empty() ? "" : " (slots reordered by layout=)"));
-      line(fmt::format("{}({}, {});", fn, src.name, out.name));
-      return;
-    }
+    if (!helper_functions_.count(fn)) helper_functions_[fn] = emit_converter(spec, fn);
+    note(s, "vectorized converter " + fn + (order.empty() ? "" : " (slots reordered by layout=)"));
+    line(fmt::format("{}({}, {});", fn, src.name, out.name));
+    return;
   }
   // Per element from here; with a reordering, slot i reads slot from[i] (a constant once unrolled).
   auto per_element = [&](const std::string& what, const std::string& convert) {
