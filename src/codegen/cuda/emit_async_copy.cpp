@@ -126,16 +126,6 @@ std::optional<int64_t> shared_step(const MemTensor& m, const ir::TensorArg& arg,
   return step;
 }
 
-// The fast path's copy: a whole chunk to a shared-space address (32 bits, so that the constant steps between
-// a thread's chunks fold into the instruction's offset).
-constexpr const char* kCpAsyncShared =
-    R"(template <int BYTES> TV_INLINE void tv_cp_async_shared(tv_u32 dst, const void* src) {
-  if constexpr (BYTES == 16)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-  else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(src), "n"(BYTES) : "memory");
-})";
-
 // The fast path (see the file comment): emits `if (interior and aligned) { unchecked chunks } else {` and
 // returns true, or emits nothing and returns false where the destination side is not proven aligned or a
 // constant source stride is not a multiple of v.
@@ -232,7 +222,6 @@ bool emit_fast_copy(Emitter& e, const ir::CopyAsyncInst& n, const ChunkWalk& w) 
   if (!even || per_chunk) e.line(fmt::format("const int c = k * {} + t;", w.threads));
   if (!even) e.line(fmt::format("if (c < {}) {{", w.chunks)), ++e.indent_;
   e.line(fmt::format("tv_cp_async_shared<{}>({}, {});", vbytes, dptr, sptr));
-  e.helper_functions_["tv_cp_async_shared"] = kCpAsyncShared;
   if (!even) e.close();
   e.close();
   e.close("} else {");

@@ -231,6 +231,14 @@ template <int BYTES> TV_INLINE void tv_cp_async(void* dst, const void* src, int 
   else
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(tv_smem_addr(dst)), "l"(src), "n"(BYTES), "r"(src_bytes) : "memory");
 }
+// The fast copy path's: a whole chunk to a shared-space address (32 bits, so that the constant steps between
+// a thread's chunks fold into the instruction's offset).
+template <int BYTES> TV_INLINE void tv_cp_async_shared(tv_u32 dst, const void* src) {
+  if constexpr (BYTES == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(src), "n"(BYTES) : "memory");
+}
 
 // ---- Exact sums for the SIMT paths (no contraction into fma, as the interpreter's double arithmetic). ----
 TV_INLINE double tv_dadd(double a, double b) { return __dadd_rn(a, b); }
