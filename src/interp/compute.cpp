@@ -235,14 +235,7 @@ RegPtr Machine::cast(const ir::CastInst& n) {
       }
     }
   }
-  if (n.biased) {
-    // The bias depends on the operand slot: from[k] % locals (type/convert.h).
-    const int64_t locals = src.table->locals;
-    for (size_t k = 0; k < N; ++k) {
-      const size_t f = from[k];
-      out->codes[k] = biased_cast_code(src.dtype, src.codes[f], static_cast<int64_t>(f) % locals);
-    }
-  } else if (src.dtype.bits() <= 8 && N > 256) {
+  if (src.dtype.bits() <= 8 && N > 256) {
     // A table over every source code.
     std::vector<uint64_t> lut(size_t{1} << src.dtype.bits());
     for (size_t c = 0; c < lut.size(); ++c) lut[c] = cast_code(src.dtype, n.dtype, c);

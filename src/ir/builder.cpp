@@ -503,12 +503,6 @@ Tensor ProgramBuilder::cast(const Dest& dest, const TensorRef& src, DataType dty
   return emit_tensor(std::make_shared<CastInst>(src.arg(), dtype, o, SourceLoc{}, layout.layout), dest);
 }
 
-Tensor ProgramBuilder::cast_biased(const Dest& dest, const TensorRef& src, DataType dtype, const LayoutArg& layout) {
-  check_ref(src, "the operand of Cast", Scope::Register);
-  Var o = dest_out(dest, "Cast");
-  return emit_tensor(std::make_shared<CastInst>(src.arg(), dtype, o, SourceLoc{}, layout.layout, true), dest);
-}
-
 Tensor ProgramBuilder::view(const std::string& name, const TensorRef& src, DataType dtype) {
   check_ref(src, "the operand of View", Scope::Register);
   return Tensor(emit(std::make_shared<ViewInst>(src.arg(), dtype, std::nullopt), {name}).at(0));

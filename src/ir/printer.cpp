@@ -309,7 +309,6 @@ class ProgramPrinter {
         const auto& i = *n.as<CastInst>();
         a = {tensor(i.src), "dtype=" + i.dtype.name()};
         if (i.layout) a.push_back("layout=" + lay(*i.layout));
-        if (i.biased) a.push_back("biased=True");
         out(i.out);
         break;
       }

@@ -10,7 +10,6 @@
 #include "tilevm/ir/builder.h"
 #include "tilevm/layout/layout.h"
 #include "tilevm/support/error.h"
-#include "tilevm/type/convert.h"
 
 namespace tilevm::ops {
 
@@ -97,13 +96,13 @@ struct PairLayouts {
   Layout stored;  // the same elements per thread, the pair index at slot stride 16 / b
 };
 
-std::optional<PairLayouts> swapped_pair_layouts(const Layout& warps, int64_t tn16, int64_t tk, int64_t bits);
+std::optional<PairLayouts> swapped_pair_layouts(const QMatmulConfig& c, const QMatmulShape& s);
 
 std::optional<PairLayouts> pair_layouts(const QMatmulProblem& p, const QMatmulConfig& c, const QMatmulShape& s,
                                         int64_t warps_m, int64_t warps_k) {
   const int64_t bits = s.bits;
   if (!(bits == 1 || bits == 2 || bits == 4) || !qmatmul_weight_fits(p.wtype, p.atype)) return std::nullopt;
-  if (c.swapped()) return swapped_pair_layouts(layout::spatial({c.warps_n, 1, 1}), s.tn / 2, s.tk, bits);
+  if (c.swapped()) return swapped_pair_layouts(c, s);
   // A thread's slots, outer to inner, are (tk, tn, the two k-halves of the fragment, the pair index): the
   // pair index must move out past 16 / b / 2 slots of (tk, tn), taken from tn first.
   const int64_t inner = 16 / bits / 2;
@@ -134,14 +133,12 @@ std::optional<PairLayouts> pair_layouts(const QMatmulProblem& p, const QMatmulCo
   return l;
 }
 
-// The pair order (pair_layouts) for the swapped weight operand, [BN, SK/2, 2] over `warps` ([WN, 1, 1]):
-// a thread's slots, outer to inner, are (tn16, tk, the fragment's k-half and n-half, the pair index); the
-// pair index moves out past 16 / b slots: the fragment's 4, then 16 / b / 4 of (tn16, tk), taken from tk
-// first. Taken from tk alone, a code's offset in its word, and so its Cast(biased=True) bias, is the same
-// in every m16 tile along N (biased_zeros relies on that).
-std::optional<PairLayouts> swapped_pair_layouts(const Layout& warps, int64_t tn16, int64_t tk, int64_t bits) {
+// The pair order (pair_layouts) for the swapped weight operand, [BN, SK/2, 2]: a thread's slots, outer to
+// inner, are (tn16, tk, the fragment's k-half and n-half, the pair index); the pair index moves out past
+// 16 / b slots: the fragment's 4, then 16 / b / 4 of (tn16, tk), taken from tk first.
+std::optional<PairLayouts> swapped_pair_layouts(const QMatmulConfig& c, const QMatmulShape& s) {
   using namespace layout;
-  const int64_t extra = 16 / bits / 4;
+  const int64_t WN = c.warps_n, tn16 = s.tn / 2, tk = s.tk, extra = 16 / s.bits / 4;
   Layout outer, inner;  // (tn16, tk) split around the pair index
   if (tk % extra == 0) {
     outer = local({tn16, tk / extra, 1}), inner = local({1, extra, 1});
@@ -150,43 +147,12 @@ std::optional<PairLayouts> swapped_pair_layouts(const Layout& warps, int64_t tn1
   } else {
     return std::nullopt;
   }
-  const Layout pair = local({1, 1, 2});
+  const Layout warps = spatial({WN, 1, 1}), pair = local({1, 1, 2});
   const Layout fragment = compose(column_local({2, 2, 1}), spatial({8, 4, 1}));
   PairLayouts l;
   l.mma = compose(compose(compose(warps, local({tn16, tk, 1})), fragment), pair);
   l.stored = compose(compose(compose(compose(warps, outer), pair), inner), fragment);
   return l;
-}
-
-// Swapped operands convert the weights with Cast(biased=True) where that saves the f16x2 op per pair
-// (1-, 2- and 4-bit codes stored 16 bits apart, and bytes): each weight becomes its code plus a bias that
-// depends only on its slot, and each slice subtracts, from every m16 tile of its sums, the bias tile's
-// product with the activations (one extra mma per k16 step and warp, not per tile). The bias tile is the
-// biased cast of code 0 over one m16 tile, which holds the biases of every tile when the pair index of
-// swapped_pair_layouts comes from tk alone.
-bool use_biased_cast(const QMatmulProblem& p, const QMatmulConfig& c, const QMatmulShape& s) {
-  if (!c.swapped() || p.atype != DataType::f16() || !castable_biased(p.wtype) || p.zero_point) return false;
-  if (s.bits == 8) return true;
-  return (s.bits == 1 || s.bits == 2 || s.bits == 4) && s.tk % (16 / s.bits / 4) == 0;
-}
-
-// The [16, SK] f16 tile of Cast(biased=True) of code 0 in the swapped weights' slot order (mma's A
-// fragment over one m16 tile, every warp the same): the bias of each weight in every m16 tile.
-ir::Tensor biased_zeros(ir::ProgramBuilder& pb, const QMatmulProblem& p, const QMatmulConfig& c,
-                        const QMatmulShape& s) {
-  const Layout one_tile = pb.named_layout(
-      "layout_bias", compose(compose(layout::reduce(layout::spatial({c.warps_n, 1, 1}), {0}), layout::local({1, s.tk})),
-                             mma_a()));
-  if (s.bits == 8) {
-    ir::Tensor zeros = pb.allocate_register("zeros", p.wtype, one_tile, 0);
-    return pb.cast_biased("bias", zeros, p.atype, one_tile);
-  }
-  const std::optional<PairLayouts> l =
-      swapped_pair_layouts(layout::reduce(layout::spatial({c.warps_n, 1, 1, 1}), {0}), 1, s.tk, s.bits);
-  TILEVM_ASSERT(l.has_value(), "no pair layouts for the bias tile of {}", p.wtype.name());
-  ir::Tensor zeros = pb.allocate_register("zeros", p.wtype, pb.named_layout("layout_zs", l->stored), 0);
-  ir::Tensor bias3 = pb.cast_biased("bias3", zeros, p.atype, pb.named_layout("layout_z3", l->mma));
-  return pb.view("bias", bias3, one_tile);
 }
 
 // The pair layouts under the names the programs print them by.
@@ -280,7 +246,6 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   const Layout layout_bt = pb.named_layout("layout_bt", l.bt);
   const Layout layout_c = pb.named_layout("layout_c", l.c);
   const std::optional<PairLayouts> pairs = named_pair_layouts(pb, pair_layouts(p, c, s, c.warps_m, c.warps_k));
-  const bool biased = use_biased_cast(p, c, s);
   // Per-column values (scales, zeros) in the columns a thread holds of `lay`: [1, BN], or with WK > 1
   // [WK, BN] (each group's own row, loaded as one tile) viewed as [WK, 1, BN] for the broadcast.
   auto column_rows = [&](const std::string& name, const Layout& lay) {
@@ -332,29 +297,6 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   if (gz && !s.per_channel) smem_z = pb.allocate_shared("smem_z", at, {STAGES, SROWS, BN});
   // Swapped with per-channel scales, the Dot accumulates in its own C layout, relabelled after the loop.
   Tensor acc = pb.allocate_register("acc", f32, swapped && s.per_channel ? layout_dot_c : layout_c, 0.0);
-  // Biased weights (use_biased_cast): the bias tile, made once, and the [16, 8] layout of its products,
-  // which every m16 tile of the [BN, 8] sums (viewed as [BN/16, 16, 8]) subtracts.
-  std::optional<Tensor> bias_tile;
-  Layout layout_corr, layout_corr3, layout_tiles3;
-  if (biased) {
-    bias_tile = biased_zeros(pb, p, c, s);
-    layout_corr = pb.named_layout(
-        "layout_corr", compose(layout::reduce(layout::spatial({c.warps_n, 1, 1}), {0}), mma_c()));
-    layout_corr3 = pb.named_layout("layout_corr3", layout::insert_dim(layout_corr, 0));
-    layout_tiles3 = pb.named_layout(
-        "layout_tiles3", compose(compose(layout::spatial({c.warps_n, 1, 1}), layout::local({s.tn / 2, 1, 1})),
-                                 layout::insert_dim(mma_c(), 0)));
-  }
-  // Per channel the products of the bias tile add up over the whole loop, subtracted once after it.
-  std::optional<Tensor> corr_acc;
-  if (biased && s.per_channel) corr_acc = pb.allocate_register("corr_acc", f32, layout_corr, 0.0);
-  // `sums` ([BN, 8], layout_dot_c) minus the bias products `corr` from each of its m16 tiles.
-  auto unbias = [&](const std::string& name, const Tensor& sums, const Tensor& corr) {
-    Tensor tiles = pb.view(name + "3", sums, layout_tiles3);
-    Tensor corr3 = pb.view("corr3", corr, layout_corr3);
-    pb.sub(out(tiles), tiles, corr3);
-    return tiles;
-  };
   // Per channel, the single row of zero points (and, on the f32 path, of scales) is loaded once, in the
   // layout of B's columns.
   auto channel_row = [&](const std::string& name, const Tensor& g) {
@@ -412,12 +354,11 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
         auto converted = [&]() -> Tensor {
           if (!pairs) {
             Tensor b = pb.view("b", bt, p.wtype, layout_b);
-            if (biased) return pb.cast_biased("bf", b, at, layout_b);
             return p.wtype == at ? b : pb.cast("bf", b, at);
           }
           // Stored with each pair's codes 16 bits apart (pair_layouts): reordered as they convert.
           Tensor b = pb.view("b", bt, p.wtype, pairs->stored);
-          Tensor bf3 = biased ? pb.cast_biased("bf3", b, at, pairs->mma) : pb.cast("bf3", b, at, pairs->mma);
+          Tensor bf3 = pb.cast("bf3", b, at, pairs->mma);
           return pb.view("bf", bf3, layout_b);
         };
         Tensor bf = converted();
@@ -431,16 +372,11 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
         };
         if (s.per_channel) {
           mma(acc);
-          if (corr_acc) pb.dot(out(*corr_acc), *bias_tile, a, *corr_acc);
         } else {
           // mma into a zeroed tile, then acc = tile * scale + acc in one fma: the scale multiplies BM x BN
           // sums instead of every one of the BK x BN weights.
           Tensor part = pb.allocate_register("part", f32, layout_dot_c, 0.0);
           mma(part);
-          if (biased) {
-            Tensor zero = pb.allocate_register("corr", f32, layout_corr, 0.0);
-            part = unbias("part", part, pb.dot("corr", *bias_tile, a, zero));
-          }
           if (swapped) part = pb.view("part_t", part, layout_c);  // [BN, 8] relabelled as [8, BN]
           Tensor sc = stage_rows("sc", smem_s->operator[](cur), layout_sc, layout_sc3, uk);
           Tensor sc32 = pb.cast("sc32", sc, f32);
@@ -467,8 +403,7 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
     pb.synchronize();
   });
 
-  Tensor result = acc;
-  if (swapped && s.per_channel) result = pb.view("acc_t", corr_acc ? unbias("acc", acc, *corr_acc) : acc, layout_c);
+  Tensor result = swapped && s.per_channel ? pb.view("acc_t", acc, layout_c) : acc;
   if (batched) {
     // The WK groups' [BM, BN] tiles summed through shared memory: each thread adds the WK values of its own
     // run of columns.

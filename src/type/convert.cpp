@@ -206,26 +206,6 @@ uint64_t cast_code(DataType from, DataType to, uint64_t code) {
   return encode(to, to_double_round_to_odd(value));
 }
 
-bool castable_biased(DataType from) { return from.is_integer() && from.bits() <= 8; }
-
-int biased_cast_position(DataType from, int64_t slot) {
-  const int bits = from.bits();
-  const int p = static_cast<int>((slot * bits) % 16);
-  if (bits == 1) return p % 4 + 6;
-  if (bits == 2) return p % 8 + 2;
-  return p % 8;
-}
-
-double cast_bias(DataType from, int64_t slot) {
-  const int bits = from.bits();
-  const double excess = from.kind() == TypeKind::SignedInt ? std::ldexp(1.0, bits - 1) : 0.0;
-  return std::ldexp(1.0, 10 - biased_cast_position(from, slot)) + excess;
-}
-
-uint64_t biased_cast_code(DataType from, uint64_t code, int64_t slot) {
-  return encode(DataType::f16(), decode(from, code) + cast_bias(from, slot));
-}
-
 std::string format_value(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value < 0 ? "-inf" : "inf";

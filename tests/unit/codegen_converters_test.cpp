@@ -99,13 +99,9 @@ int unused_ops(const ConverterProgram& program) {
 // Runs the converter of `count` elements on groups whose element i is code (start + i) mod code_count, for
 // every start: every code at every position, next to many different neighbours. Output element k must be
 // the conversion of source element order[k] (k without an order). Returns the mismatches.
-// biased: Cast(biased=True), element k is biased_cast_code of its source slot order[k].
-int check_exhaustively(DataType from, DataType to, int count, const std::vector<int>& order = {},
-                       bool biased = false) {
-  ConverterSpec spec{from, to, count, order};
-  spec.biased = biased;
-  const ConverterProgram program = build_converter_program(spec);
-  if (!order.empty() && !biased) {
+int check_exhaustively(DataType from, DataType to, int count, const std::vector<int>& order = {}) {
+  const ConverterProgram program = build_converter_program({from, to, count, order});
+  if (!order.empty()) {
     EXPECT_LE(unused_ops(program), unused_ops(build_converter_program({from, to, count})))
         << from.name() << " -> " << to.name() << " x" << count;
   }
@@ -119,11 +115,11 @@ int check_exhaustively(DataType from, DataType to, int count, const std::vector<
     for (int i = 0; i < count; ++i) {
       const int source = order.empty() ? i : order[static_cast<size_t>(i)];
       const uint64_t code = group[static_cast<size_t>(source)];
-      const uint64_t expected = biased ? biased_cast_code(from, code, source) : cast_code(from, to, code);
+      const uint64_t expected = cast_code(from, to, code);
       const uint32_t actual = output_element(to, out, i);
       if (actual != expected && ++mismatches <= 5) {
         ADD_FAILURE() << from.name() << " -> " << to.name() << " x" << count
-                      << (order.empty() ? "" : " reordered") << (biased ? " biased" : "") << ": element " << i << " (source " << source
+                      << (order.empty() ? "" : " reordered") << ": element " << i << " (source " << source
                       << ") code 0x" << std::hex << code << " gives 0x" << actual << ", expected 0x"
                       << expected;
       }
@@ -296,61 +292,6 @@ TEST(Converters, InterleavedOrderBudget) {
       EXPECT_LE(interleaved, identity) << from.name() << " -> " << to.name();
     }
   }
-}
-
-// Cast(biased=True): integers of at most 8 bits to f16 keep the bias of their source slot, with the
-// identity, the weight transform's interleaved, a shuffled and the reversed order, at even and odd counts.
-TEST(Converters, BiasedEmulatedExhaustively) {
-  for (DataType from : small_types()) {
-    if (!from.is_integer()) {
-      EXPECT_FALSE(has_vectorized_converter(ConverterSpec{from, DataType::f16(), 8, {}, true})) << from.name();
-      continue;
-    }
-    const DataType f16 = DataType::f16();
-    EXPECT_FALSE(has_vectorized_converter(ConverterSpec{from, DataType::bf16(), 8, {}, true})) << from.name();
-    EXPECT_FALSE(has_vectorized_converter(ConverterSpec{from, DataType::f32(), 8, {}, true})) << from.name();
-    const int count = natural_converter_count(from);
-    EXPECT_EQ(check_exhaustively(from, f16, count, {}, true), 0);
-    EXPECT_EQ(check_exhaustively(from, f16, count + 3, {}, true), 0);
-    EXPECT_EQ(check_exhaustively(from, f16, count, shuffled_order(count), true), 0);
-    EXPECT_EQ(check_exhaustively(from, f16, count + 5, testing::reversed_order(count + 5), true), 0);
-    if (16 % from.bits() == 0) {
-      const int words2 = 2 * 32 / from.bits();
-      EXPECT_EQ(check_exhaustively(from, f16, words2, testing::interleaved_order(from, words2), true), 0);
-    }
-  }
-}
-
-// Biased, the weight transform's order converts a pair with one lop3, plus a few shifts per word; 8-bit codes
-// a pair with one prmt.
-TEST(Converters, BiasedBudget) {
-  for (const char* name : {"u4", "i4", "u2", "i2", "u1", "i1"}) {
-    const DataType from = DataType::parse(name);
-    const int count = 2 * 32 / from.bits();  // two words
-    ConverterSpec spec{from, DataType::f16(), count, testing::interleaved_order(from, count), true};
-    const ConverterProgram program = build_converter_program(spec);
-    // A shift per window of offsets and word (type/convert.h): u4 one (the other window is the word
-    // itself), u2 two, u1 four.
-    const int shifts = from.bits() == 4 ? 1 : from.bits() == 2 ? 2 : 4;
-    EXPECT_EQ(count_ops(program, ConverterOp::Kind::Lop3), count / 2) << name;
-    EXPECT_EQ(work_ops(program), count / 2 + 2 * shifts) << name << ": one lop3 per pair, shifts per word";
-  }
-  for (const char* name : {"u8", "i8"}) {
-    const DataType from = DataType::parse(name);
-    const ConverterProgram program = build_converter_program({from, DataType::f16(), 8, {}, true});
-    EXPECT_EQ(count_ops(program, ConverterOp::Kind::Prmt), 4) << name;
-    EXPECT_EQ(work_ops(program), name[0] == 'i' ? 6 : 4) << name << ": a prmt per pair (and an xor per word)";
-  }
-  // The biased converter is never dearer than the exact one.
-  for (DataType from : small_types()) {
-    if (!from.is_integer()) continue;
-    const int count = natural_converter_count(from);
-    EXPECT_LE(work_ops(build_converter_program({from, DataType::f16(), count, {}, true})),
-              work_ops(build_converter_program({from, DataType::f16(), count})) + count / 2)
-        << from.name();
-  }
-  EXPECT_EQ(converter_function_name({DataType::parse("u4"), DataType::f16(), 8, {}, true}),
-            "tvm_convert_u4_to_f16_x8_biased");
 }
 
 TEST(Converters, OrderNamesTheFunction) {

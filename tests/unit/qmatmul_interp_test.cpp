@@ -78,8 +78,6 @@ TEST_P(QMatmulInterpSwapped, OddShapes) {
   run_case(problem(3, 40, 128, GetParam(), 32), "bm8_bn32_bk64_sk32_w1x1_s2_k1", 37);
   run_case(problem(9, 20, 256, GetParam(), 128, DataType::bf16()), "bm8_bn32_bk128_sk128_w1x1_s3_k2", 41);
   run_case(problem(2, 64, 128, GetParam(), 128), "bm8_bn64_bk64_sk64_w1x2_s2_k1", 43);
-  // Per channel (G = K): the bias products of biased casts add up over the loop, subtracted once after it.
-  run_case(problem(3, 40, 256, GetParam(), 256), "bm8_bn32_bk128_sk128_w1x1_s2_k1", 47);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryWidth, QMatmulInterpSwapped,

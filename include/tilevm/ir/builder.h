@@ -279,9 +279,6 @@ class ProgramBuilder {
   Tensor cast(const Dest& dest, const TensorRef& src, DataType dtype);
   // Cast into `layout`: the operand's elements in another slot order (CastInst).
   Tensor cast(const Dest& dest, const TensorRef& src, DataType dtype, const LayoutArg& layout);
-  // Cast with biased=True (CastInst): integer codes to f16 plus a bias per slot, left for the program to
-  // subtract.
-  Tensor cast_biased(const Dest& dest, const TensorRef& src, DataType dtype, const LayoutArg& layout);
   Tensor view(const std::string& name, const TensorRef& src, DataType dtype);
   Tensor view(const std::string& name, const TensorRef& src, const LayoutArg& layout);
   Tensor view(const std::string& name, const TensorRef& src, DataType dtype, const LayoutArg& layout);

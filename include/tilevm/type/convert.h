@@ -32,23 +32,6 @@ uint64_t encode(DataType type, double value);
 // through double; wide integers to narrow floats round once).
 uint64_t cast_code(DataType from, DataType to, uint64_t code);
 
-// Cast(biased=True) (an extension, docs/language.md): whether `from` may be cast biased (an integer of at
-// most 8 bits; the result is f16), and the f16 code of the result: the code's value plus the bias of its
-// operand slot, an integer below 2048 and so exact. It is what ORing a code into the mantissa of a power of
-// two leaves when the subtraction of that power is left to the program (the quantized matmul subtracts the
-// biases of all its codes at once: they are the biased cast of code 0).
-//
-// A code in operand slot i lies at bit p = (i * bits) mod 16 of its 16-bit half-word. Its mantissa
-// position q (where its lowest bit lands in f16's 10-bit mantissa) takes p modulo a window w, raised by a
-// base: q = p mod w + base, with (w, base) = (4, 6) for 1-bit codes, (8, 2) for 2-bit codes and (8, 0)
-// otherwise. Codes of one window then share one shift of their word, and the bias 2^(10 - q) stays within
-// 2^6 of the code's range for 1- to 4-bit codes, which keeps the f32 sums that subtract it accurate. The
-// bias is 2^(10 - q), plus 2^(bits-1) for signed types, which are read in excess-2^(bits-1).
-bool castable_biased(DataType from);
-int biased_cast_position(DataType from, int64_t slot);  // q
-double cast_bias(DataType from, int64_t slot);
-uint64_t biased_cast_code(DataType from, uint64_t code, int64_t slot);
-
 // Whether a code of a float type is a NaN / an infinity (false for every code of other kinds).
 bool is_nan_code(DataType type, uint64_t code);
 bool is_inf_code(DataType type, uint64_t code);

@@ -30,10 +30,7 @@ void Emitter::emit_cast(const ir::InstStmt& s, const ir::CastInst& n) {
   }
   // Registers hold each thread's elements as one packed bit stream in slot order, which is exactly the
   // converters' input and output format, so a whole tile converts with one call.
-  ConverterSpec spec{src.dtype, n.dtype, count, order};
-  spec.biased = n.biased;
-  TILEVM_ASSERT(!n.biased || has_vectorized_converter(spec), "Cast biased=True from {} to {} passed the verifier",
-                src.dtype.name(), n.dtype.name());
+  const ConverterSpec spec{src.dtype, n.dtype, count, order};
   if (has_vectorized_converter(spec)) {
     std::string fn = converter_function_name(spec);
     // The name carries a 32-bit hash of the order: on a collision with another order, number this one.
@@ -41,8 +38,7 @@ void Emitter::emit_cast(const ir::InstStmt& s, const ir::CastInst& n) {
       fn = fmt::format("{}_{}", converter_function_name(spec), k);
     converter_orders_[fn] = order;
     if (!helper_functions_.count(fn)) helper_functions_[fn] = emit_converter(spec, fn);
-    note(s, "vectorized converter " + fn + (order.empty() ? "" : " (slots reordered by layout=)") +
-                (n.biased ? " (biased: each result keeps its slot's bias)" : ""));
+    note(s, "vectorized converter " + fn + (order.empty() ? "" : " (slots reordered by layout=)"));
     line(fmt::format("{}({}, {});", fn, src.name, out.name));
     return;
   }

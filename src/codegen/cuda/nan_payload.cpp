@@ -24,16 +24,9 @@ bool ignores_nan_bits(const ir::InstStmt& s) {
   return inst.as<ir::DotInst>() != nullptr;
 }
 
-// A View that keeps the dtype only renames elements: the NaN's bits reach its result unchanged, whose own
-// readers decide.
-bool is_renaming_view(const ir::InstStmt& s) {
-  const auto* v = s.inst->as<ir::ViewInst>();
-  return v && (!v->dtype || *v->dtype == v->src.type().dtype) && s.results.size() == 1;
-}
-
 class Readers : public ir::IRVisitor {
  public:
-  Readers(const ir::Program& program, const ir::VarNode* var) : program_(program), var_(var) {}
+  explicit Readers(const ir::VarNode* var) : var_(var) {}
   bool all_ignore = true;
 
   void visit_inst_stmt(const ir::InstStmt& s) override {
@@ -41,17 +34,12 @@ class Readers : public ir::IRVisitor {
       if (v.get() != var_) continue;
       // An instruction writing `var` in place (`out=var`) lists it too and counts as a reader: conservative,
       // and for the native operations that matter here it reads it as well.
-      if (is_renaming_view(s)) {
-        if (!nan_payload_unobserved(program_, s.results.at(0))) all_ignore = false;
-      } else if (!ignores_nan_bits(s)) {
-        all_ignore = false;
-      }
+      if (!ignores_nan_bits(s)) all_ignore = false;
     }
     IRVisitor::visit_inst_stmt(s);
   }
 
  private:
-  const ir::Program& program_;
   const ir::VarNode* var_;
 };
 
@@ -70,7 +58,7 @@ bool is_native_float_arith(const ir::ElementwiseInst& n, DataType result) {
 }
 
 bool nan_payload_unobserved(const ir::Program& program, const ir::Var& var) {
-  Readers readers(program, var.get());
+  Readers readers(var.get());
   readers.visit_program(program);
   return readers.all_ignore;
 }

@@ -7,8 +7,7 @@
 // skipped for a tensor whose every reader maps any NaN to the same result: another native Add/Sub/Mul/Fma (a NaN
 // operand gives a NaN, which that instruction makes canonical or whose readers are again of this kind), a
 // Cast to a narrower float (it maps every NaN to the canonical NaN), and a Dot (the mma's NaN is the
-// hardware's whatever its inputs are; the SIMT path decodes to double). A View that keeps the dtype passes
-// the bits on unchanged, so the readers of its result decide. The result is then bit-identical to
+// hardware's whatever its inputs are; the SIMT path decodes to double). The result is then bit-identical to
 // the interpreter's wherever it can be seen.
 #pragma once
 

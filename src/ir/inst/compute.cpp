@@ -21,8 +21,7 @@ Inst AllocateRegisterInst::rewrite(const ExprMap& exprs, const VarMap&) const {
 std::vector<Var> CastInst::used_vars() const { return with_out({src.tensor}, out); }
 
 Inst CastInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
-  return std::make_shared<CastInst>(ir::rewrite(src, exprs, vars), dtype, ir::rewrite(out, vars), loc, layout,
-                                    biased);
+  return std::make_shared<CastInst>(ir::rewrite(src, exprs, vars), dtype, ir::rewrite(out, vars), loc, layout);
 }
 
 Inst ViewInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {

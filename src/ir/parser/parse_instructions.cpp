@@ -66,8 +66,7 @@ const std::vector<Spec>& specs() {
         {"CopyAsyncCommitGroup", {}},
         {"CopyAsyncWaitGroup", {{"n", ArgKind::Scalar, true}}},
         {"Cast",
-         {{"a", ArgKind::Tensor, true}, {"dtype", ArgKind::DType, true}, {"layout", ArgKind::Layout, false},
-          {"biased", ArgKind::Bool, false}, kOut}},
+         {{"a", ArgKind::Tensor, true}, {"dtype", ArgKind::DType, true}, {"layout", ArgKind::Layout, false}, kOut}},
         {"View",
          {{"a", ArgKind::Tensor, true},
           {"dtype", ArgKind::DType, false},
@@ -273,8 +272,7 @@ Stmt Parser::bind_instruction(const std::vector<Target>& targets, const Syn& cal
   } else if (n == "CopyAsyncWaitGroup") {
     inst = std::make_shared<CopyAsyncWaitGroupInst>(a["n"].expr, l);
   } else if (n == "Cast") {
-    inst = std::make_shared<CastInst>(a["a"].tensor, a["dtype"].dtype, a["out"].var, l, a["layout"].layout,
-                                      a["biased"].bool_value);
+    inst = std::make_shared<CastInst>(a["a"].tensor, a["dtype"].dtype, a["out"].var, l, a["layout"].layout);
   } else if (n == "View") {
     std::optional<DataType> dtype;
     if (a["dtype"].present) dtype = a["dtype"].dtype;

@@ -5,7 +5,6 @@
 #include "tilevm/layout/slot_permutation.h"
 #include "tilevm/support/error.h"
 #include "tilevm/target/atoms.h"
-#include "tilevm/type/convert.h"
 #include "verifier_impl.h"
 
 namespace tilevm::ir::verifier_detail {
@@ -52,10 +51,6 @@ void Verifier::check_cast(const CastInst& n) {
       if (n.out) use_var(n.out, n.loc);
       return;
     }
-  }
-  if (n.biased && !(castable_biased(src->dtype) && n.dtype == DataType::f16())) {
-    diags_.error(n.loc, "Cast: biased=True converts integers of at most 8 bits to f16, not '{}' ({}) to {}",
-                 n.src.tensor->name, src->dtype.name(), n.dtype.name());
   }
   const layout::Layout& result = n.layout ? *n.layout : *src->layout;
   check_out(n.out, n, n.dtype, result);

@@ -81,11 +81,6 @@ struct ConverterSpec {
   // through such a converter, so the reordering costs nothing where the codes are placed well: weights stored
   // with the codes of each output pair 16 bits apart in one word need no prmt to place the pair.
   std::vector<int> order;
-  // Cast(biased=True) (type/convert.h, cast_bias): integer codes of at most 8 bits to f16, each result its
-  // code's value plus the bias of its source slot. The converter then skips the f16x2 op that removes the
-  // magic: a pair of codes 16 bits apart converts with one lop3 (and a shift by 8 shared by its word), an
-  // 8-bit pair with one prmt; other pairs convert exactly and add their biases (one f16x2 add).
-  bool biased = false;
 };
 
 // Whether `order` is empty or 0, 1, ..., n-1: a converter that does not reorder.
@@ -93,9 +88,8 @@ bool is_identity_order(const std::vector<int>& order);
 
 // Whether a vectorized converter exists for (from, to): from has 8 bits or fewer and to is f16, bf16 or f32.
 bool has_vectorized_converter(DataType from, DataType to);
-// The same for a whole spec: (from, to) as above, count >= 1, an order that is empty or a permutation
-// of 0 .. count-1 (every permutation is supported, for every source type), and biased only from integers
-// of at most 8 bits to f16.
+// The same for a whole spec: (from, to) as above, count >= 1, and an order that is empty or a permutation
+// of 0 .. count-1 (every permutation is supported, for every source type).
 bool has_vectorized_converter(const ConverterSpec& spec);
 
 // The natural element count for a source type: the smallest count >= 8 whose packed codes fill whole 32-bit
@@ -106,8 +100,8 @@ int natural_converter_count(DataType from);
 // The deterministic function name used by tilevm for a converter, e.g. "tvm_convert_f6e3m2_to_f16_x16".
 std::string converter_function_name(DataType from, DataType to, int count);
 // The same for a spec; an order other than the identity adds a suffix naming it (a hash of the order:
-// "tvm_convert_u4_to_f16_x128_o1a2b3c4d"), a biased one with "_biased" before that. An explicit identity
-// order names the same function as an empty one: the converters are the same.
+// "tvm_convert_u4_to_f16_x128_o1a2b3c4d"). An explicit identity order names the same function as an empty
+// one: the converters are the same.
 std::string converter_function_name(const ConverterSpec& spec);
 
 // Words read and written by a converter: ceil(count * from.bits() / 32) and ceil(count / 2) (f16, bf16) or

@@ -22,22 +22,17 @@ struct AllocateRegisterInst : InstNode {
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
-// r = Cast(a, dtype=, [layout=], [biased=True]): value conversion (LANGUAGE.md section 2). The result has
-// a's layout, or `layout`: the same elements in every thread in another slot order, the same for every
-// thread (layout/slot_permutation.h), so that a conversion and a register renaming are one step.
-// biased (an extension, docs/language.md): an integer code of at most 8 bits becomes an f16 integer, its
-// value plus a bias that depends on its operand slot (type/convert.h, cast_bias): the value that ORing the
-// code into a power of two's mantissa leaves, with the subtraction of that power left to the program.
+// r = Cast(a, dtype=, [layout=]): value conversion (LANGUAGE.md section 2). The result has a's layout, or
+// `layout`: the same elements in every thread in another slot order, the same for every thread
+// (layout/slot_permutation.h), so that a conversion and a register renaming are one step.
 struct CastInst : InstNode {
   static constexpr InstKind kKind = InstKind::Cast;
   TensorArg src;
   DataType dtype;
   Var out;
   std::optional<layout::Layout> layout;
-  bool biased = false;
-  CastInst(TensorArg s, DataType d, Var o = nullptr, SourceLoc l = {}, std::optional<layout::Layout> lay = {},
-           bool b = false)
-      : InstNode(kKind, l), src(std::move(s)), dtype(d), out(std::move(o)), layout(std::move(lay)), biased(b) {}
+  CastInst(TensorArg s, DataType d, Var o = nullptr, SourceLoc l = {}, std::optional<layout::Layout> lay = {})
+      : InstNode(kKind, l), src(std::move(s)), dtype(d), out(std::move(o)), layout(std::move(lay)) {}
   std::string name() const override { return "Cast"; }
   void for_each_expr(const ExprFn& fn) const override { ir::for_each_expr(src, fn); }
   std::vector<Var> used_vars() const override;

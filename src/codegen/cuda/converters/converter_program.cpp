@@ -236,8 +236,7 @@ bool is_permutation_of(const std::vector<int>& order, int count) {
 bool has_vectorized_converter(const ConverterSpec& spec) {
   // Every permutation is generated: the builder reads each code through the order.
   return has_vectorized_converter(spec.from, spec.to) && spec.count >= 1 &&
-         is_permutation_of(spec.order, spec.count) &&
-         (!spec.biased || (castable_biased(spec.from) && spec.to == DataType::f16()));
+         is_permutation_of(spec.order, spec.count);
 }
 
 int natural_converter_count(DataType from) {
@@ -251,7 +250,6 @@ std::string converter_function_name(DataType from, DataType to, int count) {
 
 std::string converter_function_name(const ConverterSpec& spec) {
   std::string name = converter_function_name(spec.from, spec.to, spec.count);
-  if (spec.biased) name += "_biased";
   if (is_identity_order(spec.order)) return name;
   uint32_t hash = 2166136261u;  // FNV-1a over the order's values
   for (int k : spec.order) {

@@ -224,36 +224,6 @@ class ConverterBuilder {
   }
 
   int int_pair(int j, const Half& half, bool has_high) {
-    if (spec_.biased) return biased_int_pair(j, has_high);
-    return exact_int_pair(j, half, has_high);
-  }
-
-  // Cast(biased=True) to f16: each half keeps its code's value plus the bias of its source slot,
-  // 2^(10 - q) (+ 2^(b-1) when signed), q the mantissa position that type/convert.h assigns to the code's
-  // offset in its half-word. That is exactly what the magic-number steps leave before their last f16x2 op,
-  // so the op goes:
-  //   - codes 16 bits apart at offset o: the word shifted by q - o (shared by the pairs of one window of
-  //     offsets) has both at bit q of their halves; one lop3 ORs them into 2^(10 - q), whose ulp is 1;
-  //   - 8-bit codes: the prmt (or, across two words, the lop3) that puts a byte into 1024's mantissa.
-  // Other pairs (and a missing high element, which stays +0) convert exactly and add their biases.
-  int biased_int_pair(int j, bool has_high) {
-    if (has_high && bits_ == 8) return byte_int_pair(j, kF16, has_high, -1);
-    const std::optional<SplitPair> split = split_pair(j, has_high);
-    const int o = split ? biased_cast_position(from_, code(2 * j)) : 0;
-    if (split && o + bits_ <= kF16.mantissa()) {
-      const uint32_t mask = (1u << bits_) - 1;
-      const uint32_t sign_bit = from_.kind() == TypeKind::SignedInt ? 1u << (bits_ - 1) : 0;
-      const uint32_t magic = kF16.code(std::ldexp(1.0, 10 - o));
-      return b_.lop3(shifted_input(split->word, o - split->offset), b_.konst(rep(mask << o)),
-                     b_.konst(rep(magic | sign_bit << o)), kAndXor);
-    }
-    const int exact = exact_int_pair(j, kF16, has_high);
-    const uint32_t low = kF16.code(cast_bias(from_, code(2 * j)));
-    const uint32_t high = has_high ? kF16.code(cast_bias(from_, code(2 * j + 1))) : 0;
-    return b_.add_x2(kF16.add, exact, b_.konst(low | high << 16));
-  }
-
-  int exact_int_pair(int j, const Half& half, bool has_high) {
     const bool is_signed = from_.kind() == TypeKind::SignedInt;
     const uint32_t sign_bit = is_signed ? 1u << (bits_ - 1) : 0;
     const double offset = half.magic_value + (is_signed ? std::ldexp(1.0, bits_ - 1) : 0.0);
@@ -269,8 +239,7 @@ class ConverterBuilder {
     return b_.fma(half.fma, h, b_.konst(rep(half.one)), subtract);
   }
 
-  // u8/i8 to f16: the byte into the mantissa of 1024 with one prmt. `subtract` is -(1024 + bias), or -1 to
-  // keep 1024 + the code (+ 128 when signed): Cast(biased=True).
+  // u8/i8 to f16: the byte into the mantissa of 1024 with one prmt. `subtract` is -(1024 + bias).
   int byte_int_pair(int j, const Half& half, bool has_high, int subtract) {
     TILEVM_ASSERT(half.type == DataType::f16(), "8-bit integers to bf16 take the f32 path");
     const bool is_signed = from_.kind() == TypeKind::SignedInt;
@@ -283,7 +252,7 @@ class ConverterBuilder {
       const int placed = b_.prmt(b_.input(low_code / 4), b_.input(high_code / 4), (4 + hk) << 8 | kk);
       const int h =
           b_.lop3(placed, b_.konst(rep(0xff)), b_.konst(rep(half.magic | (is_signed ? 0x80 : 0))), kAndXor);
-      return subtract < 0 ? h : b_.add_x2(half.add, h, subtract);
+      return b_.add_x2(half.add, h, subtract);
     }
     const int word = biased_byte_word(low_code / 4);
     // Bytes of the second operand: 4 = 0x00, 5 = 0x64 (the magic's high byte), 6 = the code-0 byte.
@@ -291,7 +260,7 @@ class ConverterBuilder {
     const uint32_t high =
         has_high ? (5u << 12 | static_cast<uint32_t>(high_code % 4) << 8) : (5u << 12 | 6u << 8);
     const int h = b_.prmt(word, bytes, high | 5u << 4 | kk);
-    return subtract < 0 ? h : b_.fma(half.fma, h, b_.konst(rep(half.one)), subtract);
+    return b_.fma(half.fma, h, b_.konst(rep(half.one)), subtract);
   }
 
   // The f16/bf16 codes, equal in both halves, of the factor 2^-o and of the subtrahend -(magic*2^-o + bias)
@@ -511,9 +480,6 @@ class ConverterBuilder {
                         from_.has_nan() ? ", inf/NaN fixed up by prmt masks" : "");
     }
     notes_.push_back(how);
-    if (spec_.biased)
-      notes_.push_back("biased (Cast biased=True): each result keeps its slot's bias 2^(10 - q) (type/convert.h); "
-                       "no f16x2 op where codes sit 16 bits apart or are bytes");
     if (to_f32) notes_.push_back("to f32: computed as bf16, widened by shift and mask (exact)");
     if (!spec_.order.empty()) {
       int split = 0;
