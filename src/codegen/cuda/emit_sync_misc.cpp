@@ -78,7 +78,7 @@ void Emitter::emit_print(const ir::InstStmt& s, const ir::PrintInst& n) {
     line(prefix);
     line(fmt::format("printf(\"{}: {} {}{}\\n\");", escape(arg.tensor->name),
                      m.scope == ir::Scope::Shared ? "shared" : "global", m.dtype.name(),
-                     escape(fmt::format("{}", fmt::join(tile, ", ")).insert(0, "[") + "]")));
+                     escape(fmt::format("[{}]", fmt::join(tile, ", ")))));
     open(fmt::format("for (int l = 0; l < {}; ++l)", elements));
     std::vector<CExpr> idx(tile.size(), cconst(0));
     CExpr rest = cvar("l");
