@@ -3,6 +3,7 @@
 #include "tilevm/ops/qmatmul.h"
 
 #include <bit>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -92,67 +93,58 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
 // reads `stored` (a View of the loaded words) and casts it into `mma` (Cast with layout=); the transform
 // does the reverse with a Cast that only reorders.
 struct PairLayouts {
-  Layout mma;     // [SK/2, BN, 2] or [WK, SK/2, BN, 2]
+  Layout mma;     // [SK/2, BN, 2] or [WK, SK/2, BN, 2]; swapped [BN, SK/2, 2]
   Layout stored;  // the same elements per thread, the pair index at slot stride 16 / b
 };
 
-std::optional<PairLayouts> swapped_pair_layouts(const QMatmulConfig& c, const QMatmulShape& s);
+// The pair order for a fragment held by a thread as slots (e0, e1, the fragment's `fragment_slots`, the
+// pair index), outer to inner: `stored` moves the pair index out past 16 / b slots, all of the fragment's
+// and 16 / b / fragment_slots of (e0, e1), taken from e1 first. `local(x, y, p)` is the local layout with
+// x, y at the dimensions of e0, e1 and p at the pair's (1 elsewhere); nullopt where (e0, e1) cannot give
+// the slots.
+std::optional<PairLayouts> pair_order(const Layout& warps, int64_t e0, int64_t e1, const Layout& fragment,
+                                      int64_t fragment_slots, int64_t bits,
+                                      const std::function<Layout(int64_t, int64_t, int64_t)>& local) {
+  const int64_t need = 16 / bits / fragment_slots;
+  int64_t lo0 = 0, lo1 = 0;  // the block's slots inside the pair index
+  if (e1 % need == 0) {
+    lo0 = 1, lo1 = need;
+  } else if (need % e1 == 0 && e0 % (need / e1) == 0) {
+    lo0 = need / e1, lo1 = e1;
+  } else {
+    return std::nullopt;
+  }
+  const Layout pair = local(1, 1, 2);
+  PairLayouts l;
+  l.mma = compose(compose(compose(warps, local(e0, e1, 1)), fragment), pair);
+  l.stored = compose(compose(compose(compose(warps, local(e0 / lo0, e1 / lo1, 1)), pair), local(lo0, lo1, 1)),
+                     fragment);
+  return l;
+}
 
 std::optional<PairLayouts> pair_layouts(const QMatmulProblem& p, const QMatmulConfig& c, const QMatmulShape& s,
                                         int64_t warps_m, int64_t warps_k) {
   const int64_t bits = s.bits;
   if (!(bits == 1 || bits == 2 || bits == 4) || !qmatmul_weight_fits(p.wtype, p.atype)) return std::nullopt;
-  if (c.swapped()) return swapped_pair_layouts(c, s);
-  // A thread's slots, outer to inner, are (tk, tn, the two k-halves of the fragment, the pair index): the
-  // pair index must move out past 16 / b / 2 slots of (tk, tn), taken from tn first.
-  const int64_t inner = 16 / bits / 2;
-  int64_t tn_lo = 0, tk_lo = 0;
-  if (s.tn % inner == 0) {
-    tn_lo = inner, tk_lo = 1;
-  } else if (inner % s.tn == 0 && s.tk % (inner / s.tn) == 0) {
-    tn_lo = s.tn, tk_lo = inner / s.tn;
-  } else {
-    return std::nullopt;
-  }
   const int64_t WM = warps_m, WN = c.warps_n, WK = warps_k;
-  // Rank 3 ([SK/2, BN, 2]) or, with groups of warps along K, rank 4 with the group index first.
+  if (c.swapped()) {
+    // [BN, SK/2, 2]: slots (tn16, tk, the fragment's n-half and k-half, the pair index).
+    auto local = [](int64_t x, int64_t y, int64_t q) { return layout::local({x, y, q}); };
+    const Layout fragment = compose(layout::column_local({2, 2, 1}), layout::spatial({8, 4, 1}));
+    return pair_order(layout::spatial({WN, 1, 1}), s.tn / 2, s.tk, fragment, 4, bits, local);
+  }
+  // [SK/2, BN, 2], or with groups of warps along K [WK, SK/2, BN, 2]: slots (tk, tn, the fragment's two
+  // k-halves, the pair index).
   const bool batched = WK > 1;
   auto dims = [&](layout::Index last3) {
     if (batched) last3.insert(last3.begin(), 1);
     return last3;
   };
+  auto local = [&](int64_t x, int64_t y, int64_t q) { return layout::local(dims({x, y, q})); };
   const Layout warps = batched ? layout::reduce(layout::spatial({WK, WM, 1, WN, 1}), {1})
                                : layout::reduce(layout::spatial({WM, 1, WN, 1}), {0});
   const Layout fragment = compose(layout::local(dims({2, 1, 1})), layout::column_spatial(dims({4, 8, 1})));
-  const Layout pair = layout::local(dims({1, 1, 2}));
-  PairLayouts l;
-  l.mma = compose(compose(compose(warps, layout::local(dims({s.tk, s.tn, 1}))), fragment), pair);
-  l.stored = compose(compose(compose(compose(warps, layout::local(dims({s.tk / tk_lo, s.tn / tn_lo, 1}))), pair),
-                             layout::local(dims({tk_lo, tn_lo, 1}))),
-                     fragment);
-  return l;
-}
-
-// The pair order (pair_layouts) for the swapped weight operand, [BN, SK/2, 2]: a thread's slots, outer to
-// inner, are (tn16, tk, the fragment's k-half and n-half, the pair index); the pair index moves out past
-// 16 / b slots: the fragment's 4, then 16 / b / 4 of (tn16, tk), taken from tk first.
-std::optional<PairLayouts> swapped_pair_layouts(const QMatmulConfig& c, const QMatmulShape& s) {
-  using namespace layout;
-  const int64_t WN = c.warps_n, tn16 = s.tn / 2, tk = s.tk, extra = 16 / s.bits / 4;
-  Layout outer, inner;  // (tn16, tk) split around the pair index
-  if (tk % extra == 0) {
-    outer = local({tn16, tk / extra, 1}), inner = local({1, extra, 1});
-  } else if (extra % tk == 0 && tn16 % (extra / tk) == 0) {
-    outer = local({tn16 / (extra / tk), 1, 1}), inner = local({extra / tk, tk, 1});
-  } else {
-    return std::nullopt;
-  }
-  const Layout warps = spatial({WN, 1, 1}), pair = local({1, 1, 2});
-  const Layout fragment = compose(column_local({2, 2, 1}), spatial({8, 4, 1}));
-  PairLayouts l;
-  l.mma = compose(compose(compose(warps, local({tn16, tk, 1})), fragment), pair);
-  l.stored = compose(compose(compose(compose(warps, outer), pair), inner), fragment);
-  return l;
+  return pair_order(warps, s.tk, s.tn, fragment, 2, bits, local);
 }
 
 // The pair layouts under the names the programs print them by.
