@@ -111,9 +111,8 @@ int converter_output_words(const ConverterSpec& spec);
 
 // The CUDA source of `__device__ __forceinline__ void NAME(const unsigned int* in_words,
 // unsigned int* out_words)` (unsigned int is uint32_t), preceded by a small guarded block of inline-PTX
-// helpers (lop3, prmt, f16x2/bf16x2 fma, cvt) shared by all converters, and by a second guarded block (f16x2
-// and bf16x2 add) where the converter adds, so several converters may be concatenated into one translation
-// unit. Needs sm_80 or newer (bf16x2 fma, cvt.*x2.f32). When count is odd, the high half of the last f16/bf16
+// helpers (lop3, prmt, f16x2/bf16x2 fma and add, cvt) shared by all converters, so several converters may be
+// concatenated into one translation unit. Needs sm_80 or newer (bf16x2 fma, cvt.*x2.f32). When count is odd, the high half of the last f16/bf16
 // word is +0.
 // @throws tilevm::InternalError when !has_vectorized_converter(spec).
 std::string emit_converter(const ConverterSpec& spec, const std::string& function_name);

@@ -41,24 +41,8 @@ __device__ __forceinline__ unsigned int tvm_fma_bf16x2(unsigned int a, unsigned 
   asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
   return d;
 }
-__device__ __forceinline__ unsigned int tvm_cvt_f16x2_f32(unsigned int hi, unsigned int lo) {
-  unsigned int d;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(__uint_as_float(hi)), "f"(__uint_as_float(lo)));
-  return d;
-}
-__device__ __forceinline__ unsigned int tvm_cvt_bf16x2_f32(unsigned int hi, unsigned int lo) {
-  unsigned int d;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(__uint_as_float(hi)), "f"(__uint_as_float(lo)));
-  return d;
-}
-#endif  // TILEVM_CONVERTER_HELPERS
-)";
-
-// The f16x2/bf16x2 adds, printed (guarded) only before converters that use them, so that the text of the
-// converters without them does not change. add.rn.bf16x2 needs sm_90; sm_80 gets the fma with 1.0 that
-// cuda_bf16.h uses for __hadd2 there (one rounding of a + b either way).
-constexpr const char* kAddHelpers = R"(#ifndef TILEVM_CONVERTER_ADD_HELPERS
-#define TILEVM_CONVERTER_ADD_HELPERS
+// add.rn.bf16x2 needs sm_90; sm_80 gets the fma with 1.0 that cuda_bf16.h uses for __hadd2 there (one
+// rounding of a + b either way).
 __device__ __forceinline__ unsigned int tvm_add_f16x2(unsigned int a, unsigned int b) {
   unsigned int d;
   asm("add.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
@@ -73,14 +57,18 @@ __device__ __forceinline__ unsigned int tvm_add_bf16x2(unsigned int a, unsigned 
 #endif
   return d;
 }
-#endif  // TILEVM_CONVERTER_ADD_HELPERS
-)";
-
-bool uses_add_helpers(const ConverterProgram& program) {
-  return std::any_of(program.ops.begin(), program.ops.end(), [](const ConverterOp& op) {
-    return op.kind == Kind::AddF16x2 || op.kind == Kind::AddBf16x2;
-  });
+__device__ __forceinline__ unsigned int tvm_cvt_f16x2_f32(unsigned int hi, unsigned int lo) {
+  unsigned int d;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(__uint_as_float(hi)), "f"(__uint_as_float(lo)));
+  return d;
 }
+__device__ __forceinline__ unsigned int tvm_cvt_bf16x2_f32(unsigned int hi, unsigned int lo) {
+  unsigned int d;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(__uint_as_float(hi)), "f"(__uint_as_float(lo)));
+  return d;
+}
+#endif  // TILEVM_CONVERTER_HELPERS
+)";
 
 std::string operand(const ConverterProgram& program, int index) {
   const ConverterOp& op = program.ops.at(static_cast<size_t>(index));
@@ -271,7 +259,6 @@ int converter_output_words(const ConverterSpec& spec) {
 
 std::string print_converter_program(const ConverterProgram& program, const std::string& function_name) {
   std::string out = kHelpers;
-  if (uses_add_helpers(program)) out += kAddHelpers;
   const ConverterSpec& spec = program.spec;
   out += fmt::format("// {} x {} -> {}: {} input word(s), {} output word(s)\n", spec.from.name(), spec.count,
                      spec.to.name(), converter_input_words(spec), converter_output_words(spec));
