@@ -51,14 +51,16 @@ class ConvertersGpu : public ::testing::Test {
     return buffer;
   }
 
+  // Runs the check kernel of `from` (count elements, `order`) on groups g holding codes (g + 7i) mod
+  // code_count, packed with every padding bit set: output element k of group g must be the cast of its code
+  // order[k].
+  void check_on_gpu(const runtime::Stream& stream, DataType from, int count, const std::vector<int>& order);
+
   std::optional<Device> device_;
 };
 
-// Runs the check kernel of `from` (count elements, `order`) on groups g holding codes (g + 7i) mod
-// code_count, packed with every padding bit set: output element k of group g must be the cast of its code
-// order[k].
-void check_on_gpu(const Device& device, const runtime::Stream& stream, DataType from, int count,
-                  const std::vector<int>& order) {
+void ConvertersGpu::check_on_gpu(const runtime::Stream& stream, DataType from, int count,
+                                 const std::vector<int>& order) {
   const int in_words = converter_input_words({from, DataType::f16(), count});
   const auto groups = static_cast<int>(code_count(from));
   std::vector<uint64_t> codes;
@@ -77,16 +79,13 @@ void check_on_gpu(const Device& device, const runtime::Stream& stream, DataType 
     codes.insert(codes.end(), group.begin(), group.end());
   }
   const std::string name = "convert_" + from.name() + (order.empty() ? "" : "_reordered") + ".cu";
-  const runtime::CompiledKernel compiled =
-      runtime::compile_cuda(emit_converter_check_kernel(from, count, order), name, {.arch = device.arch()});
-  const Module module = Module::load(device, compiled.cubin, name);
-  DeviceBuffer in = device.allocate(words.size() * 4);
-  in.copy_from_host(words.data(), words.size() * 4);
+  const Module module = load(emit_converter_check_kernel(from, count, order), name);
+  const DeviceBuffer in = upload(words);
   const DataType destinations[] = {DataType::f16(), DataType::bf16(), DataType::f32()};
   std::vector<DeviceBuffer> outs;
   for (DataType to : destinations) {
     outs.push_back(
-        device.allocate(static_cast<size_t>(groups * converter_output_words({from, to, count})) * 4));
+        device_->allocate(static_cast<size_t>(groups * converter_output_words({from, to, count})) * 4));
   }
   module.kernel(converter_check_kernel_name(from))
       .launch({.grid = {static_cast<unsigned>((groups + 127) / 128)}, .block = {128}}, stream,
@@ -118,7 +117,7 @@ void check_on_gpu(const Device& device, const runtime::Stream& stream, DataType 
 TEST_F(ConvertersGpu, EveryConverterMatchesCastCodeBitForBit) {
   const runtime::Stream stream = device_->create_stream();
   for (DataType from : all_data_types()) {
-    if (from.bits() <= 8) check_on_gpu(*device_, stream, from, natural_converter_count(from), {});
+    if (from.bits() <= 8) check_on_gpu(stream, from, natural_converter_count(from), {});
   }
 }
 
@@ -132,10 +131,10 @@ TEST_F(ConvertersGpu, ReorderingConvertersMatchCastCodeBitForBit) {
     if (16 % from.bits() == 0) {
       const int count = 2 * 32 / from.bits();
       const std::vector<int> order = testing::interleaved_order(from, count);
-      check_on_gpu(*device_, stream, from, count, order);
+      check_on_gpu(stream, from, count, order);
     }
     const int count = natural_converter_count(from) + 5;
-    check_on_gpu(*device_, stream, from, count, testing::reversed_order(count));
+    check_on_gpu(stream, from, count, testing::reversed_order(count));
   }
 }
 
