@@ -46,12 +46,13 @@ TEST(TuneHeuristic, PicksWhatTheShapeNeeds) {
   EXPECT_EQ(prefill.split_k, 1);
   // Decode never dequantizes the whole weight first.
   EXPECT_FALSE(heuristic_qmatmul_config(problem(16, 8192, 8192)).dequant_gemm);
-  // A tiny problem gets a smallest tile (the interpreter path uses this): 16 rows, or 8 with the mma's
-  // operands swapped (M <= 8; the cost model weighs the two).
-  const ops::QMatmulConfig tiny = heuristic_qmatmul_config(problem(3, 20, 64, 32), 132, false);
-  EXPECT_TRUE(tiny.block_m == 16 || tiny.block_m == 8) << tiny.name();
-  EXPECT_EQ(tiny.block_n, 32);
-  EXPECT_EQ(tiny.split_k, 1);
+  // Decode at M <= 8 picks the mma's operands swapped (the cost model's 0.9 term; on the H100 the swapped
+  // form won every M = 1 decode shape). Whether a tiny problem is swapped is the cost model's close call, so
+  // it is not pinned here (the space holds only 8- and 16-row tiles there anyway).
+  for (int64_t m : {1, 8}) {
+    EXPECT_TRUE(heuristic_qmatmul_config(problem(m, 8192, 8192)).swapped()) << m;
+    EXPECT_TRUE(heuristic_qmatmul_config(problem(m, 57344, 8192)).swapped()) << m;
+  }
 }
 
 TEST(TuneAutotune, TunesCachesAndReadsBack) {
