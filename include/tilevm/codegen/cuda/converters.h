@@ -64,7 +64,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -112,16 +111,11 @@ int converter_output_words(const ConverterSpec& spec);
 // The CUDA source of `__device__ __forceinline__ void NAME(const unsigned int* in_words,
 // unsigned int* out_words)` (unsigned int is uint32_t), preceded by a small guarded block of inline-PTX
 // helpers (lop3, prmt, f16x2/bf16x2 fma and add, cvt) shared by all converters, so several converters may be
-// concatenated into one translation unit. Needs sm_80 or newer (bf16x2 fma, cvt.*x2.f32). When count is odd, the high half of the last f16/bf16
-// word is +0.
+// concatenated into one translation unit. Needs sm_80 or newer (bf16x2 fma, cvt.*x2.f32). When count is
+// odd, the high half of the last f16/bf16 word is +0. A Cast without a converter converts per element
+// through the prelude's tv_cast; the scalar library below is for hand-written CUDA, codegen does not use it.
 // @throws tilevm::InternalError when !has_vectorized_converter(spec).
 std::string emit_converter(const ConverterSpec& spec, const std::string& function_name);
-
-// emit_converter when applicable, else nullopt (Cast then converts per element through the prelude's
-// tv_cast; the scalar library below is for hand-written CUDA, codegen does not use it).
-std::optional<std::string> vectorized_converter(DataType from, DataType to, int count,
-                                                const std::string& name);
-std::optional<std::string> vectorized_converter(const ConverterSpec& spec, const std::string& name);
 
 // ---------------------------------------------------------------------------------------------------------
 // The scalar conversion library: plain device functions, one decoder and one encoder per type, with the Cast

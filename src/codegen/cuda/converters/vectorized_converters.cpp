@@ -523,14 +523,4 @@ std::string emit_converter(const ConverterSpec& spec, const std::string& functio
   return print_converter_program(build_converter_program(spec), function_name);
 }
 
-std::optional<std::string> vectorized_converter(DataType from, DataType to, int count,
-                                                const std::string& name) {
-  return vectorized_converter(ConverterSpec{from, to, count, {}}, name);
-}
-
-std::optional<std::string> vectorized_converter(const ConverterSpec& spec, const std::string& name) {
-  if (!has_vectorized_converter(spec)) return std::nullopt;
-  return emit_converter(spec, name);
-}
-
 }  // namespace tilevm::codegen::cuda
