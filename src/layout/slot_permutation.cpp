@@ -16,12 +16,6 @@ std::string index_text(const Index& index) {
 
 }  // namespace
 
-bool SlotPermutation::identity() const {
-  for (size_t i = 0; i < slots.size(); ++i)
-    if (slots[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
-
 SlotPermutation slot_permutation(const Layout& from, const Layout& to) {
   SlotPermutation result;
   if (from.shape() != to.shape()) {

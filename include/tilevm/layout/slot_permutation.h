@@ -25,8 +25,6 @@ struct SlotPermutation {
   // Why no permutation exists, with concrete values ("thread 3 holds (1, 0) in slot 2 of the new layout but
   // not in the operand's"); empty on success.
   std::string error;
-
-  bool identity() const;
 };
 
 // The thread-independent slot renaming from `from` to `to`: they must have the same shape, thread count and

@@ -26,7 +26,8 @@ void Emitter::emit_cast(const ir::InstStmt& s, const ir::CastInst& n) {
   if (n.layout) {
     const layout::SlotPermutation perm = layout::slot_permutation(src.layout, result_layout);
     TILEVM_ASSERT(perm.error.empty(), "Cast layout= passed the verifier: {}", perm.error);
-    if (!perm.identity()) order.assign(perm.slots.begin(), perm.slots.end());
+    order.assign(perm.slots.begin(), perm.slots.end());
+    if (is_identity_order(order)) order.clear();
   }
   // Registers hold each thread's elements as one packed bit stream in slot order, which is exactly the
   // converters' input and output format, so a whole tile converts with one call.
