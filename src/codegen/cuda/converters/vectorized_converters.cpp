@@ -226,9 +226,7 @@ class ConverterBuilder {
   int int_pair(int j, const Half& half, bool has_high) {
     const bool is_signed = from_.kind() == TypeKind::SignedInt;
     const uint32_t sign_bit = is_signed ? 1u << (bits_ - 1) : 0;
-    const double offset = half.magic_value + (is_signed ? std::ldexp(1.0, bits_ - 1) : 0.0);
-    const int subtract = b_.konst(rep(half.code(-offset)));
-    if (bits_ == 8) return byte_int_pair(j, half, has_high, subtract);
+    if (bits_ == 8) return byte_int_pair(j, half, has_high);
     TILEVM_ASSERT(bits_ <= half.mantissa(), "{} does not fit the mantissa of {}", from_.name(),
                   half.type.name());
     if (auto h = split_int_pair(j, half, is_signed, has_high)) return *h;
@@ -236,12 +234,13 @@ class ConverterBuilder {
     const int c = place_pair(j, 0, has_high);
     const uint32_t mask = (1u << bits_) - 1;
     const int h = b_.lop3(c, b_.konst(rep(mask)), b_.konst(rep(half.magic | sign_bit)), kAndXor);
-    return b_.fma(half.fma, h, b_.konst(rep(half.one)), subtract);
+    return b_.fma(half.fma, h, b_.konst(rep(half.one)), b_.konst(rep(subtrahend_code(half, 0, int_bias()))));
   }
 
-  // u8/i8 to f16: the byte into the mantissa of 1024 with one prmt. `subtract` is -(1024 + bias).
-  int byte_int_pair(int j, const Half& half, bool has_high, int subtract) {
+  // u8/i8 to f16: the byte into the mantissa of 1024 with one prmt, then -(1024 + bias) added.
+  int byte_int_pair(int j, const Half& half, bool has_high) {
     TILEVM_ASSERT(half.type == DataType::f16(), "8-bit integers to bf16 take the f32 path");
+    const int subtract = b_.konst(rep(subtrahend_code(half, 0, int_bias())));
     const bool is_signed = from_.kind() == TypeKind::SignedInt;
     const int low_code = code(2 * j), high_code = has_high ? code(2 * j + 1) : -1;
     const uint32_t kk = static_cast<uint32_t>(low_code % 4);
