@@ -54,11 +54,14 @@ void add_k_choices(const ops::QMatmulProblem& p, ops::QMatmulConfig c, std::vect
   }
 }
 
+// The slice of the forms whose slice is one group: the group, or 128 per channel.
+int64_t group_slice(const ops::QMatmulProblem& p) { return p.group == p.k ? 128 : p.group; }
+
 // Warps along K (decode, few rows): slices of G rows (128 per channel), one per group of warps and step,
 // 2 to 8 groups, 3 or 4 stages, split-K 1 or 2. A narrow block then streams all of K with as many warps as
 // a wide one, and one launch does it (split-K's partial sums cost a second launch and their bytes).
 void add_warps_k_choices(const ops::QMatmulProblem& p, ops::QMatmulConfig c, std::vector<ops::QMatmulConfig>& out) {
-  c.slice_k = p.group == p.k ? 128 : p.group;
+  c.slice_k = group_slice(p);
   for (int64_t wk = 2; wk <= 8; wk *= 2) {
     if (c.warps_m * c.warps_n * wk > 8) continue;
     c.warps_k = wk;
@@ -98,22 +101,23 @@ std::vector<ops::QMatmulConfig> qmatmul_config_space(const ops::QMatmulProblem& 
           c.warps_m = bm / piece_m;
           c.warps_n = bn / piece_n;
           add_k_choices(p, c, space);
-          if (bm <= 32 && warps <= 4 && ops::qmatmul_weight_fits(p.wtype, p.atype)) add_warps_k_choices(p, c, space);
+          if (bm <= 32 && warps <= 4) add_warps_k_choices(p, c, space);
         }
       }
     }
   }
   // M <= 8: the swapped operands (block_m 8, QMatmulConfig::swapped): warps of 32 columns, one stage of
   // one slice (128, or the group), 3 or 4 stages, every split. A narrow corner of the space on purpose: it
-  // doubles the space otherwise, and the loop's cost per slice is what the swap changes.
-  if (p.m <= 8 && ops::qmatmul_weight_fits(p.wtype, p.atype) && !p.zero_point) {
+  // doubles the space otherwise, and the loop's cost per slice is what the swap changes. check_config (in
+  // add_splits) drops these where the swap does not apply (zero points, the f32 path).
+  if (p.m <= 8) {
     for (int64_t bn = 32; bn <= bn_top; bn *= 2) {
       ops::QMatmulConfig c;
       c.block_m = 8;
       c.block_n = bn;
       c.warps_m = 1;
       c.warps_n = bn / 32;
-      c.slice_k = p.group == p.k ? 128 : p.group;
+      c.slice_k = group_slice(p);
       c.block_k = c.slice_k;
       for (int64_t stages = 3; stages <= 4; ++stages) {
         c.stages = stages;
