@@ -37,6 +37,22 @@ struct OperandValues {
   std::vector<uint64_t> codes;  // raw codes, for Where without conversion
 };
 
+// For slot k (thread k / locals) of a tensor laid out by `result`: the index into the codes of an operand
+// laid out by `operand` that holds the same element in the same thread, with broadcasting (trailing
+// alignment, size-1 dimensions of the operand read at 0); -1 where that thread does not hold it. Sets
+// `element` to the operand's linear element index.
+int64_t same_thread_slot(const LayoutTable& operand, const LayoutTable& result, size_t k, int64_t& element) {
+  const int64_t t = static_cast<int64_t>(k) / result.locals;
+  const Index& os = operand.shape;
+  const size_t lead = result.shape.size() - os.size();
+  const Index idx = unravel(result.lin[k], result.shape);
+  element = 0;
+  for (size_t d = 0; d < os.size(); ++d) element = element * os[d] + (os[d] == 1 ? 0 : idx[d + lead]);
+  if (t >= operand.threads) return -1;
+  const int32_t slot = operand.slots()[static_cast<size_t>(t * operand.elements + element)];
+  return slot < 0 ? -1 : t * operand.locals + slot;
+}
+
 }  // namespace
 
 RegPtr Machine::elementwise(const ir::ElementwiseInst& n, DataType dtype) {
@@ -91,21 +107,15 @@ RegPtr Machine::elementwise(const ir::ElementwiseInst& n, DataType dtype) {
       if (r.table == &tab) {
         v.codes = r.codes;
       } else {
-        // Broadcast: result index -> operand index (trailing alignment, size-1 dimensions to 0).
-        const Index& os = r.table->shape;
-        const size_t lead = tab.shape.size() - os.size();
-        const std::vector<int32_t>& slots = r.table->slots();
         for (size_t k = 0; k < N; ++k) {
-          const int64_t t = static_cast<int64_t>(k) / m;
-          Index idx = unravel(tab.lin[k], tab.shape);
           int64_t l = 0;
-          for (size_t d = 0; d < os.size(); ++d) l = l * os[d] + (os[d] == 1 ? 0 : idx[d + lead]);
-          const int32_t slot = t < r.table->threads ? slots[static_cast<size_t>(t * r.table->elements + l)] : -1;
-          if (slot < 0) {
+          const int64_t from = same_thread_slot(*r.table, tab, k, l);
+          if (from < 0) {
             raise(n.loc, "{}: thread {} needs element {} of '{}', which it does not hold (the layouts do not allow this broadcast)",
-                  n.name(), t, format_index(unravel(l, os)), n.args[a].tensor->tensor->name);
+                  n.name(), static_cast<int64_t>(k) / m, format_index(unravel(l, r.table->shape)),
+                  n.args[a].tensor->tensor->name);
           }
-          v.codes[k] = r.codes[static_cast<size_t>(t * r.table->locals + slot)];
+          v.codes[k] = r.codes[static_cast<size_t>(from)];
         }
       }
       if (v.is_float) {
@@ -225,14 +235,12 @@ RegPtr Machine::cast(const ir::CastInst& n) {
     if (in.shape != to.shape || in.threads != to.threads || in.locals != to.locals)
       raise(n.loc, "Cast: layout= has {} threads x {} slots, the operand {} x {}", to.threads, to.locals, in.threads,
             in.locals);
-    const std::vector<int32_t>& slot_of = in.slots();
-    for (int64_t t = 0; t < to.threads; ++t) {
-      for (int64_t i = 0; i < to.locals; ++i) {
-        const size_t k = static_cast<size_t>(t * to.locals + i);
-        const int32_t j = slot_of[static_cast<size_t>(t * in.elements + to.lin[k])];
-        if (j < 0) raise(n.loc, "Cast: thread {} does not hold the element of slot {} of layout=", t, i);
-        from[k] = static_cast<size_t>(t * in.locals + j);
-      }
+    for (size_t k = 0; k < N; ++k) {
+      int64_t element = 0;
+      const int64_t j = same_thread_slot(in, to, k, element);
+      if (j < 0)
+        raise(n.loc, "Cast: thread {} does not hold the element of slot {} of layout=", k / to.locals, k % to.locals);
+      from[k] = static_cast<size_t>(j);
     }
   }
   if (src.dtype.bits() <= 8 && N > 256) {
