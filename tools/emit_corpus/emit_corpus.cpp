@@ -9,10 +9,12 @@
 //                          copy and dequantize for dequant_gemm) emitted for sm_90
 // Each entry prints one line `HASH NAME`, where HASH is the XXH3-128 of the emitted source followed by the
 // kernel's name, threads, shared bytes, workspace and instruction selections, or of the error message when a
-// stage rejects the program (error entries are part of the corpus too). `--dump NAME` prints what is hashed
-// for one entry, to diff two builds.
+// stage rejects the program (error entries are part of the corpus too). `--summary` prints one line per
+// group instead (a .tile case, or one qmatmul problem with all its configurations: the hash of its entries'
+// lines), which is what the repository keeps (tests/emitted_cuda/corpus.txt); `--dump NAME` prints what is
+// hashed for one entry, to diff two builds.
 //
-//   tilevm_emit_corpus --source-dir . [--only tile|qmatmul] [--dump NAME]
+//   tilevm_emit_corpus --source-dir . [--only tile|qmatmul] [--summary] [--dump NAME]
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -94,17 +96,27 @@ int main(int argc, char** argv) {
   using namespace tilevm::corpus;
   fs::path root = ".";
   std::string only, dump;
+  bool summary = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--source-dir" && i + 1 < argc) root = argv[++i];
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--dump" && i + 1 < argc) dump = argv[++i];
+    else if (a == "--summary") summary = true;
     else {
-      std::cerr << "usage: tilevm_emit_corpus [--source-dir DIR] [--only tile|qmatmul] [--dump NAME]\n";
+      std::cerr << "usage: tilevm_emit_corpus [--source-dir DIR] [--only tile|qmatmul] [--summary] [--dump NAME]\n";
       return 2;
     }
   }
   bool found = dump.empty();
+  // --summary: the group of an entry is its name up to the second '/' (qmatmul:PROBLEM), or all of it.
+  std::string group, group_lines;
+  size_t group_entries = 0;
+  const auto flush = [&] {
+    if (!group.empty()) std::cout << hash_text(group_lines) << ' ' << group << " (" << group_entries << ")\n";
+    group_lines.clear();
+    group_entries = 0;
+  };
   const auto sink = [&](const std::string& name, const std::string& text) {
     if (!dump.empty()) {
       if (name == dump) {
@@ -113,11 +125,24 @@ int main(int argc, char** argv) {
       }
       return;
     }
-    std::cout << hash_text(text) << ' ' << name << '\n';
+    const std::string line = hash_text(text) + ' ' + name + '\n';
+    if (!summary) {
+      std::cout << line;
+      return;
+    }
+    const size_t slash = name.starts_with("qmatmul:") ? name.find('/') : std::string::npos;
+    const std::string g = name.substr(0, slash);
+    if (g != group) {
+      flush();
+      group = g;
+    }
+    group_lines += line;
+    ++group_entries;
   };
   try {
     if (only.empty() || only == "tile") emit_tile_cases(tile_cases(root), sink);
     if (only.empty() || only == "qmatmul") emit_qmatmul_cases(sink);
+    flush();
   } catch (const std::exception& e) {
     std::cerr << "tilevm_emit_corpus: " << e.what() << '\n';
     return 1;
