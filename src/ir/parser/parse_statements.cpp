@@ -153,7 +153,6 @@ Stmt Parser::parse_for() {
     std::set<std::string> given;
     for (const SynArg& a : range->args) {
       if (a.keyword.empty()) {
-        if (!given.empty()) fail(a.loc, "a positional argument of range follows a keyword argument");
         bounds.push_back(bind_scalar(*a.value));
         continue;
       }
