@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "codegen_test_util.h"
 #include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/printer.h"
@@ -71,6 +72,24 @@ TEST(TransformPlanSharedMemory, RecordsEveryRangeInTheProgram) {
   // Planning a planned program changes nothing.
   const ir::Program again = plan_shared_memory(q);
   EXPECT_TRUE(ir::same_nodes(again.body, q.body));
+}
+
+// (Moved from codegen_emit_test.cpp, where the plan was the emitter's.)
+TEST(TransformPlanSharedMemory, ReusesFreedSpaceAndKeepsAsyncDestinations) {
+  const auto p = codegen_test::load_program(codegen_test::source_root() / "tests" / "golden" / "emit" /
+                                            "shared_dot_atomic.tile");
+  ASSERT_TRUE(p);
+  // sa is freed before sb is allocated: sb reuses offset 0.
+  const std::vector<std::string> planned = ranges(*p);
+  ASSERT_EQ(planned.size(), 2u);
+  EXPECT_TRUE(planned[0].starts_with("sa: [0, ")) << planned[0];
+  EXPECT_TRUE(planned[1].starts_with("sb: [0, ")) << planned[1];
+  const auto pipelined =
+      codegen_test::load_program(codegen_test::source_root() / "examples" / "matmul_f16_u6_pipelined.tile");
+  ASSERT_TRUE(pipelined);
+  // smem_a (swizzled, 128-aligned), smem_b and smem_c: the CopyAsync destinations are never waited with n=0,
+  // so smem_c gets its own space.
+  EXPECT_EQ(pipelined->shared_bytes, 24576 + 18432 + 2048);
 }
 
 TEST(TransformPlanSharedMemory, TheEmitterReadsThePlan) {

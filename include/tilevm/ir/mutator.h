@@ -3,10 +3,11 @@
 // and the new program (pointer-equal; tests/unit/ir_mutator_test.cpp). Override mutate_expr, mutate_inst or
 // a statement hook; call the base to descend.
 //
-//   class RenameN : public IRMutator {           // every use of scalar n becomes m
-//     Var mutate_var(const Var& v) override { return v == n ? m : v; }
+//   struct Rename : IRMutator {                  // every use of variable `from` becomes `to`
+//     Var from, to;
+//     Var mutate_var(const Var& v) override { return v == from ? to : v; }
 //   };
-//   Program q = RenameN{}.mutate_program(p);     // statements without n are p's own nodes
+//   Program q = rename.mutate_program(p);        // statements that do not use `from` are p's own nodes
 //
 // A statement hook returns its `s` argument to keep the statement, a new node to replace it, or null to
 // delete it.

@@ -22,15 +22,20 @@ std::string scalar_c_type(DataType t) {
   return t.bits() == 64 ? "unsigned long long" : "unsigned int";
 }
 
+namespace {
+
 // Every planned shared tensor's byte range (emit_shared.cpp: a tensor that reuses bytes waits for their
 // readers).
 class SharedRanges : public ir::IRVisitor {
  public:
   std::vector<std::pair<const ir::AllocateSharedInst*, ir::SharedPlacement>> ranges;
   void visit_inst_stmt(const ir::InstStmt& s) override {
-    if (const auto* a = s.inst->as<ir::AllocateSharedInst>(); a && a->placement) ranges.emplace_back(a, *a->placement);
+    const auto* a = s.inst->as<ir::AllocateSharedInst>();
+    if (a && a->placement) ranges.emplace_back(a, *a->placement);
   }
 };
+
+}  // namespace
 
 Emitter::Emitter(const ir::Program& program, const EmitOptions& options) : program_(program), options_(options) {
   threads_ = program.threads;
