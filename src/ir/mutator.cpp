@@ -70,8 +70,8 @@ Stmt IRMutator::mutate_if(const Stmt& s, const IfStmt& node) {
   }
   Block else_body = mutate_block(node.else_body);
   if (!changed && same_nodes(else_body, node.else_body)) return s;
-  return std::make_shared<IfStmt>(std::move(conditions), std::move(bodies), std::move(else_body), node.has_else,
-                                  node.loc);
+  return std::make_shared<IfStmt>(std::move(conditions), std::move(bodies), std::move(else_body),
+                                  node.has_else, node.loc);
 }
 
 Stmt IRMutator::mutate_for(const Stmt& s, const ForStmt& node) {

@@ -21,7 +21,8 @@ std::vector<uint8_t> to_bytes(std::span<const uint16_t> values) {
 
 // Lowers (and so verifies) and runs one program, binding its parameters by name from `buffers` and `scalars`
 // (each program takes a subset of them): the programs the interpreter checks are the ones the GPU compiles.
-bool run_one(const ir::Program& built, const char* what, std::map<std::string, std::vector<uint8_t>*>& buffers,
+bool run_one(const ir::Program& built, const char* what,
+             std::map<std::string, std::vector<uint8_t>*>& buffers,
              const std::map<std::string, int64_t>& scalars, Diagnostics& diags) {
   if (const std::optional<ir::Program> lowered = transform::lower(built, diags)) {
     const ir::Program& program = *lowered;

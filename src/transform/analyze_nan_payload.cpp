@@ -13,9 +13,13 @@ namespace tilevm::transform {
 
 namespace {
 
-bool is_float_16_or_32(DataType t) { return t == DataType::f32() || t == DataType::f16() || t == DataType::bf16(); }
+bool is_float_16_or_32(DataType t) {
+  return t == DataType::f32() || t == DataType::f16() || t == DataType::bf16();
+}
 
-const ir::Var& result_of(const ir::InstStmt& s, const ir::Var& out) { return out ? out : s.results.at(0); }
+const ir::Var& result_of(const ir::InstStmt& s, const ir::Var& out) {
+  return out ? out : s.results.at(0);
+}
 
 // The readers that map every NaN operand to the same result (see the header).
 bool ignores_nan_bits(const ir::InstStmt& s) {
@@ -61,7 +65,7 @@ class Mark : public ir::IRMutator {
     bool unobserved = false;
     if (may_produce_hardware_nan(node)) {
       const ir::Var& out = node.inst->as<ir::ElementwiseInst>() ? node.inst->as<ir::ElementwiseInst>()->out
-                                                                 : node.inst->as<ir::CastInst>()->out;
+                                                                : node.inst->as<ir::CastInst>()->out;
       unobserved = !observed_.count(result_of(node, out).get());
     }
     if (const auto* e = node.inst->as<ir::ElementwiseInst>(); e && e->nan_payload_unobserved != unobserved) {

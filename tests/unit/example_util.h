@@ -17,8 +17,8 @@
 
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/parser.h"
-#include "tilevm/transform/lower.h"
 #include "tilevm/layout/layout.h"
+#include "tilevm/transform/lower.h"
 #include "tilevm/type/convert.h"
 #include "tilevm/type/packing.h"
 

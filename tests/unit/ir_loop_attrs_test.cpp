@@ -17,7 +17,9 @@ std::string loop_program(const std::string& range) {
   return "def f<1>[threads=32](f32* x_ptr, i32 n):\n"
          "    g = ViewGlobal(x_ptr, dtype=f32, shape=[n])\n"
          "    acc = AllocateRegister(f32, layout=spatial(32), init=0.0)\n"
-         "    for k in range(" + range + "):\n"
+         "    for k in range(" +
+         range +
+         "):\n"
          "        a = LoadGlobal(g, spatial(32), offset=[k])\n"
          "        Add(acc, a, out=acc)\n"
          "    StoreGlobal(acc, g)\n";
@@ -31,7 +33,9 @@ std::optional<Program> parse(const std::string& source, std::string* errors = nu
   return p;
 }
 
-const ForStmt& loop_of(const Program& p) { return *p.body[2]->as<ForStmt>(); }
+const ForStmt& loop_of(const Program& p) {
+  return *p.body[2]->as<ForStmt>();
+}
 
 TEST(IrLoopAttrs, ParsedAndPrintedCanonically) {
   struct Case {
@@ -100,7 +104,8 @@ TEST(IrLoopAttrs, BuiltLikeParsed) {
 TEST(IrLoopAttrs, TheVerifierChecksHandBuiltAttributes) {
   Program p = *parse(loop_program("n"));
   const ForStmt& f = loop_of(p);
-  p.body[2] = std::make_shared<ForStmt>(f.var, f.start, f.stop, f.step, f.body, f.loc, LoopAttrs{.unroll = -1, .stages = 0});
+  p.body[2] = std::make_shared<ForStmt>(f.var, f.start, f.stop, f.step, f.body, f.loc,
+                                        LoopAttrs{.unroll = -1, .stages = 0});
   Diagnostics diags;
   EXPECT_FALSE(verify_program(p, diags));
   ASSERT_EQ(diags.error_count(), 2);

@@ -36,7 +36,9 @@ Program parse(const char* source) {
   return *p;
 }
 
-const ForStmt& loop_of(const Program& p) { return *p.body[2]->as<ForStmt>(); }
+const ForStmt& loop_of(const Program& p) {
+  return *p.body[2]->as<ForStmt>();
+}
 
 TEST(IrMutator, AnIdentityMutationSharesEveryStatement) {
   const Program p = parse(kSource);

@@ -8,8 +8,8 @@
 
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/verifier.h"
-#include "tilevm/transform/infer_threads.h"
 #include "tilevm/target/atoms.h"
+#include "tilevm/transform/infer_threads.h"
 
 namespace tilevm::ir {
 namespace {

@@ -16,16 +16,16 @@
 
 #include "tilevm/codegen/cuda/gpu_program.h"
 #include "tilevm/codegen/cuda/gpu_runner.h"
-#include "tilevm/runtime/device.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/printer.h"
 #include "tilevm/ir/verifier.h"
 #include "tilevm/ops/qmatmul.h"
 #include "tilevm/ops/qmatmul_reference.h"
 #include "tilevm/ops/quantize.h"
+#include "tilevm/runtime/device.h"
 #include "tilevm/support/error.h"
-#include "tilevm/type/convert.h"
 #include "tilevm/transform/lower.h"
+#include "tilevm/type/convert.h"
 #include "tilevm/type/packing.h"
 
 namespace tilevm::ops {

@@ -14,11 +14,11 @@
 #include "tilevm/codegen/cuda/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/printer.h"
-#include "tilevm/transform/lower.h"
 #include "tilevm/ops/qmatmul_gpu.h"
 #include "tilevm/ops/qmatmul_reference.h"
 #include "tilevm/runtime/cublas.h"
 #include "tilevm/runtime/nvrtc.h"
+#include "tilevm/transform/lower.h"
 #include "tilevm/type/packing.h"
 
 namespace tilevm::ops {
@@ -31,7 +31,8 @@ void run_interp(const ir::Program& built, interp::Arguments& args) {
   Diagnostics diags;
   const std::optional<ir::Program> program = transform::lower(built, diags, {.verify_each_pass = true});
   ASSERT_TRUE(program) << diags.render(built.name, ir::print_program(built));
-  ASSERT_TRUE(interp::run_program(*program, args, diags)) << diags.render(built.name, ir::print_program(*program));
+  ASSERT_TRUE(interp::run_program(*program, args, diags))
+      << diags.render(built.name, ir::print_program(*program));
 }
 
 std::vector<uint8_t> bytes_of(const std::vector<uint16_t>& v) {
@@ -113,7 +114,8 @@ TEST(QMatmulNvrtc, EveryProgramCompiles) {
           transform::lower(built, diags, {.arch = "sm_90a", .verify_each_pass = true});
       ASSERT_TRUE(program) << diags.render(built.name, ir::print_program(built));
       const codegen::cuda::EmittedKernel k = codegen::cuda::emit_cuda(*program, {.arch = "sm_90a"});
-      EXPECT_NO_THROW(runtime::compile_cuda(k.source, k.kernel_name + ".cu", {.arch = "sm_90a"})) << built.name;
+      EXPECT_NO_THROW(runtime::compile_cuda(k.source, k.kernel_name + ".cu", {.arch = "sm_90a"}))
+          << built.name;
     }
   }
 }

@@ -59,7 +59,8 @@ class Marks : public ir::IRVisitor {
   std::map<std::string, bool> marked;
   void visit_inst_stmt(const ir::InstStmt& s) override {
     if (s.results.empty()) return;
-    if (const auto* e = s.inst->as<ir::ElementwiseInst>()) marked[s.results[0]->name] = e->nan_payload_unobserved;
+    if (const auto* e = s.inst->as<ir::ElementwiseInst>())
+      marked[s.results[0]->name] = e->nan_payload_unobserved;
     if (const auto* c = s.inst->as<ir::CastInst>()) marked[s.results[0]->name] = c->nan_payload_unobserved;
   }
 };
@@ -77,16 +78,16 @@ TEST(TransformAnalyzeNanPayload, MarksOnlyResultsWhoseReadersIgnoreNanBits) {
   for (const auto& [name, marked] : marks_of(*program)) EXPECT_FALSE(marked) << name << " before the pass";
   const ir::Program analyzed = transform::analyze_nan_payload(*program);
   std::map<std::string, bool> m = marks_of(analyzed);
-  EXPECT_TRUE(m.at("p"));     // read by a native Add
-  EXPECT_TRUE(m.at("q"));     // a narrowing Cast and a native Sub
-  EXPECT_FALSE(m.at("r"));    // stored as it is
-  EXPECT_FALSE(m.at("s"));    // its bits are viewed as i32
-  EXPECT_FALSE(m.at("t"));    // Where copies the code
-  EXPECT_TRUE(m.at("c32"));   // a widening read only by a native Mul and a native Fma
-  EXPECT_FALSE(m.at("f"));    // an Fma's result, stored as it is
-  EXPECT_TRUE(m.at("d"));     // read by a narrowing Cast
-  EXPECT_FALSE(m.at("h"));    // a narrowing Cast: its NaN is always canonical, nothing to mark
-  EXPECT_FALSE(m.at("lt"));   // a comparison
+  EXPECT_TRUE(m.at("p"));    // read by a native Add
+  EXPECT_TRUE(m.at("q"));    // a narrowing Cast and a native Sub
+  EXPECT_FALSE(m.at("r"));   // stored as it is
+  EXPECT_FALSE(m.at("s"));   // its bits are viewed as i32
+  EXPECT_FALSE(m.at("t"));   // Where copies the code
+  EXPECT_TRUE(m.at("c32"));  // a widening read only by a native Mul and a native Fma
+  EXPECT_FALSE(m.at("f"));   // an Fma's result, stored as it is
+  EXPECT_TRUE(m.at("d"));    // read by a narrowing Cast
+  EXPECT_FALSE(m.at("h"));   // a narrowing Cast: its NaN is always canonical, nothing to mark
+  EXPECT_FALSE(m.at("lt"));  // a comparison
   // Running it again changes nothing: the same nodes come back.
   const ir::Program again = transform::analyze_nan_payload(analyzed);
   ASSERT_EQ(again.body.size(), analyzed.body.size());

@@ -37,7 +37,8 @@ TEST(TransformLower, ThePassesInOrder) {
   };
   const ir::Program lowered = lower(parse(kSource), options);
   EXPECT_EQ(seen, lowering_passes());
-  EXPECT_EQ(ir::print_program(lowered), R"(def f<1>[threads=32](f32* x_ptr):  # shared memory: 128 bytes planned
+  EXPECT_EQ(ir::print_program(lowered),
+            R"(def f<1>[threads=32](f32* x_ptr):  # shared memory: 128 bytes planned
     g = ViewGlobal(x_ptr, dtype=f32, shape=[32])
     a = LoadGlobal(g, spatial(32))
     s = AllocateShared(f32, shape=[32])  # shared [0, 128)
@@ -86,8 +87,9 @@ TEST(TransformLower, TheInputIsAlwaysVerified) {
     lower(parse(kInvalid), options);
     ADD_FAILURE() << "lowered an invalid program";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "'bad' is not a valid program:\nbad:3:9: error: layout has 64 threads but the program has 32\n");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "'bad' is not a valid program:\nbad:3:9: error: layout has 64 threads but the program has 32\n");
   }
 }
 

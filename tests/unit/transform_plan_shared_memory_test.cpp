@@ -46,9 +46,10 @@ std::vector<std::string> ranges(const ir::Program& p) {
     std::vector<std::string> out;
     void visit_inst_stmt(const ir::InstStmt& s) override {
       if (const auto* a = s.inst->as<ir::AllocateSharedInst>())
-        out.push_back(s.results[0]->name + (a->placement ? fmt::format(": [{}, {})", a->placement->offset,
-                                                                       a->placement->offset + a->placement->bytes)
-                                                         : ": unplanned"));
+        out.push_back(s.results[0]->name + (a->placement
+                                                ? fmt::format(": [{}, {})", a->placement->offset,
+                                                              a->placement->offset + a->placement->bytes)
+                                                : ": unplanned"));
     }
   } c;
   c.visit_program(p);
@@ -107,8 +108,9 @@ TEST(TransformPlanSharedMemory, TheEmitterRefusesAnUnplannedProgram) {
     codegen::cuda::emit_cuda(unplanned, {.arch = "sm_90"});
     ADD_FAILURE() << "emitted an unplanned program";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(),
-                 "program 'shared' is not lowered: its shared memory has not been set (run transform::lower first)");
+    EXPECT_STREQ(
+        e.what(),
+        "program 'shared' is not lowered: its shared memory has not been set (run transform::lower first)");
   }
 }
 

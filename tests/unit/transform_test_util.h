@@ -19,6 +19,8 @@ inline ir::Program parse(const std::string& source) {
 }
 
 // Tests verify after every pass, whatever the build type.
-inline LowerOptions test_options() { return LowerOptions{.verify_each_pass = true}; }
+inline LowerOptions test_options() {
+  return LowerOptions{.verify_each_pass = true};
+}
 
 }  // namespace tilevm::transform::testing

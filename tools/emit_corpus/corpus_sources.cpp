@@ -4,10 +4,10 @@
 #include "corpus.h"
 #include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/ir/parser.h"
-#include "tilevm/transform/lower.h"
 #include "tilevm/ops/qmatmul.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
+#include "tilevm/transform/lower.h"
 #include "tilevm/tune/config_space.h"
 
 namespace tilevm::corpus {

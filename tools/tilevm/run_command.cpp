@@ -2,11 +2,11 @@
 //                      [--out NAME=FILE.npy]...
 //
 // Parses and lowers the program (transform/lower.h, which verifies it first), then runs it (LANGUAGE.md
-// section 6). Every pointer parameter needs --in NAME=FILE.npy: its content is the buffer's initial content and fixes its size; the .npy dtype must be
-// the host form of the pointee type (npy::descr_for: `<f2` for f16, `<u2` for bf16, `|u1` raw packed bytes
-// for sub-byte and 8-bit float types, ...); any shape is accepted, the bytes are what counts. Every scalar
-// parameter needs --arg NAME=VALUE. --out NAME=FILE.npy writes that buffer after the run, with the dtype and
-// shape of its --in file. Print() output goes to stdout.
+// section 6). Every pointer parameter needs --in NAME=FILE.npy: its content is the buffer's initial content
+// and fixes its size; the .npy dtype must be the host form of the pointee type (npy::descr_for: `<f2` for
+// f16, `<u2` for bf16, `|u1` raw packed bytes for sub-byte and 8-bit float types, ...); any shape is
+// accepted, the bytes are what counts. Every scalar parameter needs --arg NAME=VALUE. --out NAME=FILE.npy
+// writes that buffer after the run, with the dtype and shape of its --in file. Print() output goes to stdout.
 //
 // Exit status: 0 on success; 1 on a program error (parse, verify or run diagnostics on stderr as
 // FILE:LINE:COL: error: ...) or bad input data (an unreadable or mismatched .npy file); 2 on bad

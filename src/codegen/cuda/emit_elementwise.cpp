@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "emitter.h"
-#include "tilevm/transform/analyze_nan_payload.h"
 #include "tilevm/support/error.h"
+#include "tilevm/transform/analyze_nan_payload.h"
 
 namespace tilevm::codegen::cuda {
 

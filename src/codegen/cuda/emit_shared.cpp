@@ -1,7 +1,7 @@
 // Shared tensors: AllocateShared places the tensor at the range its instruction records
 // (transform/plan_shared_memory.h) in the block's dynamic shared memory; FreeShared is a no-op at run time
-// (the plan already reused the space). LoadShared may use ldmatrix: when the register layout divides by an ldmatrix atom
-// (target/atoms.h) and every 8-element row of the atom is 16 contiguous bytes in shared memory.
+// (the plan already reused the space). LoadShared may use ldmatrix: when the register layout divides by an
+// ldmatrix atom (target/atoms.h) and every 8-element row of the atom is 16 contiguous bytes in shared memory.
 #include <fmt/format.h>
 
 #include <algorithm>

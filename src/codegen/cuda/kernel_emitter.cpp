@@ -37,7 +37,8 @@ class SharedRanges : public ir::IRVisitor {
 
 }  // namespace
 
-Emitter::Emitter(const ir::Program& program, const EmitOptions& options) : program_(program), options_(options) {
+Emitter::Emitter(const ir::Program& program, const EmitOptions& options)
+    : program_(program), options_(options) {
   threads_ = program.threads;
   planned_bytes_ = program.shared_bytes.value_or(0);
   SharedRanges ranges;

@@ -21,7 +21,8 @@ Inst AllocateRegisterInst::rewrite(const ExprMap& exprs, const VarMap&) const {
 std::vector<Var> CastInst::used_vars() const { return with_out({src.tensor}, out); }
 
 Inst CastInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
-  auto n = std::make_shared<CastInst>(ir::rewrite(src, exprs, vars), dtype, ir::rewrite(out, vars), loc, layout);
+  auto n =
+      std::make_shared<CastInst>(ir::rewrite(src, exprs, vars), dtype, ir::rewrite(out, vars), loc, layout);
   n->nan_payload_unobserved = nan_payload_unobserved;
   return n;
 }
