@@ -48,8 +48,11 @@ TEST(IrMutator, AnIdentityMutationSharesEveryStatement) {
   for (size_t k = 0; k < p.body.size(); ++k) EXPECT_EQ(q.body[k], p.body[k]) << "statement " << k;
   EXPECT_TRUE(same_nodes(q.body, p.body));
   // Instructions are shared too, not only their statements.
-  for (const Stmt& s : p.body)
-    if (const auto* i = s->as<InstStmt>()) EXPECT_EQ(identity.mutate_inst(i->inst), i->inst);
+  for (const Stmt& s : p.body) {
+    if (const auto* i = s->as<InstStmt>()) {
+      EXPECT_EQ(identity.mutate_inst(i->inst), i->inst);
+    }
+  }
 }
 
 // Replaces one variable by another of the same type.
