@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "tilevm/ir/mutator.h"  // same_nodes
 #include "tilevm/ir/parser.h"
 #include "tilevm/ir/program.h"
 #include "tilevm/support/diagnostics.h"
