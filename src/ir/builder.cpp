@@ -256,6 +256,14 @@ void ProgramBuilder::for_range(const std::string& var, const Scalar& start, cons
 
 void ProgramBuilder::for_range(const std::string& var, const Scalar& start, const Scalar& stop,
                                const Scalar& step, const std::function<void(Scalar)>& body) {
+  for_range(var, start, stop, step, LoopAttrs{}, body);
+}
+
+void ProgramBuilder::for_range(const std::string& var, const Scalar& start, const Scalar& stop,
+                               const Scalar& step, const LoopAttrs& attrs,
+                               const std::function<void(Scalar)>& body) {
+  if (attrs.unroll < 0) fail("loop '{}': unroll={} must not be negative", var, attrs.unroll);
+  if (attrs.stages < 1) fail("loop '{}': stages={} must be at least 1", var, attrs.stages);
   check_new_name(var, "loop variable");
   check_expr(start.expr(), "the loop start");
   check_expr(stop.expr(), "the loop stop");
@@ -271,7 +279,8 @@ void ProgramBuilder::for_range(const std::string& var, const Scalar& start, cons
     throw;
   }
   --loop_depth_;
-  append(std::make_shared<ForStmt>(v, start.expr(), stop.expr(), step.expr(), std::move(b)));
+  append(
+      std::make_shared<ForStmt>(v, start.expr(), stop.expr(), step.expr(), std::move(b), SourceLoc{}, attrs));
 }
 
 void ProgramBuilder::while_(const Scalar& condition, const std::function<void()>& body) {

@@ -2,6 +2,13 @@
 
 namespace tilevm::ir {
 
+bool same_nodes(const Block& a, const Block& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k)
+    if (a[k] != b[k]) return false;
+  return true;
+}
+
 Program IRMutator::mutate_program(const Program& p) {
   Program out = p;
   for (Expr& e : out.grid) e = mutate_expr(e);
@@ -52,28 +59,54 @@ Stmt IRMutator::mutate_inst_stmt(const Stmt& s, const InstStmt& node) {
   return std::make_shared<InstStmt>(std::move(results), std::move(inst), node.loc);
 }
 
-Stmt IRMutator::mutate_if(const Stmt&, const IfStmt& node) {
+Stmt IRMutator::mutate_if(const Stmt& s, const IfStmt& node) {
   std::vector<Expr> conditions;
   std::vector<Block> bodies;
+  bool changed = false;
   for (size_t k = 0; k < node.conditions.size(); ++k) {
     conditions.push_back(mutate_expr(node.conditions[k]));
     bodies.push_back(mutate_block(node.bodies[k]));
+    changed |= conditions.back() != node.conditions[k] || !same_nodes(bodies.back(), node.bodies[k]);
   }
-  return std::make_shared<IfStmt>(std::move(conditions), std::move(bodies), mutate_block(node.else_body),
+  Block else_body = mutate_block(node.else_body);
+  if (!changed && same_nodes(else_body, node.else_body)) return s;
+  return std::make_shared<IfStmt>(std::move(conditions), std::move(bodies), std::move(else_body),
                                   node.has_else, node.loc);
 }
 
-Stmt IRMutator::mutate_for(const Stmt&, const ForStmt& node) {
-  return std::make_shared<ForStmt>(mutate_var(node.var), mutate_expr(node.start), mutate_expr(node.stop),
-                                   mutate_expr(node.step), mutate_block(node.body), node.loc);
+Stmt IRMutator::mutate_for(const Stmt& s, const ForStmt& node) {
+  Var var = mutate_var(node.var);
+  Expr start = mutate_expr(node.start), stop = mutate_expr(node.stop), step = mutate_expr(node.step);
+  Block body = mutate_block(node.body);
+  if (var == node.var && start == node.start && stop == node.stop && step == node.step &&
+      same_nodes(body, node.body))
+    return s;
+  return std::make_shared<ForStmt>(std::move(var), std::move(start), std::move(stop), std::move(step),
+                                   std::move(body), node.loc, node.attrs);
 }
 
-Stmt IRMutator::mutate_while(const Stmt&, const WhileStmt& node) {
-  return std::make_shared<WhileStmt>(mutate_expr(node.condition), mutate_block(node.body), node.loc);
+Stmt IRMutator::mutate_while(const Stmt& s, const WhileStmt& node) {
+  Expr condition = mutate_expr(node.condition);
+  Block body = mutate_block(node.body);
+  if (condition == node.condition && same_nodes(body, node.body)) return s;
+  return std::make_shared<WhileStmt>(std::move(condition), std::move(body), node.loc);
 }
 
 Inst IRMutator::mutate_inst(const Inst& inst) {
-  return inst->rewrite([this](const Expr& e) { return mutate_expr(e); }, [this](const Var& v) { return mutate_var(v); });
+  // InstNode::rewrite always builds a new node; it is kept only when an operand changed.
+  bool changed = false;
+  Inst out = inst->rewrite(
+      [&](const Expr& e) {
+        Expr n = mutate_expr(e);
+        changed |= n != e;
+        return n;
+      },
+      [&](const Var& v) {
+        Var n = mutate_var(v);
+        changed |= n != v;
+        return n;
+      });
+  return changed ? out : inst;
 }
 
 Expr IRMutator::mutate_expr(const Expr& e) {

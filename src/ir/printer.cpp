@@ -126,7 +126,11 @@ class ProgramPrinter {
       scalar_[v->name] = v->type.is_scalar();
     }
     std::string threads = p_.threads > 0 ? fmt::format("[threads={}]", p_.threads) : "";
-    out_ += fmt::format("def {}<{}>{}({}):\n", p_.name, grid, threads, params);
+    // What the lowering passes recorded prints as trailing comments, which the parser skips
+    // (docs/language.md, "Lowered programs").
+    std::string planned =
+        p_.shared_bytes ? fmt::format("  # shared memory: {} bytes planned", *p_.shared_bytes) : "";
+    out_ += fmt::format("def {}<{}>{}({}):{}\n", p_.name, grid, threads, params, planned);
     block(p_.body, 1);
     return out_;
   }
@@ -158,7 +162,7 @@ class ProgramPrinter {
           names += (names.empty() ? "" : ", ") + v->name;
           scalar_[v->name] = v->type.is_scalar();
         }
-        line(indent, (names.empty() ? "" : names + " = ") + inst(*i.inst));
+        line(indent, (names.empty() ? "" : names + " = ") + inst(*i.inst) + recorded(*i.inst));
         break;
       }
       case StmtKind::If: {
@@ -181,6 +185,10 @@ class ProgramPrinter {
                             : unit_step ? fmt::format("{}, {}", print_expr(f.start), print_expr(f.stop))
                                         : fmt::format("{}, {}, {}", print_expr(f.start), print_expr(f.stop),
                                                       print_expr(f.step));
+        if (f.attrs.unroll != 1)
+          range += f.attrs.unroll == LoopAttrs::kFullUnroll ? ", unroll=True"
+                                                            : fmt::format(", unroll={}", f.attrs.unroll);
+        if (f.attrs.stages != 1) range += fmt::format(", stages={}", f.attrs.stages);
         line(indent, fmt::format("for {} in range({}):", f.var->name, range));
         block(f.body, indent + 1);
         break;
@@ -201,6 +209,18 @@ class ProgramPrinter {
         line(indent, "return");
         break;
     }
+  }
+
+  // The lowering passes' results on an instruction, as a trailing comment (empty before they ran).
+  static std::string recorded(const InstNode& n) {
+    if (const auto* a = n.as<AllocateSharedInst>(); a && a->placement)
+      return fmt::format("  # shared [{}, {})", a->placement->offset,
+                         a->placement->offset + a->placement->bytes);
+    const auto* e = n.as<ElementwiseInst>();
+    const auto* c = n.as<CastInst>();
+    if ((e && e->nan_payload_unobserved) || (c && c->nan_payload_unobserved))
+      return "  # nan payload unobserved";
+    return "";
   }
 
   // A layout argument: the name of an equal named layout, else its canonical text.

@@ -8,6 +8,7 @@ namespace tilevm::ops {
 using codegen::cuda::GpuProgram;
 using codegen::cuda::ProgramArgs;
 
+// compile_program lowers each program (transform::lower), which verifies it before anything is emitted.
 CompiledQMatmul compile_qmatmul(const QMatmulProblem& problem, const QMatmulConfig& config,
                                 const std::string& arch) {
   check_config(problem, config);

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "tilevm/interp/interpreter.h"
-#include "tilevm/ir/verifier.h"
 #include "tilevm/support/error.h"
+#include "tilevm/transform/lower.h"
 
 namespace tilevm::ops {
 
@@ -19,11 +19,13 @@ std::vector<uint8_t> to_bytes(std::span<const uint16_t> values) {
   return bytes;
 }
 
-// Verifies and runs one program, binding its parameters by name from `buffers` and `scalars` (each program
-// takes a subset of them).
-bool run_one(ir::Program program, const char* what, std::map<std::string, std::vector<uint8_t>*>& buffers,
+// Lowers (and so verifies) and runs one program, binding its parameters by name from `buffers` and `scalars`
+// (each program takes a subset of them): the programs the interpreter checks are the ones the GPU compiles.
+bool run_one(const ir::Program& built, const char* what,
+             std::map<std::string, std::vector<uint8_t>*>& buffers,
              const std::map<std::string, int64_t>& scalars, Diagnostics& diags) {
-  if (ir::verify_program(program, diags)) {
+  if (const std::optional<ir::Program> lowered = transform::lower(built, diags)) {
+    const ir::Program& program = *lowered;
     interp::Arguments args;
     for (const ir::Var& v : program.params) {
       if (v->type.is_pointer()) {
@@ -38,7 +40,7 @@ bool run_one(ir::Program program, const char* what, std::map<std::string, std::v
     }
     if (interp::run_program(program, args, diags)) return true;
   }
-  diags.add(Severity::Note, {}, fmt::format("in the qmatmul {} program ('{}')", what, program.name));
+  diags.add(Severity::Note, {}, fmt::format("in the qmatmul {} program ('{}')", what, built.name));
   return false;
 }
 

@@ -1,12 +1,15 @@
 // Shared-memory planning by liveness (see the header). Statements are numbered in program order; a tensor's
 // interval is [its AllocateShared, its FreeShared or last use], widened to the end of every loop that holds
-// a use but not the allocation. Placement is first-fit in allocation order.
+// a use but not the allocation. Placement is first-fit in allocation order. The intervals are keyed by the
+// tensors' variables only while the pass runs; what it returns is in the program.
 #include "tilevm/transform/plan_shared_memory.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <vector>
 
 #include "tilevm/ir/inst/all.h"
+#include "tilevm/ir/mutator.h"
 #include "tilevm/type/packing.h"
 
 namespace tilevm::transform {
@@ -105,9 +108,29 @@ class Liveness {
   }
 };
 
+// Writes each AllocateShared's placement into its instruction.
+class Place : public ir::IRMutator {
+ public:
+  explicit Place(const std::unordered_map<const ir::VarNode*, ir::SharedPlacement>& placements)
+      : placements_(placements) {}
+
+  ir::Stmt mutate_inst_stmt(const ir::Stmt& s, const ir::InstStmt& node) override {
+    const auto* a = node.inst->as<ir::AllocateSharedInst>();
+    if (!a || node.results.empty()) return s;
+    const ir::SharedPlacement& placement = placements_.at(node.results[0].get());
+    if (a->placement == placement) return s;
+    auto placed = std::make_shared<ir::AllocateSharedInst>(*a);
+    placed->placement = placement;
+    return std::make_shared<ir::InstStmt>(node.results, placed, node.loc);
+  }
+
+ private:
+  const std::unordered_map<const ir::VarNode*, ir::SharedPlacement>& placements_;
+};
+
 }  // namespace
 
-SharedPlan plan_shared_memory(const ir::Program& program) {
+ir::Program plan_shared_memory(ir::Program program) {
   Liveness live;
   live.walk(program.body);
   // A CopyAsync destination stays reserved until a CopyAsyncWaitGroup(0) after its last copy (or to the end
@@ -122,7 +145,8 @@ SharedPlan plan_shared_memory(const ir::Program& program) {
       }
     iv.end = std::max(iv.end, until);
   }
-  SharedPlan plan;
+  std::unordered_map<const ir::VarNode*, ir::SharedPlacement> placements;
+  int64_t total_bytes = 0;
   std::vector<std::pair<const Interval*, int64_t>> placed;
   for (const Interval& iv : live.intervals) {
     // First fit: the lowest aligned offset that overlaps no live placed tensor.
@@ -136,11 +160,12 @@ SharedPlan plan_shared_memory(const ir::Program& program) {
       off = std::max(off, (e + iv.align - 1) / iv.align * iv.align);
     }
     placed.emplace_back(&iv, off);
-    plan.offsets[iv.var] = off;
-    plan.sizes[iv.var] = iv.bytes;
-    plan.total_bytes = std::max(plan.total_bytes, off + iv.bytes);
+    placements[iv.var] = {off, iv.bytes};
+    total_bytes = std::max(total_bytes, off + iv.bytes);
   }
-  return plan;
+  ir::Program out = Place(placements).mutate_program(program);
+  out.shared_bytes = total_bytes;
+  return out;
 }
 
 }  // namespace tilevm::transform

@@ -7,7 +7,6 @@
 #include "codegen_test_util.h"
 #include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/layout/layout_text.h"
-#include "tilevm/transform/plan_shared_memory.h"
 
 namespace tilevm {
 namespace {
@@ -75,23 +74,6 @@ TEST(CodegenEmit, LayoutExpressionsMatchMap) {
       }
     }
   }
-}
-
-TEST(CodegenEmit, SharedPlanReusesFreedSpaceAndKeepsAsyncDestinations) {
-  const auto p = codegen_test::load_program(codegen_test::source_root() / "tests" / "golden" / "emit" /
-                                            "shared_dot_atomic.tile");
-  ASSERT_TRUE(p);
-  const transform::SharedPlan plan = transform::plan_shared_memory(*p);
-  ASSERT_EQ(plan.offsets.size(), 2u);
-  // sa is freed before sb is allocated: sb reuses offset 0.
-  for (const auto& [var, off] : plan.offsets) EXPECT_EQ(off, 0) << var->name;
-  const auto pipelined =
-      codegen_test::load_program(codegen_test::source_root() / "examples" / "matmul_f16_u6_pipelined.tile");
-  ASSERT_TRUE(pipelined);
-  const transform::SharedPlan p2 = transform::plan_shared_memory(*pipelined);
-  // smem_a (swizzled, 128-aligned), smem_b and smem_c: the CopyAsync destinations are never waited with n=0,
-  // so smem_c gets its own space.
-  EXPECT_EQ(p2.total_bytes, 24576 + 18432 + 2048);
 }
 
 }  // namespace

@@ -68,7 +68,8 @@ codegen::cuda::EmittedKernel emit_qmatmul() {
   const ops::QMatmulProblem p = ops::make_problem(16, 8192, 8192, DataType::uint(4), 128);
   const ir::Program program =
       ops::build_qmatmul(p, ops::QMatmulConfig::parse("bm16_bn256_bk128_sk128_w1x8_s4_k8"));
-  return codegen::cuda::emit_cuda(program, {.arch = "sm_90a"});
+  return codegen::cuda::emit_cuda(transform::lower(program, {.arch = "sm_90a", .verify_each_pass = true}),
+                                  {.arch = "sm_90a"});
 }
 
 TEST(CodegenFastPaths, CopyAsyncOfAnInteriorAlignedTileIsUnchecked) {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tilevm/ir/parser.h"
-#include "tilevm/ir/verifier.h"
+#include "tilevm/transform/lower.h"
 
 namespace tilevm::codegen_test {
 
@@ -30,8 +30,8 @@ inline std::optional<ir::Program> load_program(const std::filesystem::path& p) {
   const std::string source = read_text(p);
   Diagnostics diags;
   std::optional<ir::Program> program = ir::parse_program(source, diags);
-  if (!program || diags.has_errors() || !ir::verify_program(*program, diags)) return std::nullopt;
-  return program;
+  if (!program || diags.has_errors()) return std::nullopt;
+  return transform::lower(*std::move(program), diags, {.verify_each_pass = true});
 }
 
 // Every program that verifies: examples/*.tile, then tests/golden/**/*.tile (sorted).

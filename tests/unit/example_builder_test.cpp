@@ -9,6 +9,7 @@
 
 #include "example_util.h"
 #include "tilevm/ir/printer.h"
+#include "tilevm/ir/verifier.h"
 
 namespace tilevm::example_test {
 namespace {

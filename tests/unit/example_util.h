@@ -17,8 +17,8 @@
 
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/parser.h"
-#include "tilevm/ir/verifier.h"
 #include "tilevm/layout/layout.h"
+#include "tilevm/transform/lower.h"
 #include "tilevm/type/convert.h"
 #include "tilevm/type/packing.h"
 
@@ -60,10 +60,8 @@ inline std::optional<ir::Program> load_example(const std::string& name,
     ADD_FAILURE() << "parse failed:\n" << diags.render(name, source);
     return std::nullopt;
   }
-  if (!ir::verify_program(*p, diags)) {
-    ADD_FAILURE() << "verify failed:\n" << diags.render(name, source);
-    return std::nullopt;
-  }
+  p = transform::lower(*std::move(p), diags, {.verify_each_pass = true});
+  if (!p) ADD_FAILURE() << "verify failed:\n" << diags.render(name, source);
   return p;
 }
 

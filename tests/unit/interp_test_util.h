@@ -12,7 +12,7 @@
 
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/parser.h"
-#include "tilevm/ir/verifier.h"
+#include "tilevm/transform/lower.h"
 #include "tilevm/type/convert.h"
 #include "tilevm/type/packing.h"
 
@@ -21,7 +21,7 @@ namespace tilevm::interp::testing {
 inline ir::Program parse_verified(const std::string& source, const ir::ParseOptions& options = {}) {
   Diagnostics diags;
   std::optional<ir::Program> p = ir::parse_program(source, diags, options);
-  if (p && !diags.has_errors()) ir::verify_program(*p, diags);
+  if (p && !diags.has_errors()) p = transform::lower(*std::move(p), diags, {.verify_each_pass = true});
   if (!p || diags.has_errors()) {
     ADD_FAILURE() << "the test program does not verify:\n" << diags.render("test.tile", source);
     throw std::runtime_error("bad test program");

@@ -79,6 +79,8 @@ TEST(PipelineFuzz, MutatedExamplesGetDiagnosticsNotCrashes) {
     bool ok = false;
     ASSERT_NO_THROW(ok = ir::verify_program(*program, diags)) << text;
     if (!ok) continue;
+    ASSERT_NO_THROW(program = transform::lower(*program, diags, {.verify_each_pass = true})) << text;
+    ASSERT_TRUE(program) << text;
     ++verified;
     // One block with generous zeroed buffers: out-of-buffer accesses must be diagnostics too.
     std::map<std::string, std::vector<uint8_t>> storage;

@@ -16,14 +16,15 @@
 
 #include "tilevm/codegen/cuda/gpu_program.h"
 #include "tilevm/codegen/cuda/gpu_runner.h"
-#include "tilevm/runtime/device.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/printer.h"
 #include "tilevm/ir/verifier.h"
 #include "tilevm/ops/qmatmul.h"
 #include "tilevm/ops/qmatmul_reference.h"
 #include "tilevm/ops/quantize.h"
+#include "tilevm/runtime/device.h"
 #include "tilevm/support/error.h"
+#include "tilevm/transform/lower.h"
 #include "tilevm/type/convert.h"
 #include "tilevm/type/packing.h"
 
@@ -105,12 +106,14 @@ Inputs make_inputs(const Problem& pr, uint32_t seed) {
   return in;
 }
 
-bool run(ir::Program program, interp::Arguments& args, bool on_gpu) {
+bool run(const ir::Program& built, interp::Arguments& args, bool on_gpu) {
   Diagnostics diags;
-  if (!ir::verify_program(program, diags)) {
-    ADD_FAILURE() << "verify failed:\n" << diags.render(program.name, ir::print_program(program));
+  const std::optional<ir::Program> lowered = transform::lower(built, diags, {.verify_each_pass = true});
+  if (!lowered) {
+    ADD_FAILURE() << "verify failed:\n" << diags.render(built.name, ir::print_program(built));
     return false;
   }
+  const ir::Program& program = *lowered;
   const bool ok = on_gpu ? codegen::cuda::run_on_gpu(program, args, diags) : interp::run_program(program, args, diags);
   if (!ok) ADD_FAILURE() << "run failed:\n" << diags.render(program.name, ir::print_program(program));
   return ok;

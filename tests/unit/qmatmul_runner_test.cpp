@@ -14,11 +14,11 @@
 #include "tilevm/codegen/cuda/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/printer.h"
-#include "tilevm/ir/verifier.h"
 #include "tilevm/ops/qmatmul_gpu.h"
 #include "tilevm/ops/qmatmul_reference.h"
 #include "tilevm/runtime/cublas.h"
 #include "tilevm/runtime/nvrtc.h"
+#include "tilevm/transform/lower.h"
 #include "tilevm/type/packing.h"
 
 namespace tilevm::ops {
@@ -26,11 +26,13 @@ namespace {
 
 interp::ScalarValue int_value(int64_t v) { return interp::ScalarValue{false, v, 0.0}; }
 
-// Verifies and runs `program` on the interpreter; a failure is a test failure.
-void run_interp(ir::Program program, interp::Arguments& args) {
+// Lowers and runs `program` on the interpreter; a failure is a test failure.
+void run_interp(const ir::Program& built, interp::Arguments& args) {
   Diagnostics diags;
-  ASSERT_TRUE(ir::verify_program(program, diags)) << diags.render(program.name, ir::print_program(program));
-  ASSERT_TRUE(interp::run_program(program, args, diags)) << diags.render(program.name, ir::print_program(program));
+  const std::optional<ir::Program> program = transform::lower(built, diags, {.verify_each_pass = true});
+  ASSERT_TRUE(program) << diags.render(built.name, ir::print_program(built));
+  ASSERT_TRUE(interp::run_program(*program, args, diags))
+      << diags.render(built.name, ir::print_program(*program));
 }
 
 std::vector<uint8_t> bytes_of(const std::vector<uint16_t>& v) {
@@ -106,11 +108,14 @@ TEST(QMatmulNvrtc, EveryProgramCompiles) {
     std::vector<ir::Program> programs = {build_qmatmul_transform(c.p, config), build_qmatmul(c.p, config),
                                          build_dequantize(c.p), build_qmatmul_copy(c.p)};
     if (config.split_k > 1) programs.push_back(build_qmatmul_reduce(c.p, config));
-    for (ir::Program& program : programs) {
+    for (const ir::Program& built : programs) {
       Diagnostics diags;
-      ASSERT_TRUE(ir::verify_program(program, diags)) << diags.render(program.name, ir::print_program(program));
-      const codegen::cuda::EmittedKernel k = codegen::cuda::emit_cuda(program, {.arch = "sm_90a"});
-      EXPECT_NO_THROW(runtime::compile_cuda(k.source, k.kernel_name + ".cu", {.arch = "sm_90a"})) << program.name;
+      const std::optional<ir::Program> program =
+          transform::lower(built, diags, {.arch = "sm_90a", .verify_each_pass = true});
+      ASSERT_TRUE(program) << diags.render(built.name, ir::print_program(built));
+      const codegen::cuda::EmittedKernel k = codegen::cuda::emit_cuda(*program, {.arch = "sm_90a"});
+      EXPECT_NO_THROW(runtime::compile_cuda(k.source, k.kernel_name + ".cu", {.arch = "sm_90a"}))
+          << built.name;
     }
   }
 }

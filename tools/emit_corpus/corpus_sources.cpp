@@ -8,10 +8,10 @@
 #include "corpus.h"
 #include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/ir/parser.h"
-#include "tilevm/ir/verifier.h"
 #include "tilevm/ops/qmatmul.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
+#include "tilevm/transform/lower.h"
 #include "tilevm/tune/config_space.h"
 
 namespace tilevm::corpus {
@@ -27,14 +27,14 @@ std::string describe(const codegen::cuda::EmittedKernel& k) {
   return text;
 }
 
-// Verifies (as the CLI does) and emits; an error's message is the entry's text.
-std::string compile(ir::Program program, bool verify) {
+// Lowers (as the CLI and compile_program do: the input is verified first) and emits; an error's message is
+// the entry's text.
+std::string compile(ir::Program program) {
   try {
-    if (verify) {
-      Diagnostics diags;
-      if (!ir::verify_program(program, diags)) return "verify error:\n" + diags.render("<corpus>", "");
-    }
-    return describe(codegen::cuda::emit_cuda(program, {.arch = kArch}));
+    Diagnostics diags;
+    const std::optional<ir::Program> lowered = transform::lower(std::move(program), diags, {.arch = kArch});
+    if (!lowered) return "verify error:\n" + diags.render("<corpus>", "");
+    return describe(codegen::cuda::emit_cuda(*lowered, {.arch = kArch}));
   } catch (const Error& e) {
     return std::string("emit error: ") + e.what();
   }
@@ -113,7 +113,7 @@ void emit_tile_cases(const std::vector<TileCase>& cases, const Sink& sink) {
       sink(name, "parse error:\n" + diags.render(c.path, c.source));
       continue;
     }
-    sink(name, compile(std::move(*program), true));
+    sink(name, compile(std::move(*program)));
   }
 }
 
@@ -122,7 +122,7 @@ void emit_qmatmul_cases(const Sink& sink) {
   const auto guarded = [](std::function<ir::Program()> build) {
     return [build] {
       try {
-        return compile(build(), false);
+        return compile(build());
       } catch (const Error& e) {
         return std::string("build error: ") + e.what();
       }

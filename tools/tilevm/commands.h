@@ -8,9 +8,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <vector>
 
 #include "tilevm/ir/parser.h"
+#include "tilevm/transform/lower.h"
 #include "tilevm/type/data_type.h"
 
 namespace tilevm::cli {
@@ -26,11 +28,12 @@ std::string read_source_file(const std::string& path);
 // `-D NAME=VALUE` strings into parse options; a malformed one is a UsageError.
 ir::ParseOptions parse_defines(const std::vector<std::string>& defines);
 
-// Parses (and with `verify`, verifies) the program in `path`; renders every diagnostic on stderr and throws
-// ExitStatus{1} when there is an error (the diagnostics are the whole report). `source`, when given, receives
-// the file's text (for rendering later diagnostics).
-ir::Program load_program(const std::string& path, const ir::ParseOptions& options, bool verify,
-                         std::string* source = nullptr);
+// Parses the program in `path` and, with `lower`, lowers it (transform::lower: verifies it, then runs the
+// passes); renders every diagnostic on stderr and throws ExitStatus{1} when there is an error (the
+// diagnostics are the whole report). `source`, when given, receives the file's text (for rendering later
+// diagnostics).
+ir::Program load_program(const std::string& path, const ir::ParseOptions& options,
+                         const std::optional<transform::LowerOptions>& lower, std::string* source = nullptr);
 
 // DataType::parse for an option's value: a bad name is a UsageError "OPTION 'TEXT': why".
 DataType parse_type_option(const std::string& option, const std::string& text);

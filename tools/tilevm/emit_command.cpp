@@ -15,7 +15,6 @@
 #include "commands.h"
 #include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/ir/parser.h"
-#include "tilevm/ir/verifier.h"
 #include "tilevm/runtime/nvrtc.h"
 #include "tilevm/support/error.h"
 
@@ -34,7 +33,8 @@ struct EmitRequest {
 };
 
 void run_emit(const EmitRequest& req) {
-  const ir::Program program = load_program(req.path, parse_defines(req.defines), /*verify=*/true);
+  const ir::Program program =
+      load_program(req.path, parse_defines(req.defines), transform::LowerOptions{.arch = req.arch});
   codegen::cuda::EmittedKernel k = codegen::cuda::emit_cuda(program, {.arch = req.arch});
   if (req.output.empty()) {
     std::cout << k.source;

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "commands.h"
-#include "tilevm/ir/verifier.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
 
@@ -34,13 +33,13 @@ ir::ParseOptions parse_defines(const std::vector<std::string>& defines) {
   return options;
 }
 
-ir::Program load_program(const std::string& path, const ir::ParseOptions& options, bool verify,
-                         std::string* source_out) {
+ir::Program load_program(const std::string& path, const ir::ParseOptions& options,
+                         const std::optional<transform::LowerOptions>& lower, std::string* source_out) {
   const std::string source = read_source_file(path);
   if (source_out) *source_out = source;
   Diagnostics diags;
   std::optional<ir::Program> program = ir::parse_program(source, diags, options);
-  if (verify && program && !diags.has_errors()) ir::verify_program(*program, diags);
+  if (lower && program && !diags.has_errors()) program = transform::lower(*std::move(program), diags, *lower);
   std::cout.flush();
   std::cerr << diags.render(path, source);
   std::cerr.flush();

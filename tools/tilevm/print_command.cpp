@@ -1,22 +1,28 @@
-// `tilevm print FILE.tile [-D NAME=VALUE]...` (LANGUAGE.md section 6): the program's canonical text form.
+// `tilevm print FILE.tile [-D NAME=VALUE]... [--after PASS|all]` (LANGUAGE.md section 6): the program's
+// canonical text form.
 //
-// On parse errors the diagnostics go to stderr (`FILE:LINE:COL: error: message`, the source line and a
-// caret, with FILE as given on the command line) and the exit status is 1. An unreadable file is a
+// With --after PASS the program is lowered (transform/lower.h, verifying after every pass) and printed as
+// that pass left it; with --after all it is printed after every pass, each preceded by a `# after PASS`
+// line. What the passes record prints as trailing comments (docs/language.md, "Lowered programs"). An
+// unknown pass is bad command-line use (exit status 2) and the message lists the passes.
+//
+// On parse or verify errors the diagnostics go to stderr (`FILE:LINE:COL: error: message`, the source line
+// and a caret, with FILE as given on the command line) and the exit status is 1. An unreadable file is a
 // tilevm::Error naming the path.
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
+#include <algorithm>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "commands.h"
 #include "tilevm/ir/parser.h"
 #include "tilevm/ir/printer.h"
 #include "tilevm/support/error.h"
+#include "tilevm/transform/lower.h"
 
 namespace tilevm::cli {
 namespace {
@@ -24,11 +30,26 @@ namespace {
 struct PrintOptions {
   std::string path;
   std::vector<std::string> defines;
+  std::string after;  // a pass name, "all", or empty: print the parsed program
 };
 
 void run_print(const PrintOptions& options) {
   const ir::ParseOptions parse_options = parse_defines(options.defines);
-  std::cout << ir::print_program(load_program(options.path, parse_options, /*verify=*/false));
+  if (options.after.empty()) {
+    std::cout << ir::print_program(load_program(options.path, parse_options, std::nullopt));
+    return;
+  }
+  const std::vector<std::string>& passes = transform::lowering_passes();
+  const bool all = options.after == "all";
+  if (!all && std::find(passes.begin(), passes.end(), options.after) == passes.end())
+    throw UsageError(fmt::format("--after '{}' is not a pass; the passes are {} (or all)", options.after,
+                                 fmt::join(passes, ", ")));
+  transform::LowerOptions lower{.verify_each_pass = true};
+  lower.after_pass = [&](const std::string& pass, const ir::Program& program) {
+    if (all) std::cout << "# after " << pass << "\n";
+    if (all || pass == options.after) std::cout << ir::print_program(program);
+  };
+  load_program(options.path, parse_options, lower);
 }
 
 }  // namespace
@@ -40,6 +61,8 @@ void add_print_command(CLI::App& app) {
   command->add_option("-D", options->defines, "override a top-level constant: -D NAME=VALUE")
       ->type_name("NAME=VALUE")
       ->allow_extra_args(false);
+  command->add_option("--after", options->after, "lower the program and print it after this pass (or all)")
+      ->type_name("PASS|all");
   command->callback([options] { run_print(*options); });
 }
 

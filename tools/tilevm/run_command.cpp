@@ -1,12 +1,12 @@
 // tilevm run FILE.tile [--interp|--gpu] [-D NAME=VALUE]... [--arg NAME=VALUE]... [--in NAME=FILE.npy]...
 //                      [--out NAME=FILE.npy]...
 //
-// Parses and verifies the program, then runs it (LANGUAGE.md section 6). Every pointer parameter needs
-// --in NAME=FILE.npy: its content is the buffer's initial content and fixes its size; the .npy dtype must be
-// the host form of the pointee type (npy::descr_for: `<f2` for f16, `<u2` for bf16, `|u1` raw packed bytes
-// for sub-byte and 8-bit float types, ...); any shape is accepted, the bytes are what counts. Every scalar
-// parameter needs --arg NAME=VALUE. --out NAME=FILE.npy writes that buffer after the run, with the dtype and
-// shape of its --in file. Print() output goes to stdout.
+// Parses and lowers the program (transform/lower.h, which verifies it first), then runs it (LANGUAGE.md
+// section 6). Every pointer parameter needs --in NAME=FILE.npy: its content is the buffer's initial content
+// and fixes its size; the .npy dtype must be the host form of the pointee type (npy::descr_for: `<f2` for
+// f16, `<u2` for bf16, `|u1` raw packed bytes for sub-byte and 8-bit float types, ...); any shape is
+// accepted, the bytes are what counts. Every scalar parameter needs --arg NAME=VALUE. --out NAME=FILE.npy
+// writes that buffer after the run, with the dtype and shape of its --in file. Print() output goes to stdout.
 //
 // Exit status: 0 on success; 1 on a program error (parse, verify or run diagnostics on stderr as
 // FILE:LINE:COL: error: ...) or bad input data (an unreadable or mismatched .npy file); 2 on bad
@@ -24,7 +24,6 @@
 #include "tilevm/codegen/cuda/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/parser.h"
-#include "tilevm/ir/verifier.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
 #include "tilevm/support/npy.h"
@@ -98,7 +97,8 @@ void run(const RunRequest& req) {
   }
 
   std::string source;
-  const std::optional<ir::Program> program = load_program(req.file, parse_options, /*verify=*/true, &source);
+  const std::optional<ir::Program> program =
+      load_program(req.file, parse_options, transform::LowerOptions{}, &source);
   Diagnostics diags;
 
   interp::Arguments args;

@@ -241,6 +241,9 @@ class ProgramBuilder {
                  const std::function<void(Scalar)>& body);
   void for_range(const std::string& var, const Scalar& start, const Scalar& stop, const Scalar& step,
                  const std::function<void(Scalar)>& body);
+  // With loop attributes: `for k in range(n, stages=3):` is for_range("k", 0, n, 1, {.stages = 3}, f).
+  void for_range(const std::string& var, const Scalar& start, const Scalar& stop, const Scalar& step,
+                 const LoopAttrs& attrs, const std::function<void(Scalar)>& body);
   void while_(const Scalar& condition, const std::function<void()>& body);
   IfChain if_(const Scalar& condition, const std::function<void()>& body);
   void break_();

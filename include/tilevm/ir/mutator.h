@@ -1,10 +1,24 @@
-// Rewriting a program: IRMutator rebuilds every statement from its mutated parts and shares the nodes
-// that did not change. Override mutate_expr, mutate_inst or a statement hook; call the base to descend.
+// Rewriting a program: IRMutator rebuilds a statement from its mutated parts only when one of them changed,
+// and otherwise returns the very node it was given, so an untouched subtree stays shared between the old
+// and the new program (pointer-equal; tests/unit/ir_mutator_test.cpp). Override mutate_expr, mutate_inst or
+// a statement hook; call the base to descend.
+//
+//   struct Rename : IRMutator {                  // every use of variable `from` becomes `to`
+//     Var from, to;
+//     Var mutate_var(const Var& v) override { return v == from ? to : v; }
+//   };
+//   Program q = rename.mutate_program(p);        // statements that do not use `from` are p's own nodes
+//
+// A statement hook returns its `s` argument to keep the statement, a new node to replace it, or null to
+// delete it.
 #pragma once
 
 #include "tilevm/ir/program.h"
 
 namespace tilevm::ir {
+
+// Whether two blocks hold the same statement nodes (pointer equality), as a mutator returns an unchanged one.
+bool same_nodes(const Block& a, const Block& b);
 
 class IRMutator {
  public:
@@ -21,7 +35,8 @@ class IRMutator {
   virtual Stmt mutate_for(const Stmt& s, const ForStmt& node);
   virtual Stmt mutate_while(const Stmt& s, const WhileStmt& node);
 
-  // By default rebuilds the instruction with mutated expressions and variables (InstNode::rewrite).
+  // By default rebuilds the instruction with mutated expressions and variables (InstNode::rewrite), or
+  // returns `inst` itself when none changed.
   virtual Inst mutate_inst(const Inst& inst);
   // By default rebuilds the expression from its mutated children (folding constants again).
   virtual Expr mutate_expr(const Expr& e);

@@ -7,6 +7,8 @@
 // layout names are kept so that the printer can refer to them.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,7 +20,7 @@ namespace tilevm::ir {
 struct Program {
   std::string name;
   std::vector<Expr> grid;   // 1 to 3 extents; may use scalar parameters
-  int threads = 0;          // threads per block; 0 until inferred from the register layouts
+  int threads = 0;          // threads per block; 0 until transform::infer_threads sets it from the layouts
   std::vector<Var> params;  // pointers (global memory) and scalars, in launch order
   Block body;
   // Named layouts of the source, in order, for printing (`layout_c = local(2, 1)...`).
@@ -26,6 +28,9 @@ struct Program {
   // Top-level constants of the source after -D overrides, in order (documentation; already folded).
   std::vector<std::pair<std::string, Expr>> constants;
   SourceLoc loc;
+  // Set by transform::plan_shared_memory (absent before): the bytes of dynamic shared memory that the
+  // planned tensors span (each AllocateShared records its own range).
+  std::optional<int64_t> shared_bytes;
 };
 
 }  // namespace tilevm::ir

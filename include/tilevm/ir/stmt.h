@@ -52,15 +52,25 @@ struct IfStmt : StmtNode {
       : StmtNode(kKind, l), conditions(std::move(c)), bodies(std::move(b)), else_body(std::move(e)), has_else(has_e) {}
 };
 
+// How a loop is to be scheduled: `for k in range(0, n, unroll=4, stages=3):`. Hints for the passes and the
+// code generator; they never change what the loop computes (docs/language.md, "Loop attributes").
+struct LoopAttrs {
+  static constexpr int kFullUnroll = 0;
+  int unroll = 1;  // 1: not unrolled; n > 1: unrolled by n; kFullUnroll: completely (`unroll=True`)
+  int stages = 1;  // software-pipeline stages; 1: not pipelined
+  bool operator==(const LoopAttrs&) const = default;
+};
+
 // `for v in range(start, stop, step):` with integer bounds evaluated once, before the first iteration.
 struct ForStmt : StmtNode {
   static constexpr StmtKind kKind = StmtKind::For;
   Var var;
   Expr start, stop, step;
   Block body;
-  ForStmt(Var v, Expr b, Expr e, Expr s, Block body_, SourceLoc l = {})
+  LoopAttrs attrs;
+  ForStmt(Var v, Expr b, Expr e, Expr s, Block body_, SourceLoc l = {}, LoopAttrs a = {})
       : StmtNode(kKind, l), var(std::move(v)), start(std::move(b)), stop(std::move(e)), step(std::move(s)),
-        body(std::move(body_)) {}
+        body(std::move(body_)), attrs(a) {}
 };
 
 struct WhileStmt : StmtNode {

@@ -7,8 +7,9 @@
 
 namespace tilevm::ir {
 
-// Adds every error it finds to `diags` (not only the first). When the program leaves `threads` out
-// (threads == 0), sets it from the register layouts. Returns true when there was no error.
-bool verify_program(Program& program, Diagnostics& diags);
+// Adds every error it finds to `diags` (not only the first) and returns true when there was none. Only
+// checks: a program that leaves `threads` out (threads == 0) is checked against the count of its first
+// register layout, which transform::infer_threads then writes into it.
+bool verify_program(const Program& program, Diagnostics& diags);
 
 }  // namespace tilevm::ir

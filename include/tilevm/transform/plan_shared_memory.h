@@ -5,25 +5,20 @@
 // reads it again). Tensors whose lifetimes overlap get disjoint ranges; the others may share space. Offsets
 // are aligned to 16 bytes (128 for swizzled layouts, whose XOR patterns assume 128-byte rows).
 //
-//   a = AllocateShared(f16, shape=[64, 64])   # [0, 8192)
+//   a = AllocateShared(f16, shape=[64, 64])  # shared [0, 8192)
 //   ...
 //   FreeShared(a)
-//   c = AllocateShared(f32, shape=[64, 64])   # [0, 16384): a is dead, its space is reused
+//   c = AllocateShared(f32, shape=[64, 64])  # shared [0, 16384)      a is dead, its space is reused
+//
+// The pass records each range in its AllocateShared (AllocateSharedInst::placement) and the extent of all of
+// them in Program::shared_bytes; the code generator reads them and places nothing itself.
 #pragma once
-
-#include <cstdint>
-#include <unordered_map>
 
 #include "tilevm/ir/program.h"
 
 namespace tilevm::transform {
 
-struct SharedPlan {
-  std::unordered_map<const ir::VarNode*, int64_t> offsets;  // by the AllocateShared's result variable
-  std::unordered_map<const ir::VarNode*, int64_t> sizes;    // bytes, rounded up to 16
-  int64_t total_bytes = 0;
-};
-
-SharedPlan plan_shared_memory(const ir::Program& program);
+// @pre `program` verifies.
+ir::Program plan_shared_memory(ir::Program program);
 
 }  // namespace tilevm::transform

@@ -10,7 +10,6 @@
 #include <fmt/ranges.h>
 
 #include "emitter.h"
-#include "nan_payload.h"
 #include "tilevm/codegen/cuda/converters.h"
 #include "tilevm/layout/slot_permutation.h"
 #include "tilevm/support/error.h"
@@ -70,9 +69,8 @@ void Emitter::emit_cast(const ir::InstStmt& s, const ir::CastInst& n) {
                      : src.dtype == f32 && n.dtype == bf16 ? "tv_f32_to_bf16"
                                                            : nullptr;
   if (fast) {
-    // A widening keeps the hardware's NaN where no reader sees its bits (nan_payload.h).
-    const ir::Var& var = n.out ? n.out : s.results.at(0);
-    const bool keep = n.dtype == f32 && nan_payload_unobserved(program_, var);
+    // A widening keeps the hardware's NaN where no reader sees its bits (transform/analyze_nan_payload.h).
+    const bool keep = n.dtype == f32 && n.nan_payload_unobserved;
     per_element(fmt::format("per-element cvt {} -> {}{}", src.dtype.name(), n.dtype.name(),
                             keep ? " (NaN left as the hardware's: no reader sees its bits)" : ""),
                 fmt::format("{}{}", fast, keep ? "<false>" : ""));

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "emitter.h"
-#include "nan_payload.h"
 #include "tilevm/support/error.h"
+#include "tilevm/transform/analyze_nan_payload.h"
 
 namespace tilevm::codegen::cuda {
 
@@ -32,8 +32,8 @@ void Emitter::emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst&
                      : dt == DataType::bf16() ? "tv_fast_bf16"
                                               : nullptr;
   const int fast_op = n.op == Op::Add ? 0 : n.op == Op::Sub ? 1 : n.op == Op::Mul ? 2 : -1;
-  if (is_native_float_arith(n, dt)) {
-    const bool canonical = !nan_payload_unobserved(program_, var);
+  if (transform::is_native_float_arith(n, dt)) {
+    const bool canonical = !n.nan_payload_unobserved;  // transform/analyze_nan_payload.h
     note(s, fmt::format("per slot, native {}{}", dt.name(), canonical ? "" : " (NaN left as the hardware's: no reader sees its bits)"));
     open("");
     line("#pragma unroll");

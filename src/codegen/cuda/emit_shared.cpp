@@ -1,7 +1,7 @@
-// Shared tensors: AllocateShared places the tensor at its planned offset (transform/plan_shared_memory.h)
-// in the block's dynamic shared memory; FreeShared is a no-op at run time (the plan already reused the
-// space). LoadShared may use ldmatrix: when the register layout divides by an ldmatrix atom
-// (target/atoms.h) and every 8-element row of the atom is 16 contiguous bytes in shared memory.
+// Shared tensors: AllocateShared places the tensor at the range its instruction records
+// (transform/plan_shared_memory.h) in the block's dynamic shared memory; FreeShared is a no-op at run time
+// (the plan already reused the space). LoadShared may use ldmatrix: when the register layout divides by an
+// ldmatrix atom (target/atoms.h) and every 8-element row of the atom is 16 contiguous bytes in shared memory.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,8 +21,9 @@ void Emitter::emit_allocate_shared(const ir::InstStmt& s, const ir::AllocateShar
   m.dtype = n.dtype;
   m.layout = *t.layout;
   for (int64_t e : t.layout->shape()) m.shape.push_back(cconst(e));
-  const int64_t off = plan_.offsets.at(var.get());
-  const int64_t end = off + plan_.sizes.at(var.get());
+  if (!n.placement) unsupported(s, "the shared tensor is not placed (run transform::lower first)");
+  const int64_t off = n.placement->offset;
+  const int64_t end = off + n.placement->bytes;
   m.ptr = fmt::format("(tv_smem + {})", off);
   m.ptr_align = std::min<int64_t>(pow2_divisor(cconst(off)), 128);  // tv_smem is __align__(128)
   mems_[var.get()] = m;
@@ -30,10 +31,9 @@ void Emitter::emit_allocate_shared(const ir::InstStmt& s, const ir::AllocateShar
   // The planner lets this tensor reuse bytes of a tensor that is dead here. The program needs no
   // Synchronize between the two (they are different tensors), but the hardware does: the other tensor's
   // last reads, in other threads, must finish before anything is written here.
-  for (const auto& [other, other_off] : plan_.offsets) {
-    if (other == var.get()) continue;
-    const int64_t other_end = other_off + plan_.sizes.at(other);
-    if (other_off < end && off < other_end) {
+  for (const auto& [other, range] : shared_ranges_) {
+    if (other == &n) continue;
+    if (range.offset < end && off < range.offset + range.bytes) {
       line("__syncthreads();  // this tensor reuses the shared bytes of a dead one: its readers finish first");
       break;
     }

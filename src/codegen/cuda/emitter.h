@@ -28,7 +28,6 @@
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/stmt.h"
 #include "tilevm/layout/layout.h"
-#include "tilevm/transform/plan_shared_memory.h"
 
 namespace tilevm::codegen::cuda {
 
@@ -200,7 +199,9 @@ class Emitter {
 
   const ir::Program& program_;
   EmitOptions options_;
-  transform::SharedPlan plan_;
+  int64_t planned_bytes_ = 0;  // Program::shared_bytes
+  // The byte range of every planned AllocateShared (transform/plan_shared_memory.h).
+  std::vector<std::pair<const ir::AllocateSharedInst*, ir::SharedPlacement>> shared_ranges_;
   int threads_ = 0;
   std::ostringstream body_;
   int indent_ = 1;

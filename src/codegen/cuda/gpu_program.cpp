@@ -9,6 +9,7 @@
 #include "tilevm/ir/printer.h"
 #include "tilevm/runtime/kernel_cache.h"
 #include "tilevm/support/error.h"
+#include "tilevm/transform/lower.h"
 #include "tilevm/type/packing.h"
 
 namespace tilevm::codegen::cuda {
@@ -50,10 +51,12 @@ void pack_scalar(const ir::Var& p, const interp::ScalarValue& v, void* slot, con
 
 CompiledProgram compile_program(const ir::Program& program, const std::string& arch) {
   CompiledProgram c;
-  c.program = program;
+  // The one path to the GPU: verified and lowered here whatever the caller did (lowering is idempotent).
+  // The kernel keeps pointers into the lowered program, which c.program owns.
+  c.program = transform::lower(program, {.arch = arch});
   c.arch = arch;
-  c.kernel = emit_cuda(program, {.arch = arch});
-  c.cubin = runtime::KernelCache::global().get_or_compile(ir::print_program(program), c.kernel.source,
+  c.kernel = emit_cuda(c.program, {.arch = arch});
+  c.cubin = runtime::KernelCache::global().get_or_compile(ir::print_program(c.program), c.kernel.source,
                                                           c.kernel.kernel_name + ".cu", {.arch = arch});
   return c;
 }

@@ -21,7 +21,10 @@ Inst AllocateRegisterInst::rewrite(const ExprMap& exprs, const VarMap&) const {
 std::vector<Var> CastInst::used_vars() const { return with_out({src.tensor}, out); }
 
 Inst CastInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
-  return std::make_shared<CastInst>(ir::rewrite(src, exprs, vars), dtype, ir::rewrite(out, vars), loc, layout);
+  auto n =
+      std::make_shared<CastInst>(ir::rewrite(src, exprs, vars), dtype, ir::rewrite(out, vars), loc, layout);
+  n->nan_payload_unobserved = nan_payload_unobserved;
+  return n;
 }
 
 Inst ViewInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
@@ -56,7 +59,9 @@ std::vector<Var> ElementwiseInst::used_vars() const {
 Inst ElementwiseInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
   std::vector<Operand> new_args;
   for (const Operand& a : args) new_args.push_back(ir::rewrite(a, exprs, vars));
-  return std::make_shared<ElementwiseInst>(op, std::move(new_args), ir::rewrite(out, vars), loc);
+  auto n = std::make_shared<ElementwiseInst>(op, std::move(new_args), ir::rewrite(out, vars), loc);
+  n->nan_payload_unobserved = nan_payload_unobserved;
+  return n;
 }
 
 const char* to_string(ReduceOp op) {

@@ -73,7 +73,9 @@ Inst StoreSharedInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
 }
 
 Inst AllocateSharedInst::rewrite(const ExprMap& exprs, const VarMap&) const {
-  return std::make_shared<AllocateSharedInst>(dtype, ir::rewrite(shape, exprs), layout, loc);
+  auto n = std::make_shared<AllocateSharedInst>(dtype, ir::rewrite(shape, exprs), layout, loc);
+  n->placement = placement;
+  return n;
 }
 
 Inst FreeSharedInst::rewrite(const ExprMap&, const VarMap& vars) const {

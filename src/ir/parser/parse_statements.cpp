@@ -2,6 +2,7 @@
 // and instruction calls (the file-level grammar is in parser.cpp). A compound statement whose header fails
 // still parses its block, for the block's own errors, and is then dropped.
 #include "parser_impl.h"
+#include "tilevm/ir/printer.h"
 
 namespace tilevm::ir::parser {
 
@@ -120,12 +121,26 @@ Stmt Parser::parse_if() {
                                   loc);
 }
 
-// for v in range([start,] stop[, step]): v is a new i32 variable.
+// A loop attribute's value: a compile-time integer of at least 1 (constants are folded), or for unroll
+// also True (unrolled completely) or False (not unrolled).
+int Parser::bind_loop_attr(const SynArg& a) {
+  Expr e = bind_scalar(*a.value);
+  if (a.keyword == "unroll" && e->kind == ExprKind::BoolImm)
+    return e->as<BoolImm>()->value ? LoopAttrs::kFullUnroll : 1;
+  const std::optional<int64_t> v = as_const_int(e);
+  const char* what = a.keyword == "unroll" ? "an integer constant or True" : "an integer constant";
+  if (!v) fail(a.loc, fmt::format("{}= must be {}, got {}", a.keyword, what, print_expr(e)));
+  if (*v < 1 || *v > 1024) fail(a.loc, fmt::format("{}={} is out of range: 1 to 1024", a.keyword, *v));
+  return static_cast<int>(*v);
+}
+
+// for v in range([start,] stop[, step][, unroll=u][, stages=s]): v is a new i32 variable.
 Stmt Parser::parse_for() {
   SourceLoc loc = cur().loc;
   advance();
   Var var;
   Expr start, stop, step;
+  LoopAttrs attrs;
   bool ok = true;
   try {
     Token name = expect_name("a loop variable name");
@@ -134,13 +149,20 @@ Stmt Parser::parse_for() {
     SynPtr range = parse_expr();
     if (range->kind != SynKind::Call || range->name != "range")
       fail(range->loc, "a for loop iterates over range(...)");
-    size_t n = range->args.size();
-    if (n < 1 || n > 3) fail(range->loc, fmt::format("range takes 1 to 3 arguments, got {}", n));
     std::vector<Expr> bounds;
+    std::set<std::string> given;
     for (const SynArg& a : range->args) {
-      if (!a.keyword.empty()) fail(a.loc, "range takes no keyword arguments");
-      bounds.push_back(bind_scalar(*a.value));
+      if (a.keyword.empty()) {
+        bounds.push_back(bind_scalar(*a.value));
+        continue;
+      }
+      if (a.keyword != "unroll" && a.keyword != "stages")
+        fail(a.loc, fmt::format("range takes the keyword arguments unroll= and stages=, not {}=", a.keyword));
+      if (!given.insert(a.keyword).second) fail(a.loc, fmt::format("{}= is given twice", a.keyword));
+      (a.keyword == "unroll" ? attrs.unroll : attrs.stages) = bind_loop_attr(a);
     }
+    size_t n = bounds.size();
+    if (n < 1 || n > 3) fail(range->loc, fmt::format("range takes 1 to 3 arguments, got {}", n));
     start = n == 1 ? make_int(0, range->loc) : bounds[0];
     stop = n == 1 ? bounds[0] : bounds[1];
     step = n == 3 ? bounds[2] : make_int(1, range->loc);
@@ -158,7 +180,7 @@ Stmt Parser::parse_for() {
   Block body = parse_block();
   --loop_depth_;
   if (!ok) return nullptr;
-  return std::make_shared<ForStmt>(var, start, stop, step, std::move(body), loc);
+  return std::make_shared<ForStmt>(var, start, stop, step, std::move(body), loc, attrs);
 }
 
 Stmt Parser::parse_while() {

@@ -102,6 +102,7 @@ class Parser {
   void parse_statement(Block& out);
   Stmt parse_if();
   Stmt parse_for();
+  int bind_loop_attr(const SynArg& a);
   Stmt parse_while();
   Stmt parse_assignment_or_call();
   Stmt bind_scalar_assignment(const Target& target, const SynPtr& value, SourceLoc loc);

@@ -11,7 +11,7 @@
 
 namespace tilevm::ir {
 
-bool verify_program(Program& program, Diagnostics& diags) {
+bool verify_program(const Program& program, Diagnostics& diags) {
   verifier_detail::Verifier v(program, diags);
   return v.run();
 }
@@ -158,7 +158,6 @@ bool Verifier::run() {
     diags_.error(p.loc,
                  "'{}' has no register layout to take its thread count from; write [threads=T] in the header",
                  p.name);
-  if (program_.threads == 0 && threads_ > 0) program_.threads = threads_;
   return diags_.error_count() == errors_before;
 }
 

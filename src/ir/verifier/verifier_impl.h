@@ -53,7 +53,7 @@ std::optional<Ownership> ownership(const layout::Layout& layout);
 
 class Verifier {
  public:
-  Verifier(Program& program, Diagnostics& diags) : program_(program), diags_(diags) {}
+  Verifier(const Program& program, Diagnostics& diags) : program_(program), diags_(diags) {}
   bool run();
 
   // ---- verify_exprs.cpp
@@ -112,7 +112,7 @@ class Verifier {
   // The statement's result variables versus what the instruction defines (nullopt: unknown, not checked).
   void set_result(DataType dtype, const layout::Layout& lay) { result_ = Result{dtype, lay}; }
 
-  Program& program_;
+  const Program& program_;
   Diagnostics& diags_;
 
   int threads_ = 0;

@@ -254,6 +254,8 @@ void Verifier::check_stmt(const Stmt& s) {
       check_int_expr(n.step, s->loc, "the range step");
       if (auto step = as_const_int(n.step); step && *step == 0)
         diags_.error(pick(n.step->loc, s->loc), "the range step must not be 0");
+      if (n.attrs.unroll < 0) diags_.error(s->loc, "unroll={} must not be negative", n.attrs.unroll);
+      if (n.attrs.stages < 1) diags_.error(s->loc, "stages={} must be at least 1", n.attrs.stages);
       if (!n.var) {
         diags_.error(s->loc, "a for loop has no variable");
       } else if (!n.var->type.is_scalar() || !n.var->type.dtype.is_integer()) {

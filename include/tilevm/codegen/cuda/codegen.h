@@ -1,4 +1,5 @@
-// CUDA C++ code generation: a verified ir::Program becomes one __global__ kernel (LANGUAGE.md section 5).
+// CUDA C++ code generation: a lowered ir::Program (transform::lower) becomes one __global__ kernel
+// (LANGUAGE.md section 5).
 //
 // Each thread computes from the layouts which elements it owns; instructions are selected by layout
 // division (DESIGN.md): 16-byte vector accesses where the register layout and the memory are contiguous,
@@ -6,7 +7,7 @@
 // per-element or shared-memory (SIMT) path for everything else, which is correct for every layout the
 // verifier accepts. docs of the choices: src/codegen/cuda/README.md.
 //
-//   EmittedKernel k = emit_cuda(program, {.arch = "sm_90"});
+//   EmittedKernel k = emit_cuda(transform::lower(program, {.arch = "sm_90"}), {.arch = "sm_90"});
 //   runtime::compile_cuda(k.source, k.kernel_name + ".cu", {.arch = "sm_90"});
 //
 // Kernel parameters, in order: the program's parameters (pointers as `void*`, scalars by their C type, see
@@ -44,7 +45,8 @@ struct EmittedKernel {
   std::vector<std::string> selections;
 };
 
-// @throws tilevm::Error when the program cannot be compiled (the message names the instruction's line).
+// @throws tilevm::Error when the program is not lowered or cannot be compiled (the message names the
+// instruction's line).
 EmittedKernel emit_cuda(const ir::Program& program, const EmitOptions& options = {});
 
 // The C type of a scalar parameter of `type` in the kernel signature ("int", "long long", "float", ...).

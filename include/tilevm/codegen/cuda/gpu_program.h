@@ -1,7 +1,7 @@
 // A program compiled once and launched many times on device memory: what the quantized matmul, the autotuner
 // and the benchmarks use (run_on_gpu in gpu_runner.h is the one-shot path that copies host buffers).
 //
-//   CompiledProgram c = compile_program(program, "sm_90a");     // emit + NVRTC through the kernel cache;
+//   CompiledProgram c = compile_program(program, "sm_90a");     // lower + emit + NVRTC (kernel cache);
 //                                                                // no device needed, safe on many threads
 //   GpuProgram p = GpuProgram::load(device, c);
 //   ProgramArgs args;
@@ -39,8 +39,8 @@ struct CompiledProgram {
   std::string arch;
 };
 
-// Emits and compiles `program` (verified) for `arch` through runtime::KernelCache::global().
-// @throws tilevm::Error on an emit or NVRTC failure.
+// Lowers `program` (transform::lower: it is verified first), emits it and compiles it for `arch` through
+// runtime::KernelCache::global(). @throws tilevm::Error on an invalid program, an emit or NVRTC failure.
 CompiledProgram compile_program(const ir::Program& program, const std::string& arch);
 
 struct ProgramArgs {

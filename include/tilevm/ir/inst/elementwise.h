@@ -26,6 +26,9 @@ struct ElementwiseInst : InstNode {
   ElementwiseOp op;
   std::vector<Operand> args;
   Var out;
+  // Set by transform::analyze_nan_payload: no reader of the result sees a NaN's bits, so the code generator
+  // may leave the hardware's NaN instead of the canonical one.
+  bool nan_payload_unobserved = false;
   ElementwiseInst(ElementwiseOp o, std::vector<Operand> a, Var out_var = nullptr, SourceLoc l = {})
       : InstNode(kKind, l), op(o), args(std::move(a)), out(std::move(out_var)) {}
   std::string name() const override { return to_string(op); }

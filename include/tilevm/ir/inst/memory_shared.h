@@ -5,12 +5,21 @@
 
 namespace tilevm::ir {
 
+// Where transform::plan_shared_memory put a shared tensor: bytes [offset, offset + bytes) of the block's
+// dynamic shared memory.
+struct SharedPlacement {
+  int64_t offset = 0;
+  int64_t bytes = 0;  // the tensor's packed size rounded up to 16
+  bool operator==(const SharedPlacement&) const = default;
+};
+
 // s = AllocateShared(dtype, shape=[...] | layout=): a shared tensor; the planner places it.
 struct AllocateSharedInst : InstNode {
   static constexpr InstKind kKind = InstKind::AllocateShared;
   DataType dtype;
   std::vector<Expr> shape;               // empty when given by layout
   std::optional<layout::Layout> layout;  // T = 1
+  std::optional<SharedPlacement> placement;  // absent until planned
   AllocateSharedInst(DataType d, std::vector<Expr> s, std::optional<layout::Layout> lay, SourceLoc l = {})
       : InstNode(kKind, l), dtype(d), shape(std::move(s)), layout(std::move(lay)) {}
   std::string name() const override { return "AllocateShared"; }

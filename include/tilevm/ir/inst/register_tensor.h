@@ -31,6 +31,7 @@ struct CastInst : InstNode {
   DataType dtype;
   Var out;
   std::optional<layout::Layout> layout;
+  bool nan_payload_unobserved = false;  // as ElementwiseInst's (transform::analyze_nan_payload)
   CastInst(TensorArg s, DataType d, Var o = nullptr, SourceLoc l = {}, std::optional<layout::Layout> lay = {})
       : InstNode(kKind, l), src(std::move(s)), dtype(d), out(std::move(o)), layout(std::move(lay)) {}
   std::string name() const override { return "Cast"; }

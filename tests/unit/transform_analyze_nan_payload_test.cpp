@@ -1,16 +1,23 @@
-// Which results keep the hardware's NaN (nan_payload.h): only those no reader can tell from the canonical NaN.
+// transform::analyze_nan_payload (analyze_nan_payload.h): it marks only the native arithmetic and widening
+// casts whose result no reader can tell from the canonical NaN, and the emitter keeps the hardware's NaN
+// exactly there.
 #include <gtest/gtest.h>
 
-#include "../../src/codegen/cuda/nan_payload.h"
 #include <cstring>
 #include <random>
 
 #include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/codegen/cuda/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
+#include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/parser.h"
+#include "tilevm/ir/printer.h"
 #include "tilevm/ir/visitor.h"
 #include "tilevm/support/diagnostics.h"
+#include "tilevm/transform/analyze_nan_payload.h"
+#include "tilevm/transform/infer_threads.h"
+#include "tilevm/transform/lower.h"
+#include "tilevm/transform/plan_shared_memory.h"
 
 namespace tilevm {
 namespace {
@@ -46,48 +53,72 @@ def nan_payload<1>[threads=32](f32* x_ptr, f32* y_ptr, f16* z_ptr, f16* w_ptr, f
     StoreGlobal(f, gv)
 )";
 
-class Find : public ir::IRVisitor {
+// Each result's mark: nullopt where the instruction has no mark to set (neither Elementwise nor Cast).
+class Marks : public ir::IRVisitor {
  public:
-  std::map<std::string, ir::Var> vars;
+  std::map<std::string, bool> marked;
   void visit_inst_stmt(const ir::InstStmt& s) override {
-    for (const ir::Var& v : s.results) vars[v->name] = v;
-    IRVisitor::visit_inst_stmt(s);
+    if (s.results.empty()) return;
+    if (const auto* e = s.inst->as<ir::ElementwiseInst>())
+      marked[s.results[0]->name] = e->nan_payload_unobserved;
+    if (const auto* c = s.inst->as<ir::CastInst>()) marked[s.results[0]->name] = c->nan_payload_unobserved;
   }
 };
 
-TEST(CodegenNanPayload, OnlyResultsWhoseReadersIgnoreNanBits) {
+std::map<std::string, bool> marks_of(const ir::Program& p) {
+  Marks m;
+  m.visit_program(p);
+  return m.marked;
+}
+
+TEST(TransformAnalyzeNanPayload, MarksOnlyResultsWhoseReadersIgnoreNanBits) {
   Diagnostics diags;
   std::optional<ir::Program> program = ir::parse_program(kProgram, diags);
   ASSERT_TRUE(program) << diags.render("nan_payload.tile", kProgram);
-  Find find;
-  find.visit_program(*program);
-  auto unobserved = [&](const char* name) {
-    if (!find.vars.count(name)) {
-      ADD_FAILURE() << "no variable " << name;
-      return false;
-    }
-    return codegen::cuda::nan_payload_unobserved(*program, find.vars.at(name));
-  };
-  EXPECT_TRUE(unobserved("p"));     // read by a native Add
-  EXPECT_TRUE(unobserved("q"));     // a narrowing Cast and a native Sub
-  EXPECT_FALSE(unobserved("r"));    // stored as it is
-  EXPECT_FALSE(unobserved("s"));    // its bits are viewed as i32
-  EXPECT_FALSE(unobserved("t"));    // Where copies the code
-  EXPECT_TRUE(unobserved("c32"));   // a widening read only by a native Mul and a native Fma
-  EXPECT_FALSE(unobserved("f"));    // an Fma's result, stored as it is
-  EXPECT_TRUE(unobserved("d"));     // a narrowing Cast
+  for (const auto& [name, marked] : marks_of(*program)) EXPECT_FALSE(marked) << name << " before the pass";
+  const ir::Program analyzed = transform::analyze_nan_payload(*program);
+  std::map<std::string, bool> m = marks_of(analyzed);
+  EXPECT_TRUE(m.at("p"));    // read by a native Add
+  EXPECT_TRUE(m.at("q"));    // a narrowing Cast and a native Sub
+  EXPECT_FALSE(m.at("r"));   // stored as it is
+  EXPECT_FALSE(m.at("s"));   // its bits are viewed as i32
+  EXPECT_FALSE(m.at("t"));   // Where copies the code
+  EXPECT_TRUE(m.at("c32"));  // a widening read only by a native Mul and a native Fma
+  EXPECT_FALSE(m.at("f"));   // an Fma's result, stored as it is
+  EXPECT_TRUE(m.at("d"));    // read by a narrowing Cast
+  EXPECT_FALSE(m.at("h"));   // a narrowing Cast: its NaN is always canonical, nothing to mark
+  EXPECT_FALSE(m.at("lt"));  // a comparison
+  // Running it again changes nothing: the same nodes come back.
+  const ir::Program again = transform::analyze_nan_payload(analyzed);
+  ASSERT_EQ(again.body.size(), analyzed.body.size());
+  for (size_t k = 0; k < again.body.size(); ++k) EXPECT_EQ(again.body[k], analyzed.body[k]) << k;
+  // The printer shows the marks as comments.
+  EXPECT_NE(ir::print_program(analyzed).find("p = Mul(a, b)  # nan payload unobserved\n"), std::string::npos);
+  EXPECT_EQ(ir::print_program(*program).find("#"), std::string::npos);
+}
 
-  const std::string cuda = codegen::cuda::emit_cuda(*program, {.arch = "sm_90"}).source;
+TEST(TransformAnalyzeNanPayload, TheEmitterReadsTheMarks) {
+  Diagnostics diags;
+  std::optional<ir::Program> program = ir::parse_program(kProgram, diags);
+  ASSERT_TRUE(program) << diags.render("nan_payload.tile", kProgram);
+  const ir::Program lowered = transform::lower(*program, {.arch = "sm_90", .verify_each_pass = true});
+  const std::string cuda = codegen::cuda::emit_cuda(lowered, {.arch = "sm_90"}).source;
   EXPECT_NE(cuda.find("tv_fast_f32<2, false>"), std::string::npos);  // p = Mul(a, b)
   EXPECT_NE(cuda.find("tv_fast_f32<1>("), std::string::npos);        // r = Sub(q, b), canonical
   EXPECT_NE(cuda.find("tv_f16_to_f32<false>("), std::string::npos);  // c32
   EXPECT_NE(cuda.find("tv_fma_f32<true>("), std::string::npos);      // f = Fma(a, b, c32), canonical
+  // Without the marks every NaN is made canonical.
+  const ir::Program unmarked = transform::plan_shared_memory(transform::infer_threads(*program));
+  const std::string canonical = codegen::cuda::emit_cuda(unmarked, {.arch = "sm_90"}).source;
+  EXPECT_NE(canonical.find("tv_fast_f32<2>("), std::string::npos);
+  EXPECT_EQ(canonical.find("tv_fast_f32<2, false>"), std::string::npos);
+  EXPECT_EQ(canonical.find("tv_f16_to_f32<false>("), std::string::npos);
 }
 
 // On the GPU, with NaNs of several payloads and signs among the inputs: every output byte equals the
 // interpreter's (the canonical NaN wherever a NaN is stored, whichever instructions kept the hardware's;
 // the Fma's single rounding too).
-TEST(CodegenNanPayloadGpu, NansMatchTheInterpreterBitForBit) {
+TEST(TransformAnalyzeNanPayloadGpu, NansMatchTheInterpreterBitForBit) {
   if (!codegen::cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
   Diagnostics diags;
   std::optional<ir::Program> program = ir::parse_program(kProgram, diags);

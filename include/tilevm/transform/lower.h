@@ -1,0 +1,57 @@
+// The lowering pipeline: the one path from a parsed or built program to one the code generator accepts.
+// It verifies the input, then runs the passes in the order src/transform/lower.cpp lists them, one per line
+// (Halide's Lower.cpp, MLIR's pass manager):
+//
+//   infer_threads         Program::threads from the register layouts (infer_threads.h)
+//   analyze_nan_payload   marks the results whose NaN bits no reader sees (analyze_nan_payload.h)
+//   plan_shared_memory    every AllocateShared's byte range, Program::shared_bytes (plan_shared_memory.h)
+//
+// Each pass records its result in the program itself (a field of the node it concerns, printed as a
+// trailing comment: docs/language.md, "Lowered programs"), never in a side table, so a later pass or the
+// printer sees it. A pass that leaves an invalid program is a bug: with verify_each_pass the verifier runs
+// after every pass and reports it as an InternalError naming the pass.
+//
+//   Diagnostics diags;
+//   std::optional<ir::Program> lowered = transform::lower(parsed, diags, {.arch = "sm_90"});
+//   if (!lowered) std::cerr << diags.render(path, source);         // the input did not verify
+//
+//   ir::Program p = transform::lower(ProgramBuilder(...).build());  // built by code: Error when invalid
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tilevm/ir/program.h"
+#include "tilevm/support/diagnostics.h"
+
+namespace tilevm::transform {
+
+#ifdef NDEBUG
+inline constexpr bool kVerifyEachPassByDefault = false;
+#else
+inline constexpr bool kVerifyEachPassByDefault = true;
+#endif
+
+struct LowerOptions {
+  std::string arch = "sm_80";  // the target (a target::Target once it exists); no pass reads it yet
+  // Verify after every pass, not only the input. On in debug builds and in the tests; the input is always
+  // verified.
+  bool verify_each_pass = kVerifyEachPassByDefault;
+  // Called with the pass's name and the program after every pass (`tilevm print --after`).
+  std::function<void(const std::string& pass, const ir::Program& program)> after_pass;
+};
+
+// The passes' names in pipeline order.
+const std::vector<std::string>& lowering_passes();
+
+// Verifies `program`: on errors adds them to `diags` and returns nullopt. Otherwise runs every pass and
+// returns the lowered program. @throws InternalError when a pass leaves an invalid program.
+std::optional<ir::Program> lower(ir::Program program, Diagnostics& diags, const LowerOptions& options = {});
+
+// lower() for programs that are valid by construction (the kernel library's builders).
+// @throws Error "'NAME' is not a valid program: ..." with every verifier message when it is not.
+ir::Program lower(ir::Program program, const LowerOptions& options = {});
+
+}  // namespace tilevm::transform

@@ -1,0 +1,108 @@
+// analyze_nan_payload (analyze_nan_payload.h): one walk collects the variables that some reader observes
+// the NaN bits of, a second marks the native arithmetic and widening casts whose result is not one of them.
+#include "tilevm/transform/analyze_nan_payload.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "tilevm/ir/inst/all.h"
+#include "tilevm/ir/mutator.h"
+#include "tilevm/ir/visitor.h"
+
+namespace tilevm::transform {
+
+namespace {
+
+bool is_float_16_or_32(DataType t) {
+  return t == DataType::f32() || t == DataType::f16() || t == DataType::bf16();
+}
+
+const ir::Var& result_of(const ir::InstStmt& s, const ir::Var& out) {
+  return out ? out : s.results.at(0);
+}
+
+// The readers that map every NaN operand to the same result (see the header).
+bool ignores_nan_bits(const ir::InstStmt& s) {
+  const ir::InstNode& inst = *s.inst;
+  if (const auto* e = inst.as<ir::ElementwiseInst>())
+    return is_native_float_arith(*e, result_of(s, e->out)->type.dtype);
+  if (const auto* c = inst.as<ir::CastInst>()) {
+    const DataType from = c->src.type().dtype;
+    return from == DataType::f32() && (c->dtype == DataType::f16() || c->dtype == DataType::bf16());
+  }
+  return inst.as<ir::DotInst>() != nullptr;
+}
+
+// Whether the code generator may leave the hardware's NaN in this instruction's result at all.
+bool may_produce_hardware_nan(const ir::InstStmt& s) {
+  if (const auto* e = s.inst->as<ir::ElementwiseInst>())
+    return is_native_float_arith(*e, result_of(s, e->out)->type.dtype);
+  if (const auto* c = s.inst->as<ir::CastInst>()) {
+    const DataType from = c->src.type().dtype;
+    return c->dtype == DataType::f32() && (from == DataType::f16() || from == DataType::bf16());
+  }
+  return false;
+}
+
+class ObservedVars : public ir::IRVisitor {
+ public:
+  std::unordered_set<const ir::VarNode*> observed;
+
+  void visit_inst_stmt(const ir::InstStmt& s) override {
+    // An instruction writing a variable in place (`out=var`) lists it too and counts as a reader:
+    // conservative, and the native operations that matter here read it as well.
+    if (!ignores_nan_bits(s))
+      for (const ir::Var& v : s.inst->used_vars()) observed.insert(v.get());
+    IRVisitor::visit_inst_stmt(s);
+  }
+};
+
+class Mark : public ir::IRMutator {
+ public:
+  explicit Mark(const std::unordered_set<const ir::VarNode*>& observed) : observed_(observed) {}
+
+  ir::Stmt mutate_inst_stmt(const ir::Stmt& s, const ir::InstStmt& node) override {
+    bool unobserved = false;
+    if (may_produce_hardware_nan(node)) {
+      const ir::Var& out = node.inst->as<ir::ElementwiseInst>() ? node.inst->as<ir::ElementwiseInst>()->out
+                                                                : node.inst->as<ir::CastInst>()->out;
+      unobserved = !observed_.count(result_of(node, out).get());
+    }
+    if (const auto* e = node.inst->as<ir::ElementwiseInst>(); e && e->nan_payload_unobserved != unobserved) {
+      auto marked = std::make_shared<ir::ElementwiseInst>(*e);
+      marked->nan_payload_unobserved = unobserved;
+      return std::make_shared<ir::InstStmt>(node.results, marked, node.loc);
+    }
+    if (const auto* c = node.inst->as<ir::CastInst>(); c && c->nan_payload_unobserved != unobserved) {
+      auto marked = std::make_shared<ir::CastInst>(*c);
+      marked->nan_payload_unobserved = unobserved;
+      return std::make_shared<ir::InstStmt>(node.results, marked, node.loc);
+    }
+    return s;
+  }
+
+ private:
+  const std::unordered_set<const ir::VarNode*>& observed_;
+};
+
+}  // namespace
+
+bool is_native_float_arith(const ir::ElementwiseInst& n, DataType result) {
+  using Op = ir::ElementwiseOp;
+  if (n.op == Op::Fma) {
+    if (result != DataType::f32() || n.args.size() != 3) return false;
+  } else {
+    if (!is_float_16_or_32(result) || n.args.size() != 2) return false;
+    if (n.op != Op::Add && n.op != Op::Sub && n.op != Op::Mul) return false;
+  }
+  return std::all_of(n.args.begin(), n.args.end(),
+                     [&](const ir::Operand& a) { return a.is_tensor() && a.tensor->type().dtype == result; });
+}
+
+ir::Program analyze_nan_payload(ir::Program program) {
+  ObservedVars readers;
+  readers.visit_program(program);
+  return Mark(readers.observed).mutate_program(program);
+}
+
+}  // namespace tilevm::transform

@@ -1,0 +1,1 @@
+print lowering.tile --after all

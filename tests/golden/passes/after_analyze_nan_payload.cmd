@@ -1,0 +1,1 @@
+print lowering.tile --after analyze_nan_payload

@@ -1,0 +1,1 @@
+print invalid.tile --after all

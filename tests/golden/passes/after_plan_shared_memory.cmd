@@ -1,0 +1,1 @@
+print lowering.tile --after plan_shared_memory

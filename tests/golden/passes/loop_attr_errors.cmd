@@ -1,0 +1,1 @@
+check loop_attr_errors.tile

@@ -1,0 +1,1 @@
+print loop_attrs.tile
