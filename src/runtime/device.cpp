@@ -26,7 +26,7 @@ void DeviceState::make_current_noexcept() const noexcept {
 }
 
 StreamState::~StreamState() {
-  if (stream) {
+  if (stream && owned) {
     device->make_current_noexcept();
     device->api->cuStreamDestroy(stream);
   }
@@ -135,13 +135,26 @@ Stream Device::create_stream() const {
   return Stream(std::move(stream));
 }
 
+Stream Device::wrap_stream(void* cu_stream) const {
+  auto stream = std::make_shared<detail::StreamState>();
+  stream->device = state_;
+  stream->stream = static_cast<CUstream>(cu_stream);
+  stream->owned = false;
+  return Stream(std::move(stream));
+}
+
+DeviceBuffer Device::wrap_memory(std::uint64_t device_ptr, std::size_t bytes) const {
+  if (device_ptr == 0 && bytes > 0) fail("cannot wrap {} bytes at device address 0", bytes);
+  return DeviceBuffer(state_, device_ptr, bytes, false);
+}
+
 DeviceBuffer Device::allocate(std::size_t bytes) const {
   state_->make_current();
   CUdeviceptr ptr = 0;
   if (bytes > 0)
     detail::check_cuda(*state_->api, state_->api->cuMemAlloc(&ptr, bytes), "cuMemAlloc", "",
                        fmt::format("allocating {} bytes on device {}", bytes, state_->info.ordinal));
-  return DeviceBuffer(state_, static_cast<std::uint64_t>(ptr), bytes);
+  return DeviceBuffer(state_, static_cast<std::uint64_t>(ptr), bytes, true);
 }
 
 Event Device::create_event() const {
@@ -171,7 +184,8 @@ void Stream::synchronize() const {
 void* Stream::handle() const { return state_->stream; }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : device_(std::move(other.device_)), ptr_(std::exchange(other.ptr_, 0)), size_(std::exchange(other.size_, 0)) {}
+    : device_(std::move(other.device_)), ptr_(std::exchange(other.ptr_, 0)), size_(std::exchange(other.size_, 0)),
+      owns_(std::exchange(other.owns_, true)) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
@@ -179,6 +193,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
     device_ = std::move(other.device_);
     ptr_ = std::exchange(other.ptr_, 0);
     size_ = std::exchange(other.size_, 0);
+    owns_ = std::exchange(other.owns_, true);
   }
   return *this;
 }
@@ -186,7 +201,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 DeviceBuffer::~DeviceBuffer() { release(); }
 
 void DeviceBuffer::release() noexcept {
-  if (device_ && ptr_) {
+  if (device_ && ptr_ && owns_) {
     device_->make_current_noexcept();
     device_->api->cuMemFree(static_cast<CUdeviceptr>(ptr_));
   }

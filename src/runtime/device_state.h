@@ -29,6 +29,7 @@ struct DeviceState {
 struct StreamState {
   std::shared_ptr<DeviceState> device;
   CUstream stream = nullptr;
+  bool owned = true;  // false for Device::wrap_stream: the caller destroys it
   mutable std::mutex mutex;
   std::string last_kernel;  // guarded by mutex
 

@@ -12,6 +12,12 @@
 //   Stream stream = device.create_stream();
 //   DeviceBuffer x = device.allocate(n * sizeof(float));
 //   x.upload(std::span<const float>(host));      // synchronous; upload_async(..., stream) also exists
+//
+// A caller that owns its own streams and memory (PyTorch: torch.cuda.current_stream().cuda_stream and a
+// tensor's data_ptr()) wraps them instead; tilevm then launches on them and never destroys or frees them:
+//
+//   Stream s = device.wrap_stream(reinterpret_cast<void*>(torch_stream));
+//   DeviceBuffer t = device.wrap_memory(tensor.data_ptr(), tensor.nbytes());
 #pragma once
 
 #include <cstddef>
@@ -74,6 +80,13 @@ class Device {
 
   Stream create_stream() const;
   DeviceBuffer allocate(std::size_t bytes) const;
+  // A stream (a CUstream of this device's primary context, or null for the legacy default stream) that the
+  // caller created and keeps alive for as long as the Stream is used; tilevm never destroys it.
+  Stream wrap_stream(void* cu_stream) const;
+  // `bytes` of device memory at `device_ptr` that the caller allocated and keeps alive (a tensor's storage):
+  // the buffer checks ranges as an owning one does, and never frees it.
+  // @throws tilevm::Error when device_ptr is 0 and bytes > 0
+  DeviceBuffer wrap_memory(std::uint64_t device_ptr, std::size_t bytes) const;
   Event create_event() const;
   void synchronize() const;  // waits for all work on the device's context
 
@@ -84,7 +97,7 @@ class Device {
   std::shared_ptr<detail::DeviceState> state_;
 };
 
-// A non-blocking CUDA stream. Remembers the last kernel launched on it, so an asynchronous fault reported by
+// A non-blocking CUDA stream (or a wrapped one, see Device::wrap_stream). Remembers the last kernel launched on it, so an asynchronous fault reported by
 // synchronize() names it: "CUDA error after kernel 'saxpy' (cuStreamSynchronize): CUDA_ERROR_ILLEGAL_ADDRESS...".
 class Stream {
  public:
@@ -98,7 +111,7 @@ class Stream {
   std::shared_ptr<detail::StreamState> state_;
 };
 
-// Device memory, freed on destruction. Move-only.
+// Device memory, freed on destruction unless it was wrapped (Device::wrap_memory). Move-only.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
@@ -110,6 +123,7 @@ class DeviceBuffer {
 
   std::uint64_t device_ptr() const { return ptr_; }  // the CUdeviceptr, to pass as a kernel argument
   std::size_t size() const { return size_; }
+  bool owns_memory() const { return owns_; }
 
   // Byte copies at `offset` bytes into the buffer. @throws tilevm::Error when out of range or on a CUDA error.
   void copy_from_host(const void* data, std::size_t bytes, std::size_t offset = 0);
@@ -134,14 +148,15 @@ class DeviceBuffer {
 
  private:
   friend class Device;
-  DeviceBuffer(std::shared_ptr<detail::DeviceState> device, std::uint64_t ptr, std::size_t size)
-      : device_(std::move(device)), ptr_(ptr), size_(size) {}
+  DeviceBuffer(std::shared_ptr<detail::DeviceState> device, std::uint64_t ptr, std::size_t size, bool owns)
+      : device_(std::move(device)), ptr_(ptr), size_(size), owns_(owns) {}
   void check_range(std::size_t bytes, std::size_t offset, const char* what) const;
   void release() noexcept;
 
   std::shared_ptr<detail::DeviceState> device_;
   std::uint64_t ptr_ = 0;
   std::size_t size_ = 0;
+  bool owns_ = true;
 };
 
 // A CUDA event with timing, for measuring kernels: record(start), launch, record(end), end.synchronize(),

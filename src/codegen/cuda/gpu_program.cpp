@@ -26,8 +26,8 @@ ScalarLookup lookup_in(const ProgramArgs& args) {
 }
 
 // Writes scalar `v` as the C type of parameter `p` into `slot` (8 bytes).
-void pack_scalar(const ir::Var& p, const interp::ScalarValue& v, void* slot, const std::string& program) {
-  const std::string ct = scalar_c_type(p->type.dtype);
+void pack_scalar(const KernelParam& p, const interp::ScalarValue& v, void* slot, const std::string& program) {
+  const std::string& ct = p.c_type;
   const int64_t iv = v.is_float ? static_cast<int64_t>(v.f) : v.i;
   const double fv = v.is_float ? v.f : static_cast<double>(v.i);
   auto put = [slot](const auto x) { std::memcpy(slot, &x, sizeof x); };
@@ -40,7 +40,7 @@ void pack_scalar(const ir::Var& p, const interp::ScalarValue& v, void* slot, con
   } else if (ct == "int" || ct == "unsigned int") {
     const bool fits = ct == "int" ? iv >= std::numeric_limits<int32_t>::min() && iv <= std::numeric_limits<int32_t>::max()
                                   : iv >= 0 && iv <= std::numeric_limits<uint32_t>::max();
-    if (!fits) fail("scalar '{}' of '{}' is {}, which does not fit its type {}", p->name, program, iv, p->type.dtype.name());
+    if (!fits) fail("scalar '{}' of '{}' is {}, which does not fit its type {}", p.name, program, iv, p.dtype.name());
     put(static_cast<int32_t>(iv));
   } else {
     put(iv);
@@ -114,24 +114,32 @@ void GpuProgram::launch(const runtime::Stream& stream, const ProgramArgs& args) 
              program.name, w.name);
   if (workspace_bytes(args) > 0 && args.workspace == 0)
     fail("'{}' needs {} bytes of workspace and none was given", program.name, workspace_bytes(args));
-  // Argument storage: 8 bytes per parameter is enough for every scalar C type and every pointer.
-  std::vector<std::uint64_t> storage(program.params.size() + 1, 0);
+  // Arguments packed from the kernel's signature (EmittedKernel::params): 8 bytes of storage per parameter
+  // hold every scalar C type and every pointer.
+  const std::vector<KernelParam>& signature = compiled_->kernel.params;
+  std::vector<std::uint64_t> storage(signature.size(), 0);
   std::vector<void*> pointers;
-  for (size_t i = 0; i < program.params.size(); ++i) {
-    const ir::Var& p = program.params[i];
-    if (p->type.is_pointer()) {
-      auto it = args.pointers.find(p->name);
-      if (it == args.pointers.end()) fail("no device pointer for parameter '{}' of '{}'", p->name, program.name);
-      storage[i] = it->second;
-    } else {
-      const std::optional<interp::ScalarValue> v = lookup_in(args)(p->name);
-      if (!v) fail("no value for scalar parameter '{}' of '{}'", p->name, program.name);
-      pack_scalar(p, *v, &storage[i], program.name);
+  for (size_t i = 0; i < signature.size(); ++i) {
+    const KernelParam& p = signature[i];
+    switch (p.kind) {
+      case KernelParam::Kind::Pointer: {
+        auto it = args.pointers.find(p.name);
+        if (it == args.pointers.end()) fail("no device pointer for parameter '{}' of '{}'", p.name, program.name);
+        storage[i] = it->second;
+        break;
+      }
+      case KernelParam::Kind::Scalar: {
+        const std::optional<interp::ScalarValue> v = lookup_in(args)(p.name);
+        if (!v) fail("no value for scalar parameter '{}' of '{}'", p.name, program.name);
+        pack_scalar(p, *v, &storage[i], program.name);
+        break;
+      }
+      case KernelParam::Kind::Workspace:
+        storage[i] = args.workspace;
+        break;
     }
     pointers.push_back(&storage[i]);
   }
-  storage.back() = args.workspace;
-  pointers.push_back(&storage.back());
   kernel_.launch(launch_config(args), stream, pointers.data());
 }
 

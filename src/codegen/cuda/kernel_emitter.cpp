@@ -347,22 +347,25 @@ EmittedKernel Emitter::run() {
          threads_ <= 0 ? "thread count has" : "shared memory has");
   // Parameters first, so that their names are taken before any local.
   std::vector<std::string> params;
+  std::vector<KernelParam> signature;
   for (const ir::Var& p : program_.params) {
+    const std::string name = fresh(p->name);
+    scalars_[p.get()] = name;
     if (p->type.is_pointer()) {
-      const std::string name = fresh(p->name);
-      scalars_[p.get()] = name;
+      signature.push_back({KernelParam::Kind::Pointer, p->name, p->type.dtype, "void*"});
       params.push_back("void* __restrict__ " + name);
     } else {
-      const std::string name = fresh(p->name);
-      scalars_[p.get()] = name;
-      params.push_back(scalar_c_type(p->type.dtype) + " " + name);
+      signature.push_back({KernelParam::Kind::Scalar, p->name, p->type.dtype, scalar_c_type(p->type.dtype)});
+      params.push_back(signature.back().c_type + " " + name);
     }
   }
+  signature.push_back({KernelParam::Kind::Workspace, "tv_workspace", DataType::uint(8), "void*"});
   params.push_back("void* tv_workspace");
   emit_block(program_.body);
 
   EmittedKernel k;
   k.kernel_name = "tilevm_" + program_.name;
+  k.params = std::move(signature);
   k.threads = threads_;
   k.dynamic_shared_bytes = scratch_offset_ + (scratch_bytes_ + 15) / 16 * 16;
   k.workspace = workspace_;

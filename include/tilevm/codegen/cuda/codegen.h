@@ -12,7 +12,9 @@
 //
 // Kernel parameters, in order: the program's parameters (pointers as `void*`, scalars by their C type, see
 // scalar_c_type), then `void* tv_workspace` (the AllocateGlobal workspace, possibly null when
-// workspace_bytes is 0). Launch with blockDim.x = threads and dynamic_shared_bytes of dynamic shared memory.
+// workspace_bytes is 0). EmittedKernel::params states that signature as data, and the launcher
+// (exec/gpu_program.h) packs arguments from it, so the two cannot disagree. Launch with blockDim.x = threads
+// and dynamic_shared_bytes of dynamic shared memory.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +36,23 @@ struct WorkspaceTensor {
   std::string name;
 };
 
+// One parameter of the kernel's signature, in launch order.
+struct KernelParam {
+  enum class Kind {
+    Pointer,    // a global-memory pointer parameter of the program: a device address
+    Scalar,     // a scalar parameter of the program, passed as c_type
+    Workspace,  // the AllocateGlobal workspace's device address (0 when the program needs none)
+  };
+  Kind kind = Kind::Pointer;
+  std::string name;    // the program's parameter name; "tv_workspace" for the workspace
+  DataType dtype = DataType::uint(8);  // the pointee (Pointer) or scalar (Scalar) type; u8 for Workspace
+  std::string c_type;  // the C type in the signature: "void*", "int", "long long", "float", ...
+};
+
 struct EmittedKernel {
   std::string source;       // CUDA C++ for NVRTC, no includes needed
   std::string kernel_name;  // extern "C" name
+  std::vector<KernelParam> params;  // the signature, in launch order
   int threads = 0;
   int64_t dynamic_shared_bytes = 0;        // planned shared tensors plus scratch for the SIMT paths
   std::vector<WorkspaceTensor> workspace;  // in workspace order
