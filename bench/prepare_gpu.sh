@@ -11,6 +11,12 @@ rm -rf .gpu && mkdir -p .gpu/bin
 for b in tilevm tilevm_unit_tests tilevm_qmatmul_sweep; do
   strip -o ".gpu/bin/$b" "$build/bin/$b"
 done
+# The GPU tests for bench/gpu.sh: those with the CTest label gpu (tests/CMakeLists.txt), one GoogleTest name
+# a line, taken from each test's --gtest_filter (CTest's names can carry parameter values instead of indices).
+ctest --test-dir "$build" -L gpu --show-only=json-v1 | grep -o '"--gtest_filter=[^"]*"' |
+  sed 's/^"--gtest_filter=//; s/"$//' > .gpu/gpu_tests.txt
+[ -s .gpu/gpu_tests.txt ] || { echo "prepare_gpu.sh: ctest -L gpu lists no test" >&2; exit 1; }
 git rev-parse HEAD > .gpu/commit
 git status --porcelain | grep -q . && echo "dirty" >> .gpu/commit || true
 ls -la .gpu/bin
+echo "$(wc -l < .gpu/gpu_tests.txt) GPU tests in .gpu/gpu_tests.txt"

@@ -11,13 +11,14 @@
 
 #include <gtest/gtest.h>
 
+#include "converter_orders.h"
+#include "expect_error.h"
 #include "tilevm/codegen/cuda/converters.h"
 #include "tilevm/runtime/nvrtc.h"
 #include "tilevm/support/error.h"
 #include "tilevm/type/convert.h"
 #include "tilevm/type/data_type.h"
 #include "tilevm/type/packing.h"
-#include "converter_orders.h"
 
 namespace tilevm::codegen::cuda {
 namespace {
@@ -146,7 +147,8 @@ TEST(Converters, EveryTypeOf8BitsOrFewerHasOne) {
     EXPECT_FALSE(has_vectorized_converter(ConverterSpec{wide, DataType::f16(), 8})) << wide.name();
   }
   EXPECT_FALSE(has_vectorized_converter(ConverterSpec{DataType::f8e4m3(), DataType::f16(), 0}));
-  EXPECT_THROW(emit_converter({DataType::f16(), DataType::f32(), 8}, "f"), InternalError);
+  const ConverterSpec wide{DataType::f16(), DataType::f32(), 8};
+  expect_error<InternalError>([&] { emit_converter(wide, "f"); }, "no vectorized converter from f16 to f32");
 }
 
 TEST(Converters, NaturalCountsNamesAndWords) {
@@ -336,7 +338,7 @@ TEST(Converters, InvalidOrderHasNoConverter) {
   for (const std::vector<int>& order : invalid) {
     const ConverterSpec spec{u4, DataType::f16(), 8, order};
     EXPECT_FALSE(has_vectorized_converter(spec));
-    EXPECT_THROW(emit_converter(spec, "f"), InternalError);
+    expect_error<InternalError>([&] { emit_converter(spec, "f"); }, "x8 converter is not a permutation");
   }
   EXPECT_FALSE(has_vectorized_converter(ConverterSpec{DataType::f16(), DataType::f32(), 2, {1, 0}}));
   EXPECT_FALSE(has_vectorized_converter(ConverterSpec{u4, DataType::f16(), 0}));

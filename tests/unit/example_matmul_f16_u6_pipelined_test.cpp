@@ -76,7 +76,7 @@ void check_matmul(const Shape& s, uint32_t seed) {
   expect_f16_near(c, reference_matmul(in.a.values, in.b_codes, kU6, kM, s.N, s.K), s.N);
 }
 
-// The size (the file's defaults): M = 16, N = 256, K = 512.
+// The size the example is written for (the file's defaults): M = 16, N = 256, K = 512.
 TEST(ExampleMatmulF16U6Pipelined, MatchesReferenceAtDefaultSize) {
   check_matmul({256, 512}, 1);
 }

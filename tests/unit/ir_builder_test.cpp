@@ -8,21 +8,12 @@
 #include "tilevm/layout/layout_text.h"
 #include "tilevm/support/error.h"
 
+#include "expect_error.h"
+
 namespace tilevm::ir {
 namespace {
 
 const DataType f16 = DataType::f16(), f32 = DataType::f32(), u8 = DataType::u8(), i6 = DataType::int_(6);
-
-// Runs `fn` and expects a tilevm::Error whose message contains `needle`.
-template <typename Fn>
-void expect_error(Fn&& fn, const std::string& needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected one containing '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
-  }
-}
 
 const layout::Layout& layout_a() {
   static const layout::Layout l = layout::parse_layout("column_local(2, 2).spatial(8, 4).local(1, 2)");

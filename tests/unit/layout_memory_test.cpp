@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "expect_error.h"
 #include "tilevm/layout/memory_layout.h"
 #include "tilevm/support/error.h"
 
@@ -31,9 +32,14 @@ TEST(SharedLayout, EveryOffsetOnceForThePaperLayouts) {
   EXPECT_EQ(SharedLayout(a).shape(), (Index{3, 16, 256}));
 }
 
-TEST(SharedLayout, RejectsThreadsAndReplication) {
-  EXPECT_THROW(SharedLayout(spatial({2})), Error);
-  EXPECT_THROW(SharedLayout(reduce(spatial({2, 2}), {0})), Error);
+// Only a layout of several threads can replicate (local slots merge), so the thread check is the one that
+// rejects a replicated layout: replication never reaches the constructor's own replication check.
+TEST(SharedLayout, RejectsThreadsAndSoReplication) {
+  expect_error([&] { SharedLayout(spatial({2})); }, "must have one thread, but this one has 2");
+  const Layout replicated = reduce(spatial({2, 2}), {0});
+  ASSERT_TRUE(replicated.is_replicated());
+  expect_error([&] { SharedLayout{replicated}; }, "must have one thread, but this one has 4");
+  EXPECT_FALSE(reduce(local({2, 2}), {0}).is_replicated());
   EXPECT_EQ(SharedLayout(reduce(local({2, 2}), {0})).size(), 2);  // local slots merge: no replication
 }
 
@@ -45,7 +51,7 @@ TEST(GlobalLayout, StridesAndExtent) {
   GlobalLayout t = GlobalLayout::strided({4, 8}, {1, 16});
   EXPECT_EQ(t.offset({3, 2}), 35);
   EXPECT_EQ(t.extent(), 3 + 7 * 16 + 1);
-  EXPECT_THROW(GlobalLayout::strided({4, 8}, {1}), Error);
+  expect_error([&] { GlobalLayout::strided({4, 8}, {1}); }, "do not match shape [4, 8]: rank 1 vs 2");
   GlobalLayout l = GlobalLayout::from_layout(column_local({4, 8}));
   EXPECT_EQ(l.offset({3, 2}), 11);
   EXPECT_EQ(l.extent(), 32);

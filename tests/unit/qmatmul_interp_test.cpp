@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "tilevm/ops/qmatmul_interp.h"
 #include "tilevm/ops/qmatmul_reference.h"
 #include "tilevm/support/error.h"
@@ -139,14 +140,15 @@ TEST(QMatmulInterp, Errors) {
   std::vector<float> w(64 * 20, 0.5f);
   const QuantizedWeight weight = quantize(w, 64, 20, QuantSpec{p.wtype, 32, p.atype, false});
   Diagnostics diags;
-  EXPECT_THROW(run_qmatmul_interp(p, QMatmulConfig{.dequant_gemm = true}, a, weight, c, diags), Error);
-  EXPECT_THROW(run_qmatmul_interp(p, QMatmulConfig::parse("bm16_bn20_bk32_sk32_w1x1_s2_k1"), a, weight, c, diags),
-               Error);  // block_n not a multiple of 8
+  const QMatmulConfig small = QMatmulConfig::parse(kSmall), dequant_gemm{.dequant_gemm = true};
+  expect_error([&] { run_qmatmul_interp(p, dequant_gemm, a, weight, c, diags); }, "only the fused template");
+  const QMatmulConfig n20 = QMatmulConfig::parse("bm16_bn20_bk32_sk32_w1x1_s2_k1");
+  expect_error([&] { run_qmatmul_interp(p, n20, a, weight, c, diags); }, "block_n (20) must be");
   std::vector<uint16_t> short_a(10);
-  EXPECT_THROW(run_qmatmul_interp(p, QMatmulConfig::parse(kSmall), short_a, weight, c, diags), Error);
+  expect_error([&] { run_qmatmul_interp(p, small, short_a, weight, c, diags); }, "A has 10 elements");
   QMatmulProblem other = p;
   other.wtype = DataType::uint(3);
-  EXPECT_THROW(run_qmatmul_interp(other, QMatmulConfig::parse(kSmall), a, weight, c, diags), Error);
+  expect_error([&] { run_qmatmul_interp(other, small, a, weight, c, diags); }, "does not match the problem");
 }
 
 }  // namespace

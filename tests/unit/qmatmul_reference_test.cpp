@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "expect_error.h"
 #include "qmatmul_test_util.h"
 #include "tilevm/ops/qmatmul_reference.h"
 #include "tilevm/support/error.h"
@@ -135,12 +136,13 @@ TEST(QMatmulReference, MismatchedInputsThrow) {
   const Case c = make_case(2, 8, 64, DataType::uint(4), 32);
   QMatmulProblem other = c.problem;
   other.k = 128;
-  EXPECT_THROW(qmatmul_reference(other, c.a, c.weight), Error);
+  expect_error([&] { qmatmul_reference(other, c.a, c.weight); }, "A has 128 elements");
   other = c.problem;
   other.wtype = DataType::uint(3);
-  EXPECT_THROW(qmatmul_reference(other, c.a, c.weight), Error);
+  expect_error([&] { qmatmul_reference(other, c.a, c.weight); }, "the weight is u4 with group 32");
   const QMatmulReference ref = qmatmul_reference(c.problem, c.a, c.weight);
-  EXPECT_THROW(check_qmatmul(c.problem, std::vector<uint16_t>(15), ref), Error);
+  const std::vector<uint16_t> short_c(15);
+  expect_error([&] { check_qmatmul(c.problem, short_c, ref); }, "C has 15 elements, the reference is [2, 8]");
 }
 
 }  // namespace

@@ -63,13 +63,13 @@ TEST(RuntimeCublas, SearchOrder) {
   for (size_t i = 3; i < c.size(); ++i) EXPECT_NE(c[i].find("/libcublas.so"), std::string::npos) << c[i];
 }
 
-TEST(RuntimeCublas, LoadsWhereInstalled) {
+TEST(RuntimeCublasGpu, LoadsWhereInstalled) {
   std::string why;
   if (!Cublas::library_available(&why)) GTEST_SKIP() << "no cuBLAS here: " << why;
   EXPECT_TRUE(why.empty());
 }
 
-TEST(RuntimeCublas, GemmMatchesTheCpu) {
+TEST(RuntimeCublasGpu, GemmMatchesTheCpu) {
   std::string why;
   if (!Cublas::library_available(&why)) GTEST_SKIP() << "no cuBLAS here: " << why;
   if (!Device::available()) GTEST_SKIP() << "no GPU";
@@ -110,7 +110,7 @@ TEST(RuntimeCublas, GemmMatchesTheCpu) {
   }
 }
 
-TEST(RuntimeCublas, GemmRejectsOtherTypes) {
+TEST(RuntimeCublasGpu, GemmRejectsOtherTypes) {
   std::string why;
   if (!Cublas::library_available(&why) || !Device::available()) GTEST_SKIP() << "no cuBLAS or no GPU";
   Device device = Device::open();

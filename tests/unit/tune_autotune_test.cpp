@@ -55,7 +55,7 @@ TEST(TuneHeuristic, PicksWhatTheShapeNeeds) {
   }
 }
 
-TEST(TuneAutotune, TunesCachesAndReadsBack) {
+TEST(TuneAutotuneGpu, TunesCachesAndReadsBack) {
   if (!runtime::Device::available()) GTEST_SKIP() << "no CUDA device";
   const std::filesystem::path file = std::filesystem::temp_directory_path() /
                                      fmt::format("tilevm-autotune-test-{}.json", static_cast<long>(getpid()));

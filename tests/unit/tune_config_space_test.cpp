@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "expect_error.h"
 #include "tilevm/support/error.h"
 #include "tilevm/tune/config_space.h"
 
@@ -153,8 +154,9 @@ TEST(TuneConfigSpace, TinyShapesStillHaveConfigurations) {
 }
 
 TEST(TuneConfigSpace, InvalidProblemThrows) {
-  EXPECT_THROW(qmatmul_config_space(problem(1, 64, 100, DataType::uint(4), 32)), Error);  // K % G != 0
-  EXPECT_THROW(qmatmul_config_space(problem(0, 64, 64)), Error);
+  const auto k100 = problem(1, 64, 100, DataType::uint(4), 32);
+  expect_error([&] { qmatmul_config_space(k100); }, "k (100) must be a multiple of the group size (32)");
+  expect_error([&] { qmatmul_config_space(problem(0, 64, 64)); }, "must be positive, got m=0 n=64 k=64");
 }
 
 }  // namespace

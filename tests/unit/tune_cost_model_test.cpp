@@ -4,6 +4,7 @@
 
 #include "qmatmul_test_util.h"
 
+#include "expect_error.h"
 #include "tilevm/support/error.h"
 #include "tilevm/tune/config_space.h"
 #include "tilevm/tune/cost_model.h"
@@ -133,7 +134,8 @@ TEST(TuneCostModel, IssueLimitFavorsMoreWarpsAndSplitK) {
 }
 
 TEST(TuneCostModel, InvalidConfigThrows) {
-  EXPECT_THROW(estimate_qmatmul(problem(1, 64, 128), config(16, 60, 1, 4, 1), h100), Error);
+  const auto n60 = config(16, 60, 1, 4, 1);
+  expect_error([&] { estimate_qmatmul(problem(1, 64, 128), n60, h100); }, "block_n (60) must be");
 }
 
 TEST(TuneCostModel, PruneKeepsTheBestInOrder) {

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "expect_error.h"
 #include "tilevm/support/error.h"
 
 namespace tilevm {
@@ -138,11 +139,11 @@ TEST(DataTypeName, ErrorsNamePositionAndExpectation) {
 }
 
 TEST(DataTypeFactory, RejectsIllegalWidthsAndSplits) {
-  EXPECT_THROW(DataType::int_(9), Error);
-  EXPECT_THROW(DataType::uint(0), Error);
-  EXPECT_THROW(DataType::float_(4, 4), Error);
-  EXPECT_THROW(DataType::float_(0, 2), Error);
-  EXPECT_THROW(DataType::float_(5, 11), Error);
+  expect_error([&] { DataType::int_(9); }, "an integer has 1 to 8, 16, 32 or 64 bits, got 9");
+  expect_error([&] { DataType::uint(0); }, "an integer has 1 to 8, 16, 32 or 64 bits, got 0");
+  expect_error([&] { DataType::float_(4, 4); }, "no float has 4 exponent and 4 mantissa bits");
+  expect_error([&] { DataType::float_(0, 2); }, "no float has 0 exponent and 2 mantissa bits");
+  expect_error([&] { DataType::float_(5, 11); }, "no float has 5 exponent and 11 mantissa bits");
   EXPECT_EQ(DataType::int_(32), DataType::i32());
   EXPECT_EQ(DataType::uint(8), DataType::u8());
 }

@@ -13,7 +13,7 @@
 //
 // A Layout is a value: a product of factors, each a ModeLayout or a swizzle of another layout. Adjacent mode
 // factors are always merged, so a layout without a swizzle is a single canonical ModeLayout; equality is by
-// mapping. Shared and global layouts are layouts with T = 1 (see shared_layout.h, global_layout.h).
+// mapping. Shared and global layouts are layouts with T = 1 (see memory_layout.h).
 #pragma once
 
 #include <cstdint>

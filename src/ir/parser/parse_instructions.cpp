@@ -1,6 +1,6 @@
 // Instruction calls: binding `Instr(args...)` to the instruction nodes of include/tilevm/ir/inst/.
 //
-// Each instruction has a parameter list (the brief's table): arguments are given positionally in that order
+// Each instruction has a parameter list (docs/language.md): arguments are given positionally in that order
 // or as `name=value`, `out=` only as a keyword. What an argument is (a tensor, a scalar, a dtype, a layout,
 // a list of scalars) comes from its parameter, so the same text binds differently in different places.
 #include <algorithm>

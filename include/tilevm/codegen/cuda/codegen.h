@@ -56,8 +56,8 @@ struct EmittedKernel {
   int threads = 0;
   int64_t dynamic_shared_bytes = 0;        // planned shared tensors plus scratch for the SIMT paths
   std::vector<WorkspaceTensor> workspace;  // in workspace order
-  // What the emitter chose per instruction, one line each ("12:9 LoadGlobal: vector 16 B"), for tests and
-  // `tilevm emit --explain`.
+  // What the emitter chose per instruction, one line each ("12:9 LoadGlobal: vector 16 B"), part of the
+  // fingerprint tools/emit_corpus compares to prove a change left every kernel as it was.
   std::vector<std::string> selections;
 };
 
