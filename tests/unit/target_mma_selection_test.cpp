@@ -13,7 +13,9 @@ using layout::local;
 using layout::replicate;
 using layout::spatial;
 
-const MmaAtom& atom_f16_f32() { return mma_atoms()[0]; }
+const MmaAtom& atom_f16_f32() {
+  return mma_atoms()[0];
+}
 
 TEST(TargetMmaSelection, TheAtomFragmentsThemselvesAreOneStep) {
   const MmaAtom& atom = atom_f16_f32();
@@ -29,7 +31,8 @@ TEST(TargetMmaSelection, TheAtomFragmentsThemselvesAreOneStep) {
 
 TEST(TargetMmaSelection, TheOperandTypesPickTheAtom) {
   const MmaAtom& s8 = mma_atoms()[3];
-  auto sel = select_mma(DataType::i8(), DataType::i8(), DataType::i32(), s8.layout_a, s8.layout_b, s8.layout_c);
+  auto sel =
+      select_mma(DataType::i8(), DataType::i8(), DataType::i32(), s8.layout_a, s8.layout_b, s8.layout_c);
   ASSERT_TRUE(sel.has_value());
   EXPECT_EQ(sel->atom->name, "mma.m16n8k32.s32.s8.s8.s32");
   // The f16 fragments with f32 inputs, or with an i32 accumulator: no atom has those types.
@@ -44,15 +47,16 @@ TEST(TargetMmaSelection, ALayoutThatDoesNotDivideSelectsNothing) {
   const MmaAtom& atom = atom_f16_f32();
   // 16x16 with every thread holding a 2x4 block: not the A fragment.
   Layout a = compose(spatial({8, 4}), local({2, 4}));
-  EXPECT_FALSE(select_mma(DataType::f16(), DataType::f16(), DataType::f32(), a, atom.layout_b, atom.layout_c));
+  EXPECT_FALSE(
+      select_mma(DataType::f16(), DataType::f16(), DataType::f32(), a, atom.layout_b, atom.layout_c));
 }
 
 // Two warps split M, K = 32 (two k steps), N = 16 (two result atoms per warp); b is held by both warps.
 TEST(TargetMmaSelection, WarpsSplittingMGiveAUniformSchedule) {
   const MmaAtom& atom = atom_f16_f32();
-  Layout a = compose(compose(spatial({2, 1}), local({1, 2})), atom.layout_a);       // [32, 32]
-  Layout b = compose(compose(replicate(2), local({2, 2})), atom.layout_b);          // [32, 16]
-  Layout c = compose(compose(spatial({2, 1}), local({1, 2})), atom.layout_c);       // [32, 16]
+  Layout a = compose(compose(spatial({2, 1}), local({1, 2})), atom.layout_a);  // [32, 32]
+  Layout b = compose(compose(replicate(2), local({2, 2})), atom.layout_b);     // [32, 16]
+  Layout c = compose(compose(spatial({2, 1}), local({1, 2})), atom.layout_c);  // [32, 16]
   auto sel = select_mma(DataType::f16(), DataType::f16(), DataType::f32(), a, b, c);
   ASSERT_TRUE(sel.has_value());
   EXPECT_TRUE(sel->warp_uniform);
@@ -67,8 +71,8 @@ TEST(TargetMmaSelection, WarpsSplittingMGiveAUniformSchedule) {
 TEST(TargetMmaSelection, OperandsInWarpDependentSlotsAreHeldButNotUniform) {
   const MmaAtom& atom = atom_f16_f32();
   Layout a = compose(compose(replicate(2), local({2, 1})), atom.layout_a);  // [32, 16]
-  Layout b = compose(replicate(2), atom.layout_b);                           // [16, 8]
-  Layout c = compose(spatial({2, 1}), atom.layout_c);                        // [32, 8]
+  Layout b = compose(replicate(2), atom.layout_b);                          // [16, 8]
+  Layout c = compose(spatial({2, 1}), atom.layout_c);                       // [32, 8]
   auto sel = select_mma(DataType::f16(), DataType::f16(), DataType::f32(), a, b, c);
   ASSERT_TRUE(sel.has_value());
   EXPECT_FALSE(sel->warp_uniform);
@@ -78,8 +82,8 @@ TEST(TargetMmaSelection, OperandsInWarpDependentSlotsAreHeldButNotUniform) {
 // Warp w computes M block w and both N blocks, but holds only N block w of b.
 TEST(TargetMmaSelection, AWarpMissingAnOperandAtomSelectsNothing) {
   const MmaAtom& atom = atom_f16_f32();
-  Layout a = compose(spatial({2, 1}), atom.layout_a);                         // [32, 16]
-  Layout b = compose(spatial({1, 2}), atom.layout_b);                         // [16, 16]
+  Layout a = compose(spatial({2, 1}), atom.layout_a);                          // [32, 16]
+  Layout b = compose(spatial({1, 2}), atom.layout_b);                          // [16, 16]
   Layout c = compose(compose(spatial({2, 1}), local({1, 2})), atom.layout_c);  // [32, 16]
   EXPECT_FALSE(select_mma(DataType::f16(), DataType::f16(), DataType::f32(), a, b, c));
   // The same with b held by both warps is tensor-core work.
