@@ -9,6 +9,7 @@
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/parser.h"
 #include "tilevm/ir/printer.h"
+#include "tilevm/support/error.h"
 
 namespace tilevm::ir {
 namespace {
