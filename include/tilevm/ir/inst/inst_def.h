@@ -41,7 +41,7 @@ enum class ParamKind {
 // What the instruction does to the variable a parameter names. The values an instruction defines (the names
 // left of `=`) are not operands and appear in neither reads() nor writes().
 enum class Access : uint8_t {
-  None,        // no variable: a dtype, a layout, a count, a scalar
+  None,  // no variable: a dtype, a layout, a count, a scalar
   Read,
   Write,       // written when the instruction completes (out=, a store's destination)
   ReadWrite,   // read and written (AtomicAddGlobal's destination)
