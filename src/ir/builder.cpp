@@ -337,9 +337,10 @@ std::vector<Var> ProgramBuilder::emit(const Inst& inst, const std::vector<std::s
         diags.all().empty() ? inst->name() + " has no result type" : diags.all().front().message;
     throw Error(message);
   }
-  if (!names.empty() && names.size() != types->size()) {
-    fail("{} defines {} values, got {} names", inst->name(), types->size(), names.size());
-  }
+  // The instruction table says how many names it takes: none with out=.
+  const int grid_rank = static_cast<int>(program_.grid.size());
+  const size_t count = out_operand(*inst) ? 0 : static_cast<size_t>(inst->def().result_count(grid_rank));
+  if (names.size() != count) fail("{} defines {} values, got {} names", inst->name(), count, names.size());
   std::vector<Var> vars;
   for (size_t i = 0; i < names.size(); ++i) {
     check_new_name(names[i], "variable");

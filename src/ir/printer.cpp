@@ -254,105 +254,32 @@ class ProgramPrinter {
 
   static std::string operand(const Operand& o) { return o.tensor ? tensor(*o.tensor) : print_expr(o.scalar); }
 
+  // An argument as its parameter's kind prints it.
+  std::string arg(ParamKind kind, const ArgValue& v) const {
+    switch (kind) {
+      case ParamKind::Tensor: return tensor(v.tensor);
+      case ParamKind::Operand: return operand(v.operand);
+      case ParamKind::Scalar:
+      case ParamKind::Pointer: return print_expr(v.expr);
+      case ParamKind::DType: return v.dtype.name();
+      case ParamKind::Layout: return lay(*v.layout);
+      case ParamKind::List: return list(v.list);
+      case ParamKind::Int: return std::to_string(v.int_value);
+      case ParamKind::Bool: return v.bool_value ? "True" : "False";
+      case ParamKind::TensorVar: return v.var ? v.var->name : "<null>";
+    }
+    return "?";
+  }
+
+  // `Name(args)` through the instruction's row of the table (inst_def.h).
   std::string inst(const InstNode& n) const {
+    const InstArgs args = inst_args(n);
+    const std::vector<Param>& params = args.def().params;
     std::vector<std::string> a;
-    auto out = [&](const Var& v) {
-      if (v) a.push_back("out=" + v->name);
-    };
-    switch (n.kind) {
-      case InstKind::ViewGlobal: {
-        const auto& i = *n.as<ViewGlobalInst>();
-        a = {print_expr(i.ptr), "dtype=" + i.dtype.name(), "shape=" + list(i.shape)};
-        if (!i.strides.empty()) a.push_back("strides=" + list(i.strides));
-        if (i.layout) a.push_back("layout=" + lay(*i.layout));
-        break;
-      }
-      case InstKind::AllocateGlobal: {
-        const auto& i = *n.as<AllocateGlobalInst>();
-        a = {i.dtype.name(), "shape=" + list(i.shape)};
-        if (i.layout) a.push_back("layout=" + lay(*i.layout));
-        if (i.init) a.push_back("init=" + print_expr(i.init));
-        break;
-      }
-      case InstKind::AllocateShared: {
-        const auto& i = *n.as<AllocateSharedInst>();
-        a = {i.dtype.name()};
-        if (!i.shape.empty() || !i.layout) a.push_back("shape=" + list(i.shape));
-        if (i.layout) a.push_back("layout=" + lay(*i.layout));
-        break;
-      }
-      case InstKind::FreeShared:
-        a = {n.as<FreeSharedInst>()->tensor->name};
-        break;
-      case InstKind::AllocateRegister: {
-        const auto& i = *n.as<AllocateRegisterInst>();
-        a = {i.dtype.name(), "layout=" + lay(i.layout)};
-        if (i.init) a.push_back("init=" + print_expr(i.init));
-        break;
-      }
-      case InstKind::LoadGlobal:
-      case InstKind::LoadShared: {
-        const auto& i = static_cast<const LoadInst&>(n);
-        a = {tensor(i.src), lay(i.layout)};
-        if (!i.offset.empty()) a.push_back("offset=" + list(i.offset));
-        out(i.out);
-        break;
-      }
-      case InstKind::StoreGlobal:
-      case InstKind::StoreShared:
-      case InstKind::AtomicAddGlobal: {
-        const auto& i = static_cast<const StoreInst&>(n);
-        a = {tensor(i.src), tensor(i.dst)};
-        if (!i.offset.empty()) a.push_back("offset=" + list(i.offset));
-        break;
-      }
-      case InstKind::CopyAsync:
-        a = {tensor(n.as<CopyAsyncInst>()->dst), tensor(n.as<CopyAsyncInst>()->src)};
-        break;
-      case InstKind::CopyAsyncWaitGroup:
-        a = {print_expr(n.as<CopyAsyncWaitGroupInst>()->n)};
-        break;
-      case InstKind::Elementwise: {
-        const auto& i = *n.as<ElementwiseInst>();
-        for (const Operand& o : i.args) a.push_back(operand(o));
-        out(i.out);
-        break;
-      }
-      case InstKind::Reduce: {
-        const auto& i = *n.as<ReduceInst>();
-        a = {tensor(i.src), fmt::format("dim={}", i.dim)};
-        if (i.keepdim) a.push_back("keepdim=True");
-        out(i.out);
-        break;
-      }
-      case InstKind::Cast: {
-        const auto& i = *n.as<CastInst>();
-        a = {tensor(i.src), "dtype=" + i.dtype.name()};
-        if (i.layout) a.push_back("layout=" + lay(*i.layout));
-        out(i.out);
-        break;
-      }
-      case InstKind::View: {
-        const auto& i = *n.as<ViewInst>();
-        a = {tensor(i.src)};
-        if (i.dtype) a.push_back("dtype=" + i.dtype->name());
-        if (i.layout) a.push_back("layout=" + lay(*i.layout));
-        break;
-      }
-      case InstKind::Dot: {
-        const auto& i = *n.as<DotInst>();
-        a = {tensor(i.a), tensor(i.b), tensor(i.c)};
-        out(i.out);
-        break;
-      }
-      case InstKind::Print:
-        a = {operand(n.as<PrintInst>()->value)};
-        break;
-      case InstKind::BlockIndices:
-      case InstKind::Synchronize:
-      case InstKind::Exit:
-      case InstKind::CopyAsyncCommitGroup:
-        break;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (!args.at(i).present) continue;
+      const std::string text = arg(params[i].kind, args.at(i));
+      a.push_back(params[i].print_by_name ? fmt::format("{}={}", params[i].name, text) : text);
     }
     return fmt::format("{}({})", n.name(), fmt::join(a, ", "));
   }

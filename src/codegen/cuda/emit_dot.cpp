@@ -1,21 +1,21 @@
 // Dot(a, b, c): d = a @ b + c.
 //
-// Tensor cores by layout division: when a, b and c divide the fragments of an mma.sync atom of
-// target/atoms.h (with the atom's operand types), the quotients Qa [.., M/16, K/k], Qb [.., K/k, N/8],
-// Qc [.., M/16, N/8] say which atoms each warp holds in which slots (thread t = 32 * warp + lane); leading
-// batch dimensions are typically spread over warps (each warp its own product, e.g. a split of K). The schedule is a loop over
-// Qc's slots and the k atoms; it must be warp-uniform: for every result atom slot and k step, the a and b
-// atoms must sit in the same slots in every warp (checked on the host), so that the emitted code names
-// registers by constants. The fragments are the register words themselves (registers.cpp). The hardware
-// accumulates in the accumulator type, so results differ from the interpreter's exact sum by rounding.
+// Tensor cores when target::select_mma (target/mma_selection.h, the rule the verifier follows too) finds an
+// mma.sync atom whose fragments a, b and c divide, held by every warp in the same slots: the quotients say
+// which atoms each warp holds in which slots (thread t = 32 * warp + lane); leading batch dimensions are
+// typically spread over warps (each warp its own product, e.g. a split of K). The emitted loop walks the
+// selection's steps, so registers are named by constants. The fragments are the register words themselves
+// (registers.cpp). The hardware accumulates in the accumulator type, so results differ from the
+// interpreter's exact sum by rounding.
 //
-// Otherwise (SIMT, any layouts): a and b go through shared scratch memory as doubles (64-bit integers for
-// integer dots) and each thread computes its own result elements left to right, exactly as the interpreter.
+// Otherwise (SIMT, any layouts, including a selection that is held but not warp-uniform): a and b go through
+// shared scratch memory as doubles (64-bit integers for integer dots) and each thread computes its own result
+// elements left to right, exactly as the interpreter.
 #include <fmt/format.h>
 
 #include "emitter.h"
 #include "tilevm/support/error.h"
-#include "tilevm/target/atoms.h"
+#include "tilevm/target/mma_selection.h"
 
 namespace tilevm::codegen::cuda {
 
@@ -31,13 +31,6 @@ const char* ptx_type(DataType t) {
   return "?";
 }
 
-// The slot of Q holding `index` in thread w, or -1.
-int64_t slot_in(const layout::Layout& q, int64_t w, const layout::Index& index) {
-  for (const auto& [t, i] : q.owners(index))
-    if (t == w) return i;
-  return -1;
-}
-
 }  // namespace
 
 bool Emitter::try_mma(const ir::DotInst&, const RegInfo& a, const RegInfo& b, const RegInfo& c,
@@ -46,90 +39,53 @@ bool Emitter::try_mma(const ir::DotInst&, const RegInfo& a, const RegInfo& b, co
   // last two dimensions (divide prepends 1s to the atom's rank).
   const int rank = c.layout.rank();
   if (rank < 2 || a.layout.rank() != rank || b.layout.rank() != rank) return false;
-  const auto r = static_cast<size_t>(rank);
-  for (const target::MmaAtom& atom : target::mma_atoms()) {
-    if (atom.a != a.dtype || atom.b != b.dtype || atom.c != c.dtype) continue;
-    layout::Layout qa, qb, qc;
-    try {
-      qa = layout::divide(a.layout, atom.layout_a);
-      qb = layout::divide(b.layout, atom.layout_b);
-      qc = layout::divide(c.layout, atom.layout_c);
-    } catch (const Error&) {
-      continue;
-    }
-    const int64_t warps = qc.num_threads();
-    if (qa.num_threads() != warps || qb.num_threads() != warps) continue;
-    const int64_t kq = qa.shape()[r - 1];
-    // The a and b atoms that meet c's atom `ci` at k step k.
-    auto operand_index = [&](const layout::Index& ci, int64_t x, int64_t y) {
-      layout::Index idx(ci.begin(), ci.end() - 2);
-      idx.push_back(x);
-      idx.push_back(y);
-      return idx;
-    };
-    // The schedule: (c slot, a slot, b slot) per k step and result atom slot, the same in every warp. k is
-    // the outer loop, so consecutive mma write different accumulators and do not wait for one another
-    // (each accumulator still sums its k steps in ascending order).
-    std::vector<std::array<int64_t, 3>> steps;
-    bool uniform = true;
-    for (int64_t k = 0; k < kq && uniform; ++k) {
-      for (int64_t s = 0; s < qc.num_locals() && uniform; ++s) {
-        int64_t sa = -2, sb = -2;
-        for (int64_t w = 0; w < warps && uniform; ++w) {
-          const layout::Index ci = qc.map(w, s);
-          const int64_t xa = slot_in(qa, w, operand_index(ci, ci[r - 2], k));
-          const int64_t xb = slot_in(qb, w, operand_index(ci, k, ci[r - 1]));
-          if (xa < 0 || xb < 0 || (sa != -2 && (xa != sa || xb != sb))) uniform = false;
-          sa = xa;
-          sb = xb;
-        }
-        steps.push_back({s, sa, sb});
-      }
-    }
-    if (!uniform) continue;
-    const int wa = static_cast<int>(atom.layout_a.num_locals() * a.dtype.bits() / 32);
-    const int wb = static_cast<int>(atom.layout_b.num_locals() * b.dtype.bits() / 32);
-    const int wc = static_cast<int>(atom.layout_c.num_locals() * c.dtype.bits() / 32);
-    const std::string inst =
-        fmt::format("mma.sync.aligned.m{}n{}k{}.row.col.{}.{}.{}.{}", atom.m, atom.n, atom.k,
-                    ptx_type(c.dtype), ptx_type(a.dtype), ptx_type(b.dtype), ptx_type(c.dtype));
-    note(*current_, fmt::format("{} x {} per warp ({})", inst, steps.size(),
-                                warps > 1 ? "warp-uniform schedule" : "one warp"));
-    open("");
-    if (d.name != c.name) {
-      line("#pragma unroll");
-      line(fmt::format("for (int w = 0; w < {}; ++w) {}[w] = {}[w];", d.words, d.name, c.name));
-    }
-    // Operand lists: %0.. the accumulator (in and out), then a, then b.
-    std::string ops;
-    int k = 0;
-    auto list = [&](int count) {
-      std::string s = "{";
-      for (int x = 0; x < count; ++x) s += fmt::format("{}%{}", x ? ", " : "", k++);
-      return s + "}";
-    };
-    const std::string dl = list(wc), al = list(wa), bl = list(wb);
-    line(fmt::format("// (c slot, a slot, b slot) per step; one {}x{}x{} atom each", atom.m, atom.n, atom.k));
-    std::string table;
-    for (const auto& st : steps)
-      table += fmt::format("{}{{{}, {}, {}}}", table.empty() ? "" : ", ", st[0], st[1], st[2]);
-    line(fmt::format("const int steps[{}][3] = {{{}}};", steps.size(), table));
+  const std::optional<target::MmaSelection> sel =
+      target::select_mma(a.dtype, b.dtype, c.dtype, a.layout, b.layout, c.layout);
+  if (!sel || !sel->warp_uniform) return false;
+  const target::MmaAtom& atom = *sel->atom;
+  const int64_t warps = sel->qc.num_threads();
+  const std::vector<std::array<int64_t, 3>>& steps = sel->steps;
+  const int wa = static_cast<int>(atom.layout_a.num_locals() * a.dtype.bits() / 32);
+  const int wb = static_cast<int>(atom.layout_b.num_locals() * b.dtype.bits() / 32);
+  const int wc = static_cast<int>(atom.layout_c.num_locals() * c.dtype.bits() / 32);
+  const std::string inst =
+      fmt::format("mma.sync.aligned.m{}n{}k{}.row.col.{}.{}.{}.{}", atom.m, atom.n, atom.k,
+                  ptx_type(c.dtype), ptx_type(a.dtype), ptx_type(b.dtype), ptx_type(c.dtype));
+  note(*current_, fmt::format("{} x {} per warp ({})", inst, steps.size(),
+                              warps > 1 ? "warp-uniform schedule" : "one warp"));
+  open("");
+  if (d.name != c.name) {
     line("#pragma unroll");
-    open(fmt::format("for (int s = 0; s < {}; ++s)", steps.size()));
-    line("const int cs = steps[s][0], as = steps[s][1], bs = steps[s][2];");
-    std::string outs, ins;
-    for (int x = 0; x < wc; ++x)
-      outs += fmt::format("{}\"+r\"({}[cs * {} + {}])", x ? ", " : "", d.name, wc, x);
-    for (int x = 0; x < wa; ++x)
-      ins += fmt::format("{}\"r\"({}[as * {} + {}])", x ? ", " : "", a.name, wa, x);
-    for (int x = 0; x < wb; ++x) ins += fmt::format(", \"r\"({}[bs * {} + {}])", b.name, wb, x);
-    // Not volatile: a register-only instruction the compiler may schedule around the loads.
-    line(fmt::format("asm(\"{} {}, {}, {}, {};\\n\" : {} : {});", inst, dl, al, bl, dl, outs, ins));
-    close();
-    close();
-    return true;
+    line(fmt::format("for (int w = 0; w < {}; ++w) {}[w] = {}[w];", d.words, d.name, c.name));
   }
-  return false;
+  // Operand lists: %0.. the accumulator (in and out), then a, then b.
+  std::string ops;
+  int k = 0;
+  auto list = [&](int count) {
+    std::string s = "{";
+    for (int x = 0; x < count; ++x) s += fmt::format("{}%{}", x ? ", " : "", k++);
+    return s + "}";
+  };
+  const std::string dl = list(wc), al = list(wa), bl = list(wb);
+  line(fmt::format("// (c slot, a slot, b slot) per step; one {}x{}x{} atom each", atom.m, atom.n, atom.k));
+  std::string table;
+  for (const auto& st : steps)
+    table += fmt::format("{}{{{}, {}, {}}}", table.empty() ? "" : ", ", st[0], st[1], st[2]);
+  line(fmt::format("const int steps[{}][3] = {{{}}};", steps.size(), table));
+  line("#pragma unroll");
+  open(fmt::format("for (int s = 0; s < {}; ++s)", steps.size()));
+  line("const int cs = steps[s][0], as = steps[s][1], bs = steps[s][2];");
+  std::string outs, ins;
+  for (int x = 0; x < wc; ++x)
+    outs += fmt::format("{}\"+r\"({}[cs * {} + {}])", x ? ", " : "", d.name, wc, x);
+  for (int x = 0; x < wa; ++x)
+    ins += fmt::format("{}\"r\"({}[as * {} + {}])", x ? ", " : "", a.name, wa, x);
+  for (int x = 0; x < wb; ++x) ins += fmt::format(", \"r\"({}[bs * {} + {}])", b.name, wb, x);
+  // Not volatile: a register-only instruction the compiler may schedule around the loads.
+  line(fmt::format("asm(\"{} {}, {}, {}, {};\\n\" : {} : {});", inst, dl, al, bl, dl, outs, ins));
+  close();
+  close();
+  return true;
 }
 
 void Emitter::emit_dot(const ir::InstStmt& s, const ir::DotInst& n) {

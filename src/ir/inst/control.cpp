@@ -6,11 +6,6 @@ Inst BlockIndicesInst::rewrite(const ExprMap&, const VarMap&) const { return std
 Inst SynchronizeInst::rewrite(const ExprMap&, const VarMap&) const { return std::make_shared<SynchronizeInst>(loc); }
 Inst ExitInst::rewrite(const ExprMap&, const VarMap&) const { return std::make_shared<ExitInst>(loc); }
 
-std::vector<Var> PrintInst::used_vars() const {
-  if (value.tensor) return {value.tensor->tensor};
-  return {};
-}
-
 Inst PrintInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
   return std::make_shared<PrintInst>(ir::rewrite(value, exprs, vars), loc);
 }

@@ -9,11 +9,6 @@ void ViewGlobalInst::for_each_expr(const ExprFn& fn) const {
   ir::for_each_expr(strides, fn);
 }
 
-std::vector<Var> ViewGlobalInst::used_vars() const {
-  if (const auto* ref = ptr->as<VarRef>()) return {ref->var};
-  return {};
-}
-
 Inst ViewGlobalInst::rewrite(const ExprMap& exprs, const VarMap&) const {
   return std::make_shared<ViewGlobalInst>(exprs(ptr), dtype, ir::rewrite(shape, exprs), ir::rewrite(strides, exprs),
                                           layout, loc);
@@ -33,12 +28,6 @@ void LoadInst::for_each_expr(const ExprFn& fn) const {
   ir::for_each_expr(offset, fn);
 }
 
-std::vector<Var> LoadInst::used_vars() const {
-  std::vector<Var> vars{src.tensor};
-  if (out) vars.push_back(out);
-  return vars;
-}
-
 Inst LoadGlobalInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
   return std::make_shared<LoadGlobalInst>(ir::rewrite(src, exprs, vars), layout, ir::rewrite(offset, exprs),
                                           ir::rewrite(out, vars), loc);
@@ -54,8 +43,6 @@ void StoreInst::for_each_expr(const ExprFn& fn) const {
   ir::for_each_expr(dst, fn);
   ir::for_each_expr(offset, fn);
 }
-
-std::vector<Var> StoreInst::used_vars() const { return {src.tensor, dst.tensor}; }
 
 Inst StoreGlobalInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
   return std::make_shared<StoreGlobalInst>(ir::rewrite(src, exprs, vars), ir::rewrite(dst, exprs, vars),

@@ -4,7 +4,7 @@
 
 #include "tilevm/layout/slot_permutation.h"
 #include "tilevm/support/error.h"
-#include "tilevm/target/atoms.h"
+#include "tilevm/target/mma_selection.h"
 #include "verifier_impl.h"
 
 namespace tilevm::ir::verifier_detail {
@@ -389,24 +389,11 @@ void Verifier::check_dot(const DotInst& n) {
       }
   }
 
-  // Layouts: tensor cores when every operand divides one MMA atom and the quotients line up (each warp holds
-  // the a rows and b columns of atoms its c atoms need); else SIMT, where each thread needs them element by
-  // element.
+  // Layouts: tensor cores when target::select_mma finds an atom whose fragments the operands divide, held
+  // by every warp that needs them (whether in the same slots in every warp is the emitter's concern: it
+  // falls back to SIMT through shared memory); else SIMT, where each thread needs them element by element.
   if (shapes_ok && la.num_threads() == lc.num_threads() && lb.num_threads() == lc.num_threads()) {
-    bool mma = false;
-    for (const target::MmaAtom& atom : target::mma_atoms()) {
-      if (atom.a != a->dtype || atom.b != b->dtype || atom.c != c->dtype) continue;
-      try {
-        layout::Layout qa = layout::divide(la, atom.layout_a), qb = layout::divide(lb, atom.layout_b),
-                       qc = layout::divide(lc, atom.layout_c);
-        if (qa.rank() == lc.rank() && qb.rank() == lc.rank() && qc.rank() == lc.rank() &&
-            simt_violation(qa, qb, qc, "warp").empty()) {
-          mma = true;
-          break;
-        }
-      } catch (const Error&) {
-      }
-    }
+    const bool mma = target::select_mma(a->dtype, b->dtype, c->dtype, la, lb, lc).has_value();
     if (!mma) {
       std::string why = simt_violation(la, lb, lc, "thread");
       if (!why.empty()) {

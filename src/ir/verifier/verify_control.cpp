@@ -12,38 +12,6 @@ std::string at(SourceLoc loc) {
   return loc.known() ? fmt::format(" at {}:{}", loc.line, loc.col) : "";
 }
 
-// How many values an instruction defines (BlockIndices: one per grid dimension).
-int result_count(const InstNode& inst, int grid_rank) {
-  switch (inst.kind) {
-    case InstKind::BlockIndices:
-      return grid_rank;
-    case InstKind::ViewGlobal:
-    case InstKind::AllocateGlobal:
-    case InstKind::AllocateShared:
-    case InstKind::AllocateRegister:
-    case InstKind::LoadGlobal:
-    case InstKind::LoadShared:
-    case InstKind::Cast:
-    case InstKind::View:
-    case InstKind::Elementwise:
-    case InstKind::Reduce:
-    case InstKind::Dot:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
-Var out_of(const InstNode& inst) {
-  if (const auto* n = inst.as<LoadGlobalInst>()) return n->out;
-  if (const auto* n = inst.as<LoadSharedInst>()) return n->out;
-  if (const auto* n = inst.as<CastInst>()) return n->out;
-  if (const auto* n = inst.as<ElementwiseInst>()) return n->out;
-  if (const auto* n = inst.as<ReduceInst>()) return n->out;
-  if (const auto* n = inst.as<DotInst>()) return n->out;
-  return nullptr;
-}
-
 }  // namespace
 
 void Verifier::use_var(const Var& v, SourceLoc loc) {
@@ -163,11 +131,11 @@ void Verifier::check_stmt(const Stmt& s) {
 
       // The names that receive the results.
       const int grid_rank = static_cast<int>(program_.grid.size());
-      const int expected = result_count(inst, grid_rank);
+      const int expected = inst.def().result_count(grid_rank);
       const int got = static_cast<int>(is.results.size());
-      if (out_of(inst) && got > 0) {
+      if (const Var out = out_operand(inst); out && got > 0) {
         diags_.error(s->loc, "{} writes into '{}' (out=) and cannot also be assigned to a name", inst.name(),
-                     out_of(inst)->name);
+                     out->name);
       } else if (got > 0 && got != expected) {
         if (inst.kind == InstKind::BlockIndices)
           diags_.error(s->loc,

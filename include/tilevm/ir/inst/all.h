@@ -1,4 +1,4 @@
-// Every instruction family.
+// Every instruction family, and the instruction table (inst_def.h).
 #pragma once
 
 #include "tilevm/ir/inst/async_copy.h"
@@ -6,6 +6,7 @@
 #include "tilevm/ir/inst/dot.h"
 #include "tilevm/ir/inst/elementwise.h"
 #include "tilevm/ir/inst/inst.h"
+#include "tilevm/ir/inst/inst_def.h"
 #include "tilevm/ir/inst/memory_global.h"
 #include "tilevm/ir/inst/memory_shared.h"
 #include "tilevm/ir/inst/reduce.h"

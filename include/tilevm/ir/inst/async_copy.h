@@ -12,9 +12,7 @@ struct CopyAsyncInst : InstNode {
   TensorArg dst;  // shared
   TensorArg src;  // global
   CopyAsyncInst(TensorArg d, TensorArg s, SourceLoc l = {}) : InstNode(kKind, l), dst(std::move(d)), src(std::move(s)) {}
-  std::string name() const override { return "CopyAsync"; }
   void for_each_expr(const ExprFn& fn) const override;
-  std::vector<Var> used_vars() const override { return {dst.tensor, src.tensor}; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
@@ -22,9 +20,7 @@ struct CopyAsyncInst : InstNode {
 struct CopyAsyncCommitGroupInst : InstNode {
   static constexpr InstKind kKind = InstKind::CopyAsyncCommitGroup;
   explicit CopyAsyncCommitGroupInst(SourceLoc l = {}) : InstNode(kKind, l) {}
-  std::string name() const override { return "CopyAsyncCommitGroup"; }
   void for_each_expr(const ExprFn&) const override {}
-  std::vector<Var> used_vars() const override { return {}; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
@@ -33,9 +29,7 @@ struct CopyAsyncWaitGroupInst : InstNode {
   static constexpr InstKind kKind = InstKind::CopyAsyncWaitGroup;
   Expr n;
   CopyAsyncWaitGroupInst(Expr count, SourceLoc l = {}) : InstNode(kKind, l), n(std::move(count)) {}
-  std::string name() const override { return "CopyAsyncWaitGroup"; }
   void for_each_expr(const ExprFn& fn) const override { fn(n); }
-  std::vector<Var> used_vars() const override { return {}; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 

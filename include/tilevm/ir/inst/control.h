@@ -9,9 +9,7 @@ namespace tilevm::ir {
 struct BlockIndicesInst : InstNode {
   static constexpr InstKind kKind = InstKind::BlockIndices;
   explicit BlockIndicesInst(SourceLoc l = {}) : InstNode(kKind, l) {}
-  std::string name() const override { return "BlockIndices"; }
   void for_each_expr(const ExprFn&) const override {}
-  std::vector<Var> used_vars() const override { return {}; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
@@ -19,9 +17,7 @@ struct BlockIndicesInst : InstNode {
 struct SynchronizeInst : InstNode {
   static constexpr InstKind kKind = InstKind::Synchronize;
   explicit SynchronizeInst(SourceLoc l = {}) : InstNode(kKind, l) {}
-  std::string name() const override { return "Synchronize"; }
   void for_each_expr(const ExprFn&) const override {}
-  std::vector<Var> used_vars() const override { return {}; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
@@ -29,9 +25,7 @@ struct SynchronizeInst : InstNode {
 struct ExitInst : InstNode {
   static constexpr InstKind kKind = InstKind::Exit;
   explicit ExitInst(SourceLoc l = {}) : InstNode(kKind, l) {}
-  std::string name() const override { return "Exit"; }
   void for_each_expr(const ExprFn&) const override {}
-  std::vector<Var> used_vars() const override { return {}; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
@@ -40,9 +34,7 @@ struct PrintInst : InstNode {
   static constexpr InstKind kKind = InstKind::Print;
   Operand value;
   PrintInst(Operand v, SourceLoc l = {}) : InstNode(kKind, l), value(std::move(v)) {}
-  std::string name() const override { return "Print"; }
   void for_each_expr(const ExprFn& fn) const override { ir::for_each_expr(value, fn); }
-  std::vector<Var> used_vars() const override;
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 

@@ -13,9 +13,7 @@ struct DotInst : InstNode {
   Var out;
   DotInst(TensorArg x, TensorArg y, TensorArg z, Var o = nullptr, SourceLoc l = {})
       : InstNode(kKind, l), a(std::move(x)), b(std::move(y)), c(std::move(z)), out(std::move(o)) {}
-  std::string name() const override { return "Dot"; }
   void for_each_expr(const ExprFn& fn) const override;
-  std::vector<Var> used_vars() const override;
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 

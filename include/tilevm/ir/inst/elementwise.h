@@ -14,8 +14,9 @@ enum class ElementwiseOp {
 };
 inline constexpr ElementwiseOp kLastElementwiseOp = ElementwiseOp::Fma;
 
-const char* to_string(ElementwiseOp op);  // the instruction name: "Add", "Rsqrt", "Where", ...
-int arity(ElementwiseOp op);              // 1, 2 or 3
+// From the instruction table (inst_def.h): the name ("Add", "Rsqrt", "Where", ...) and the operand count.
+const char* to_string(ElementwiseOp op);
+int arity(ElementwiseOp op);  // 1, 2 or 3
 bool is_comparison(ElementwiseOp op);
 
 // r = Op(a[, b[, c]]): operands are register tensors or scalars (which broadcast); a size-1 dimension of a
@@ -31,9 +32,8 @@ struct ElementwiseInst : InstNode {
   bool nan_payload_unobserved = false;
   ElementwiseInst(ElementwiseOp o, std::vector<Operand> a, Var out_var = nullptr, SourceLoc l = {})
       : InstNode(kKind, l), op(o), args(std::move(a)), out(std::move(out_var)) {}
-  std::string name() const override { return to_string(op); }
+  int op_index() const override { return static_cast<int>(op); }
   void for_each_expr(const ExprFn& fn) const override;
-  std::vector<Var> used_vars() const override;
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 

@@ -8,7 +8,8 @@
 //
 // Every node can list its expressions and rebuild itself with new ones (for_each_expr, rewrite), which is
 // what the generic visitor and mutator (visitor.h, mutator.h) use, so a new instruction needs no change
-// there.
+// there. Its name, text signature, results and effects are its row of the instruction table (inst_def.h);
+// name(), used_vars(), reads() and writes() read that row.
 #pragma once
 
 #include <functional>
@@ -39,6 +40,7 @@ enum class InstKind {
   // dot.h
   Dot,
 };
+inline constexpr InstKind kLastInstKind = InstKind::Dot;
 
 // One subscript of a tensor view: `s` selects index s of the dimension (removing it), `a:` offsets the
 // dimension to a, `:` keeps it whole.
@@ -71,6 +73,7 @@ using VarMap = std::function<Var(const Var&)>;
 
 struct InstNode;
 using Inst = std::shared_ptr<const InstNode>;
+struct InstDef;
 
 struct InstNode {
   InstKind kind;
@@ -81,12 +84,22 @@ struct InstNode {
   template <typename T>
   const T* as() const { return kind == T::kKind ? static_cast<const T*>(this) : nullptr; }
 
+  // The node's row of the instruction table (inst_def.h).
+  const InstDef& def() const;
   // The instruction's name in the text format (`LoadGlobal`, `Add`, `ReduceSum`, ...).
-  virtual std::string name() const = 0;
+  const std::string& name() const;
+  // Every variable operand, read or written (tensor operands, the pointer of ViewGlobal, `out`), in
+  // parameter order.
+  std::vector<Var> used_vars() const;
+  // The variable operands the instruction reads, and those it writes (Access in inst_def.h: a write may be
+  // asynchronous, and FreeShared's operand counts as written), in parameter order.
+  std::vector<Var> reads() const;
+  std::vector<Var> writes() const;
+
+  // The ElementwiseOp or ReduceOp of a node class that serves several rows of the table; 0 otherwise.
+  virtual int op_index() const { return 0; }
   // Calls `fn` on every expression operand (subscripts, offsets, shapes, scalar operands) in order.
   virtual void for_each_expr(const ExprFn& fn) const = 0;
-  // Every variable the instruction reads (tensor operands, `out`), in operand order.
-  virtual std::vector<Var> used_vars() const = 0;
   // A copy with every expression replaced by exprs(e) and every variable by vars(v).
   virtual Inst rewrite(const ExprMap& exprs, const VarMap& vars) const = 0;
 };

@@ -18,9 +18,7 @@ struct ViewGlobalInst : InstNode {
                  SourceLoc l = {})
       : InstNode(kKind, l), ptr(std::move(p)), dtype(d), shape(std::move(s)), strides(std::move(st)),
         layout(std::move(lay)) {}
-  std::string name() const override { return "ViewGlobal"; }
   void for_each_expr(const ExprFn& fn) const override;
-  std::vector<Var> used_vars() const override;
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
@@ -33,9 +31,7 @@ struct AllocateGlobalInst : InstNode {
   Expr init;  // may be null
   AllocateGlobalInst(DataType d, std::vector<Expr> s, std::optional<layout::Layout> lay, Expr i, SourceLoc l = {})
       : InstNode(kKind, l), dtype(d), shape(std::move(s)), layout(std::move(lay)), init(std::move(i)) {}
-  std::string name() const override { return "AllocateGlobal"; }
   void for_each_expr(const ExprFn& fn) const override;
-  std::vector<Var> used_vars() const override { return {}; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
@@ -49,14 +45,12 @@ struct LoadInst : InstNode {
   LoadInst(InstKind k, TensorArg s, layout::Layout lay, std::vector<Expr> off, Var o, SourceLoc l)
       : InstNode(k, l), src(std::move(s)), layout(std::move(lay)), offset(std::move(off)), out(std::move(o)) {}
   void for_each_expr(const ExprFn& fn) const override;
-  std::vector<Var> used_vars() const override;
 };
 
 struct LoadGlobalInst : LoadInst {
   static constexpr InstKind kKind = InstKind::LoadGlobal;
   LoadGlobalInst(TensorArg s, layout::Layout lay, std::vector<Expr> off = {}, Var o = nullptr, SourceLoc l = {})
       : LoadInst(kKind, std::move(s), std::move(lay), std::move(off), std::move(o), l) {}
-  std::string name() const override { return "LoadGlobal"; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
@@ -69,14 +63,12 @@ struct StoreInst : InstNode {
   StoreInst(InstKind k, TensorArg s, TensorArg d, std::vector<Expr> off, SourceLoc l)
       : InstNode(k, l), src(std::move(s)), dst(std::move(d)), offset(std::move(off)) {}
   void for_each_expr(const ExprFn& fn) const override;
-  std::vector<Var> used_vars() const override;
 };
 
 struct StoreGlobalInst : StoreInst {
   static constexpr InstKind kKind = InstKind::StoreGlobal;
   StoreGlobalInst(TensorArg s, TensorArg d, std::vector<Expr> off = {}, SourceLoc l = {})
       : StoreInst(kKind, std::move(s), std::move(d), std::move(off), l) {}
-  std::string name() const override { return "StoreGlobal"; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
@@ -84,7 +76,6 @@ struct AtomicAddGlobalInst : StoreInst {
   static constexpr InstKind kKind = InstKind::AtomicAddGlobal;
   AtomicAddGlobalInst(TensorArg s, TensorArg d, std::vector<Expr> off = {}, SourceLoc l = {})
       : StoreInst(kKind, std::move(s), std::move(d), std::move(off), l) {}
-  std::string name() const override { return "AtomicAddGlobal"; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 

@@ -22,9 +22,7 @@ struct AllocateSharedInst : InstNode {
   std::optional<SharedPlacement> placement;  // absent until planned
   AllocateSharedInst(DataType d, std::vector<Expr> s, std::optional<layout::Layout> lay, SourceLoc l = {})
       : InstNode(kKind, l), dtype(d), shape(std::move(s)), layout(std::move(lay)) {}
-  std::string name() const override { return "AllocateShared"; }
   void for_each_expr(const ExprFn& fn) const override { ir::for_each_expr(shape, fn); }
-  std::vector<Var> used_vars() const override { return {}; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
@@ -33,9 +31,7 @@ struct FreeSharedInst : InstNode {
   static constexpr InstKind kKind = InstKind::FreeShared;
   Var tensor;
   FreeSharedInst(Var t, SourceLoc l = {}) : InstNode(kKind, l), tensor(std::move(t)) {}
-  std::string name() const override { return "FreeShared"; }
   void for_each_expr(const ExprFn&) const override {}
-  std::vector<Var> used_vars() const override { return {tensor}; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
@@ -43,7 +39,6 @@ struct LoadSharedInst : LoadInst {
   static constexpr InstKind kKind = InstKind::LoadShared;
   LoadSharedInst(TensorArg s, layout::Layout lay, std::vector<Expr> off = {}, Var o = nullptr, SourceLoc l = {})
       : LoadInst(kKind, std::move(s), std::move(lay), std::move(off), std::move(o), l) {}
-  std::string name() const override { return "LoadShared"; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
@@ -51,7 +46,6 @@ struct StoreSharedInst : StoreInst {
   static constexpr InstKind kKind = InstKind::StoreShared;
   StoreSharedInst(TensorArg s, TensorArg d, std::vector<Expr> off = {}, SourceLoc l = {})
       : StoreInst(kKind, std::move(s), std::move(d), std::move(off), l) {}
-  std::string name() const override { return "StoreShared"; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 

@@ -6,7 +6,7 @@
 namespace tilevm::ir {
 
 enum class ReduceOp { Sum, Max, Min };
-const char* to_string(ReduceOp op);  // "ReduceSum", "ReduceMax", "ReduceMin"
+const char* to_string(ReduceOp op);  // "ReduceSum", "ReduceMax", "ReduceMin" (the instruction table's names)
 
 // r = ReduceSum(a, dim=d, [keepdim=True]): reduces along d, across threads where the layout spreads d over
 // threads. The result's layout is reduce(layout, [d]) (replicated over those threads); with keepdim the
@@ -20,9 +20,8 @@ struct ReduceInst : InstNode {
   Var out;
   ReduceInst(ReduceOp o, TensorArg s, int d, bool keep = false, Var out_var = nullptr, SourceLoc l = {})
       : InstNode(kKind, l), op(o), src(std::move(s)), dim(d), keepdim(keep), out(std::move(out_var)) {}
-  std::string name() const override { return to_string(op); }
+  int op_index() const override { return static_cast<int>(op); }
   void for_each_expr(const ExprFn& fn) const override { ir::for_each_expr(src, fn); }
-  std::vector<Var> used_vars() const override;
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 

@@ -14,11 +14,9 @@ struct AllocateRegisterInst : InstNode {
   Expr init;  // may be null
   AllocateRegisterInst(DataType d, layout::Layout lay, Expr i = nullptr, SourceLoc l = {})
       : InstNode(kKind, l), dtype(d), layout(std::move(lay)), init(std::move(i)) {}
-  std::string name() const override { return "AllocateRegister"; }
   void for_each_expr(const ExprFn& fn) const override {
     if (init) fn(init);
   }
-  std::vector<Var> used_vars() const override { return {}; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
@@ -34,9 +32,7 @@ struct CastInst : InstNode {
   bool nan_payload_unobserved = false;  // as ElementwiseInst's (transform::analyze_nan_payload)
   CastInst(TensorArg s, DataType d, Var o = nullptr, SourceLoc l = {}, std::optional<layout::Layout> lay = {})
       : InstNode(kKind, l), src(std::move(s)), dtype(d), out(std::move(o)), layout(std::move(lay)) {}
-  std::string name() const override { return "Cast"; }
   void for_each_expr(const ExprFn& fn) const override { ir::for_each_expr(src, fn); }
-  std::vector<Var> used_vars() const override;
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
@@ -49,9 +45,7 @@ struct ViewInst : InstNode {
   std::optional<layout::Layout> layout;
   ViewInst(TensorArg s, std::optional<DataType> d, std::optional<layout::Layout> lay, SourceLoc l = {})
       : InstNode(kKind, l), src(std::move(s)), dtype(d), layout(std::move(lay)) {}
-  std::string name() const override { return "View"; }
   void for_each_expr(const ExprFn& fn) const override { ir::for_each_expr(src, fn); }
-  std::vector<Var> used_vars() const override { return {src.tensor}; }
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
