@@ -13,19 +13,26 @@ namespace tilevm::target {
 
 namespace {
 
-bool contains(const std::string& text, const char* word) { return text.find(word) != std::string::npos; }
+bool contains(const std::string& text, const char* word) {
+  return text.find(word) != std::string::npos;
+}
 
 // Tensor-core TFLOP/s per SM that mma.sync (f16 in, f32 accumulate) realistically reaches: ~60% of the
 // dense peak on Hopper (wgmma is what reaches the rest), ~80% on Ampere (A100: 312 peak, 108 SMs).
-double mma_tflops_per_sm(const ArchFeatures& f) { return f.hopper ? 474.0 / 132 : 250.0 / 108; }
+double mma_tflops_per_sm(const ArchFeatures& f) {
+  return f.hopper ? 474.0 / 132 : 250.0 / 108;
+}
 
 // cuBLAS's large f16 GEMM per SM: 722 TFLOP/s measured on the H100 (wgmma), ~280 on the A100 (90% of 312).
-double gemm_tflops_per_sm(const ArchFeatures& f) { return f.hopper ? 722.0 / 132 : 280.0 / 108; }
+double gemm_tflops_per_sm(const ArchFeatures& f) {
+  return f.hopper ? 722.0 / 132 : 280.0 / 108;
+}
 
 int compute_capability_of(const std::string& arch) {
   static const std::regex re(R"(sm_(\d{2,3})a?)");
   std::smatch m;
-  if (!std::regex_match(arch, m, re)) fail("'{}' is not a CUDA architecture (expected e.g. sm_80 or sm_90a)", arch);
+  if (!std::regex_match(arch, m, re))
+    fail("'{}' is not a CUDA architecture (expected e.g. sm_80 or sm_90a)", arch);
   return std::stoi(m[1].str());
 }
 

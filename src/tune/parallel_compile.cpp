@@ -79,10 +79,10 @@ std::vector<JobResult> run_parallel(size_t count, const std::function<void(size_
   if (options.progress) {
     const auto failed =
         std::count_if(results.begin(), results.end(), [](const JobResult& r) { return !r.error.empty(); });
-    const std::string summary = fmt::format("compiled {} {}{} in {:.1f} s on {} thread{}{}", count, options.noun,
-                                            count == 1 ? "" : "s", seconds_since(start), threads,
-                                            threads == 1 ? "" : "s",
-                                            failed ? fmt::format(" ({} failed)", failed) : std::string());
+    const std::string summary =
+        fmt::format("compiled {} {}{} in {:.1f} s on {} thread{}{}", count, options.noun,
+                    count == 1 ? "" : "s", seconds_since(start), threads, threads == 1 ? "" : "s",
+                    failed ? fmt::format(" ({} failed)", failed) : std::string());
     // On a terminal the summary replaces the bar (\x1b[K clears what is left of it).
     std::fprintf(stderr, tty ? "\r%s\x1b[K\n" : "%s\n", summary.c_str());
   }
@@ -91,12 +91,12 @@ std::vector<JobResult> run_parallel(size_t count, const std::function<void(size_
 
 }  // namespace detail
 
-std::vector<Compiled<codegen::cuda::CompiledProgram>> compile_parallel(const std::vector<ir::Program>& programs,
-                                                                       const std::string& arch,
-                                                                       ParallelCompileOptions options) {
+std::vector<Compiled<codegen::cuda::CompiledProgram>> compile_parallel(
+    const std::vector<ir::Program>& programs, const std::string& arch, ParallelCompileOptions options) {
   std::vector<std::function<codegen::cuda::CompiledProgram()>> builds;
   builds.reserve(programs.size());
-  for (const ir::Program& p : programs) builds.push_back([&p, &arch] { return codegen::cuda::compile_program(p, arch); });
+  for (const ir::Program& p : programs)
+    builds.push_back([&p, &arch] { return codegen::cuda::compile_program(p, arch); });
   return compile_parallel(builds, options);
 }
 

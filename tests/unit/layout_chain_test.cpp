@@ -20,13 +20,16 @@ TEST(LayoutChain, ProductIsTheNestedComposeAndTheText) {
 }
 
 TEST(LayoutChain, LongChainsWithEveryPrimitive) {
-  const Layout chained = column_local(2, 2) * spatial(8, 4) * local(1, 2) * replicate(2) * column_spatial(1, 2);
-  const Layout nested = compose(
-      compose(compose(compose(column_local({2, 2}), spatial({8, 4})), local({1, 2})), replicate(2)),
-      column_spatial({1, 2}));
+  const Layout chained =
+      column_local(2, 2) * spatial(8, 4) * local(1, 2) * replicate(2) * column_spatial(1, 2);
+  const Layout nested =
+      compose(compose(compose(compose(column_local({2, 2}), spatial({8, 4})), local({1, 2})), replicate(2)),
+              column_spatial({1, 2}));
   EXPECT_EQ(chained, nested);
-  EXPECT_EQ(compose(column_local(2, 2), spatial(8, 4), local(1, 2), replicate(2), column_spatial(1, 2)), nested);
-  EXPECT_EQ(chained, parse_layout("column_local(2, 2).spatial(8, 4).local(1, 2).replicate(2).column_spatial(1, 2)"));
+  EXPECT_EQ(compose(column_local(2, 2), spatial(8, 4), local(1, 2), replicate(2), column_spatial(1, 2)),
+            nested);
+  EXPECT_EQ(chained,
+            parse_layout("column_local(2, 2).spatial(8, 4).local(1, 2).replicate(2).column_spatial(1, 2)"));
   // The mma.m16n8k16 B fragment, as target/atoms.h writes it in the text.
   EXPECT_EQ(local(2, 1) * column_spatial(4, 8) * local(2, 1),
             parse_layout("local(2, 1).column_spatial(4, 8).local(2, 1)"));

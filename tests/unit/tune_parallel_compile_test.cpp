@@ -84,7 +84,8 @@ TEST(TuneParallelCompile, CompilesConfigurationsAndCollectsFailures) {
     configs.push_back(ops::QMatmulConfig::parse(name));
     builds.push_back([&qmatmul, &p, c = configs.back()] { return qmatmul.compile(p, c, "sm_80"); });
   }
-  const std::vector<Compiled<ops::CompiledQMatmul>> out = compile_parallel(builds, {.threads = 2, .progress = false});
+  const std::vector<Compiled<ops::CompiledQMatmul>> out =
+      compile_parallel(builds, {.threads = 2, .progress = false});
   ASSERT_EQ(out.size(), 3u);
   for (size_t i = 0; i < 2; ++i) {
     SCOPED_TRACE(configs[i].name());

@@ -24,12 +24,12 @@ namespace tilevm::target {
 // What an architecture offers the emitter (PTX ISA, "Target ISA notes"). Each later arch has the earlier
 // ones' instructions; the Hopper ones need sm_90, and wgmma and setmaxnreg the arch-specific sm_90a.
 struct ArchFeatures {
-  bool cp_async = false;   // cp.async global -> shared, commit and wait groups (sm_80)
-  bool ldmatrix = false;   // ldmatrix .x1/.x2/.x4 (sm_75)
-  bool mma_sync = false;   // mma.sync m16n8k16 f16/bf16 and m16n8k32 s8/u8 (sm_80)
-  bool bf16x2_add = false; // add/sub/mul.rn.bf16x2 (sm_90; sm_80 spells them as fma)
-  bool hopper = false;     // TMA, mbarrier transaction counts, thread-block clusters (sm_90)
-  bool wgmma = false;      // wgmma.mma_async and setmaxnreg (sm_90a only)
+  bool cp_async = false;    // cp.async global -> shared, commit and wait groups (sm_80)
+  bool ldmatrix = false;    // ldmatrix .x1/.x2/.x4 (sm_75)
+  bool mma_sync = false;    // mma.sync m16n8k16 f16/bf16 and m16n8k32 s8/u8 (sm_80)
+  bool bf16x2_add = false;  // add/sub/mul.rn.bf16x2 (sm_90; sm_80 spells them as fma)
+  bool hopper = false;      // TMA, mbarrier transaction counts, thread-block clusters (sm_90)
+  bool wgmma = false;       // wgmma.mma_async and setmaxnreg (sm_90a only)
 };
 
 // The fields of runtime::DeviceInfo a target is fitted to (0 or "": not reported).
@@ -45,8 +45,8 @@ struct DeviceProperties {
 };
 
 struct Target {
-  std::string name;  // "H100 SXM", or the device's name
-  std::string arch;  // "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", ...
+  std::string name;            // "H100 SXM", or the device's name
+  std::string arch;            // "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", ...
   int compute_capability = 0;  // 80, 86, 89, 90, ...
   ArchFeatures features;
 
@@ -57,18 +57,19 @@ struct Target {
   int max_blocks_per_sm = 32;
   int64_t shared_per_block = 0;  // bytes a kernel may use after opting in
   int64_t shared_per_sm = 0;
+  int64_t shared_reserved_per_block = 1024;  // what the driver keeps of each resident block's share
   int64_t registers_per_sm = 65536;
   int64_t l2_cache_bytes = 0;
 
   // Rates, whole chip.
-  double dram_gbps = 0;       // read bandwidth of a large stream
-  double l2_gbps = 0;         // L2 -> SM bandwidth
-  double mma_tflops = 0;      // f16 mma.sync with f32 accumulation, as kernels reach it (not the peak)
-  double gemm_tflops = 0;     // cuBLAS's large f16 GEMM (wgmma on Hopper): what a dense GEMM reaches
-  double fma_tflops = 0;      // f32 FMA (2 flops each)
-  double sm_dram_gbps = 0;    // what one SM alone can pull from DRAM
+  double dram_gbps = 0;          // read bandwidth of a large stream
+  double l2_gbps = 0;            // L2 -> SM bandwidth
+  double mma_tflops = 0;         // f16 mma.sync with f32 accumulation, as kernels reach it (not the peak)
+  double gemm_tflops = 0;        // cuBLAS's large f16 GEMM (wgmma on Hopper): what a dense GEMM reaches
+  double fma_tflops = 0;         // f32 FMA (2 flops each)
+  double sm_dram_gbps = 0;       // what one SM alone can pull from DRAM
   double dram_latency_ns = 700;  // loaded DRAM latency: bytes in flight needed = bandwidth * latency
-  double launch_us = 2.5;     // launch and ramp-down of one kernel, as CUDA events measure it
+  double launch_us = 2.5;        // launch and ramp-down of one kernel, as CUDA events measure it
 
   // H100 SXM (132 SMs, 3160 GB/s measured, sm_90a).
   static Target h100_sxm();

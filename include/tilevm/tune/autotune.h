@@ -36,8 +36,8 @@ struct TuneOptions {
   int max_candidates = 200;
   bool use_cache = true;
   bool progress = true;
-  int threads = 0;           /*0: all cores*/
-  int keep_after_model = 0;  /*0: a sixth of the space, 24 to 48*/
+  int threads = 0;          /*0: all cores*/
+  int keep_after_model = 0; /*0: a sixth of the space, 24 to 48*/
 };
 
 template <class Config>
@@ -53,16 +53,17 @@ struct TuneResult {
 // The cache entry's configuration, when it parses and is valid for the problem (an entry written by a build
 // whose rules differed is ignored with a warning and tuned again).
 template <class P, class C, class X>
-std::optional<TuneResult<C>> cached_tune_result(const KernelTemplate<P, C, X>& kernel, const TuningCache& cache,
-                                                const TuningKey& key, const P& problem) {
+std::optional<TuneResult<C>> cached_tune_result(const KernelTemplate<P, C, X>& kernel,
+                                                const TuningCache& cache, const TuningKey& key,
+                                                const P& problem) {
   const std::optional<TuningEntry> entry = cache.lookup(key);
   if (!entry) return std::nullopt;
   TuneResult<C> r;
   try {
     r.config = kernel.parse_config(problem, entry->config);
   } catch (const Error& e) {
-    std::fprintf(stderr, "warning: ignoring the cached configuration '%s' for %s: %s\n", entry->config.c_str(),
-                 key.problem.c_str(), e.what());
+    std::fprintf(stderr, "warning: ignoring the cached configuration '%s' for %s: %s\n",
+                 entry->config.c_str(), key.problem.c_str(), e.what());
     return std::nullopt;
   }
   r.median_us = entry->median_us;
@@ -101,12 +102,14 @@ TuneResult<C> autotune(const KernelTemplate<P, C, X>& kernel, const runtime::Dev
 
   std::vector<std::function<X()>> builds;
   for (const C& c : candidates)
-    builds.push_back([&kernel, &problem, c, arch = device.arch()] { return kernel.compile(problem, c, arch); });
+    builds.push_back(
+        [&kernel, &problem, c, arch = device.arch()] { return kernel.compile(problem, c, arch); });
   TuneResult<C> result;
   const auto compile_start = std::chrono::steady_clock::now();
   const std::vector<Compiled<X>> outcomes =
       compile_parallel(builds, {.threads = options.threads, .progress = options.progress});
-  result.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
+  result.compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
   for (size_t i = 0; i < outcomes.size(); ++i) {
     if (outcomes[i].ok()) {
       ++result.compiled;
@@ -136,7 +139,8 @@ TuneResult<C> autotune(const KernelTemplate<P, C, X>& kernel, const runtime::Dev
   }
   result.timed = static_cast<int>(timed.size());
   if (timed.empty()) {
-    if (first_error.empty() && !outcomes.empty() && !outcomes.front().ok()) first_error = outcomes.front().error;
+    if (first_error.empty() && !outcomes.empty() && !outcomes.front().ok())
+      first_error = outcomes.front().error;
     fail("autotuning {} failed: none of {} configurations could be compiled and timed (first failure: {})",
          key.problem, outcomes.size(), first_error);
   }

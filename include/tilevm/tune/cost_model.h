@@ -18,12 +18,13 @@ namespace tilevm::tune {
 
 struct CostEstimate {
   double seconds = 0;
-  std::string bound;     // "dram", "dram-latency" (too few bytes in flight), "l2", "mma", "alu", "issue", "launch"
+  std::string
+      bound;  // "dram", "dram-latency" (too few bytes in flight), "l2", "mma", "alu", "issue", "launch"
   double dram_bytes = 0;
   double l2_bytes = 0;
   double mma_flops = 0;  // padding included: also the first tie-break (less padded work first)
   double alu_ops = 0;
-  int64_t threads = 0;   // per block: the second tie-break (fewer first)
+  int64_t threads = 0;  // per block: the second tie-break (fewer first)
   int64_t blocks = 0;
   int64_t blocks_per_sm = 0;  // resident at once
   int64_t waves = 0;
@@ -52,7 +53,8 @@ std::vector<typename Kernel::Config> prune(const Kernel& kernel, const typename 
     return std::tie(x.seconds, x.flops, x.threads, x.name) < std::tie(y.seconds, y.flops, y.threads, y.name);
   });
   std::vector<typename Kernel::Config> kept;
-  for (size_t i = 0; i < ranked.size() && static_cast<int64_t>(i) < keep; ++i) kept.push_back(configs[ranked[i].index]);
+  for (size_t i = 0; i < ranked.size() && static_cast<int64_t>(i) < keep; ++i)
+    kept.push_back(configs[ranked[i].index]);
   return kept;
 }
 

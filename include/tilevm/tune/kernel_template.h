@@ -64,7 +64,8 @@ class KernelTemplate {
   virtual Compiled compile(const Problem& problem, const Config& config, const std::string& arch) const = 0;
 
   // @throws tilevm::Error on an invalid configuration.
-  virtual CostEstimate estimate(const Problem& problem, const Config& config, const target::Target& target) const = 0;
+  virtual CostEstimate estimate(const Problem& problem, const Config& config,
+                                const target::Target& target) const = 0;
 
   // `candidates`: the configurations that will be timed (to size the inputs for the largest).
   virtual std::unique_ptr<Timer<Compiled>> timer(const runtime::Device& device, const Problem& problem,

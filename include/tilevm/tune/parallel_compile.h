@@ -33,8 +33,8 @@ struct Compiled {
 };
 
 struct ParallelCompileOptions {
-  int threads = 0;       // 0: std::thread::hardware_concurrency()
-  bool progress = true;  // the bar or the summary line on stderr; false: silent
+  int threads = 0;                     // 0: std::thread::hardware_concurrency()
+  bool progress = true;                // the bar or the summary line on stderr; false: silent
   std::string noun = "configuration";  // what the summary line counts
 };
 
@@ -53,8 +53,8 @@ template <class T>
 std::vector<Compiled<T>> compile_parallel(const std::vector<std::function<T()>>& builds,
                                           const ParallelCompileOptions& options = {}) {
   std::vector<Compiled<T>> out(builds.size());
-  const std::vector<detail::JobResult> results =
-      detail::run_parallel(builds.size(), [&](size_t i) { out[i].value.emplace(builds[i]()); }, options);
+  const std::vector<detail::JobResult> results = detail::run_parallel(
+      builds.size(), [&](size_t i) { out[i].value.emplace(builds[i]()); }, options);
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].error = results[i].error;
     out[i].seconds = results[i].seconds;
@@ -63,10 +63,9 @@ std::vector<Compiled<T>> compile_parallel(const std::vector<std::function<T()>>&
 }
 
 // Each program (verified) emitted and compiled for `arch` (codegen::cuda::compile_program).
-std::vector<Compiled<codegen::cuda::CompiledProgram>> compile_parallel(const std::vector<ir::Program>& programs,
-                                                                       const std::string& arch,
-                                                                       ParallelCompileOptions options = {
-                                                                           .noun = "program"});
+std::vector<Compiled<codegen::cuda::CompiledProgram>> compile_parallel(
+    const std::vector<ir::Program>& programs, const std::string& arch,
+    ParallelCompileOptions options = {.noun = "program"});
 
 // The progress bar's text, e.g. "compiling 37/120 [=========>                 ] 12.3 s" (width: the bar's
 // characters between the brackets). Exposed for tests.

@@ -13,9 +13,9 @@ ir::Program build_swapped_matmul(const QMatmulProblem& p, const QMatmulConfig& c
   ProgramBuilder& pb = k.pb;
   const DataType f32 = DataType::f32();
   const SliceLayouts l = slice_layouts(c, k.s, c.warps_m, 1);
-  const Layout layout_a = pb.named_layout("layout_a", l.a);              // A^T [SK, 8], for the Dot
+  const Layout layout_a = pb.named_layout("layout_a", l.a);                 // A^T [SK, 8], for the Dot
   const Layout layout_a_load = pb.named_layout("layout_a_load", l.a_load);  // A [8, SK] as loaded
-  const Layout layout_dot_c = pb.named_layout("layout_dot_c", l.dot_c);  // C^T [BN, 8]
+  const Layout layout_dot_c = pb.named_layout("layout_dot_c", l.dot_c);     // C^T [BN, 8]
   const Layout layout_b = pb.named_layout("layout_b", l.b);
   const Layout layout_bt = pb.named_layout("layout_bt", l.bt);
   const Layout layout_c = pb.named_layout("layout_c", l.c);  // [8, BN]: the same registers as layout_dot_c

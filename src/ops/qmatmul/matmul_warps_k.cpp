@@ -1,8 +1,8 @@
 // The matmul program with warps along K (QMatmulConfig::warps_k > 1, decode): each group of warps multiplies
-// its own slices of every stage (a batched Dot, the batch over the groups: rank-3 operands, qmatmul_layouts.h)
-// and the groups' [BM, BN] tiles are summed through shared memory after the loop. check_config admits it
-// only for weights that fit ATYPE and slice_k == G, so each group scales its own slices and there is no f32
-// path.
+// its own slices of every stage (a batched Dot, the batch over the groups: rank-3 operands,
+// qmatmul_layouts.h) and the groups' [BM, BN] tiles are summed through shared memory after the loop.
+// check_config admits it only for weights that fit ATYPE and slice_k == G, so each group scales its own
+// slices and there is no f32 path.
 #include "qmatmul_stages.h"
 
 namespace tilevm::ops {
@@ -14,12 +14,13 @@ ir::Program build_warps_k_matmul(const QMatmulProblem& p, const QMatmulConfig& c
   ProgramBuilder& pb = k.pb;
   const DataType f32 = DataType::f32();
   const SliceLayouts l = slice_layouts(c, k.s, c.warps_m, c.warps_k);
-  const Layout layout_a = pb.named_layout("layout_a", l.a);              // [WK, BM, SK], for the Dot
+  const Layout layout_a = pb.named_layout("layout_a", l.a);                 // [WK, BM, SK], for the Dot
   const Layout layout_a_load = pb.named_layout("layout_a_load", l.a_load);  // [BM, WK * SK] as loaded
   const Layout layout_b = pb.named_layout("layout_b", l.b);
   const Layout layout_bt = pb.named_layout("layout_bt", l.bt);
   const Layout layout_c = pb.named_layout("layout_c", l.c);
-  const std::optional<PairLayouts> pairs = named_pair_layouts(pb, pair_layouts(p, c, k.s, c.warps_m, c.warps_k));
+  const std::optional<PairLayouts> pairs =
+      named_pair_layouts(pb, pair_layouts(p, c, k.s, c.warps_m, c.warps_k));
   // Per-column values (scales, zeros) in the columns a thread holds of `lay`: each group's own row of a
   // [WK, BN] tile (loaded as one), viewed as [WK, 1, BN] for the broadcast.
   auto group_rows = [&](const std::string& name, const Layout& lay) {
@@ -46,8 +47,8 @@ ir::Program build_warps_k_matmul(const QMatmulProblem& p, const QMatmulConfig& c
     zero_row = pb.view("zero_row3", r, pb.named_layout("layout_zrow3", layout::insert_dim(row, 0)));
   }
   // The WK rows of step uk's WK slices (slice_k == G) from a stage's [SROWS, BN] shared tile.
-  auto step_rows = [&](const std::string& name, const TensorRef& smem, const Layout& rows, const Layout& rows3,
-                       const Scalar& uk) {
+  auto step_rows = [&](const std::string& name, const TensorRef& smem, const Layout& rows,
+                       const Layout& rows3, const Scalar& uk) {
     Tensor t = pb.load_shared(name, smem, rows, {uk * k.WK, 0});
     return pb.view(name + "3", t, rows3);
   };

@@ -1,7 +1,7 @@
 // The quantized-matmul programs (qmatmul.h), written with the IR builder: the transform, the matmul's
-// dispatch to its forms (qmatmul_stages.h: plain, swapped, warps along K), the reduce, and dequant_gemm's copy
-// and dequantize. Sizes come from QMatmulShape (qmatmul_shape.h), layouts from qmatmul_layouts.h, validation
-// from check_config (qmatmul_config.cpp).
+// dispatch to its forms (qmatmul_stages.h: plain, swapped, warps along K), the reduce, and dequant_gemm's
+// copy and dequantize. Sizes come from QMatmulShape (qmatmul_shape.h), layouts from qmatmul_layouts.h,
+// validation from check_config (qmatmul_config.cpp).
 #include "tilevm/ops/qmatmul/qmatmul.h"
 
 #include <optional>
@@ -21,7 +21,10 @@ using layout::Layout;
 ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig& c) {
   using namespace ir;
   check_config(p, c);
-  if (c.dequant_gemm) fail("qmatmul: the dequant_gemm configuration has no qmatmul_transform program (it runs dequantize, then cuBLAS)");
+  if (c.dequant_gemm)
+    fail(
+        "qmatmul: the dequant_gemm configuration has no qmatmul_transform program (it runs dequantize, then "
+        "cuBLAS)");
   const QMatmulShape s(p, c);
   ProgramBuilder pb("qmatmul_transform");
   const int64_t BK = pb.constant("BK", c.block_k), BN = pb.constant("BN", c.block_n);
@@ -57,7 +60,8 @@ ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig
 
 ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   check_config(p, c);
-  if (c.dequant_gemm) fail("qmatmul: the dequant_gemm configuration has no qmatmul program (it runs dequantize, then cuBLAS)");
+  if (c.dequant_gemm)
+    fail("qmatmul: the dequant_gemm configuration has no qmatmul program (it runs dequantize, then cuBLAS)");
   if (c.swapped()) return build_swapped_matmul(p, c);
   if (c.warps_k > 1) return build_warps_k_matmul(p, c);
   return build_plain_matmul(p, c);
@@ -66,7 +70,10 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
 ir::Program build_qmatmul_reduce(const QMatmulProblem& p, const QMatmulConfig& c) {
   using namespace ir;
   check_config(p, c);
-  if (c.dequant_gemm) fail("qmatmul: the dequant_gemm configuration has no qmatmul_reduce program (it runs dequantize, then cuBLAS)");
+  if (c.dequant_gemm)
+    fail(
+        "qmatmul: the dequant_gemm configuration has no qmatmul_reduce program (it runs dequantize, then "
+        "cuBLAS)");
   const DataType f32 = DataType::f32(), i32 = DataType::i32();
   ProgramBuilder pb("qmatmul_reduce");
   const int64_t SPLIT = pb.constant("SPLIT", c.split_k);

@@ -17,9 +17,15 @@ using layout::replicate;
 using layout::spatial;
 
 // The mma.m16n8k16 fragments (target/atoms.h): A [16, 16], B [16, 8], C [16, 8] over one warp.
-Layout mma_a() { return column_local(2, 2) * spatial(8, 4) * local(1, 2); }
-Layout mma_b() { return local(2, 1) * column_spatial(4, 8) * local(2, 1); }
-Layout mma_c() { return local(2, 1) * spatial(8, 4) * local(1, 2); }
+Layout mma_a() {
+  return column_local(2, 2) * spatial(8, 4) * local(1, 2);
+}
+Layout mma_b() {
+  return local(2, 1) * column_spatial(4, 8) * local(2, 1);
+}
+Layout mma_c() {
+  return local(2, 1) * spatial(8, 4) * local(1, 2);
+}
 
 // The pair order for a fragment held by a thread as slots (e0, e1, the fragment's `fragment_slots`, the
 // pair index), outer to inner: `stored` moves the pair index out past 16 / b slots, all of the fragment's
@@ -81,8 +87,8 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
   return l;
 }
 
-std::optional<PairLayouts> pair_layouts(const QMatmulProblem& p, const QMatmulConfig& c, const QMatmulShape& s,
-                                        int64_t warps_m, int64_t warps_k) {
+std::optional<PairLayouts> pair_layouts(const QMatmulProblem& p, const QMatmulConfig& c,
+                                        const QMatmulShape& s, int64_t warps_m, int64_t warps_k) {
   const int64_t bits = s.bits;
   if (!(bits == 1 || bits == 2 || bits == 4) || !qmatmul_weight_fits(p.wtype, p.atype)) return std::nullopt;
   const int64_t WM = warps_m, WN = c.warps_n, WK = warps_k;
@@ -113,7 +119,9 @@ std::optional<PairLayouts> named_pair_layouts(ir::ProgramBuilder& pb, std::optio
   return pairs;
 }
 
-Layout column_row(const Layout& l) { return layout::insert_dim(reduce(l, {0}), 0); }
+Layout column_row(const Layout& l) {
+  return layout::insert_dim(reduce(l, {0}), 0);
+}
 
 Layout shared_a_layout(const QMatmulConfig& c) {
   const int64_t chunks = c.block_k / 8;

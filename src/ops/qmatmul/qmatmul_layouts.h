@@ -24,8 +24,8 @@ namespace tilevm::ops {
 // and the [BN, 8] result is the [8, BN] accumulator: a View relabels them, no data moves.
 struct SliceLayouts {
   layout::Layout a_load;  // [BM, WK * SK]  A as read from shared memory: group wk holds columns wk*SK ..
-  layout::Layout a;       // [BM, SK] or [WK, BM, SK]: the same registers as a_load, for the Dot ([SK, 8] swapped)
-  layout::Layout b;       // [SK, BN] or [WK, SK, BN]: the codes, in the mma B fragment order ([BN, SK] swapped)
+  layout::Layout a;  // [BM, SK] or [WK, BM, SK]: the same registers as a_load, for the Dot ([SK, 8] swapped)
+  layout::Layout b;  // [SK, BN] or [WK, SK, BN]: the codes, in the mma B fragment order ([BN, SK] swapped)
   layout::Layout b_read;  // [SK, BN]: the codes as the transform reads them from [K, N] (b, or b transposed)
   layout::Layout bt;      // [WK * slice words]  the same bits as u32 words, in 16-byte chunks per thread
   layout::Layout c;       // [BM, BN] or [WK, BM, BN]: the accumulator
@@ -48,8 +48,8 @@ struct PairLayouts {
 };
 
 // nullopt where the codes are not stored in pairs (other widths, or weights that do not fit ATYPE).
-std::optional<PairLayouts> pair_layouts(const QMatmulProblem& p, const QMatmulConfig& c, const QMatmulShape& s,
-                                        int64_t warps_m, int64_t warps_k);
+std::optional<PairLayouts> pair_layouts(const QMatmulProblem& p, const QMatmulConfig& c,
+                                        const QMatmulShape& s, int64_t warps_m, int64_t warps_k);
 // The pair layouts under the names the programs print them by.
 std::optional<PairLayouts> named_pair_layouts(ir::ProgramBuilder& pb, std::optional<PairLayouts> pairs);
 

@@ -11,7 +11,8 @@ using layout::Layout;
 
 QMatmulShape checked_shape(const QMatmulProblem& p, const QMatmulConfig& c) {
   check_config(p, c);
-  if (c.dequant_gemm) fail("qmatmul: the dequant_gemm configuration has no qmatmul program (it runs dequantize, then cuBLAS)");
+  if (c.dequant_gemm)
+    fail("qmatmul: the dequant_gemm configuration has no qmatmul program (it runs dequantize, then cuBLAS)");
   return QMatmulShape(p, c);
 }
 
@@ -73,7 +74,8 @@ MatmulConstants::MatmulConstants(const QMatmulProblem& problem, const QMatmulCon
   SROWS = s.per_channel ? 0 : pb.constant("SROWS", s.scale_rows);
 }
 
-MatmulPipeline::MatmulPipeline(MatmulConstants& constants) : MatmulData(declare(constants)), k(constants), pb(constants.pb) {}
+MatmulPipeline::MatmulPipeline(MatmulConstants& constants)
+    : MatmulData(declare(constants)), k(constants), pb(constants.pb) {}
 
 void MatmulPipeline::preload(const ir::Scalar& t, const ir::Scalar& stage) {
   using ir::from;

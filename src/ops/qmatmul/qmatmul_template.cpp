@@ -49,7 +49,8 @@ struct TimingInputs {
     };
     a = upload16(p.m * p.k, [&] {
       const auto r = static_cast<uint16_t>(rng.next());
-      return f16 ? static_cast<uint16_t>((r & 0x83FF) | 0x3800) : static_cast<uint16_t>((r & 0x807F) | 0x3F00);
+      return f16 ? static_cast<uint16_t>((r & 0x83FF) | 0x3800)
+                 : static_cast<uint16_t>((r & 0x807F) | 0x3F00);
     });
     const int64_t groups = p.k / p.group;
     scales = upload16(groups * p.n, [&] {
@@ -82,20 +83,24 @@ class QMatmulTimer : public tune::Timer<CompiledQMatmul> {
  public:
   QMatmulTimer(const runtime::Device& device, const QMatmulProblem& problem, uint64_t transformed_bytes,
                uint64_t workspace_bytes)
-      : device_(device), stream_(device.create_stream()), in_(device, problem, transformed_bytes, workspace_bytes) {}
+      : device_(device),
+        stream_(device.create_stream()),
+        in_(device, problem, transformed_bytes, workspace_bytes) {}
 
   double time(const CompiledQMatmul& compiled, int repeats) override {
     const QMatmulGpu q = QMatmulGpu::load(device_, compiled);
     if (q.transformed_bytes() > in_.transformed.size() || q.workspace_bytes() > in_.workspace.size()) {
-      fail("buffers too small: the configuration needs {} + {} bytes, {} + {} allocated", q.transformed_bytes(),
-           q.workspace_bytes(), in_.transformed.size(), in_.workspace.size());
+      fail("buffers too small: the configuration needs {} + {} bytes, {} + {} allocated",
+           q.transformed_bytes(), q.workspace_bytes(), in_.transformed.size(), in_.workspace.size());
     }
     q.transform(stream_, in_.codes.device_ptr(), in_.transformed.device_ptr());
     const QMatmulBuffers buffers = in_.buffers();
     tune::TimingOptions options;
     options.warmup = 2;
     options.repeats = repeats;
-    return tune::time_gpu(device_, stream_, [&] { q.run(stream_, buffers); }, options).median_us;
+    return tune::time_gpu(
+               device_, stream_, [&] { q.run(stream_, buffers); }, options)
+        .median_us;
   }
 
  private:
@@ -111,7 +116,8 @@ std::string QMatmulTemplate::key(const QMatmulProblem& problem) const {
   return problem.key();
 }
 
-std::vector<QMatmulConfig> QMatmulTemplate::space(const QMatmulProblem& problem, const target::Target& target) const {
+std::vector<QMatmulConfig> QMatmulTemplate::space(const QMatmulProblem& problem,
+                                                  const target::Target& target) const {
   return qmatmul_config_space(problem, {.target = &target});
 }
 
@@ -121,9 +127,11 @@ QMatmulConfig QMatmulTemplate::parse_config(const QMatmulProblem& problem, const
   return config;
 }
 
-std::vector<ir::Program> QMatmulTemplate::build(const QMatmulProblem& problem, const QMatmulConfig& config) const {
+std::vector<ir::Program> QMatmulTemplate::build(const QMatmulProblem& problem,
+                                                const QMatmulConfig& config) const {
   if (config.dequant_gemm) return {build_qmatmul_copy(problem), build_dequantize(problem)};
-  std::vector<ir::Program> programs = {build_qmatmul_transform(problem, config), build_qmatmul(problem, config)};
+  std::vector<ir::Program> programs = {build_qmatmul_transform(problem, config),
+                                       build_qmatmul(problem, config)};
   if (config.split_k > 1) programs.push_back(build_qmatmul_reduce(problem, config));
   return programs;
 }
@@ -139,7 +147,8 @@ tune::CostEstimate QMatmulTemplate::estimate(const QMatmulProblem& problem, cons
 }
 
 std::unique_ptr<tune::Timer<CompiledQMatmul>> QMatmulTemplate::timer(
-    const runtime::Device& device, const QMatmulProblem& problem, const std::vector<QMatmulConfig>& candidates) const {
+    const runtime::Device& device, const QMatmulProblem& problem,
+    const std::vector<QMatmulConfig>& candidates) const {
   uint64_t transformed_bytes = 0, workspace_bytes = 0;
   for (const QMatmulConfig& c : candidates) {
     transformed_bytes = std::max<uint64_t>(transformed_bytes, qmatmul_transformed_bytes(problem, c));

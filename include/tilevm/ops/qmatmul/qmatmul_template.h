@@ -33,7 +33,8 @@ class QMatmulTemplate : public tune::KernelTemplate<QMatmulProblem, QMatmulConfi
   std::string name() const override { return "qmatmul"; }
   int revision() const override { return kQMatmulTemplateRevision; }
   std::string key(const QMatmulProblem& problem) const override;
-  std::vector<QMatmulConfig> space(const QMatmulProblem& problem, const target::Target& target) const override;
+  std::vector<QMatmulConfig> space(const QMatmulProblem& problem,
+                                   const target::Target& target) const override;
   std::string config_name(const QMatmulConfig& config) const override { return config.name(); }
   QMatmulConfig parse_config(const QMatmulProblem& problem, const std::string& name) const override;
   std::vector<ir::Program> build(const QMatmulProblem& problem, const QMatmulConfig& config) const override;
@@ -41,8 +42,9 @@ class QMatmulTemplate : public tune::KernelTemplate<QMatmulProblem, QMatmulConfi
                           const std::string& arch) const override;
   tune::CostEstimate estimate(const QMatmulProblem& problem, const QMatmulConfig& config,
                               const target::Target& target) const override;
-  std::unique_ptr<tune::Timer<CompiledQMatmul>> timer(const runtime::Device& device, const QMatmulProblem& problem,
-                                                      const std::vector<QMatmulConfig>& candidates) const override;
+  std::unique_ptr<tune::Timer<CompiledQMatmul>> timer(
+      const runtime::Device& device, const QMatmulProblem& problem,
+      const std::vector<QMatmulConfig>& candidates) const override;
   bool check(const runtime::Device& device, const QMatmulProblem& problem, const QMatmulConfig& config,
              std::string* why) const override;
 };
