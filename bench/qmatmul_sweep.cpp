@@ -5,7 +5,7 @@
 //   tilevm_qmatmul_sweep WTYPE CONFIG...       e.g. tilevm_qmatmul_sweep u4 bm16_bn256_bk128_sk128_w1x8_s4_k8
 //
 // Inputs are constant byte patterns (the kernel's speed does not depend on the values); group 128; the
-// median of 30 runs with the L2 flushed (bench::time_gpu). Prints latency and the achieved GB/s of the
+// median of 30 runs with the L2 flushed (tune::time_gpu). Prints latency and the achieved GB/s of the
 // minimal bytes (codes, scales, A, C).
 #include <cstdio>
 #include <exception>
@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "tilevm/bench/timing.h"
-#include "tilevm/ops/qmatmul_gpu.h"
+#include "tilevm/tune/timing.h"
+#include "tilevm/ops/qmatmul/qmatmul_gpu.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/type/packing.h"
 
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
           q.transform(st, codes.device_ptr(), t.device_ptr());
           const ops::QMatmulBuffers b{a.device_ptr(), t.device_ptr(), s.device_ptr(), 0, out.device_ptr(),
                                       ws.device_ptr()};
-          const bench::Timing tm = bench::time_gpu(dev, st, [&] { q.run(st, b); }, {.warmup = 3, .repeats = 30});
+          const tune::Timing tm = tune::time_gpu(dev, st, [&] { q.run(st, b); }, {.warmup = 3, .repeats = 30});
           const double bytes = static_cast<double>(code_bytes) + K / 128.0 * N * 2 + M * K * 2 + M * N * 2;
           std::printf("%-6s M=%-3ld K=%-6ld N=%-6ld %-34s %9.1f us %7.0f GB/s\n", w.name().c_str(), (long)M,
                       (long)K, (long)N, argv[i], tm.median_us, bytes / tm.median_us / 1e3);

@@ -1,4 +1,4 @@
-// Compiling many quantized-matmul configurations on a thread pool (parallel_compile.h).
+// Compiling many programs or configurations on a thread pool (parallel_compile.h).
 #include "tilevm/tune/parallel_compile.h"
 
 #include <unistd.h>
@@ -36,14 +36,15 @@ std::string progress_line(size_t done, size_t total, double seconds, int width) 
   return fmt::format("compiling {}/{} [{}] {:.1f} s", done, total, bar, seconds);
 }
 
-std::vector<CompileOutcome> compile_parallel(const std::vector<CompileRequest>& requests, const std::string& arch,
-                                             const ParallelCompileOptions& options) {
-  std::vector<CompileOutcome> outcomes(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) outcomes[i].request = requests[i];
-  if (requests.empty()) return outcomes;
+namespace detail {
+
+std::vector<JobResult> run_parallel(size_t count, const std::function<void(size_t)>& job,
+                                    const ParallelCompileOptions& options) {
+  std::vector<JobResult> results(count);
+  if (count == 0) return results;
 
   int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
-  threads = std::clamp<int>(threads, 1, static_cast<int>(requests.size()));
+  threads = std::clamp<int>(threads, 1, static_cast<int>(count));
   const bool tty = options.progress && isatty(fileno(stderr));
   const Clock::time_point start = Clock::now();
 
@@ -51,22 +52,22 @@ std::vector<CompileOutcome> compile_parallel(const std::vector<CompileRequest>& 
   std::mutex progress_mutex;  // guards `done` and the terminal
   size_t done = 0;
   auto worker = [&] {
-    for (size_t i = next++; i < requests.size(); i = next++) {
-      CompileOutcome& o = outcomes[i];
+    for (size_t i = next++; i < count; i = next++) {
+      JobResult& r = results[i];
       const Clock::time_point t0 = Clock::now();
       try {
-        o.compiled = ops::compile_qmatmul(requests[i].problem, requests[i].config, arch);
+        job(i);
       } catch (const std::exception& e) {
         // tilevm::Error for a bad configuration or an NVRTC failure; anything else (an internal error,
-        // out of memory) is also this configuration's failure, not the whole tuning run's.
-        o.error = e.what();
-        if (o.error.empty()) o.error = "compile failed";
+        // out of memory) is also this job's failure, not the whole run's.
+        r.error = e.what();
+        if (r.error.empty()) r.error = "compile failed";
       }
-      o.seconds = seconds_since(t0);
+      r.seconds = seconds_since(t0);
       std::lock_guard<std::mutex> lock(progress_mutex);
       ++done;
       if (tty) {
-        std::fprintf(stderr, "\r%s", progress_line(done, requests.size(), seconds_since(start)).c_str());
+        std::fprintf(stderr, "\r%s", progress_line(done, count, seconds_since(start)).c_str());
         std::fflush(stderr);
       }
     }
@@ -76,15 +77,27 @@ std::vector<CompileOutcome> compile_parallel(const std::vector<CompileRequest>& 
   for (std::thread& t : pool) t.join();
 
   if (options.progress) {
-    const auto failed = std::count_if(outcomes.begin(), outcomes.end(), [](const CompileOutcome& o) { return !o.ok(); });
-    const std::string summary = fmt::format("compiled {} configuration{} in {:.1f} s on {} thread{}{}",
-                                            requests.size(), requests.size() == 1 ? "" : "s", seconds_since(start),
-                                            threads, threads == 1 ? "" : "s",
-                                            failed ? fmt::format(" ({} failed)", failed) : std::string());
+    const auto failed =
+        std::count_if(results.begin(), results.end(), [](const JobResult& r) { return !r.error.empty(); });
+    const std::string summary =
+        fmt::format("compiled {} {}{} in {:.1f} s on {} thread{}{}", count, options.noun,
+                    count == 1 ? "" : "s", seconds_since(start), threads, threads == 1 ? "" : "s",
+                    failed ? fmt::format(" ({} failed)", failed) : std::string());
     // On a terminal the summary replaces the bar (\x1b[K clears what is left of it).
     std::fprintf(stderr, tty ? "\r%s\x1b[K\n" : "%s\n", summary.c_str());
   }
-  return outcomes;
+  return results;
+}
+
+}  // namespace detail
+
+std::vector<Compiled<codegen::cuda::CompiledProgram>> compile_parallel(
+    const std::vector<ir::Program>& programs, const std::string& arch, ParallelCompileOptions options) {
+  std::vector<std::function<codegen::cuda::CompiledProgram()>> builds;
+  builds.reserve(programs.size());
+  for (const ir::Program& p : programs)
+    builds.push_back([&p, &arch] { return codegen::cuda::compile_program(p, arch); });
+  return compile_parallel(builds, options);
 }
 
 }  // namespace tilevm::tune

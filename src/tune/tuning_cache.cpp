@@ -65,10 +65,9 @@ std::optional<std::filesystem::path> TuningCache::default_path() {
   return std::nullopt;
 }
 
-std::string TuningCache::key(const std::string& device_name, const std::string& arch,
-                             const ops::QMatmulProblem& problem) const {
-  return fmt::format("{} | {} | {} | tilevm {} | qmatmul template r{}", device_name, arch, problem.key(), version_,
-                     ops::kQMatmulTemplateRevision);
+std::string TuningCache::key(const TuningKey& k) const {
+  return fmt::format("{} | {} | {} | tilevm {} | {} template r{}", k.device, k.arch, k.problem, version_, k.kernel,
+                     k.revision);
 }
 
 void TuningCache::warn(std::string message) const {
@@ -76,15 +75,14 @@ void TuningCache::warn(std::string message) const {
   if (!quiet_) std::fprintf(stderr, "warning: %s\n", last_warning_.c_str());
 }
 
-std::optional<TuningEntry> TuningCache::lookup(const std::string& device_name, const std::string& arch,
-                                               const ops::QMatmulProblem& problem) const {
+std::optional<TuningEntry> TuningCache::lookup(const TuningKey& k) const {
   std::string why;
   const nlohmann::json entries = read_entries(file_, why);
   if (!why.empty()) {
     warn(fmt::format("ignoring the tuning cache {}: {}", file_.string(), why));
     return std::nullopt;
   }
-  const auto it = entries.find(key(device_name, arch, problem));
+  const auto it = entries.find(key(k));
   if (it == entries.end()) return std::nullopt;
   const nlohmann::json& e = *it;
   if (!e.is_object() || !e.contains("config") || !e["config"].is_string() || !e.contains("median_us") ||
@@ -95,13 +93,12 @@ std::optional<TuningEntry> TuningCache::lookup(const std::string& device_name, c
   return TuningEntry{e["config"].get<std::string>(), e["median_us"].get<double>()};
 }
 
-bool TuningCache::store(const std::string& device_name, const std::string& arch,
-                        const ops::QMatmulProblem& problem, const TuningEntry& entry) {
+bool TuningCache::store(const TuningKey& k, const TuningEntry& entry) {
   std::lock_guard<std::mutex> lock(store_mutex());
   std::string why;
   nlohmann::json entries = read_entries(file_, why);
   if (!why.empty()) warn(fmt::format("replacing the tuning cache {}: {}", file_.string(), why));
-  entries[key(device_name, arch, problem)] = {{"config", entry.config}, {"median_us", entry.median_us}};
+  entries[key(k)] = {{"config", entry.config}, {"median_us", entry.median_us}};
   const nlohmann::json doc = {{"format", kFormat}, {"entries", entries}};
 
   std::error_code ec;

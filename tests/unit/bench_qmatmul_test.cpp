@@ -17,7 +17,7 @@
 #include "tilevm/runtime/device.h"
 #include "tilevm/runtime/nvrtc.h"
 #include "tilevm/support/error.h"
-#include "tilevm/tune/autotune.h"
+#include "tilevm/ops/qmatmul/qmatmul_template.h"
 
 namespace tilevm::bench {
 namespace {
@@ -229,7 +229,8 @@ TEST(BenchQMatmulGpu, SmallProblemEndToEnd) {
   if (!runtime::nvrtc_available()) GTEST_SKIP() << "libnvrtc cannot be loaded";
   runtime::Device device = runtime::Device::open();
   ops::QMatmulProblem p = problem(16, 1024, 1024, DataType::uint(4));
-  ops::QMatmulConfig config = tune::heuristic_qmatmul_config(p, device.info().sm_count);
+  ops::QMatmulConfig config =
+      ops::heuristic_qmatmul_config(p, target::Target::h100_like(device.info().sm_count));
   ops::QMatmulGpu q = ops::QMatmulGpu::load(device, ops::compile_qmatmul(p, config, device.arch()));
   QMatmulBenchOptions options;
   options.timing = {.warmup = 1, .repeats = 5};

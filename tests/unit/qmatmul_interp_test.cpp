@@ -1,4 +1,4 @@
-// ops::run_qmatmul_interp (include/tilevm/ops/qmatmul_interp.h): the transform, matmul and reduce programs
+// ops::run_qmatmul_interp (include/tilevm/ops/qmatmul/qmatmul_interp.h): the transform, matmul and reduce programs
 // on the interpreter, for every weight type, against the double reference (qmatmul_reference.h). Shapes are
 // small and odd (M and N not multiples of the tile) because the interpreter simulates every thread.
 #include <gtest/gtest.h>
@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "expect_error.h"
-#include "tilevm/ops/qmatmul_interp.h"
-#include "tilevm/ops/qmatmul_reference.h"
+#include "tilevm/ops/qmatmul/qmatmul_interp.h"
+#include "tilevm/ops/qmatmul/qmatmul_reference.h"
 #include "tilevm/support/error.h"
-#include "tilevm/tune/autotune.h"
+#include "tilevm/ops/qmatmul/qmatmul_template.h"
 #include "tilevm/type/convert.h"
 
 namespace tilevm::ops {
@@ -130,7 +130,7 @@ TEST(QMatmulInterp, HeuristicConfigurations) {
   // What `tilevm qmatmul --interp` runs without --config.
   for (const QMatmulProblem& p : {problem(3, 20, 64, DataType::uint(4), 32), problem(17, 40, 256, DataType::int_(5), 128),
                                   problem(1, 72, 128, DataType::f8e4m3(), 64, DataType::bf16())}) {
-    run_case(p, tune::heuristic_qmatmul_config(p, 132, /*allow_dequant_gemm=*/false).name(), 43);
+    run_case(p, heuristic_qmatmul_config(p, qmatmul_default_target(), /*allow_dequant_gemm=*/false).name(), 43);
   }
 }
 

@@ -1,4 +1,4 @@
-// ops::build_qmatmul (include/tilevm/ops/qmatmul.h) for every weight type of 1 to 8 bits on uniformly drawn
+// ops::build_qmatmul (include/tilevm/ops/qmatmul/qmatmul.h) for every weight type of 1 to 8 bits on uniformly drawn
 // codes (the extremes of every type included), verified and run on the interpreter (and on the GPU through
 // run_on_gpu), against the library's double reference and tolerance (ops/qmatmul_reference.h).
 #include <gtest/gtest.h>
@@ -20,8 +20,8 @@
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/printer.h"
 #include "tilevm/ir/verifier.h"
-#include "tilevm/ops/qmatmul.h"
-#include "tilevm/ops/qmatmul_reference.h"
+#include "tilevm/ops/qmatmul/qmatmul.h"
+#include "tilevm/ops/qmatmul/qmatmul_reference.h"
 #include "tilevm/ops/quantize.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/support/error.h"

@@ -1,4 +1,4 @@
-// ops::qmatmul_reference and ops::check_qmatmul (include/tilevm/ops/qmatmul_reference.h): the reference is
+// ops::qmatmul_reference and ops::check_qmatmul (include/tilevm/ops/qmatmul/qmatmul_reference.h): the reference is
 // exact where the answer is known, the comparison accepts correctly rounded outputs and catches wrong ones.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "expect_error.h"
 #include "qmatmul_test_util.h"
-#include "tilevm/ops/qmatmul_reference.h"
+#include "tilevm/ops/qmatmul/qmatmul_reference.h"
 #include "tilevm/support/error.h"
 #include "tilevm/type/convert.h"
 

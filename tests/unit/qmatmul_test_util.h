@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "tilevm/ops/qmatmul.h"
+#include "tilevm/ops/qmatmul/qmatmul.h"
 #include "tilevm/ops/quantize.h"
 #include "tilevm/type/convert.h"
 

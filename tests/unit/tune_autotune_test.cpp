@@ -1,5 +1,6 @@
-// tune::heuristic_qmatmul_config and tune::autotune_qmatmul (include/tilevm/tune/autotune.h). The
-// heuristic runs everywhere; autotuning needs a GPU and is skipped without one.
+// ops::heuristic_qmatmul_config and ops::autotune_qmatmul (include/tilevm/ops/qmatmul/qmatmul_template.h), the
+// tuner of tune/autotune.h over the quantized matmul. The heuristic runs everywhere; autotuning needs a GPU
+// and is skipped without one.
 #include <gtest/gtest.h>
 
 #include "scoped_env.h"
@@ -13,11 +14,12 @@
 #include <fmt/format.h>
 
 #include "tilevm/runtime/device.h"
+#include "tilevm/ops/qmatmul/gpu_check.h"
+#include "tilevm/ops/qmatmul/qmatmul_template.h"
 #include "tilevm/tune/autotune.h"
-#include "tilevm/tune/verify_config.h"
 #include "tilevm/tune/tuning_cache.h"
 
-namespace tilevm::tune {
+namespace tilevm::ops {
 namespace {
 
 ops::QMatmulProblem problem(int64_t m, int64_t n, int64_t k, int64_t group = 128) {
@@ -40,7 +42,7 @@ TEST(TuneHeuristic, PicksWhatTheShapeNeeds) {
   EXPECT_GT(heuristic_qmatmul_config(problem(1, 4096, 8192)).split_k, 1);
   // Prefill: dequantize, then cuBLAS's GEMM (faster than mma.sync); without it, tall blocks and no split.
   EXPECT_TRUE(heuristic_qmatmul_config(problem(4096, 8192, 8192)).dequant_gemm);
-  const ops::QMatmulConfig prefill = heuristic_qmatmul_config(problem(4096, 8192, 8192), 132, false);
+  const ops::QMatmulConfig prefill = heuristic_qmatmul_config(problem(4096, 8192, 8192), qmatmul_default_target(), false);
   EXPECT_FALSE(prefill.dequant_gemm);
   EXPECT_GE(prefill.block_m, 64);
   EXPECT_EQ(prefill.split_k, 1);
@@ -63,10 +65,10 @@ TEST(TuneAutotuneGpu, TunesCachesAndReadsBack) {
   const test::ScopedEnv env("TILEVM_TUNE_CACHE", file.c_str());
   const runtime::Device device = runtime::Device::open();
   const ops::QMatmulProblem p = problem(16, 4096, 4096);
-  TuneOptions options;
+  tune::TuneOptions options;
   options.keep_after_model = 6;
   options.progress = false;
-  const TuneResult r = autotune_qmatmul(device, p, options);
+  const QMatmulTuneResult r = autotune_qmatmul(device, p, options);
   EXPECT_FALSE(r.from_cache);
   EXPECT_EQ(r.compiled, 6);
   EXPECT_EQ(r.timed, 6);
@@ -74,8 +76,8 @@ TEST(TuneAutotuneGpu, TunesCachesAndReadsBack) {
   EXPECT_NO_THROW(ops::check_config(p, r.config));
   // The tuned configuration computes correctly (the tuner checked it; so does this test, on its own).
   std::string why;
-  EXPECT_TRUE(verify_qmatmul_config(device, p, r.config, &why)) << why;
-  const TuneResult again = autotune_qmatmul(device, p, options);
+  EXPECT_TRUE(check_qmatmul_on_gpu(device, p, r.config, &why)) << why;
+  const QMatmulTuneResult again = autotune_qmatmul(device, p, options);
   EXPECT_TRUE(again.from_cache);
   EXPECT_EQ(again.config, r.config);
   EXPECT_DOUBLE_EQ(again.median_us, r.median_us);
@@ -89,7 +91,7 @@ TEST(TuneVerify, TheVerificationProblemKeepsTheProgramsStructure) {
   p.wtype = DataType::uint(3);
   p.zero_point = true;
   p.atype = DataType::bf16();
-  const ops::QMatmulProblem v = verification_problem(p);
+  const ops::QMatmulProblem v = gpu_check_problem(p);
   EXPECT_EQ(v.m, 16);
   EXPECT_EQ(v.n, 300);
   EXPECT_EQ(v.k, 512);
@@ -98,13 +100,13 @@ TEST(TuneVerify, TheVerificationProblemKeepsTheProgramsStructure) {
   EXPECT_EQ(v.atype, p.atype);
   EXPECT_TRUE(v.zero_point);
   EXPECT_NO_THROW(ops::check_problem(v));
-  const ops::QMatmulProblem per_channel = verification_problem(problem(1, 64, 8192, 8192));
+  const ops::QMatmulProblem per_channel = gpu_check_problem(problem(1, 64, 8192, 8192));
   EXPECT_EQ(per_channel.k, 512);
   EXPECT_EQ(per_channel.group, 512);  // still one group per column
-  const ops::QMatmulProblem small = verification_problem(problem(1, 20, 96, 32));
+  const ops::QMatmulProblem small = gpu_check_problem(problem(1, 20, 96, 32));
   EXPECT_EQ(small.k, 96);
   EXPECT_EQ(small.n, 20);
 }
 
 }  // namespace
-}  // namespace tilevm::tune
+}  // namespace tilevm::ops

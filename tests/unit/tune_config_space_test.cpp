@@ -1,4 +1,5 @@
-// tune::qmatmul_config_space (include/tilevm/tune/config_space.h): the declared space, its rules and sizes.
+// ops::qmatmul_config_space (include/tilevm/ops/qmatmul/config_space.h): the declared space, its rules and
+// sizes.
 #include <gtest/gtest.h>
 
 #include "qmatmul_test_util.h"
@@ -8,9 +9,9 @@
 
 #include "expect_error.h"
 #include "tilevm/support/error.h"
-#include "tilevm/tune/config_space.h"
+#include "tilevm/ops/qmatmul/config_space.h"
 
-namespace tilevm::tune {
+namespace tilevm::ops {
 namespace {
 
 ops::QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w = DataType::uint(4), int64_t group = 128) {
@@ -160,4 +161,4 @@ TEST(TuneConfigSpace, InvalidProblemThrows) {
 }
 
 }  // namespace
-}  // namespace tilevm::tune
+}  // namespace tilevm::ops

@@ -1,16 +1,46 @@
-// tune::estimate_qmatmul and tune::prune (include/tilevm/tune/cost_model.h): the roofline model's obvious
-// properties, not its absolute numbers.
+// ops::estimate_qmatmul (include/tilevm/ops/qmatmul/cost_model.h) and tune::prune (tune/cost_model.h): the
+// roofline model's obvious properties, not its absolute numbers.
 #include <gtest/gtest.h>
 
 #include "qmatmul_test_util.h"
 
 #include "expect_error.h"
 #include "tilevm/support/error.h"
-#include "tilevm/tune/config_space.h"
+#include "tilevm/ops/qmatmul/config_space.h"
+#include "tilevm/ops/qmatmul/cost_model.h"
+#include "tilevm/ops/qmatmul/qmatmul_template.h"
 #include "tilevm/tune/cost_model.h"
+#include "tilevm/tune/device_target.h"
 
-namespace tilevm::tune {
+namespace tilevm::ops {
 namespace {
+
+using tune::CostEstimate;
+
+// A target with the template's calibration: the tests vary both.
+struct Model : target::Target {
+  QMatmulCalibration calibration;
+};
+
+CostEstimate estimate_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c, const Model& m) {
+  return ops::estimate_qmatmul(p, c, m, m.calibration);
+}
+
+// tune::prune takes any kernel with estimate() and config_name(): here the model with its calibration.
+struct ModelKernel {
+  using Problem = QMatmulProblem;
+  using Config = QMatmulConfig;
+  const Model& model;
+  CostEstimate estimate(const Problem& p, const Config& c, const target::Target&) const {
+    return ops::estimate_qmatmul(p, c, model, model.calibration);
+  }
+  std::string config_name(const Config& c) const { return c.name(); }
+};
+
+std::vector<QMatmulConfig> prune(const QMatmulProblem& p, const std::vector<QMatmulConfig>& space, const Model& m,
+                                 int keep) {
+  return tune::prune(ModelKernel{m}, p, space, m, keep);
+}
 
 ops::QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w = DataType::uint(4)) {
   return ops::make_problem(m, n, k, w);
@@ -30,17 +60,17 @@ ops::QMatmulConfig config(int64_t bm, int64_t bn, int64_t wm, int64_t wn, int64_
   return c;
 }
 
-const DeviceRoofline h100 = DeviceRoofline::h100_like();
+const Model h100{target::Target::h100_like(), {}};
 
 // The H100 with a template whose inner loop is never the limit: the physical properties (bytes, waves,
 // bytes in flight, tensor cores) show without the calibrated issue limit.
-DeviceRoofline ideal_h100() {
-  DeviceRoofline r = h100;
-  r.warp_weights_per_ns = 1e9;
-  r.sm_weights_per_ns = 1e9;
+Model ideal_h100() {
+  Model r = h100;
+  r.calibration.warp_weights_per_ns = 1e9;
+  r.calibration.sm_weights_per_ns = 1e9;
   return r;
 }
-const DeviceRoofline ideal = ideal_h100();
+const Model ideal = ideal_h100();
 
 TEST(TuneCostModel, SplitKHelpsADecodeShapeWithTooFewBlocks) {
   // 4096 / 256 = 16 blocks on 132 SMs: most SMs idle; split-K 8 gives 128 blocks.
@@ -152,33 +182,35 @@ TEST(TuneCostModel, PruneKeepsTheBestInOrder) {
   EXPECT_EQ(prune(p, space, h100, 10), kept);  // deterministic
   EXPECT_EQ(prune(p, space, h100, 100000).size(), space.size());
   EXPECT_TRUE(prune(p, space, h100, 0).empty());
+  // The qmatmul template's estimate is this model with its own calibration.
+  EXPECT_EQ(tune::prune(QMatmulTemplate(), p, space, h100, 10), kept);
 }
 
-TEST(TuneCostModel, DeviceRooflines) {
+TEST(TuneCostModel, DeviceTargets) {
   runtime::DeviceInfo h200;
   h200.name = "NVIDIA H200";
   h200.arch = "sm_90a";
   h200.sm_count = 132;
-  EXPECT_DOUBLE_EQ(DeviceRoofline::for_device(h200).dram_gbps, 4300);
+  EXPECT_DOUBLE_EQ(tune::device_target(h200).dram_gbps, 4300);
   runtime::DeviceInfo h100;
   h100.name = "NVIDIA H100 80GB HBM3";
   h100.arch = "sm_90a";
   h100.sm_count = 132;
-  const DeviceRoofline r = DeviceRoofline::for_device(h100);
+  const target::Target r = tune::device_target(h100);
   EXPECT_DOUBLE_EQ(r.dram_gbps, 3160);
   EXPECT_NEAR(r.mma_tflops, 474, 1e-9);
   runtime::DeviceInfo other;
   other.name = "Some GPU";
   other.arch = "sm_90";
   other.sm_count = 66;
-  EXPECT_NEAR(DeviceRoofline::for_device(other).dram_gbps, 3160.0 / 2, 1e-9);
-  EXPECT_NEAR(DeviceRoofline::for_device(other).mma_tflops, 474.0 / 2, 1e-9);
+  EXPECT_NEAR(tune::device_target(other).dram_gbps, 3160.0 / 2, 1e-9);
+  EXPECT_NEAR(tune::device_target(other).mma_tflops, 474.0 / 2, 1e-9);
   // A slower device predicts a slower kernel.
   const auto p = problem(1, 8192, 8192);
   const auto c = config(16, 128, 1, 4, 2);
-  EXPECT_GT(estimate_qmatmul(p, c, DeviceRoofline::for_device(other)).seconds,
-            estimate_qmatmul(p, c, DeviceRoofline::for_device(h200)).seconds);
+  EXPECT_GT(ops::estimate_qmatmul(p, c, tune::device_target(other)).seconds,
+            ops::estimate_qmatmul(p, c, tune::device_target(h200)).seconds);
 }
 
 }  // namespace
-}  // namespace tilevm::tune
+}  // namespace tilevm::ops

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "tilevm/ops/qmatmul/qmatmul.h"
 #include "tilevm/tune/tuning_cache.h"
 
 namespace tilevm::tune {
@@ -30,6 +31,12 @@ ops::QMatmulProblem problem(int64_t m = 16) {
   p.n = 8192;
   p.k = 8192;
   return p;
+}
+
+// The quantized matmul's key, as ops::QMatmulTemplate makes it for tune::autotune.
+TuningKey tuning_key(const std::string& device, const std::string& arch, const ops::QMatmulProblem& p) {
+  return {.device = device, .arch = arch, .problem = p.key(), .kernel = "qmatmul",
+          .revision = ops::kQMatmulTemplateRevision};
 }
 
 class TuneTuningCache : public ::testing::Test {
@@ -51,26 +58,26 @@ class TuneTuningCache : public ::testing::Test {
 
 TEST_F(TuneTuningCache, MissingFileMissesQuietly) {
   TuningCache cache(dir_ / "tuning.json");
-  EXPECT_FALSE(cache.lookup(kDevice, kArch, problem()));
+  EXPECT_FALSE(cache.lookup(tuning_key(kDevice, kArch, problem())));
   EXPECT_EQ(cache.last_warning(), "");
 }
 
 TEST_F(TuneTuningCache, StoreThenLookup) {
   TuningCache cache(dir_ / "deep" / "folder" / "tuning.json");  // folders are created
-  ASSERT_TRUE(cache.store(kDevice, kArch, problem(), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 21.5}));
-  ASSERT_TRUE(cache.store(kDevice, kArch, problem(1), {"bm16_bn64_bk128_sk64_w1x2_s3_k8", 12.25}));
+  ASSERT_TRUE(cache.store(tuning_key(kDevice, kArch, problem()), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 21.5}));
+  ASSERT_TRUE(cache.store(tuning_key(kDevice, kArch, problem(1)), {"bm16_bn64_bk128_sk64_w1x2_s3_k8", 12.25}));
   // A second object on the same file (another process) sees both.
   TuningCache again(dir_ / "deep" / "folder" / "tuning.json");
-  const auto e16 = again.lookup(kDevice, kArch, problem());
+  const auto e16 = again.lookup(tuning_key(kDevice, kArch, problem()));
   ASSERT_TRUE(e16);
   EXPECT_EQ(e16->config, "bm16_bn128_bk128_sk64_w1x4_s3_k4");
   EXPECT_DOUBLE_EQ(e16->median_us, 21.5);
-  const auto e1 = again.lookup(kDevice, kArch, problem(1));
+  const auto e1 = again.lookup(tuning_key(kDevice, kArch, problem(1)));
   ASSERT_TRUE(e1);
   EXPECT_DOUBLE_EQ(e1->median_us, 12.25);
   // Replacing an entry.
-  ASSERT_TRUE(again.store(kDevice, kArch, problem(), {"bm16_bn256_bk128_sk64_w1x8_s3_k2", 19}));
-  EXPECT_EQ(cache.lookup(kDevice, kArch, problem())->config, "bm16_bn256_bk128_sk64_w1x8_s3_k2");
+  ASSERT_TRUE(again.store(tuning_key(kDevice, kArch, problem()), {"bm16_bn256_bk128_sk64_w1x8_s3_k2", 19}));
+  EXPECT_EQ(cache.lookup(tuning_key(kDevice, kArch, problem()))->config, "bm16_bn256_bk128_sk64_w1x8_s3_k2");
   // No temporary files are left behind.
   int files = 0;
   for (const auto& entry : fs::directory_iterator(dir_ / "deep" / "folder")) {
@@ -82,18 +89,25 @@ TEST_F(TuneTuningCache, StoreThenLookup) {
 
 TEST_F(TuneTuningCache, KeyHoldsDeviceArchProblemVersionAndTemplateRevision) {
   TuningCache cache(dir_ / "tuning.json", "1.0.0");
-  ASSERT_TRUE(cache.store(kDevice, kArch, problem(), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 21.5}));
-  EXPECT_EQ(cache.key(kDevice, kArch, problem()),
+  ASSERT_TRUE(cache.store(tuning_key(kDevice, kArch, problem()), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 21.5}));
+  EXPECT_EQ(cache.key(tuning_key(kDevice, kArch, problem())),
             "NVIDIA H100 80GB HBM3 | sm_90a | " + problem().key() + " | tilevm 1.0.0 | qmatmul template r" +
                 std::to_string(ops::kQMatmulTemplateRevision));
-  EXPECT_TRUE(cache.lookup(kDevice, kArch, problem()));
-  EXPECT_FALSE(cache.lookup("NVIDIA H200", kArch, problem()));
-  EXPECT_FALSE(cache.lookup(kDevice, "sm_80", problem()));
-  EXPECT_FALSE(cache.lookup(kDevice, kArch, problem(17)));
+  EXPECT_TRUE(cache.lookup(tuning_key(kDevice, kArch, problem())));
+  EXPECT_FALSE(cache.lookup(tuning_key("NVIDIA H200", kArch, problem())));
+  EXPECT_FALSE(cache.lookup(tuning_key(kDevice, "sm_80", problem())));
+  EXPECT_FALSE(cache.lookup(tuning_key(kDevice, kArch, problem(17))));
   ops::QMatmulProblem z = problem();
   z.zero_point = true;
-  EXPECT_FALSE(cache.lookup(kDevice, kArch, z));
-  EXPECT_FALSE(TuningCache(dir_ / "tuning.json", "1.0.1").lookup(kDevice, kArch, problem()));
+  EXPECT_FALSE(cache.lookup(tuning_key(kDevice, kArch, z)));
+  EXPECT_FALSE(TuningCache(dir_ / "tuning.json", "1.0.1").lookup(tuning_key(kDevice, kArch, problem())));
+  // Another kernel template, or another revision of this one, has entries of its own.
+  TuningKey other = tuning_key(kDevice, kArch, problem());
+  other.kernel = "attention";
+  EXPECT_FALSE(cache.lookup(other));
+  other = tuning_key(kDevice, kArch, problem());
+  other.revision += 1;
+  EXPECT_FALSE(cache.lookup(other));
 }
 
 TEST_F(TuneTuningCache, CorruptFileIsIgnoredWithAWarningAndReplaced) {
@@ -104,22 +118,22 @@ TEST_F(TuneTuningCache, CorruptFileIsIgnoredWithAWarningAndReplaced) {
     write(text);
     TuningCache cache(file());
     cache.set_quiet(true);
-    EXPECT_FALSE(cache.lookup(kDevice, kArch, problem()));
+    EXPECT_FALSE(cache.lookup(tuning_key(kDevice, kArch, problem())));
     EXPECT_NE(cache.last_warning().find("ignoring the tuning cache"), std::string::npos) << cache.last_warning();
-    ASSERT_TRUE(cache.store(kDevice, kArch, problem(), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 21.5}));
+    ASSERT_TRUE(cache.store(tuning_key(kDevice, kArch, problem()), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 21.5}));
     EXPECT_NE(cache.last_warning().find("replacing the tuning cache"), std::string::npos);
-    EXPECT_TRUE(TuningCache(file()).lookup(kDevice, kArch, problem()));
+    EXPECT_TRUE(TuningCache(file()).lookup(tuning_key(kDevice, kArch, problem())));
   }
 }
 
 TEST_F(TuneTuningCache, MalformedEntryIsSkipped) {
   TuningCache cache(dir_ / "tuning.json", "1.0.0");
   cache.set_quiet(true);
-  const std::string key = cache.key(kDevice, kArch, problem());
+  const std::string key = cache.key(tuning_key(kDevice, kArch, problem()));
   fs::create_directories(dir_);
   std::ofstream(dir_ / "tuning.json") << "{\"format\": \"tilevm-tuning-cache 1\", \"entries\": {\"" << key
                                       << "\": {\"config\": 5}}}";
-  EXPECT_FALSE(cache.lookup(kDevice, kArch, problem()));
+  EXPECT_FALSE(cache.lookup(tuning_key(kDevice, kArch, problem())));
   EXPECT_NE(cache.last_warning().find("malformed entry"), std::string::npos);
 }
 
@@ -129,7 +143,7 @@ TEST_F(TuneTuningCache, UnwritableFolderIsAWarningNotAnError) {
   write("not a folder");
   TuningCache cache(file() / "tuning.json");
   cache.set_quiet(true);
-  EXPECT_FALSE(cache.store(kDevice, kArch, problem(), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 21.5}));
+  EXPECT_FALSE(cache.store(tuning_key(kDevice, kArch, problem()), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 21.5}));
   EXPECT_NE(cache.last_warning().find("cannot"), std::string::npos) << cache.last_warning();
 }
 

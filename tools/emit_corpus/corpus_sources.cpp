@@ -8,11 +8,11 @@
 #include "corpus.h"
 #include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/ir/parser.h"
-#include "tilevm/ops/qmatmul.h"
+#include "tilevm/ops/qmatmul/config_space.h"
+#include "tilevm/ops/qmatmul/qmatmul.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
 #include "tilevm/transform/lower.h"
-#include "tilevm/tune/config_space.h"
 
 namespace tilevm::corpus {
 namespace {
@@ -133,7 +133,7 @@ void emit_qmatmul_cases(const Sink& sink) {
     const std::string key = problem.key();
     std::vector<ops::QMatmulConfig> space;
     try {
-      space = tune::qmatmul_config_space(problem);
+      space = ops::qmatmul_config_space(problem);
     } catch (const Error& e) {
       sink("qmatmul:" + key, std::string("space error: ") + e.what());
       continue;

@@ -22,12 +22,12 @@
 #include "commands.h"
 #include "tilevm/bench/qmatmul_bench.h"
 #include "tilevm/bench/workloads.h"
-#include "tilevm/ops/qmatmul_gpu.h"
+#include "tilevm/ops/qmatmul/qmatmul_gpu.h"
 #include "tilevm/runtime/cublas.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/runtime/nvrtc.h"
 #include "tilevm/support/error.h"
-#include "tilevm/tune/autotune.h"
+#include "tilevm/ops/qmatmul/qmatmul_template.h"
 
 namespace tilevm::cli {
 
@@ -135,9 +135,9 @@ void run(const BenchRequest& req) {
     const ops::QMatmulProblem& problem = problems[i];
     std::cerr << fmt::format("[{}/{}] {}\n", i + 1, problems.size(), problem.key());
     try {
-      ops::QMatmulConfig config = req.no_tune
-                                      ? tune::heuristic_qmatmul_config(problem, device.info().sm_count)
-                                      : tune::autotune_qmatmul(device, problem, tuning).config;
+      const target::Target h100_like = target::Target::h100_like(device.info().sm_count);
+      ops::QMatmulConfig config = req.no_tune ? ops::heuristic_qmatmul_config(problem, h100_like)
+                                              : ops::autotune_qmatmul(device, problem, tuning).config;
       ops::QMatmulGpu q = ops::QMatmulGpu::load(device, ops::compile_qmatmul(problem, config, device.arch()));
       bench::QMatmulBenchResult r = bench::bench_qmatmul(device, q, options);
       std::cout << (req.json ? bench::to_json(r) : bench::to_table_row(r)) << std::endl;

@@ -1,14 +1,14 @@
 // tilevm qmatmul --m M --n N --k K --wtype T [--atype f16|bf16] [--group G|k] [--zero-point] [--interp|--gpu]
 //                [--check] [--bench [--json]] [--config NAME] [--no-tune] [--seed S]
 //
-// Runs the quantized matmul (include/tilevm/ops/qmatmul.h) once on seeded random data: a random f32 weight
-// [K, N] quantized to T (ops::quantize, scales of ATYPE per group of G rows; G = K, written "k", is one
+// Runs the quantized matmul (include/tilevm/ops/qmatmul/qmatmul.h) once on seeded random data: a random f32
+// weight [K, N] quantized to T (ops::quantize, scales of ATYPE per group of G rows; G = K, written "k", is one
 // scale per column), random A [M, K]; then the transform and the matmul (+ the reduce with split-K), with C
 // poisoned (NaN) first. On the GPU (the default when one is present) the configuration is autotuned
-// (tune/autotune.h; cached) unless --config or --no-tune; on the interpreter it is the heuristic's, and the
+// (ops/qmatmul/qmatmul_template.h; cached) unless --config or --no-tune; on the interpreter it is the heuristic's, and the
 // interpreter being slow, shapes should stay small there.
 //   --check  compares C with the double reference of the same codes, scales, zeros and A
-//            (ops/qmatmul_reference.h); a mismatch exits 1
+//            (ops/qmatmul/qmatmul_reference.h); a mismatch exits 1
 //   --bench  (GPU) times it against a plain read and cuBLAS (bench/qmatmul_bench.h): one line per result,
 //            or one JSON object per line with --json (stdout then holds only the JSON; the summary goes
 //            to stderr)
@@ -27,16 +27,16 @@
 
 #include "commands.h"
 #include "tilevm/bench/qmatmul_bench.h"
-#include "tilevm/bench/timing.h"
+#include "tilevm/tune/timing.h"
 #include "tilevm/codegen/cuda/gpu_runner.h"
-#include "tilevm/ops/qmatmul.h"
-#include "tilevm/ops/qmatmul_gpu.h"
-#include "tilevm/ops/qmatmul_interp.h"
-#include "tilevm/ops/qmatmul_reference.h"
+#include "tilevm/ops/qmatmul/qmatmul.h"
+#include "tilevm/ops/qmatmul/qmatmul_gpu.h"
+#include "tilevm/ops/qmatmul/qmatmul_interp.h"
+#include "tilevm/ops/qmatmul/qmatmul_reference.h"
 #include "tilevm/ops/quantize.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/support/error.h"
-#include "tilevm/tune/autotune.h"
+#include "tilevm/ops/qmatmul/qmatmul_template.h"
 #include "tilevm/type/convert.h"
 
 namespace tilevm::cli {
@@ -160,7 +160,7 @@ Outcome run_gpu(const runtime::Device& device, const ops::QMatmulGpu& q, const D
   Outcome o;
   o.c.resize(static_cast<size_t>(p.m * p.n));
   c.copy_to_host(o.c.data(), o.c.size() * 2);  // the first run's C: what --check compares
-  const bench::Timing t = bench::time_gpu(device, stream, [&] { q.run(stream, buffers); });
+  const tune::Timing t = tune::time_gpu(device, stream, [&] { q.run(stream, buffers); });
   o.where = fmt::format("{} ({}), {:.2f} us (median of {}, L2 flushed)", device.info().name, device.arch(),
                         t.median_us, t.repeats);
   return o;
@@ -195,10 +195,11 @@ void run(const QMatmulRequest& req) {
     config = *given;
     how = "--config";
   } else if (!use_gpu || req.no_tune) {
-    config = tune::heuristic_qmatmul_config(p, device ? device->info().sm_count : 132, /*allow_dequant_gemm=*/use_gpu);
+    config = ops::heuristic_qmatmul_config(p, target::Target::h100_like(device ? device->info().sm_count : 132),
+                                            /*allow_dequant_gemm=*/use_gpu);
     how = "heuristic";
   } else {
-    const tune::TuneResult r = tune::autotune_qmatmul(*device, p);
+    const ops::QMatmulTuneResult r = ops::autotune_qmatmul(*device, p);
     config = r.config;
     how = r.from_cache ? fmt::format("tuning cache, {:.2f} us", r.median_us)
                        : fmt::format("tuned: {} compiled in {:.1f} s, {} timed", r.compiled, r.compile_seconds, r.timed);

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tilevm/ops/qmatmul.h"
+#include "tilevm/ops/qmatmul/qmatmul.h"
 #include "tilevm/type/data_type.h"
 
 namespace tilevm::bench {

@@ -16,6 +16,7 @@
 // mapping. Shared and global layouts are layouts with T = 1 (see memory_layout.h).
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -111,5 +112,39 @@ Layout spatial(const Index& extents);
 Layout column_local(const Index& extents);
 Layout column_spatial(const Index& extents);
 Layout replicate(int64_t n);
+
+// Chains in C++ as they read in the text: `local(2, 1).spatial(8, 4).local(1, 2)` is
+//   local(2, 1) * spatial(8, 4) * local(1, 2)      or      compose(local(2, 1), spatial(8, 4), local(1, 2))
+// The product is associative; both group to the left, as the text does.
+inline Layout operator*(const Layout& f, const Layout& g) { return compose(f, g); }
+
+template <std::convertible_to<const Layout&>... Rest>
+Layout compose(const Layout& f, const Layout& g, const Layout& h, const Rest&... rest) {
+  Layout out = compose(compose(f, g), h);
+  ((out = compose(out, rest)), ...);
+  return out;
+}
+
+// The primitives with their extents as arguments: local(2, 1) is local({2, 1}).
+template <std::integral... E>
+  requires(sizeof...(E) > 0)
+Layout local(E... extents) {
+  return local(Index{static_cast<int64_t>(extents)...});
+}
+template <std::integral... E>
+  requires(sizeof...(E) > 0)
+Layout spatial(E... extents) {
+  return spatial(Index{static_cast<int64_t>(extents)...});
+}
+template <std::integral... E>
+  requires(sizeof...(E) > 0)
+Layout column_local(E... extents) {
+  return column_local(Index{static_cast<int64_t>(extents)...});
+}
+template <std::integral... E>
+  requires(sizeof...(E) > 0)
+Layout column_spatial(E... extents) {
+  return column_spatial(Index{static_cast<int64_t>(extents)...});
+}
 
 }  // namespace tilevm::layout

@@ -1,13 +1,13 @@
-// The tuning cache: the best configuration found for each (device, problem), kept on disk so a problem is
-// tuned once per machine and tilevm version.
+// The tuning cache: the best configuration found for each (device, kernel template, problem), kept on disk
+// so a problem is tuned once per machine and tilevm version.
 //
 // The file is one JSON object:
 //   {"format": "tilevm-tuning-cache 1",
 //    "entries": {"NVIDIA H100 80GB HBM3 | sm_90a | m16_n8192_k8192_f16_u4_g128 | tilevm 0.1.0 | qmatmul template r3":
 //                  {"config": "bm16_bn128_bk128_sk64_w1x4_s3_k4", "median_us": 21.5}, ...}}
 // An entry's key holds the device name, its arch, the problem's key, TILEVM_VERSION and the template's
-// revision, so another GPU, a different problem, a new tilevm or a changed template (whose kernels may be
-// faster in other configurations) misses.
+// name and revision (kernel_template.h), so another GPU, a different problem, a new tilevm or a changed
+// template (whose kernels may be faster in other configurations) misses.
 //
 // Where: $TILEVM_TUNE_CACHE (a file), else in tilevm's cache root beside the default kernel folder
 // (runtime::tilevm_cache_root): $XDG_CACHE_HOME/tilevm/tuning.json, else $HOME/.cache/tilevm/tuning.json.
@@ -25,12 +25,20 @@
 #include <optional>
 #include <string>
 
-#include "tilevm/ops/qmatmul.h"
 
 namespace tilevm::tune {
 
+// What an entry is stored under.
+struct TuningKey {
+  std::string device;   // runtime::DeviceInfo::name
+  std::string arch;     // "sm_90a"
+  std::string problem;  // the template's key() of the problem: "m16_n8192_k8192_f16_u4_g128"
+  std::string kernel;   // the template's name(): "qmatmul"
+  int revision = 0;     // the template's revision()
+};
+
 struct TuningEntry {
-  std::string config;  // ops::QMatmulConfig::name()
+  std::string config;  // the template's config_name()
   double median_us = 0;
 };
 
@@ -42,14 +50,12 @@ class TuningCache {
   // The default file (see above); std::nullopt when neither variable nor $HOME is set.
   static std::optional<std::filesystem::path> default_path();
 
-  // "DEVICE | ARCH | PROBLEM_KEY | tilevm VERSION | qmatmul template rN" (ops::kQMatmulTemplateRevision).
-  std::string key(const std::string& device_name, const std::string& arch, const ops::QMatmulProblem& problem) const;
+  // "DEVICE | ARCH | PROBLEM | tilevm VERSION | KERNEL template rN".
+  std::string key(const TuningKey& key) const;
 
-  std::optional<TuningEntry> lookup(const std::string& device_name, const std::string& arch,
-                                    const ops::QMatmulProblem& problem) const;
+  std::optional<TuningEntry> lookup(const TuningKey& key) const;
   // Adds or replaces the entry. Returns false (after a warning) when the file cannot be written.
-  bool store(const std::string& device_name, const std::string& arch, const ops::QMatmulProblem& problem,
-             const TuningEntry& entry);
+  bool store(const TuningKey& key, const TuningEntry& entry);
 
   const std::filesystem::path& file() const { return file_; }
   // The last warning printed (a corrupt file, a failed write); "" when none. For tests.

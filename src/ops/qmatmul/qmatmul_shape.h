@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "tilevm/ops/qmatmul.h"
+#include "tilevm/ops/qmatmul/qmatmul.h"
 
 namespace tilevm::ops {
 

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "tilevm/ops/qmatmul.h"
+#include "tilevm/ops/qmatmul/qmatmul.h"
 #include "tilevm/ops/quantize.h"
 
 namespace tilevm::ops {

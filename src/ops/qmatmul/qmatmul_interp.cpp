@@ -1,5 +1,5 @@
 // The quantized matmul's three programs run on the interpreter (qmatmul_interp.h).
-#include "tilevm/ops/qmatmul_interp.h"
+#include "tilevm/ops/qmatmul/qmatmul_interp.h"
 
 #include <cstring>
 #include <map>

@@ -1,5 +1,5 @@
 // The quantized matmul's programs compiled and launched on device memory (qmatmul_gpu.h).
-#include "tilevm/ops/qmatmul_gpu.h"
+#include "tilevm/ops/qmatmul/qmatmul_gpu.h"
 
 #include "tilevm/support/error.h"
 

@@ -9,7 +9,7 @@
 
 #include "tilevm/runtime/device.h"
 
-namespace tilevm::bench {
+namespace tilevm::tune {
 
 struct TimingOptions {
   int warmup = 3;
@@ -40,4 +40,4 @@ class L2Flusher {
 Timing time_gpu(const runtime::Device& device, const runtime::Stream& stream, const std::function<void()>& work,
                 const TimingOptions& options = {});
 
-}  // namespace tilevm::bench
+}  // namespace tilevm::tune

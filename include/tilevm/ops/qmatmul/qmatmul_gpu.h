@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "tilevm/codegen/cuda/gpu_program.h"
-#include "tilevm/ops/qmatmul.h"
+#include "tilevm/ops/qmatmul/qmatmul.h"
 #include "tilevm/runtime/cublas.h"
 
 namespace tilevm::ops {

@@ -25,26 +25,30 @@
 //   swapped   for M <= 8 (weights that fit ATYPE, no zero points) also block_m 8, the mma's operands
 //             swapped (QMatmulConfig::swapped): warps of 32 columns, block_k = slice_k (128 or G), 3 or 4
 //             stages, every split; on the H100 these win every M = 1 decode shape.
-// Each candidate is then filtered by ops::check_config (shared memory, thread limits, whole code words per
+// Each candidate is then filtered by check_config (shared memory, thread limits, whole code words per
 // thread, divisibility). Last comes dequant_gemm (dequantize, then cuBLAS), a candidate for every shape: the
 // cost model ranks it, and it only wins where the GEMM is compute-bound (prefill).
 // Decode shapes (M 1..64, K and N in the thousands) get about 90-310 configurations (243 at 16 x 8192 x
-// 8192, 270 at 1 x 8192 x 8192), prefill (M >= 1024) about 160; the cost model (cost_model.h) then picks the few worth compiling and timing.
+// 8192, 270 at 1 x 8192 x 8192), prefill (M >= 1024) about 160; the cost model (cost_model.h)
+// then picks the few worth compiling and timing.
 #pragma once
 
 #include <vector>
 
-#include "tilevm/ops/qmatmul.h"
+#include "tilevm/ops/qmatmul/qmatmul.h"
+#include "tilevm/target/target.h"
 
-namespace tilevm::tune {
+namespace tilevm::ops {
 
 struct ConfigSpaceOptions {
   bool dequant_gemm = true;  // false: only the fused template (the interpreter has no cuBLAS)
+  // The limits check_config applies (threads and shared memory per block); nullptr: the H100 SXM's.
+  const target::Target* target = nullptr;
 };
 
 // The valid configurations for `problem`, in a fixed order. @throws tilevm::Error when the problem itself
-// is invalid (ops::check_problem).
-std::vector<ops::QMatmulConfig> qmatmul_config_space(const ops::QMatmulProblem& problem,
-                                                     const ConfigSpaceOptions& options = {});
+// is invalid (check_problem).
+std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
+                                                const ConfigSpaceOptions& options = {});
 
-}  // namespace tilevm::tune
+}  // namespace tilevm::ops

@@ -1,5 +1,5 @@
 // The roofline cost model of the quantized matmul (cost_model.h says what it counts and why).
-#include "tilevm/tune/cost_model.h"
+#include "tilevm/ops/qmatmul/cost_model.h"
 
 #include "tilevm/support/int_math.h"
 
@@ -9,7 +9,7 @@
 
 #include "tilevm/support/error.h"
 
-namespace tilevm::tune {
+namespace tilevm::ops {
 
 namespace {
 
@@ -18,7 +18,7 @@ namespace {
 // converts them to f16 just before their mma, so few converted fragments are live) and ~40 for addresses,
 // loop counters and the dequantization's temporaries. Only the blocks-per-SM limit uses it. (ptxas: 116 for
 // bm16_bn256_bk128_sk128_w1x8 u4, where this gives 120.)
-int64_t registers_per_thread(const ops::QMatmulProblem& p, const ops::QMatmulConfig& c) {
+int64_t registers_per_thread(const QMatmulProblem& p, const QMatmulConfig& c) {
   const int64_t piece_m = c.block_m / c.warps_m, piece_n = c.block_n / c.warps_n;
   const int64_t acc = piece_m * piece_n / 32 * (p.group == p.k ? 1 : 2);
   const int64_t a_frags = c.slice_k * piece_m / 64;
@@ -27,8 +27,8 @@ int64_t registers_per_thread(const ops::QMatmulProblem& p, const ops::QMatmulCon
 }
 
 // Blocks of this configuration resident on one SM at once.
-int64_t blocks_per_sm(const ops::QMatmulProblem& p, const ops::QMatmulConfig& c, const DeviceRoofline& r) {
-  const int64_t shared = ops::qmatmul_shared_bytes(p, c) + 1024;  // the driver reserves 1 KB per block
+int64_t blocks_per_sm(const QMatmulProblem& p, const QMatmulConfig& c, const target::Target& r) {
+  const int64_t shared = qmatmul_shared_bytes(p, c) + r.shared_reserved_per_block;
   const int64_t threads = c.threads();
   const int64_t regs = (registers_per_thread(p, c) + 7) / 8 * 8;  // allocated in units of 8 per thread
   int64_t n = r.max_blocks_per_sm;
@@ -42,21 +42,21 @@ int64_t blocks_per_sm(const ops::QMatmulProblem& p, const ops::QMatmulConfig& c,
 // an f16x2/bf16x2 in a couple of lop3/prmt/fma, about 1 per weight with the unpacking; the f32 path (weights
 // that do not fit ATYPE) converts, scales and rounds each weight alone, about 4; a zero point is one
 // packed subtraction per 2 weights.
-double dequant_ops_per_weight(const ops::QMatmulProblem& p) {
-  double ops = ops::qmatmul_weight_fits(p.wtype, p.atype) ? 1.0 : 4.0;
+double dequant_ops_per_weight(const QMatmulProblem& p) {
+  double ops = qmatmul_weight_fits(p.wtype, p.atype) ? 1.0 : 4.0;
   if (p.zero_point) ops += 0.5;
   return ops;
 }
 
 // dequant_gemm: the dequantize program, then cuBLAS (cost_model.h).
-CostEstimate estimate_dequant_gemm(const ops::QMatmulProblem& p, const DeviceRoofline& r) {
+tune::CostEstimate estimate_dequant_gemm(const QMatmulProblem& p, const target::Target& r) {
   const double elem = 2;
   const double codes = std::ceil(static_cast<double>(p.k) * static_cast<double>(p.n) * p.wtype.bits() / 8);
   const double scales = static_cast<double>(p.k / p.group * p.n) * elem * (p.zero_point ? 2 : 1);
   const double dense = static_cast<double>(p.k * p.n) * elem;
   const double a = static_cast<double>(p.m * p.k) * elem, out = static_cast<double>(p.m * p.n) * elem;
   const double dram_bw = r.dram_gbps * 1e9, launch = r.launch_us * 1e-6, latency = r.dram_latency_ns * 1e-9;
-  CostEstimate e;
+  tune::CostEstimate e;
   e.dram_bytes = codes + scales + 2 * dense + a + out;
   e.l2_bytes = e.dram_bytes;
   e.mma_flops = 2 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
@@ -71,18 +71,23 @@ CostEstimate estimate_dequant_gemm(const ops::QMatmulProblem& p, const DeviceRoo
 
 }  // namespace
 
-CostEstimate estimate_qmatmul(const ops::QMatmulProblem& problem, const ops::QMatmulConfig& config,
-                              const DeviceRoofline& r) {
-  ops::check_config(problem, config);
-  if (config.dequant_gemm) return estimate_dequant_gemm(problem, r);
-  const ops::QMatmulProblem& p = problem;
-  const ops::QMatmulConfig& c = config;
+tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmulConfig& config,
+                                    const target::Target& r, const QMatmulCalibration& calibration) {
+  check_config(problem, config);
+  if (config.dequant_gemm) {
+    tune::CostEstimate e = estimate_dequant_gemm(problem, r);
+    e.threads = config.threads();
+    return e;
+  }
+  const QMatmulProblem& p = problem;
+  const QMatmulConfig& c = config;
   const double elem = 2;  // bytes of an ATYPE value (f16 or bf16)
   const int64_t tiles_m = ceil_div(p.m, c.block_m), tiles_n = ceil_div(p.n, c.block_n);
   const int64_t k_tiles = ceil_div(p.k, c.block_k);
   const int64_t groups = p.k / p.group;
 
-  CostEstimate e;
+  tune::CostEstimate e;
+  e.threads = c.threads();
   e.blocks = tiles_m * tiles_n * c.split_k;
   e.blocks_per_sm = blocks_per_sm(p, c, r);
 
@@ -90,11 +95,11 @@ CostEstimate estimate_qmatmul(const ops::QMatmulProblem& problem, const ops::QMa
   // at once cover whole block columns: each column of weight tiles (K x BN codes, a few MB at most) is read
   // from DRAM once and re-read by its block rows from L2. A is read once when it fits in half of L2, else
   // once per wave (each wave sweeps all its rows again), at most once per block column.
-  const double weight = static_cast<double>(ops::qmatmul_transformed_bytes(p, c));
+  const double weight = static_cast<double>(qmatmul_transformed_bytes(p, c));
   const double scales = static_cast<double>(groups * p.n) * elem * (p.zero_point ? 2 : 1);
   const double a = static_cast<double>(p.m * p.k) * elem;
   const double out = static_cast<double>(p.m * p.n) * elem;
-  const double partials = static_cast<double>(ops::qmatmul_workspace_bytes(p, c));
+  const double partials = static_cast<double>(qmatmul_workspace_bytes(p, c));
   const int64_t concurrent = static_cast<int64_t>(r.sm_count) * e.blocks_per_sm;
   e.waves = ceil_div(e.blocks, concurrent);
   const double a_reads = a <= 0.5 * static_cast<double>(r.l2_cache_bytes)
@@ -132,7 +137,7 @@ CostEstimate estimate_qmatmul(const ops::QMatmulProblem& problem, const ops::QMa
                            (static_cast<double>(c.block_k * c.block_n * p.wtype.bits()) / 8 +
                             static_cast<double>(c.block_n) * elem);
 
-  // The issue limit (calibrated, see DeviceRoofline::warp_weights_per_ns): a warp dequantizes and
+  // The issue limit (calibrated: QMatmulCalibration): a warp dequantizes and
   // multiplies its piece_n columns over the block's K range at a fixed rate, a warp with more rows doing
   // a little more per weight; warps along M each redo the same weights.
   const double piece_m = static_cast<double>(c.block_m / c.warps_m);
@@ -142,15 +147,15 @@ CostEstimate estimate_qmatmul(const ops::QMatmulProblem& problem, const ops::QMa
   const double warps = static_cast<double>(c.warps_m * c.warps_n * c.warps_k);
   // A thread's weights per slice (an mma B fragment is 4 of every 16 x 8), and the slice's fixed work.
   const double slice_weights = static_cast<double>(c.slice_k * (c.block_n / c.warps_n)) / 32;
-  const double slice_factor = 1 + r.slice_overhead_weights / slice_weights;
+  const double slice_factor = 1 + calibration.slice_overhead_weights / slice_weights;
   // A warp with more rows does a little more per weight (mma, scaling). The swapped form (8 rows as mma's n8,
-  // ops::QMatmulConfig::swapped) issues about 0.9 of the 16-row form's instructions per weight: the u4 loop's
+  // QMatmulConfig::swapped) issues about 0.9 of the 16-row form's instructions per weight: the u4 loop's
   // SASS has about 290 against 324 per 128 weights and thread (docs/performance.md, fourth session).
   const double rows_factor = c.swapped() ? 0.9 : 1 + 0.5 * (piece_m / 16 - 1);
   const double warp_work = slice_factor * k_per_warp * static_cast<double>(c.block_n / c.warps_n) * rows_factor *
                            dequant_ops_per_weight(p);
   const double block_work = warp_work * warps;
-  const double warp_rate = r.warp_weights_per_ns * 1e9, sm_rate = r.sm_weights_per_ns * 1e9;
+  const double warp_rate = calibration.warp_weights_per_ns * 1e9, sm_rate = calibration.sm_weights_per_ns * 1e9;
 
   struct Sums {
     double dram = 0, dram_latency = 0, l2 = 0, mma = 0, alu = 0, issue = 0, fill = 0, total = 0;
@@ -198,27 +203,4 @@ CostEstimate estimate_qmatmul(const ops::QMatmulProblem& problem, const ops::QMa
   return e;
 }
 
-std::vector<ops::QMatmulConfig> prune(const ops::QMatmulProblem& problem,
-                                      const std::vector<ops::QMatmulConfig>& configs,
-                                      const DeviceRoofline& roofline, int keep) {
-  struct Ranked {
-    double seconds, flops;
-    int64_t threads;
-    std::string name;
-    const ops::QMatmulConfig* config;
-  };
-  std::vector<Ranked> ranked;
-  ranked.reserve(configs.size());
-  for (const ops::QMatmulConfig& c : configs) {
-    const CostEstimate e = estimate_qmatmul(problem, c, roofline);
-    ranked.push_back({e.seconds, e.mma_flops, c.threads(), c.name(), &c});
-  }
-  std::sort(ranked.begin(), ranked.end(), [](const Ranked& x, const Ranked& y) {
-    return std::tie(x.seconds, x.flops, x.threads, x.name) < std::tie(y.seconds, y.flops, y.threads, y.name);
-  });
-  std::vector<ops::QMatmulConfig> kept;
-  for (size_t i = 0; i < ranked.size() && static_cast<int64_t>(i) < keep; ++i) kept.push_back(*ranked[i].config);
-  return kept;
-}
-
-}  // namespace tilevm::tune
+}  // namespace tilevm::ops

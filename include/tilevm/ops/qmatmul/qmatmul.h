@@ -37,6 +37,7 @@
 #include <string>
 
 #include "tilevm/ir/program.h"
+#include "tilevm/target/target.h"
 #include "tilevm/type/data_type.h"
 
 namespace tilevm::ops {
@@ -95,9 +96,13 @@ struct QMatmulConfig {
 // {32, 64, 128, k}, k not a multiple of G, non-positive or too large sizes). f16/bf16 weights take scales
 // like any other type (ops::quantize makes them all 1).
 void check_problem(const QMatmulProblem& problem);
-// @throws tilevm::Error when `config` is invalid for `problem` (the rules in QMatmulConfig's comments,
-// threads <= 1024, shared memory <= 227 KB).
+// @throws tilevm::Error when `config` is invalid for `problem` (the rules in QMatmulConfig's comments) or
+// exceeds the target's threads or shared memory per block (without a target: the H100 SXM's, 1024 threads
+// and 227 KB, qmatmul_default_target()).
 void check_config(const QMatmulProblem& problem, const QMatmulConfig& config);
+void check_config(const QMatmulProblem& problem, const QMatmulConfig& config, const target::Target& target);
+// The target configurations are checked and ranked for without a device: the H100 SXM.
+const target::Target& qmatmul_default_target();
 
 // True when every finite value of `wtype` converts exactly to `atype`; the fast dequantization (cast to
 // ATYPE, subtract the zero, mma, scale the f32 tile) is used then.
@@ -116,6 +121,8 @@ int64_t qmatmul_codes_bytes(const QMatmulProblem& problem);
 
 // The programs described above (unverified; they pass verify_program). @throws as check_problem/check_config.
 ir::Program build_qmatmul_transform(const QMatmulProblem& problem, const QMatmulConfig& config);
+// The matmul program, built by its form (src/ops/qmatmul/qmatmul_stages.h): the swapped form (block_m 8),
+// warps along K (warps_k > 1) or the plain form.
 ir::Program build_qmatmul(const QMatmulProblem& problem, const QMatmulConfig& config);
 ir::Program build_qmatmul_reduce(const QMatmulProblem& problem, const QMatmulConfig& config);
 // dequant_gemm's transform: copies the packed codes, u32 words, into t_ptr

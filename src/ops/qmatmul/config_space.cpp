@@ -1,5 +1,5 @@
 // The declared configuration space of the quantized matmul (config_space.h has the rules and why).
-#include "tilevm/tune/config_space.h"
+#include "tilevm/ops/qmatmul/config_space.h"
 
 #include "tilevm/support/int_math.h"
 
@@ -9,7 +9,7 @@
 
 #include "tilevm/support/error.h"
 
-namespace tilevm::tune {
+namespace tilevm::ops {
 
 namespace {
 
@@ -18,8 +18,8 @@ int64_t ceil_pow2(int64_t x) { return static_cast<int64_t>(std::bit_ceil(static_
 // Every split_k up to max_split (powers of two) that keeps two k-tiles per split (split 1 too, with
 // `two_tiles`: a stage longer than K only pads it with zeros) and at most 512 blocks, and that check_config
 // accepts (e.g. not too much shared memory: the rules of the callers are coarse on purpose).
-void add_splits(const ops::QMatmulProblem& p, ops::QMatmulConfig c, int64_t max_split, bool two_tiles,
-                std::vector<ops::QMatmulConfig>& out) {
+void add_splits(const QMatmulProblem& p, const target::Target& target, QMatmulConfig c, int64_t max_split,
+                bool two_tiles, std::vector<QMatmulConfig>& out) {
   const int64_t tiles = ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n);
   const int64_t k_tiles = ceil_div(p.k, c.block_k);
   for (int64_t split = 1; split <= max_split; split *= 2) {
@@ -27,7 +27,7 @@ void add_splits(const ops::QMatmulProblem& p, ops::QMatmulConfig c, int64_t max_
     if (split > 1 && tiles * split > 512) continue;
     c.split_k = split;
     try {
-      ops::check_config(p, c);
+      check_config(p, c, target);
     } catch (const Error&) {
       continue;
     }
@@ -36,7 +36,8 @@ void add_splits(const ops::QMatmulProblem& p, ops::QMatmulConfig c, int64_t max_
 }
 
 // The k-side choices for one (block_m, block_n, warps): every block_k, stages and split_k the rules allow.
-void add_k_choices(const ops::QMatmulProblem& p, ops::QMatmulConfig c, std::vector<ops::QMatmulConfig>& out) {
+void add_k_choices(const QMatmulProblem& p, const target::Target& target, QMatmulConfig c,
+                   std::vector<QMatmulConfig>& out) {
   const int64_t bk_top = std::max<int64_t>(64, ceil_pow2(p.k));
   const int64_t base_slice = (p.group == p.k || p.group % 64 == 0) ? 64 : 32;
   // Slices of 128 where the group and block_k allow: a slice pays a fixed overhead (the A fragments, the
@@ -49,18 +50,19 @@ void add_k_choices(const ops::QMatmulProblem& p, ops::QMatmulConfig c, std::vect
     for (int64_t stages = 2; stages <= 5; ++stages) {
       if (stages * bk < 256 || stages * bk > 768) continue;
       c.stages = stages;
-      add_splits(p, c, 16, false, out);
+      add_splits(p, target, c, 16, false, out);
     }
   }
 }
 
 // The slice of the forms whose slice is one group: the group, or 128 per channel.
-int64_t group_slice(const ops::QMatmulProblem& p) { return p.group == p.k ? 128 : p.group; }
+int64_t group_slice(const QMatmulProblem& p) { return p.group == p.k ? 128 : p.group; }
 
 // Warps along K (decode, few rows): slices of G rows (128 per channel), one per group of warps and step,
 // 2 to 8 groups, 3 or 4 stages, split-K 1 or 2. A narrow block then streams all of K with as many warps as
 // a wide one, and one launch does it (split-K's partial sums cost a second launch and their bytes).
-void add_warps_k_choices(const ops::QMatmulProblem& p, ops::QMatmulConfig c, std::vector<ops::QMatmulConfig>& out) {
+void add_warps_k_choices(const QMatmulProblem& p, const target::Target& target, QMatmulConfig c,
+                         std::vector<QMatmulConfig>& out) {
   c.slice_k = group_slice(p);
   for (int64_t wk = 2; wk <= 8; wk *= 2) {
     if (c.warps_m * c.warps_n * wk > 8) continue;
@@ -68,24 +70,25 @@ void add_warps_k_choices(const ops::QMatmulProblem& p, ops::QMatmulConfig c, std
     c.block_k = c.slice_k * wk;
     for (int64_t stages = 3; stages <= 4; ++stages) {
       c.stages = stages;
-      add_splits(p, c, 2, true, out);
+      add_splits(p, target, c, 2, true, out);
     }
   }
 }
 
 }  // namespace
 
-std::vector<ops::QMatmulConfig> qmatmul_config_space(const ops::QMatmulProblem& problem,
+std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
                                                      const ConfigSpaceOptions& options) {
-  ops::check_problem(problem);
-  const ops::QMatmulProblem& p = problem;
+  check_problem(problem);
+  const QMatmulProblem& p = problem;
+  const target::Target& target = options.target ? *options.target : qmatmul_default_target();
   const int64_t P = std::clamp<int64_t>(ceil_pow2(p.m), 16, 128);
   std::vector<int64_t> block_ms;
   if (P == 128) block_ms.push_back(64);
   block_ms.push_back(P);
   const int64_t bn_top = std::min<int64_t>(256, std::max<int64_t>(32, ceil_pow2(p.n)));
 
-  std::vector<ops::QMatmulConfig> space;
+  std::vector<QMatmulConfig> space;
   for (int64_t bm : block_ms) {
     std::vector<int64_t> pieces_m = bm <= 32 ? std::vector<int64_t>{bm} : std::vector<int64_t>{32, 64};
     for (int64_t piece_m : pieces_m) {
@@ -95,13 +98,13 @@ std::vector<ops::QMatmulConfig> qmatmul_config_space(const ops::QMatmulProblem& 
           if (bm >= 64 && piece_n < 32) continue;
           const int64_t warps = (bm / piece_m) * (bn / piece_n);
           if (warps < (bn == 32 ? 1 : 2) || warps > 8) continue;
-          ops::QMatmulConfig c;
+          QMatmulConfig c;
           c.block_m = bm;
           c.block_n = bn;
           c.warps_m = bm / piece_m;
           c.warps_n = bn / piece_n;
-          add_k_choices(p, c, space);
-          if (bm <= 32 && warps <= 4) add_warps_k_choices(p, c, space);
+          add_k_choices(p, target, c, space);
+          if (bm <= 32 && warps <= 4) add_warps_k_choices(p, target, c, space);
         }
       }
     }
@@ -112,7 +115,7 @@ std::vector<ops::QMatmulConfig> qmatmul_config_space(const ops::QMatmulProblem& 
   // add_splits) drops these where the swap does not apply (zero points, the f32 path).
   if (p.m <= 8) {
     for (int64_t bn = 32; bn <= bn_top; bn *= 2) {
-      ops::QMatmulConfig c;
+      QMatmulConfig c;
       c.block_m = 8;
       c.block_n = bn;
       c.warps_m = 1;
@@ -121,12 +124,12 @@ std::vector<ops::QMatmulConfig> qmatmul_config_space(const ops::QMatmulProblem& 
       c.block_k = c.slice_k;
       for (int64_t stages = 3; stages <= 4; ++stages) {
         c.stages = stages;
-        add_splits(p, c, 16, false, space);
+        add_splits(p, target, c, 16, false, space);
       }
     }
   }
-  if (options.dequant_gemm) space.push_back(ops::QMatmulConfig{.dequant_gemm = true});
+  if (options.dequant_gemm) space.push_back(QMatmulConfig{.dequant_gemm = true});
   return space;
 }
 
-}  // namespace tilevm::tune
+}  // namespace tilevm::ops

@@ -13,7 +13,7 @@
 #include <span>
 #include <vector>
 
-#include "tilevm/ops/qmatmul.h"
+#include "tilevm/ops/qmatmul/qmatmul.h"
 #include "tilevm/ops/quantize.h"
 #include "tilevm/support/diagnostics.h"
 

@@ -1,5 +1,5 @@
 // The quantized matmul's double reference and its comparison (qmatmul_reference.h explains the tolerance).
-#include "tilevm/ops/qmatmul_reference.h"
+#include "tilevm/ops/qmatmul/qmatmul_reference.h"
 
 #include <cmath>
 #include <algorithm>

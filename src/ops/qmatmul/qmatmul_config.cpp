@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "qmatmul_shape.h"
-#include "tilevm/ops/qmatmul.h"
+#include "tilevm/ops/qmatmul/qmatmul.h"
 #include "tilevm/support/error.h"
 #include "tilevm/support/int_math.h"
 #include "tilevm/type/convert.h"
@@ -83,12 +83,20 @@ void check_problem(const QMatmulProblem& p) {
     fail("qmatmul: zero points need an unsigned integer weight type, got {}", w.name());
 }
 
-void check_config(const QMatmulProblem& p, const QMatmulConfig& c) {
+const target::Target& qmatmul_default_target() {
+  static const target::Target target = target::Target::h100_sxm();
+  return target;
+}
+
+void check_config(const QMatmulProblem& p, const QMatmulConfig& c) { check_config(p, c, qmatmul_default_target()); }
+
+void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target::Target& target) {
   check_problem(p);
   if (c.dequant_gemm) return;
   auto bad = [&](const std::string& why) { fail("qmatmul: configuration {} is invalid: {}", c.name(), why); };
   if (c.warps_m < 1 || c.warps_n < 1 || c.warps_k < 1) bad("warps_m, warps_n and warps_k must be at least 1");
-  if (c.threads() > 1024) bad(fmt::format("{} threads per block, at most 1024", c.threads()));
+  if (c.threads() > target.max_threads_per_block)
+    bad(fmt::format("{} threads per block, at most {}", c.threads(), target.max_threads_per_block));
   if (c.swapped()) {
     // block_m == 8: the weights are the mma's A operand (see QMatmulConfig::swapped).
     if (c.warps_m != 1 || c.warps_k != 1) bad("block_m 8 (swapped operands) needs warps_m and warps_k of 1");
@@ -138,8 +146,8 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c) {
                       c.block_m * c.block_n, c.threads(), c.block_n,
                       std::max<int64_t>(1, c.block_m * c.block_n / c.threads())));
   }
-  if (s.shared_bytes > 227 * 1024)
-    bad(fmt::format("{} bytes of shared memory, at most {}", s.shared_bytes, 227 * 1024));
+  if (s.shared_bytes > target.shared_per_block)
+    bad(fmt::format("{} bytes of shared memory, at most {}", s.shared_bytes, target.shared_per_block));
 }
 
 QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {

@@ -1,5 +1,5 @@
 // GPU timing with events, L2 flush and medians (timing.h).
-#include "tilevm/bench/timing.h"
+#include "tilevm/tune/timing.h"
 
 #include <algorithm>
 #include <optional>
@@ -7,7 +7,7 @@
 
 #include "tilevm/support/error.h"
 
-namespace tilevm::bench {
+namespace tilevm::tune {
 
 L2Flusher::L2Flusher(const runtime::Device& device) {
   const auto l2 = static_cast<std::size_t>(std::max(device.info().l2_cache_bytes, 1 << 20));
@@ -49,4 +49,4 @@ Timing time_gpu(const runtime::Device& device, const runtime::Stream& stream, co
   return t;
 }
 
-}  // namespace tilevm::bench
+}  // namespace tilevm::tune

@@ -1,19 +1,19 @@
-// Checking a tuned configuration on a small problem against the double reference (verify_config.h).
-#include "tilevm/tune/verify_config.h"
+// Checking a tuned configuration on a small problem against the double reference (gpu_check.h).
+#include "tilevm/ops/qmatmul/gpu_check.h"
 
 #include <algorithm>
 #include <random>
 #include <vector>
 
-#include "tilevm/ops/qmatmul_gpu.h"
-#include "tilevm/ops/qmatmul_reference.h"
+#include "tilevm/ops/qmatmul/qmatmul_gpu.h"
+#include "tilevm/ops/qmatmul/qmatmul_reference.h"
 #include "tilevm/ops/quantize.h"
 #include "tilevm/type/convert.h"
 
-namespace tilevm::tune {
+namespace tilevm::ops {
 
-ops::QMatmulProblem verification_problem(const ops::QMatmulProblem& problem) {
-  ops::QMatmulProblem p = problem;
+QMatmulProblem gpu_check_problem(const QMatmulProblem& problem) {
+  QMatmulProblem p = problem;
   p.m = std::min<int64_t>(problem.m, 37);
   p.n = std::min<int64_t>(problem.n, 300);
   if (problem.group == problem.k) {
@@ -25,18 +25,18 @@ ops::QMatmulProblem verification_problem(const ops::QMatmulProblem& problem) {
   return p;
 }
 
-bool verify_qmatmul_config(const runtime::Device& device, const ops::QMatmulProblem& problem,
-                           const ops::QMatmulConfig& config, std::string* why) {
-  const ops::QMatmulProblem p = verification_problem(problem);
+bool check_qmatmul_on_gpu(const runtime::Device& device, const QMatmulProblem& problem,
+                          const QMatmulConfig& config, std::string* why) {
+  const QMatmulProblem p = gpu_check_problem(problem);
   std::mt19937_64 rng(20261121);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
   std::vector<float> w(static_cast<size_t>(p.k * p.n));
   for (float& v : w) v = unit(rng);
-  const ops::QuantizedWeight weight = ops::quantize(w, p.k, p.n, {p.wtype, p.group, p.atype, p.zero_point});
+  const QuantizedWeight weight = quantize(w, p.k, p.n, {p.wtype, p.group, p.atype, p.zero_point});
   std::vector<uint16_t> a(static_cast<size_t>(p.m * p.k));
   for (uint16_t& v : a) v = static_cast<uint16_t>(encode(p.atype, unit(rng)));
 
-  const ops::QMatmulGpu q = ops::QMatmulGpu::load(device, ops::compile_qmatmul(p, config, device.arch()));
+  const QMatmulGpu q = QMatmulGpu::load(device, compile_qmatmul(p, config, device.arch()));
   auto upload = [&](const void* src, size_t bytes, size_t capacity) {
     runtime::DeviceBuffer b = device.allocate(std::max({bytes, capacity, size_t{16}}));
     if (bytes) b.copy_from_host(src, bytes);
@@ -44,7 +44,7 @@ bool verify_qmatmul_config(const runtime::Device& device, const ops::QMatmulProb
   };
   runtime::DeviceBuffer da = upload(a.data(), a.size() * 2, 0);
   runtime::DeviceBuffer codes =
-      upload(weight.codes.data(), weight.codes.size(), static_cast<size_t>(ops::qmatmul_codes_bytes(p)));
+      upload(weight.codes.data(), weight.codes.size(), static_cast<size_t>(qmatmul_codes_bytes(p)));
   runtime::DeviceBuffer scales = upload(weight.scales.data(), weight.scales.size() * 2, 0);
   runtime::DeviceBuffer zeros = upload(weight.zeros.data(), weight.zeros.size() * 2, 0);
   runtime::DeviceBuffer t = device.allocate(std::max<uint64_t>(q.transformed_bytes(), 16));
@@ -62,10 +62,10 @@ bool verify_qmatmul_config(const runtime::Device& device, const ops::QMatmulProb
   stream.synchronize();
   std::vector<uint16_t> got(static_cast<size_t>(p.m * p.n));
   c.copy_to_host(got.data(), got.size() * 2);
-  const ops::QMatmulCheck check =
-      ops::check_qmatmul(p, got, ops::qmatmul_reference(p, a, weight), config.dequant_gemm);
+  const QMatmulCheck check =
+      check_qmatmul(p, got, qmatmul_reference(p, a, weight), config.dequant_gemm);
   if (!check.passed() && why) *why = p.key() + ": " + check.summary();
   return check.passed();
 }
 
-}  // namespace tilevm::tune
+}  // namespace tilevm::ops

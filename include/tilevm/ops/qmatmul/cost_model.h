@@ -1,0 +1,56 @@
+// A roofline cost model of the quantized matmul (qmatmul.h), its template's estimate(): predicts a
+// configuration's time from the bytes it moves at each level, its tensor-core and dequantization work and
+// how its blocks fill the machine, so that the autotuner compiles and times only the promising few of a few
+// hundred configurations.
+//
+// Per launch the model counts
+//   DRAM   the transformed weight tiles once (padding included: edge tiles are read whole), scales (+ zeros),
+//          A once if it fits in L2 (else once per wave), C written; with split-K the f32 partials written
+//          by the matmul and re-read by the reduce
+//   L2     A re-read by every block column, the weight tiles and scales re-read by every block row
+//   issue  the template's own instruction rate (QMatmulCalibration): with the current
+//          template this, not DRAM, bounds decode, and it is what makes more warps and split-K win
+//   MMA    2 * ceil(M/BM)*BM * ceil(N/BN)*BN * ceil(K/BK)*BK flops (padding computes too)
+//   ALU    the dequantization of every weight by every block row (about 1 operation per weight on the fast
+//          path, 4 on the f32 path, +1 with zero points) and the per-slice f32 scaling of the accumulators
+// and runs the blocks in waves (blocks resident per SM from shared memory, threads and an estimate of
+// registers). Each wave takes the longest of its resources plus the pipeline's fill latency; DRAM bandwidth
+// in a wave is capped by Little's law, bytes in flight (stages - 1 tiles per resident block) / latency, and by
+// what the active SMs can pull (sm_dram_gbps each), which is what makes a decode shape with too few blocks
+// slow and split-K fast. A launch costs launch_us (the device's figures are target::Target's), and
+// split-K adds the reduce launch.
+//
+// dequant_gemm is two steps: the dequantize program (reads the codes and scales, writes the dense ATYPE
+// weight, DRAM-bound) and cuBLAS's GEMM (2MNK at gemm_tflops, or its bytes at DRAM speed), a launch each.
+//
+// The absolute figures are rough (within a factor of ~2); the ranking is what the tuner uses, and the
+// timing of the survivors decides.
+#pragma once
+
+#include "tilevm/ops/qmatmul/qmatmul.h"
+#include "tilevm/target/target.h"
+#include "tilevm/tune/cost_model.h"
+
+namespace tilevm::ops {
+
+// The issue limit of the template's inner loop (copy, ldmatrix, convert, mma: a dependent chain per warp),
+// in weights per ns: one warp alone, and one SM with many warps. First calibrated on the H100 with the
+// template of 67cb99f (every configuration of m16 x 8192 x 8192 and m1 x 57344 x 8192, u4, timed: time ~
+// weights per warp / 1.1 until an SM holds ~14 weights/ns); refitted to the sweep of c26b503 (faster
+// converters, conflict-free weight loads, fewer NaN checks; docs/performance.md) with the slice overhead
+// below: both about twice as fast. Re-measure when the template changes. These describe the template, not
+// the device (target::Target has the device's figures).
+struct QMatmulCalibration {
+  double warp_weights_per_ns = 2.3;
+  double sm_weights_per_ns = 29;
+  // A slice's fixed work (the A fragments, the scale row and its multiply-add, the loop) in weights of one
+  // thread: a thread's slice of S weights costs as much as S + slice_overhead_weights. Fitted to the sweep
+  // of 3700b62 (slices of 32 / 64 / 128 at 128 columns of 4 warps: 64.3 / 44.4 / 37.2 us).
+  double slice_overhead_weights = 41;
+};
+
+// @throws tilevm::Error when the problem or configuration is invalid (check_config).
+tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmulConfig& config,
+                                    const target::Target& target, const QMatmulCalibration& calibration = {});
+
+}  // namespace tilevm::ops

@@ -1,0 +1,165 @@
+// The stages every form of the matmul program shares (qmatmul_stages.h).
+#include "qmatmul_stages.h"
+
+#include "tilevm/support/error.h"
+
+namespace tilevm::ops {
+
+namespace {
+
+using layout::Layout;
+
+QMatmulShape checked_shape(const QMatmulProblem& p, const QMatmulConfig& c) {
+  check_config(p, c);
+  if (c.dequant_gemm)
+    fail("qmatmul: the dequant_gemm configuration has no qmatmul program (it runs dequantize, then cuBLAS)");
+  return QMatmulShape(p, c);
+}
+
+MatmulData declare(MatmulConstants& k) {
+  using namespace ir;
+  ProgramBuilder& pb = k.pb;
+  const QMatmulProblem& p = k.p;
+  const DataType at = p.atype, f32 = DataType::f32(), u32 = DataType::uint(32), i32 = DataType::i32();
+  const Layout smem_a_layout = pb.named_layout("smem_a_layout", shared_a_layout(k.c));
+  Pointer a_ptr = pb.pointer_param("a_ptr", at);
+  Pointer t_ptr = pb.pointer_param("t_ptr", u32);
+  Pointer scale_ptr = pb.pointer_param("scale_ptr", at);
+  std::optional<Pointer> zero_ptr;
+  if (p.zero_point) zero_ptr = pb.pointer_param("zero_ptr", at);
+  Pointer c_ptr = pb.pointer_param("c_ptr", k.c.split_k > 1 ? f32 : at);
+  Scalar m = pb.scalar_param("m", i32), n = pb.scalar_param("n", i32), k_size = pb.scalar_param("k", i32);
+  pb.grid({ceil_div(m, k.BM), ceil_div(n, k.BN), k.SPLIT});
+  pb.threads(static_cast<int>(k.c.threads()));
+
+  auto [bi, bj, bz] = pb.block_indices("bi", "bj", "bz");
+  Tensor ga = pb.view_global("ga", a_ptr, at, {m, k_size});
+  Tensor gt = pb.view_global("gt", t_ptr, u32, {ceil_div(k_size, k.BK), ceil_div(n, k.BN), k.TILE_WORDS});
+  Tensor gs = pb.view_global("gs", scale_ptr, at, {k_size / k.G, n});
+  std::optional<Tensor> gz;
+  if (zero_ptr) gz = pb.view_global("gz", *zero_ptr, at, {k_size / k.G, n});
+  // This block's k-tiles: split z takes tiles [z * per, min(k_tiles, (z + 1) * per)).
+  Scalar k_tiles = pb.let("k_tiles", ceil_div(k_size, k.BK));
+  Scalar per = pb.let("per", ceil_div(k_tiles, k.SPLIT));
+  Scalar first = pb.let("first", bz * per);
+  Scalar count = pb.let("count", max(0, min(k_tiles - first, per)));
+
+  Tensor smem_a = pb.allocate_shared("smem_a", at, smem_a_layout);
+  Tensor smem_b = pb.allocate_shared("smem_b", u32, {k.STAGES, k.TILE_WORDS});
+  std::optional<Tensor> smem_s, smem_z;
+  if (!k.s.per_channel) smem_s = pb.allocate_shared("smem_s", at, {k.STAGES, k.SROWS, k.BN});
+  if (gz && !k.s.per_channel) smem_z = pb.allocate_shared("smem_z", at, {k.STAGES, k.SROWS, k.BN});
+  return MatmulData{c_ptr, m, n, bi, bj, bz, ga, gt, gs, gz, first, count, smem_a, smem_b, smem_s, smem_z};
+}
+
+}  // namespace
+
+MatmulConstants::MatmulConstants(const QMatmulProblem& problem, const QMatmulConfig& config)
+    : p(problem),
+      c(config),
+      s(checked_shape(problem, config)),
+      fits(qmatmul_weight_fits(problem.wtype, problem.atype)),
+      batched(config.warps_k > 1),
+      pb("qmatmul") {
+  BM = pb.constant("BM", c.block_m);
+  BN = pb.constant("BN", c.block_n);
+  BK = pb.constant("BK", c.block_k);
+  SK = pb.constant("SK", c.slice_k);
+  G = pb.constant("G", p.group);
+  STAGES = pb.constant("STAGES", c.stages);
+  SPLIT = pb.constant("SPLIT", c.split_k);
+  WK = batched ? pb.constant("WK", c.warps_k) : 1;
+  SLICE_WORDS = pb.constant("SLICE_WORDS", s.slice_words);
+  TILE_WORDS = pb.constant("TILE_WORDS", s.tile_words);
+  SROWS = s.per_channel ? 0 : pb.constant("SROWS", s.scale_rows);
+}
+
+MatmulPipeline::MatmulPipeline(MatmulConstants& constants)
+    : MatmulData(declare(constants)), k(constants), pb(constants.pb) {}
+
+void MatmulPipeline::preload(const ir::Scalar& t, const ir::Scalar& stage) {
+  using ir::from;
+  ir::Scalar kt = first + t;
+  pb.copy_async(smem_a[stage], ga(from(bi * k.BM), from(kt * k.BK)));
+  pb.copy_async(smem_b[stage], gt(kt, bj));
+  if (smem_s) {
+    // The group rows this tile covers: BK / G rows from kt * BK / G, or the one row holding it.
+    ir::Scalar row = (kt * k.BK) / k.G;
+    pb.copy_async((*smem_s)[stage], gs(from(row), from(bj * k.BN)));
+    if (smem_z) pb.copy_async((*smem_z)[stage], (*gz)(from(row), from(bj * k.BN)));
+  }
+}
+
+void MatmulPipeline::loop(const std::function<void(const ir::Scalar& uk)>& step) {
+  using ir::Scalar;
+  const int64_t STAGES = k.STAGES;
+  // Prologue: tiles 0 .. STAGES - 2, one commit group each (empty past the end, so that the wait below
+  // always counts the same number of groups).
+  pb.for_range("t0", STAGES - 1, [&](Scalar t0) {
+    pb.if_(t0 < count, [&] { preload(t0, t0); });
+    pb.copy_async_commit_group();
+  });
+  pb.copy_async_wait_group(STAGES - 2);
+  pb.synchronize();
+
+  cur_ = pb.let("cur", 0);
+  Scalar next = pb.let("next", STAGES - 1);
+  pb.for_range("t", count, [&](Scalar t) {
+    // Step uk: slices uk * WK .. uk * WK + WK - 1 of the stage, one per group of warps along K.
+    pb.for_range("uk", k.BK / (k.SK * k.WK), [&](Scalar uk) { step(uk); });
+    // Refill the stage that tile t - 1 used with tile t + STAGES - 1 (an empty group past the end).
+    pb.if_(t + (STAGES - 1) < count, [&] { preload(t + (STAGES - 1), next); });
+    pb.copy_async_commit_group();
+    pb.assign(cur_, (cur_ + 1) % STAGES);
+    pb.assign(next, (next + 1) % STAGES);
+    pb.copy_async_wait_group(STAGES - 2);
+    pb.synchronize();
+  });
+}
+
+ir::Tensor MatmulPipeline::load_a(const ir::Scalar& uk, const Layout& layout) {
+  return pb.load_shared("a", smem_a[cur_], layout, {0, uk * (k.SK * k.WK)});
+}
+
+ir::Tensor MatmulPipeline::load_codes(const ir::Scalar& uk, const Layout& layout_bt) {
+  return pb.load_shared("bt", smem_b[cur_], layout_bt, {uk * (k.SLICE_WORDS * k.WK)});
+}
+
+ir::Tensor MatmulPipeline::convert_codes(const ir::Tensor& bt, const Layout& layout_b,
+                                         const std::optional<PairLayouts>& pairs) {
+  const DataType at = k.p.atype;
+  if (!pairs) {
+    ir::Tensor b = pb.view("b", bt, k.p.wtype, layout_b);
+    return k.p.wtype == at ? b : pb.cast("bf", b, at);
+  }
+  // Stored with each pair's codes 16 bits apart (qmatmul_layouts.h): reordered as they convert.
+  ir::Tensor b = pb.view("b", bt, k.p.wtype, pairs->stored);
+  ir::Tensor bf3 = pb.cast("bf3", b, at, pairs->mma);
+  return pb.view("bf", bf3, layout_b);
+}
+
+ir::Tensor MatmulPipeline::slice_row(const std::string& name, const ir::TensorRef& smem, const Layout& rows,
+                                     const ir::Scalar& uk) {
+  ir::Scalar row = k.s.scale_rows > 1 ? ir::Scalar((uk * k.SK) / k.G) : ir::Scalar(0);
+  return pb.load_shared(name, smem, rows, {row, 0});
+}
+
+void MatmulPipeline::store(const ir::Tensor& result, const Layout& layout_o) {
+  using namespace ir;
+  const DataType at = k.p.atype, f32 = DataType::f32();
+  if (k.s.per_channel && k.fits) {
+    Tensor sc = pb.load_global("sc", gs, pb.named_layout("layout_so", column_row(layout_o)), {0, bj * k.BN});
+    Tensor sc32 = pb.cast("sc32", sc, f32);
+    pb.mul(out(result), result, sc32);
+  }
+  if (k.c.split_k > 1) {
+    Tensor gp = pb.view_global("gp", c_ptr, f32, {k.SPLIT, m, n});
+    pb.store_global(result, gp[bz], {bi * k.BM, bj * k.BN});
+  } else {
+    Tensor gc = pb.view_global("gc", c_ptr, at, {m, n});
+    Tensor cv = pb.cast("cv", result, at);
+    pb.store_global(cv, gc, {bi * k.BM, bj * k.BN});
+  }
+}
+
+}  // namespace tilevm::ops

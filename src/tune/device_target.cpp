@@ -1,0 +1,17 @@
+// A device's target (device_target.h).
+#include "tilevm/tune/device_target.h"
+
+namespace tilevm::tune {
+
+target::Target device_target(const runtime::DeviceInfo& info) {
+  return target::Target::from_properties({.name = info.name,
+                                          .arch = info.arch,
+                                          .sm_count = info.sm_count,
+                                          .max_threads_per_block = info.max_threads_per_block,
+                                          .max_shared_per_block_optin = info.max_shared_per_block_optin,
+                                          .max_shared_per_sm = info.max_shared_per_sm,
+                                          .l2_cache_bytes = info.l2_cache_bytes,
+                                          .total_memory = info.total_memory});
+}
+
+}  // namespace tilevm::tune

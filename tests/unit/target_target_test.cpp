@@ -1,0 +1,116 @@
+// target::Target (include/tilevm/target/target.h): the named targets, the arch features, and fitting a
+// target to what a driver reports.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tilevm/support/error.h"
+#include "tilevm/target/target.h"
+
+namespace tilevm::target {
+namespace {
+
+TEST(TargetTarget, H100Sxm) {
+  const Target t = Target::h100_sxm();
+  EXPECT_EQ(t.arch, "sm_90a");
+  EXPECT_EQ(t.compute_capability, 90);
+  EXPECT_EQ(t.sm_count, 132);
+  EXPECT_EQ(t.shared_per_block, 227 * 1024);
+  EXPECT_EQ(t.shared_per_sm, 228 * 1024);
+  EXPECT_EQ(t.max_threads_per_block, 1024);
+  EXPECT_DOUBLE_EQ(t.dram_gbps, 3160);
+  EXPECT_DOUBLE_EQ(t.mma_tflops, 474);
+  EXPECT_TRUE(t.features.hopper);
+  EXPECT_TRUE(t.features.wgmma);
+  EXPECT_TRUE(t.features.cp_async && t.features.ldmatrix && t.features.mma_sync);
+}
+
+TEST(TargetTarget, H200IsAnH100WithFasterMemory) {
+  const Target h100 = Target::h100_sxm(), h200 = Target::h200();
+  EXPECT_EQ(h200.arch, "sm_90a");
+  EXPECT_EQ(h200.sm_count, h100.sm_count);
+  EXPECT_EQ(h200.shared_per_block, h100.shared_per_block);
+  EXPECT_DOUBLE_EQ(h200.dram_gbps, 4300);
+  EXPECT_GT(h200.l2_gbps, h100.l2_gbps);
+  EXPECT_NEAR(h200.mma_tflops, h100.mma_tflops, 1e-9);
+}
+
+TEST(TargetTarget, GenericSm80) {
+  const Target t = Target::generic_sm80();
+  EXPECT_EQ(t.arch, "sm_80");
+  EXPECT_EQ(t.compute_capability, 80);
+  EXPECT_EQ(t.sm_count, 108);
+  EXPECT_EQ(t.shared_per_block, 163 * 1024);
+  EXPECT_FALSE(t.features.hopper);
+  EXPECT_FALSE(t.features.wgmma);
+  EXPECT_FALSE(t.features.bf16x2_add);
+  EXPECT_TRUE(t.features.cp_async && t.features.ldmatrix && t.features.mma_sync);
+  EXPECT_NEAR(t.mma_tflops, 250, 1e-9);
+  EXPECT_DOUBLE_EQ(t.dram_gbps, 1800);  // 80 GB
+}
+
+TEST(TargetTarget, FeaturesOfArchNames) {
+  EXPECT_TRUE(Target::features_of("sm_90a").wgmma);
+  EXPECT_FALSE(Target::features_of("sm_90").wgmma);  // wgmma needs the arch-specific target
+  EXPECT_TRUE(Target::features_of("sm_90").hopper);
+  EXPECT_FALSE(Target::features_of("sm_89").hopper);
+  EXPECT_TRUE(Target::features_of("sm_120").hopper);
+  EXPECT_FALSE(Target::features_of("sm_100a").wgmma);
+  for (const char* bad : {"sm_75", "sm_70"}) {
+    try {
+      Target::features_of(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("needs sm_80 or newer"), std::string::npos) << e.what();
+    }
+  }
+  for (const char* bad : {"", "sm90", "compute_90", "sm_9"}) {
+    try {
+      Target::features_of(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is not a CUDA architecture"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(TargetTarget, H100LikeScalesTheRatesBySmCount) {
+  const Target half = Target::h100_like(66);
+  EXPECT_EQ(half.sm_count, 66);
+  EXPECT_NEAR(half.dram_gbps, 3160.0 / 2, 1e-9);
+  EXPECT_NEAR(half.mma_tflops, 474.0 / 2, 1e-9);
+  EXPECT_EQ(half.shared_per_block, 227 * 1024);  // limits per block and SM do not scale
+  EXPECT_EQ(Target::h100_like(132).name, "H100 SXM");
+  EXPECT_EQ(Target::h100_like(0).sm_count, 1);
+}
+
+TEST(TargetTarget, FromPropertiesTakesReportedLimits) {
+  DeviceProperties d;
+  d.name = "NVIDIA GeForce RTX 4090";
+  d.arch = "sm_89";
+  d.sm_count = 128;
+  d.max_threads_per_block = 1024;
+  d.max_shared_per_block_optin = 99 * 1024;
+  d.max_shared_per_sm = 100 * 1024;
+  d.l2_cache_bytes = 72 * 1024 * 1024;
+  const Target t = Target::from_properties(d);
+  EXPECT_EQ(t.name, d.name);
+  EXPECT_EQ(t.arch, "sm_89");
+  EXPECT_EQ(t.compute_capability, 89);
+  EXPECT_FALSE(t.features.hopper);
+  EXPECT_EQ(t.shared_per_block, 99 * 1024);
+  EXPECT_EQ(t.shared_per_sm, 100 * 1024);
+  EXPECT_EQ(t.l2_cache_bytes, 72 * 1024 * 1024);
+  EXPECT_EQ(t.max_threads_per_sm, 1536);
+  EXPECT_EQ(t.max_blocks_per_sm, 24);
+  EXPECT_DOUBLE_EQ(t.dram_gbps, 890);
+  EXPECT_DOUBLE_EQ(t.sm_dram_gbps, 3 * 890.0 / 128);
+  // Nothing reported: the H100's figures.
+  const Target none = Target::from_properties({});
+  EXPECT_EQ(none.sm_count, 132);
+  EXPECT_EQ(none.arch, "sm_90a");
+  EXPECT_EQ(none.shared_per_block, 227 * 1024);
+}
+
+}  // namespace
+}  // namespace tilevm::target
