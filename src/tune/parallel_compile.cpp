@@ -91,12 +91,12 @@ std::vector<JobResult> run_parallel(size_t count, const std::function<void(size_
 
 }  // namespace detail
 
-std::vector<Compiled<codegen::cuda::CompiledProgram>> compile_parallel(
+std::vector<Compiled<exec::CompiledProgram>> compile_parallel(
     const std::vector<ir::Program>& programs, const std::string& arch, ParallelCompileOptions options) {
-  std::vector<std::function<codegen::cuda::CompiledProgram()>> builds;
+  std::vector<std::function<exec::CompiledProgram()>> builds;
   builds.reserve(programs.size());
   for (const ir::Program& p : programs)
-    builds.push_back([&p, &arch] { return codegen::cuda::compile_program(p, arch); });
+    builds.push_back([&p, &arch] { return exec::compile_program(p, arch); });
   return compile_parallel(builds, options);
 }
 

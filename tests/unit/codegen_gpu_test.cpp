@@ -10,7 +10,7 @@
 #include <random>
 
 #include "codegen_test_util.h"
-#include "tilevm/codegen/cuda/gpu_runner.h"
+#include "tilevm/exec/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/type/convert.h"
 #include "tilevm/type/packing.h"
@@ -33,7 +33,7 @@ bool expected_to_fail(const std::filesystem::path& path) {
 }
 
 TEST(CodegenGpu, InterpreterAndGpuAgree) {
-  if (!codegen::cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
   std::vector<std::string> ran, rejected;
   for (const auto& path : codegen_test::verifying_programs()) {
     if (expected_to_fail(path)) continue;
@@ -62,7 +62,7 @@ TEST(CodegenGpu, InterpreterAndGpuAgree) {
       continue;
     }
     ran.push_back(path.filename().string());
-    ASSERT_TRUE(codegen::cuda::run_on_gpu(*p, gpu, gd))
+    ASSERT_TRUE(exec::run_on_gpu(*p, gpu, gd))
         << gd.render(path.string(), codegen_test::read_text(path));
     for (const ir::Var& v : p->params) {
       if (!v->type.is_pointer()) continue;

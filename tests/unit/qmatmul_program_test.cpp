@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "expect_error.h"
-#include "tilevm/codegen/cuda/gpu_program.h"
-#include "tilevm/codegen/cuda/gpu_runner.h"
+#include "tilevm/exec/gpu_program.h"
+#include "tilevm/exec/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/printer.h"
 #include "tilevm/ir/verifier.h"
@@ -115,7 +115,7 @@ bool run(const ir::Program& built, interp::Arguments& args, bool on_gpu) {
     return false;
   }
   const ir::Program& program = *lowered;
-  const bool ok = on_gpu ? codegen::cuda::run_on_gpu(program, args, diags) : interp::run_program(program, args, diags);
+  const bool ok = on_gpu ? exec::run_on_gpu(program, args, diags) : interp::run_program(program, args, diags);
   if (!ok) ADD_FAILURE() << "run failed:\n" << diags.render(program.name, ir::print_program(program));
   return ok;
 }
@@ -257,7 +257,7 @@ void precompile(const std::vector<Problem>& cases) {
     for (ir::Program& p : programs) {
       jobs.push_back(std::async(std::launch::async, [p, arch]() mutable {
         Diagnostics diags;
-        if (ir::verify_program(p, diags)) codegen::cuda::compile_program(p, arch);
+        if (ir::verify_program(p, diags)) exec::compile_program(p, arch);
       }));
       if (jobs.size() >= 16) {
         for (auto& j : jobs) j.get();
@@ -269,7 +269,7 @@ void precompile(const std::vector<Problem>& cases) {
 }
 
 TEST(QMatmulGpu, EveryWeightTypeMatchesTheReference) {
-  if (!codegen::cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
   QMatmulConfig c;  // the default: 4 warps, 3 stages, with split-K
   c.split_k = 2;
   std::vector<std::pair<Problem, uint32_t>> cases;

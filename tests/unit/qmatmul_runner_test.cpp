@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tilevm/codegen/cuda/codegen.h"
-#include "tilevm/codegen/cuda/gpu_runner.h"
+#include "tilevm/exec/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/printer.h"
 #include "tilevm/ops/qmatmul/qmatmul_gpu.h"
@@ -122,7 +122,7 @@ TEST(QMatmulNvrtc, EveryProgramCompiles) {
 
 // ops::QMatmulGpu on device memory: transform, run, against the double reference with the output poisoned.
 TEST(QMatmulGpu, RunnerMatchesTheReference) {
-  if (!codegen::cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
   runtime::Device device = runtime::Device::open();
   const runtime::Stream stream = device.create_stream();
   struct Case {

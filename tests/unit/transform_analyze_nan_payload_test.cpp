@@ -7,7 +7,7 @@
 #include <random>
 
 #include "tilevm/codegen/cuda/codegen.h"
-#include "tilevm/codegen/cuda/gpu_runner.h"
+#include "tilevm/exec/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/parser.h"
@@ -119,7 +119,7 @@ TEST(TransformAnalyzeNanPayload, TheEmitterReadsTheMarks) {
 // interpreter's (the canonical NaN wherever a NaN is stored, whichever instructions kept the hardware's;
 // the Fma's single rounding too).
 TEST(TransformAnalyzeNanPayloadGpu, NansMatchTheInterpreterBitForBit) {
-  if (!codegen::cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
   Diagnostics diags;
   std::optional<ir::Program> program = ir::parse_program(kProgram, diags);
   ASSERT_TRUE(program);
@@ -149,7 +149,7 @@ TEST(TransformAnalyzeNanPayloadGpu, NansMatchTheInterpreterBitForBit) {
   for (auto& [n, b] : gpu) ga.buffers[n] = &b;
   Diagnostics cd, gd;
   ASSERT_TRUE(interp::run_program(*program, ca, cd)) << cd.render("nan_payload.tile", kProgram);
-  ASSERT_TRUE(codegen::cuda::run_on_gpu(*program, ga, gd)) << gd.render("nan_payload.tile", kProgram);
+  ASSERT_TRUE(exec::run_on_gpu(*program, ga, gd)) << gd.render("nan_payload.tile", kProgram);
   for (const auto& [name, bytes] : cpu) EXPECT_EQ(bytes, gpu.at(name)) << name;
 }
 

@@ -28,7 +28,7 @@
 #include "commands.h"
 #include "tilevm/bench/qmatmul_bench.h"
 #include "tilevm/tune/timing.h"
-#include "tilevm/codegen/cuda/gpu_runner.h"
+#include "tilevm/exec/gpu_runner.h"
 #include "tilevm/ops/qmatmul/qmatmul.h"
 #include "tilevm/ops/qmatmul/qmatmul_gpu.h"
 #include "tilevm/ops/qmatmul/qmatmul_interp.h"
@@ -179,7 +179,7 @@ void run(const QMatmulRequest& req) {
   if (req.json && !req.bench) throw UsageError("--json formats the --bench results; add --bench");
   const ops::QMatmulProblem p = make_problem(req);
   const std::optional<ops::QMatmulConfig> given = parse_config(req, p);
-  const bool use_gpu = req.gpu || req.bench || (!req.interp && codegen::cuda::gpu_available());
+  const bool use_gpu = req.gpu || req.bench || (!req.interp && exec::gpu_available());
   // With --json, stdout holds only the JSON lines.
   std::ostream& out = req.json ? std::cerr : std::cout;
 

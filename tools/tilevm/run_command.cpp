@@ -21,12 +21,12 @@
 #include <vector>
 
 #include "commands.h"
-#include "tilevm/codegen/cuda/gpu_runner.h"
+#include "tilevm/exec/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/parser.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
-#include "tilevm/support/npy.h"
+#include "tilevm/exec/npy.h"
 
 namespace tilevm::cli {
 
@@ -144,8 +144,8 @@ void run(const RunRequest& req) {
   interp::RunOptions options;
   options.print_stream = &std::cout;
   // The GPU when asked for, or by default when one is present (LANGUAGE.md section 6); else the interpreter.
-  const bool use_gpu = req.gpu || (!req.interp && codegen::cuda::gpu_available());
-  const bool ok = use_gpu ? codegen::cuda::run_on_gpu(*program, args, diags)
+  const bool use_gpu = req.gpu || (!req.interp && exec::gpu_available());
+  const bool ok = use_gpu ? exec::run_on_gpu(*program, args, diags)
                           : interp::run_program(*program, args, diags, options);
   if (!ok) {
     std::cout.flush();

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "tilevm/codegen/cuda/gpu_program.h"
+#include "tilevm/exec/gpu_program.h"
 #include "tilevm/ir/program.h"
 
 namespace tilevm::tune {
@@ -62,8 +62,8 @@ std::vector<Compiled<T>> compile_parallel(const std::vector<std::function<T()>>&
   return out;
 }
 
-// Each program (verified) emitted and compiled for `arch` (codegen::cuda::compile_program).
-std::vector<Compiled<codegen::cuda::CompiledProgram>> compile_parallel(
+// Each program (verified) emitted and compiled for `arch` (exec::compile_program).
+std::vector<Compiled<exec::CompiledProgram>> compile_parallel(
     const std::vector<ir::Program>& programs, const std::string& arch,
     ParallelCompileOptions options = {.noun = "program"});
 

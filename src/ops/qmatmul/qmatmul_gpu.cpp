@@ -5,19 +5,19 @@
 
 namespace tilevm::ops {
 
-using codegen::cuda::GpuProgram;
-using codegen::cuda::ProgramArgs;
+using exec::GpuProgram;
+using exec::ProgramArgs;
 
 // compile_program lowers each program (transform::lower), which verifies it before anything is emitted.
 CompiledQMatmul compile_qmatmul(const QMatmulProblem& problem, const QMatmulConfig& config,
                                 const std::string& arch) {
   check_config(problem, config);
   if (config.dequant_gemm)
-    return {problem, config, codegen::cuda::compile_program(build_qmatmul_copy(problem), arch),
-            codegen::cuda::compile_program(build_dequantize(problem), arch), std::nullopt};
-  CompiledQMatmul c{problem, config, codegen::cuda::compile_program(build_qmatmul_transform(problem, config), arch),
-                    codegen::cuda::compile_program(build_qmatmul(problem, config), arch), std::nullopt};
-  if (config.split_k > 1) c.reduce = codegen::cuda::compile_program(build_qmatmul_reduce(problem, config), arch);
+    return {problem, config, exec::compile_program(build_qmatmul_copy(problem), arch),
+            exec::compile_program(build_dequantize(problem), arch), std::nullopt};
+  CompiledQMatmul c{problem, config, exec::compile_program(build_qmatmul_transform(problem, config), arch),
+                    exec::compile_program(build_qmatmul(problem, config), arch), std::nullopt};
+  if (config.split_k > 1) c.reduce = exec::compile_program(build_qmatmul_reduce(problem, config), arch);
   return c;
 }
 

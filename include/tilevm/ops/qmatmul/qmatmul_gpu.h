@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "tilevm/codegen/cuda/gpu_program.h"
+#include "tilevm/exec/gpu_program.h"
 #include "tilevm/ops/qmatmul/qmatmul.h"
 #include "tilevm/runtime/cublas.h"
 
@@ -20,9 +20,9 @@ namespace tilevm::ops {
 struct CompiledQMatmul {
   QMatmulProblem problem;
   QMatmulConfig config;
-  codegen::cuda::CompiledProgram transform;
-  codegen::cuda::CompiledProgram matmul;
-  std::optional<codegen::cuda::CompiledProgram> reduce;  // split_k > 1
+  exec::CompiledProgram transform;
+  exec::CompiledProgram matmul;
+  std::optional<exec::CompiledProgram> reduce;  // split_k > 1
 };
 
 // @throws tilevm::Error on an invalid problem/config or a compile failure.
@@ -54,16 +54,16 @@ class QMatmulGpu {
   void run(const runtime::Stream& stream, const QMatmulBuffers& buffers) const;
 
  private:
-  QMatmulGpu(QMatmulProblem problem, QMatmulConfig config, codegen::cuda::GpuProgram transform,
-             codegen::cuda::GpuProgram matmul, std::optional<codegen::cuda::GpuProgram> reduce,
+  QMatmulGpu(QMatmulProblem problem, QMatmulConfig config, exec::GpuProgram transform,
+             exec::GpuProgram matmul, std::optional<exec::GpuProgram> reduce,
              std::optional<runtime::Cublas> cublas)
       : problem_(problem), config_(config), transform_(std::move(transform)), matmul_(std::move(matmul)),
         reduce_(std::move(reduce)), cublas_(std::move(cublas)) {}
   QMatmulProblem problem_;
   QMatmulConfig config_;
-  codegen::cuda::GpuProgram transform_;
-  codegen::cuda::GpuProgram matmul_;
-  std::optional<codegen::cuda::GpuProgram> reduce_;
+  exec::GpuProgram transform_;
+  exec::GpuProgram matmul_;
+  std::optional<exec::GpuProgram> reduce_;
   std::optional<runtime::Cublas> cublas_;
 };
 

@@ -1,17 +1,17 @@
 // The one-shot GPU path (gpu_runner.h): a GpuProgram (gpu_program.h) launched once on copies of the host
 // buffers, with the workspace's init values written first.
-#include "tilevm/codegen/cuda/gpu_runner.h"
+#include "tilevm/exec/gpu_runner.h"
 
 #include <algorithm>
 #include <vector>
 
-#include "tilevm/codegen/cuda/gpu_program.h"
+#include "tilevm/exec/gpu_program.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/runtime/nvrtc.h"
 #include "tilevm/support/error.h"
 #include "tilevm/type/packing.h"
 
-namespace tilevm::codegen::cuda {
+namespace tilevm::exec {
 
 bool gpu_available() {
   try {
@@ -73,4 +73,4 @@ bool run_on_gpu(const ir::Program& program, interp::Arguments& args, Diagnostics
   }
 }
 
-}  // namespace tilevm::codegen::cuda
+}  // namespace tilevm::exec

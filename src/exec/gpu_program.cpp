@@ -1,5 +1,5 @@
 // Compile once, launch many times (gpu_program.h).
-#include "tilevm/codegen/cuda/gpu_program.h"
+#include "tilevm/exec/gpu_program.h"
 
 #include <cstring>
 #include <limits>
@@ -12,7 +12,7 @@
 #include "tilevm/transform/lower.h"
 #include "tilevm/type/packing.h"
 
-namespace tilevm::codegen::cuda {
+namespace tilevm::exec {
 
 namespace {
 
@@ -55,7 +55,7 @@ CompiledProgram compile_program(const ir::Program& program, const std::string& a
   // The kernel keeps pointers into the lowered program, which c.program owns.
   c.program = transform::lower(program, {.arch = arch});
   c.arch = arch;
-  c.kernel = emit_cuda(c.program, {.arch = arch});
+  c.kernel = codegen::cuda::emit_cuda(c.program, {.arch = arch});
   c.cubin = runtime::KernelCache::global().get_or_compile(ir::print_program(c.program), c.kernel.source,
                                                           c.kernel.kernel_name + ".cu", {.arch = arch});
   return c;
@@ -143,4 +143,4 @@ void GpuProgram::launch(const runtime::Stream& stream, const ProgramArgs& args) 
   kernel_.launch(launch_config(args), stream, pointers.data());
 }
 
-}  // namespace tilevm::codegen::cuda
+}  // namespace tilevm::exec

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "tilevm/support/error.h"
-#include "tilevm/support/npy.h"
+#include "tilevm/exec/npy.h"
 
 namespace tilevm::npy {
 namespace {

@@ -16,7 +16,7 @@
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/program.h"
 
-namespace tilevm::codegen::cuda {
+namespace tilevm::exec {
 
 struct GpuRunOptions {
   int device = 0;
@@ -31,4 +31,4 @@ bool gpu_available();
 bool run_on_gpu(const ir::Program& program, interp::Arguments& args, Diagnostics& diags,
                 const GpuRunOptions& options = {});
 
-}  // namespace tilevm::codegen::cuda
+}  // namespace tilevm::exec

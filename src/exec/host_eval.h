@@ -11,7 +11,9 @@
 #include "tilevm/interp/scalar_eval.h"
 #include "tilevm/ir/expr.h"
 
-namespace tilevm::codegen::cuda {
+namespace tilevm::exec {
+
+using codegen::cuda::WorkspaceTensor;
 
 // The value of a scalar parameter by name, or nullopt when the caller has none.
 using ScalarLookup = std::function<std::optional<interp::ScalarValue>(const std::string& name)>;
@@ -24,4 +26,4 @@ int64_t eval_host_int(const ir::Expr& e, const ScalarLookup& lookup);
 // The workspace holds them at 256-byte boundaries in program order (emit_global.cpp).
 int64_t workspace_elements(const WorkspaceTensor& w, const ScalarLookup& lookup);
 
-}  // namespace tilevm::codegen::cuda
+}  // namespace tilevm::exec

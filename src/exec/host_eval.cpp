@@ -5,7 +5,7 @@
 #include "tilevm/ir/type.h"
 #include "tilevm/support/error.h"
 
-namespace tilevm::codegen::cuda {
+namespace tilevm::exec {
 
 interp::ScalarValue eval_host(const ir::Expr& e, const ScalarLookup& lookup) {
   return interp::eval_scalar(e, [&](const ir::Var& var, SourceLoc) {
@@ -30,4 +30,4 @@ int64_t workspace_elements(const WorkspaceTensor& w, const ScalarLookup& lookup)
   return elements;
 }
 
-}  // namespace tilevm::codegen::cuda
+}  // namespace tilevm::exec

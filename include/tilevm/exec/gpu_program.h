@@ -30,7 +30,12 @@
 #include "tilevm/runtime/module.h"
 #include "tilevm/runtime/nvrtc.h"
 
-namespace tilevm::codegen::cuda {
+namespace tilevm::exec {
+
+// The code generator's description of a kernel, which this layer launches.
+using codegen::cuda::EmittedKernel;
+using codegen::cuda::KernelParam;
+using codegen::cuda::WorkspaceTensor;
 
 struct CompiledProgram {
   ir::Program program;
@@ -88,4 +93,4 @@ class GpuProgram {
   runtime::Kernel kernel_;
 };
 
-}  // namespace tilevm::codegen::cuda
+}  // namespace tilevm::exec

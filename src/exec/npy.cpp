@@ -1,4 +1,4 @@
-#include "tilevm/support/npy.h"
+#include "tilevm/exec/npy.h"
 
 #include <cctype>
 #include <fstream>
