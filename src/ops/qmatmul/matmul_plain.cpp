@@ -46,21 +46,11 @@ ir::Program build_plain_matmul(const QMatmulProblem& p, const QMatmulConfig& c) 
       return;
     }
     Tensor bf = m.convert_codes(bt, layout_b, pairs);
-    if (m.smem_z || zero_row) {
-      Tensor z = zero_row ? *zero_row : m.slice_row("z", (*m.smem_z)[m.cur()], *layout_sb, uk);
-      bf = pb.sub("bf", bf, z);  // exact: both are integers of at most 8 bits
-    }
-    if (k.s.per_channel) {
-      pb.dot(out(acc), a, bf, acc);
-      return;
-    }
-    // mma into a zeroed tile, then acc = tile * scale + acc in one fma: the scale multiplies BM x BN sums
-    // instead of every one of the BK x BN weights.
-    Tensor part = pb.allocate_register("part", f32, layout_c, 0.0);
-    pb.dot(out(part), a, bf, part);
-    Tensor sc = m.slice_row("sc", (*m.smem_s)[m.cur()], layout_sc, uk);
-    Tensor sc32 = pb.cast("sc32", sc, f32);
-    pb.fma(out(acc), part, sc32, acc);
+    std::function<Tensor()> zeros;
+    if (m.smem_z || zero_row)
+      zeros = [&] { return zero_row ? *zero_row : m.slice_row("z", (*m.smem_z)[m.cur()], *layout_sb, uk); };
+    m.accumulate(acc, a, bf, layout_c, zeros,
+                 [&] { return m.slice_row("sc", (*m.smem_s)[m.cur()], layout_sc, uk); });
   });
   m.store(acc, layout_c);
   return pb.build();

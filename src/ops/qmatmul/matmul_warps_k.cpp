@@ -58,19 +58,13 @@ ir::Program build_warps_k_matmul(const QMatmulProblem& p, const QMatmulConfig& c
     a = pb.view("a3", a, layout_a);
     Tensor bt = m.load_codes(uk, layout_bt);
     Tensor bf = m.convert_codes(bt, layout_b, pairs);
-    if (m.smem_z || zero_row) {
-      Tensor z = zero_row ? *zero_row : step_rows("z", (*m.smem_z)[m.cur()], layout_sb, layout_sb3, uk);
-      bf = pb.sub("bf", bf, z);  // exact: both are integers of at most 8 bits
-    }
-    if (k.s.per_channel) {
-      pb.dot(out(acc), a, bf, acc);
-      return;
-    }
-    Tensor part = pb.allocate_register("part", f32, layout_c, 0.0);
-    pb.dot(out(part), a, bf, part);
-    Tensor sc = step_rows("sc", (*m.smem_s)[m.cur()], layout_sc, layout_sc3, uk);
-    Tensor sc32 = pb.cast("sc32", sc, f32);
-    pb.fma(out(acc), part, sc32, acc);
+    std::function<Tensor()> zeros;
+    if (m.smem_z || zero_row)
+      zeros = [&] {
+        return zero_row ? *zero_row : step_rows("z", (*m.smem_z)[m.cur()], layout_sb, layout_sb3, uk);
+      };
+    m.accumulate(acc, a, bf, layout_c, zeros,
+                 [&] { return step_rows("sc", (*m.smem_s)[m.cur()], layout_sc, layout_sc3, uk); });
   });
 
   // The WK groups' [BM, BN] tiles summed through shared memory: each thread adds the WK values of its own

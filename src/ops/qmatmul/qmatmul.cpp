@@ -18,13 +18,21 @@ namespace tilevm::ops {
 
 using layout::Layout;
 
-ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig& c) {
-  using namespace ir;
+namespace {
+
+// The fused template's programs exist for a valid configuration that is not dequant_gemm.
+void check_fused_config(const QMatmulProblem& p, const QMatmulConfig& c, const char* program) {
   check_config(p, c);
   if (c.dequant_gemm)
-    fail(
-        "qmatmul: the dequant_gemm configuration has no qmatmul_transform program (it runs dequantize, then "
-        "cuBLAS)");
+    fail("qmatmul: the dequant_gemm configuration has no {} program (it runs dequantize, then cuBLAS)",
+         program);
+}
+
+}  // namespace
+
+ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig& c) {
+  using namespace ir;
+  check_fused_config(p, c, "qmatmul_transform");
   const QMatmulShape s(p, c);
   ProgramBuilder pb("qmatmul_transform");
   const int64_t BK = pb.constant("BK", c.block_k), BN = pb.constant("BN", c.block_n);
@@ -59,9 +67,7 @@ ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig
 }
 
 ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
-  check_config(p, c);
-  if (c.dequant_gemm)
-    fail("qmatmul: the dequant_gemm configuration has no qmatmul program (it runs dequantize, then cuBLAS)");
+  check_fused_config(p, c, "qmatmul");
   if (c.swapped()) return build_swapped_matmul(p, c);
   if (c.warps_k > 1) return build_warps_k_matmul(p, c);
   return build_plain_matmul(p, c);
@@ -69,11 +75,7 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
 
 ir::Program build_qmatmul_reduce(const QMatmulProblem& p, const QMatmulConfig& c) {
   using namespace ir;
-  check_config(p, c);
-  if (c.dequant_gemm)
-    fail(
-        "qmatmul: the dequant_gemm configuration has no qmatmul_reduce program (it runs dequantize, then "
-        "cuBLAS)");
+  check_fused_config(p, c, "qmatmul_reduce");
   const DataType f32 = DataType::f32(), i32 = DataType::i32();
   ProgramBuilder pb("qmatmul_reduce");
   const int64_t SPLIT = pb.constant("SPLIT", c.split_k);

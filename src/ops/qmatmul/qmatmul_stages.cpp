@@ -144,6 +144,22 @@ ir::Tensor MatmulPipeline::slice_row(const std::string& name, const ir::TensorRe
   return pb.load_shared(name, smem, rows, {row, 0});
 }
 
+void MatmulPipeline::accumulate(const ir::Tensor& acc, const ir::Tensor& a, ir::Tensor bf, const Layout& layout_c,
+                                const std::function<ir::Tensor()>& zeros,
+                                const std::function<ir::Tensor()>& scales) {
+  using namespace ir;
+  const DataType f32 = DataType::f32();
+  if (zeros) bf = pb.sub("bf", bf, zeros());
+  if (k.s.per_channel) {
+    pb.dot(out(acc), a, bf, acc);
+    return;
+  }
+  Tensor part = pb.allocate_register("part", f32, layout_c, 0.0);
+  pb.dot(out(part), a, bf, part);
+  Tensor sc32 = pb.cast("sc32", scales(), f32);
+  pb.fma(out(acc), part, sc32, acc);
+}
+
 void MatmulPipeline::store(const ir::Tensor& result, const Layout& layout_o) {
   using namespace ir;
   const DataType at = k.p.atype, f32 = DataType::f32();

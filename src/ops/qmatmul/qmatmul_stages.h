@@ -76,6 +76,14 @@ class MatmulPipeline : public MatmulData {
   ir::Tensor slice_row(const std::string& name, const ir::TensorRef& smem, const layout::Layout& rows,
                        const ir::Scalar& uk);
 
+  // One slice of the fast path into `acc`: `zeros()` (when given) subtracted from the converted codes `bf`
+  // (exact: both are integers of at most 8 bits), then the mma. Per channel it accumulates into acc
+  // directly (store() scales once); per group into a zeroed tile, then acc = tile * scales() + acc in one
+  // fma, so the scale multiplies BM x BN sums instead of every weight. The plain and warps-along-K forms
+  // differ only in how they fetch the zero and scale rows.
+  void accumulate(const ir::Tensor& acc, const ir::Tensor& a, ir::Tensor bf, const layout::Layout& layout_c,
+                  const std::function<ir::Tensor()>& zeros, const std::function<ir::Tensor()>& scales);
+
   // `result` [BM, BN] f32 in `layout_o`: per channel scaled once here (the fast path), then stored to C
   // (rounded to ATYPE) or to the split-K partials.
   void store(const ir::Tensor& result, const layout::Layout& layout_o);
