@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "tilevm/tune/timing.h"
 #include "tilevm/ops/qmatmul/qmatmul_gpu.h"
 #include "tilevm/runtime/device.h"
+#include "tilevm/tune/timing.h"
 #include "tilevm/type/packing.h"
 
 int main(int argc, char** argv) {
@@ -42,16 +42,19 @@ int main(int argc, char** argv) {
           const ops::QMatmulConfig c = ops::QMatmulConfig::parse(argv[i]);
           const ops::QMatmulGpu q = ops::QMatmulGpu::load(dev, ops::compile_qmatmul(p, c, dev.arch()));
           const auto code_bytes = static_cast<size_t>(packed_bytes(w, K * N));
-          runtime::DeviceBuffer a = dev.allocate(M * K * 2), codes = dev.allocate(ops::qmatmul_codes_bytes(p));
-          runtime::DeviceBuffer t = dev.allocate(q.transformed_bytes() + 16), s = dev.allocate(K / 128 * N * 2);
+          runtime::DeviceBuffer a = dev.allocate(M * K * 2),
+                                codes = dev.allocate(ops::qmatmul_codes_bytes(p));
+          runtime::DeviceBuffer t = dev.allocate(q.transformed_bytes() + 16),
+                                s = dev.allocate(K / 128 * N * 2);
           runtime::DeviceBuffer out = dev.allocate(M * N * 2), ws = dev.allocate(q.workspace_bytes() + 16);
           a.fill_bytes(0x3c);
           codes.fill_bytes(0x5a);
           s.fill_bytes(0x1c);
           q.transform(st, codes.device_ptr(), t.device_ptr());
-          const ops::QMatmulBuffers b{a.device_ptr(), t.device_ptr(), s.device_ptr(), 0, out.device_ptr(),
-                                      ws.device_ptr()};
-          const tune::Timing tm = tune::time_gpu(dev, st, [&] { q.run(st, b); }, {.warmup = 3, .repeats = 30});
+          const ops::QMatmulBuffers b{a.device_ptr(),   t.device_ptr(), s.device_ptr(), 0,
+                                      out.device_ptr(), ws.device_ptr()};
+          const tune::Timing tm =
+              tune::time_gpu(dev, st, [&] { q.run(st, b); }, {.warmup = 3, .repeats = 30});
           const double bytes = static_cast<double>(code_bytes) + K / 128.0 * N * 2 + M * K * 2 + M * N * 2;
           std::printf("%-6s M=%-3ld K=%-6ld N=%-6ld %-34s %9.1f us %7.0f GB/s\n", w.name().c_str(), (long)M,
                       (long)K, (long)N, argv[i], tm.median_us, bytes / tm.median_us / 1e3);

@@ -142,7 +142,6 @@ runtime::Module load_module(const runtime::Device& device) {
   return runtime::Module::load(device, compiled->cubin, "plain_read.cu");
 }
 
-
 }  // namespace
 
 std::string PlainReadConfig::name() const {
@@ -165,7 +164,8 @@ std::vector<PlainReadConfig> plain_read_configs() {
 
 std::uint64_t plain_read_grid(const PlainReadConfig& config, std::uint64_t bytes, int sm_count) {
   const std::uint64_t tiles = std::max<std::uint64_t>(
-      1, static_cast<std::uint64_t>(ceil_div(static_cast<int64_t>(bytes / kVector), int64_t{config.threads} * config.unroll)));
+      1, static_cast<std::uint64_t>(
+             ceil_div(static_cast<int64_t>(bytes / kVector), int64_t{config.threads} * config.unroll)));
   if (config.blocks_per_sm <= 0) return tiles;
   const auto persistent =
       static_cast<std::uint64_t>(config.blocks_per_sm) * static_cast<std::uint64_t>(std::max(sm_count, 1));
@@ -198,7 +198,8 @@ const runtime::Kernel& PlainRead::kernel(const PlainReadConfig& config) const {
 }
 
 void PlainRead::ensure_buffer(const runtime::Stream& stream, std::uint64_t bytes) {
-  const std::uint64_t size = static_cast<std::uint64_t>(ceil_div(static_cast<int64_t>(bytes), kVector)) * kVector;
+  const std::uint64_t size =
+      static_cast<std::uint64_t>(ceil_div(static_cast<int64_t>(bytes), kVector)) * kVector;
   if (buffer_.size() >= size) return;
   buffer_ = runtime::DeviceBuffer();  // free the old one first: the device holds one at a time
   buffer_ = device_.allocate(size);

@@ -186,8 +186,7 @@ QMatmulBenchResult bench_qmatmul(const runtime::Device& device, const ops::QMatm
   }
   {
     // The packed codes are only needed until the transform has run.
-    runtime::DeviceBuffer codes =
-        device.allocate(static_cast<std::size_t>(ops::qmatmul_codes_bytes(p)));
+    runtime::DeviceBuffer codes = device.allocate(static_cast<std::size_t>(ops::qmatmul_codes_bytes(p)));
     upload_codes(codes, p.wtype, p.k * p.n, finite, random);
     q.transform(stream, codes.device_ptr(), transformed.device_ptr());
     stream.synchronize();

@@ -18,7 +18,8 @@ namespace {
 
 ScalarLookup lookup_in(const ProgramArgs& args) {
   return [&args](const std::string& name) -> std::optional<interp::ScalarValue> {
-    if (auto it = args.scalars.find(name); it != args.scalars.end()) return interp::ScalarValue{false, it->second, 0};
+    if (auto it = args.scalars.find(name); it != args.scalars.end())
+      return interp::ScalarValue{false, it->second, 0};
     if (auto it = args.float_scalars.find(name); it != args.float_scalars.end())
       return interp::ScalarValue{true, 0, it->second};
     return std::nullopt;
@@ -38,9 +39,11 @@ void pack_scalar(const KernelParam& p, const interp::ScalarValue& v, void* slot,
   } else if (ct == "double") {
     put(fv);
   } else if (ct == "int" || ct == "unsigned int") {
-    const bool fits = ct == "int" ? iv >= std::numeric_limits<int32_t>::min() && iv <= std::numeric_limits<int32_t>::max()
-                                  : iv >= 0 && iv <= std::numeric_limits<uint32_t>::max();
-    if (!fits) fail("scalar '{}' of '{}' is {}, which does not fit its type {}", p.name, program, iv, p.dtype.name());
+    const bool fits =
+        ct == "int" ? iv >= std::numeric_limits<int32_t>::min() && iv <= std::numeric_limits<int32_t>::max()
+                    : iv >= 0 && iv <= std::numeric_limits<uint32_t>::max();
+    if (!fits)
+      fail("scalar '{}' of '{}' is {}, which does not fit its type {}", p.name, program, iv, p.dtype.name());
     put(static_cast<int32_t>(iv));
   } else {
     put(iv);
@@ -63,7 +66,8 @@ CompiledProgram compile_program(const ir::Program& program, const std::string& a
 
 GpuProgram GpuProgram::load(const runtime::Device& device, const CompiledProgram& compiled) {
   auto shared = std::make_shared<const CompiledProgram>(compiled);
-  runtime::Module module = runtime::Module::load(device, shared->cubin->cubin, shared->kernel.kernel_name + ".cu");
+  runtime::Module module =
+      runtime::Module::load(device, shared->cubin->cubin, shared->kernel.kernel_name + ".cu");
   runtime::Kernel kernel = module.kernel(shared->kernel.kernel_name);
   return GpuProgram(std::move(shared), std::move(module), std::move(kernel));
 }
@@ -92,7 +96,8 @@ std::vector<WorkspaceSlot> GpuProgram::workspace_slots(const ProgramArgs& args) 
     s.offset = end;
     s.elements = workspace_elements(w, lookup_in(args));
     s.bytes = static_cast<std::uint64_t>(packed_bytes(s.inst->dtype, s.elements));
-    if (s.inst->init) s.init_code = interp::scalar_to_code(s.inst->dtype, eval_host(s.inst->init, lookup_in(args)));
+    if (s.inst->init)
+      s.init_code = interp::scalar_to_code(s.inst->dtype, eval_host(s.inst->init, lookup_in(args)));
     end = (end + s.bytes + 255) / 256 * 256;
     slots.push_back(s);
   }
@@ -109,9 +114,10 @@ void GpuProgram::launch(const runtime::Stream& stream, const ProgramArgs& args) 
   if (!args.workspace_initialized)
     for (const WorkspaceTensor& w : compiled_->kernel.workspace)
       if (w.inst->as<ir::AllocateGlobalInst>()->init)
-        fail("'{}' allocates global tensor '{}' with an init value, which the caller must write first "
-             "(workspace_slots, ProgramArgs::workspace_initialized; run_on_gpu does it)",
-             program.name, w.name);
+        fail(
+            "'{}' allocates global tensor '{}' with an init value, which the caller must write first "
+            "(workspace_slots, ProgramArgs::workspace_initialized; run_on_gpu does it)",
+            program.name, w.name);
   if (workspace_bytes(args) > 0 && args.workspace == 0)
     fail("'{}' needs {} bytes of workspace and none was given", program.name, workspace_bytes(args));
   // Arguments packed from the kernel's signature (EmittedKernel::params): 8 bytes of storage per parameter
@@ -124,7 +130,8 @@ void GpuProgram::launch(const runtime::Stream& stream, const ProgramArgs& args) 
     switch (p.kind) {
       case KernelParam::Kind::Pointer: {
         auto it = args.pointers.find(p.name);
-        if (it == args.pointers.end()) fail("no device pointer for parameter '{}' of '{}'", p.name, program.name);
+        if (it == args.pointers.end())
+          fail("no device pointer for parameter '{}' of '{}'", p.name, program.name);
         storage[i] = it->second;
         break;
       }

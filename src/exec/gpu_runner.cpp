@@ -25,8 +25,8 @@ bool run_on_gpu(const ir::Program& program, interp::Arguments& args, Diagnostics
                 const GpuRunOptions& options) {
   try {
     runtime::Device device = runtime::Device::open(options.device);
-    const GpuProgram gpu =
-        GpuProgram::load(device, compile_program(program, options.arch.empty() ? device.arch() : options.arch));
+    const GpuProgram gpu = GpuProgram::load(
+        device, compile_program(program, options.arch.empty() ? device.arch() : options.arch));
     ProgramArgs launch_args;
     for (const auto& [name, v] : args.scalars) {
       if (v.is_float)

@@ -19,7 +19,8 @@ struct DescrInfo {
 constexpr DescrInfo kDescrs[] = {{"<f2", 2}, {"<f4", 4}, {"<f8", 8}, {"|i1", 1}, {"<i2", 2}, {"<i4", 4},
                                  {"<i8", 8}, {"|u1", 1}, {"<u2", 2}, {"<u4", 4}, {"<u8", 8}, {"|b1", 1}};
 
-// A tiny reader for the header's Python dict literal: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+// A tiny reader for the header's Python dict literal: {'descr': '<f4', 'fortran_order': False, 'shape': (2,
+// 3), }
 class HeaderParser {
  public:
   HeaderParser(std::string_view text, std::string_view name) : s_(text), name_(name) {}
@@ -121,11 +122,13 @@ std::string canonical_descr(std::string_view descr, std::string_view name) {
   for (const DescrInfo& info : kDescrs)
     if (d == info.descr) return d;
   if (!d.empty() && d[0] == '>') fail("{}: big-endian .npy data ('{}') is not supported", name, descr);
-  fail("{}: unsupported .npy dtype '{}' (supported: <f2 <f4 <f8 |i1 <i2 <i4 <i8 |u1 <u2 <u4 <u8 |b1)", name, descr);
+  fail("{}: unsupported .npy dtype '{}' (supported: <f2 <f4 <f8 |i1 <i2 <i4 <i8 |u1 <u2 <u4 <u8 |b1)", name,
+       descr);
 }
 
 Array parse(std::span<const uint8_t> bytes, std::string_view name) {
-  if (bytes.size() < 10 || std::string_view(reinterpret_cast<const char*>(bytes.data()), 6) != std::string_view(kMagic, 6)) {
+  if (bytes.size() < 10 ||
+      std::string_view(reinterpret_cast<const char*>(bytes.data()), 6) != std::string_view(kMagic, 6)) {
     fail("{}: not a .npy file (no \\x93NUMPY magic)", name);
   }
   const int major = bytes[6];
@@ -143,14 +146,16 @@ Array parse(std::span<const uint8_t> bytes, std::string_view name) {
   }
   if (start + header_len > bytes.size()) fail("{}: truncated .npy header", name);
   Array out;
-  HeaderParser(std::string_view(reinterpret_cast<const char*>(bytes.data()) + start, header_len), name).parse(out);
+  HeaderParser(std::string_view(reinterpret_cast<const char*>(bytes.data()) + start, header_len), name)
+      .parse(out);
   for (int64_t e : out.shape)
     if (e < 0) fail("{}: negative dimension in the .npy shape", name);
   const size_t data_start = start + header_len;
   const int64_t need = out.count() * out.item_size();
   const int64_t have = static_cast<int64_t>(bytes.size() - data_start);
   if (have != need) {
-    fail("{}: the .npy data has {} bytes but {} elements of {} need {}", name, have, out.count(), out.descr, need);
+    fail("{}: the .npy data has {} bytes but {} elements of {} need {}", name, have, out.count(), out.descr,
+         need);
   }
   out.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(data_start), bytes.end());
   return out;
@@ -166,8 +171,8 @@ Array read(const std::string& path) {
 std::vector<uint8_t> serialize(const Array& array) {
   canonical_descr(array.descr, "array");
   if (static_cast<int64_t>(array.data.size()) != array.count() * array.item_size()) {
-    fail("array data has {} bytes but {} elements of {} need {}", array.data.size(), array.count(), array.descr,
-         array.count() * array.item_size());
+    fail("array data has {} bytes but {} elements of {} need {}", array.data.size(), array.count(),
+         array.descr, array.count() * array.item_size());
   }
   std::string shape;  // `()`, `(4,)`, `(2, 3)`
   for (size_t d = 0; d < array.shape.size(); ++d) shape += (d ? ", " : "") + std::to_string(array.shape[d]);

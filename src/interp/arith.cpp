@@ -33,8 +33,9 @@ int64_t code_to_int(DataType type, uint64_t code) {
   return static_cast<int64_t>(code & type.code_mask());
 }
 
-double scalar_as_double(const ScalarValue& v) { return v.is_float ? v.f : static_cast<double>(v.i); }
-
+double scalar_as_double(const ScalarValue& v) {
+  return v.is_float ? v.f : static_cast<double>(v.i);
+}
 
 ScalarValue convert_scalar(const ScalarValue& v, DataType to) {
   ScalarValue out;

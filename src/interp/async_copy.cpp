@@ -30,7 +30,8 @@ void Machine::copy_async(const ir::CopyAsyncInst& n) {
     const int64_t off = dst[l];
     const int32_t pending = s.pending[static_cast<size_t>(off)];
     if (pending >= 0) {
-      raise(n.loc, "CopyAsync writes shared '{}' element {} which a CopyAsync issued at {} still has to write",
+      raise(n.loc,
+            "CopyAsync writes shared '{}' element {} which a CopyAsync issued at {} still has to write",
             s.name, shared_element(s, off), format_loc(*copies_[static_cast<size_t>(pending)].loc));
     }
     if (options_.check_races) check_async_issue(s, off, n.loc);
@@ -40,7 +41,9 @@ void Machine::copy_async(const ir::CopyAsyncInst& n) {
   copies_.push_back(std::move(copy));
 }
 
-void Machine::commit_group() { ++committed_groups_; }
+void Machine::commit_group() {
+  ++committed_groups_;
+}
 
 void Machine::wait_group(const ir::CopyAsyncWaitGroupInst& n) {
   const int64_t keep = eval_int(n.n, "the CopyAsyncWaitGroup count");

@@ -71,7 +71,8 @@ RegPtr Machine::elementwise(const ir::ElementwiseInst& n, DataType dtype) {
       if (shape[d] == 1) {
         shape[d] = s[d];
       } else if (s[d] != 1 && s[d] != shape[d]) {
-        raise(n.loc, "{} operands of shapes {} and {} do not broadcast", n.name(), format_index(shape), format_index(s));
+        raise(n.loc, "{} operands of shapes {} and {} do not broadcast", n.name(), format_index(shape),
+              format_index(s));
       }
     }
   }
@@ -111,7 +112,9 @@ RegPtr Machine::elementwise(const ir::ElementwiseInst& n, DataType dtype) {
           int64_t l = 0;
           const int64_t from = same_thread_slot(*r.table, tab, k, l);
           if (from < 0) {
-            raise(n.loc, "{}: thread {} needs element {} of '{}', which it does not hold (the layouts do not allow this broadcast)",
+            raise(n.loc,
+                  "{}: thread {} needs element {} of '{}', which it does not hold (the layouts do not allow "
+                  "this broadcast)",
                   n.name(), static_cast<int64_t>(k) / m, format_index(unravel(l, r.table->shape)),
                   n.args[a].tensor->tensor->name);
           }
@@ -161,28 +164,57 @@ RegPtr Machine::elementwise(const ir::ElementwiseInst& n, DataType dtype) {
                                : *ir::compare(n.op, vals[0].i[k], vals[1].i[k]);
       out->codes[k] = r ? 1 : 0;
     }
-  } else if (any_float || n.op == ElementwiseOp::Exp || n.op == ElementwiseOp::Exp2 || n.op == ElementwiseOp::Log ||
-             n.op == ElementwiseOp::Sqrt || n.op == ElementwiseOp::Rsqrt) {
+  } else if (any_float || n.op == ElementwiseOp::Exp || n.op == ElementwiseOp::Exp2 ||
+             n.op == ElementwiseOp::Log || n.op == ElementwiseOp::Sqrt || n.op == ElementwiseOp::Rsqrt) {
     for (size_t k = 0; k < N; ++k) {
       const double x = as_double(0, k);
       const double y = n.args.size() > 1 ? as_double(1, k) : 0.0;
       double r = 0;
       switch (n.op) {
-        case ElementwiseOp::Add: r = x + y; break;
-        case ElementwiseOp::Sub: r = x - y; break;
-        case ElementwiseOp::Mul: r = x * y; break;
-        case ElementwiseOp::Div: r = x / y; break;
-        case ElementwiseOp::Mod: r = std::fmod(x, y); break;
-        case ElementwiseOp::Max: r = std::fmax(x, y); break;
-        case ElementwiseOp::Min: r = std::fmin(x, y); break;
-        case ElementwiseOp::Neg: r = -x; break;
-        case ElementwiseOp::Abs: r = std::fabs(x); break;
-        case ElementwiseOp::Exp: r = std::exp(x); break;
-        case ElementwiseOp::Exp2: r = std::exp2(x); break;
-        case ElementwiseOp::Log: r = std::log(x); break;
-        case ElementwiseOp::Sqrt: r = std::sqrt(x); break;
-        case ElementwiseOp::Rsqrt: r = 1.0 / std::sqrt(x); break;
-        default: break;
+        case ElementwiseOp::Add:
+          r = x + y;
+          break;
+        case ElementwiseOp::Sub:
+          r = x - y;
+          break;
+        case ElementwiseOp::Mul:
+          r = x * y;
+          break;
+        case ElementwiseOp::Div:
+          r = x / y;
+          break;
+        case ElementwiseOp::Mod:
+          r = std::fmod(x, y);
+          break;
+        case ElementwiseOp::Max:
+          r = std::fmax(x, y);
+          break;
+        case ElementwiseOp::Min:
+          r = std::fmin(x, y);
+          break;
+        case ElementwiseOp::Neg:
+          r = -x;
+          break;
+        case ElementwiseOp::Abs:
+          r = std::fabs(x);
+          break;
+        case ElementwiseOp::Exp:
+          r = std::exp(x);
+          break;
+        case ElementwiseOp::Exp2:
+          r = std::exp2(x);
+          break;
+        case ElementwiseOp::Log:
+          r = std::log(x);
+          break;
+        case ElementwiseOp::Sqrt:
+          r = std::sqrt(x);
+          break;
+        case ElementwiseOp::Rsqrt:
+          r = 1.0 / std::sqrt(x);
+          break;
+        default:
+          break;
       }
       out->codes[k] = round_float_result(dtype, r);
     }
@@ -193,9 +225,15 @@ RegPtr Machine::elementwise(const ir::ElementwiseInst& n, DataType dtype) {
       const uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
       int64_t r = 0;
       switch (n.op) {
-        case ElementwiseOp::Add: r = static_cast<int64_t>(ux + uy); break;
-        case ElementwiseOp::Sub: r = static_cast<int64_t>(ux - uy); break;
-        case ElementwiseOp::Mul: r = static_cast<int64_t>(ux * uy); break;
+        case ElementwiseOp::Add:
+          r = static_cast<int64_t>(ux + uy);
+          break;
+        case ElementwiseOp::Sub:
+          r = static_cast<int64_t>(ux - uy);
+          break;
+        case ElementwiseOp::Mul:
+          r = static_cast<int64_t>(ux * uy);
+          break;
         case ElementwiseOp::Div:
         case ElementwiseOp::Mod:
           if (y == 0) {
@@ -208,11 +246,20 @@ RegPtr Machine::elementwise(const ir::ElementwiseInst& n, DataType dtype) {
             r = n.op == ElementwiseOp::Div ? x / y : x % y;
           }
           break;
-        case ElementwiseOp::Max: r = std::max(x, y); break;
-        case ElementwiseOp::Min: r = std::min(x, y); break;
-        case ElementwiseOp::Neg: r = static_cast<int64_t>(0 - ux); break;
-        case ElementwiseOp::Abs: r = x < 0 ? static_cast<int64_t>(0 - ux) : x; break;
-        default: break;
+        case ElementwiseOp::Max:
+          r = std::max(x, y);
+          break;
+        case ElementwiseOp::Min:
+          r = std::min(x, y);
+          break;
+        case ElementwiseOp::Neg:
+          r = static_cast<int64_t>(0 - ux);
+          break;
+        case ElementwiseOp::Abs:
+          r = x < 0 ? static_cast<int64_t>(0 - ux) : x;
+          break;
+        default:
+          break;
       }
       out->codes[k] = wrap_int_result(dtype, r);
     }
@@ -233,13 +280,14 @@ RegPtr Machine::cast(const ir::CastInst& n) {
   if (out->table != src.table) {
     const LayoutTable &in = *src.table, &to = *out->table;
     if (in.shape != to.shape || in.threads != to.threads || in.locals != to.locals)
-      raise(n.loc, "Cast: layout= has {} threads x {} slots, the operand {} x {}", to.threads, to.locals, in.threads,
-            in.locals);
+      raise(n.loc, "Cast: layout= has {} threads x {} slots, the operand {} x {}", to.threads, to.locals,
+            in.threads, in.locals);
     for (size_t k = 0; k < N; ++k) {
       int64_t element = 0;
       const int64_t j = same_thread_slot(in, to, k, element);
       if (j < 0)
-        raise(n.loc, "Cast: thread {} does not hold the element of slot {} of layout=", k / to.locals, k % to.locals);
+        raise(n.loc, "Cast: thread {} does not hold the element of slot {} of layout=", k / to.locals,
+              k % to.locals);
       from[k] = static_cast<size_t>(j);
     }
   }

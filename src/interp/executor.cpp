@@ -28,7 +28,8 @@ Machine::Machine(const ir::Program& program, Arguments& args, const RunOptions& 
       param_buffers_.push_back(std::move(buf));
     } else {
       auto it = args.scalars.find(p->name);
-      if (it == args.scalars.end()) raise(p->loc, "no value was given for the scalar parameter '{}'", p->name);
+      if (it == args.scalars.end())
+        raise(p->loc, "no value was given for the scalar parameter '{}'", p->name);
       v.kind = Value::Kind::Scalar;
       v.scalar = convert_scalar(it->second, p->type.dtype);
     }
@@ -46,7 +47,8 @@ Machine::Machine(const ir::Program& program, Arguments& args, const RunOptions& 
 
 void Machine::run() {
   int64_t first = std::max<int64_t>(options_.first_block, 0);
-  int64_t last = options_.num_blocks < 0 ? total_blocks_ : std::min(total_blocks_, first + options_.num_blocks);
+  int64_t last =
+      options_.num_blocks < 0 ? total_blocks_ : std::min(total_blocks_, first + options_.num_blocks);
   for (int64_t linear = first; linear < last; ++linear) {
     // The first grid dimension varies fastest (CUDA's blockIdx.x order).
     Index block(grid_.size());
@@ -89,7 +91,8 @@ Flow Machine::exec_stmt(const ir::Stmt& s) {
       bind(a.var, std::move(v));
       return Flow::Normal;
     }
-    case ir::StmtKind::Inst: return exec_inst(*s->as<ir::InstStmt>());
+    case ir::StmtKind::Inst:
+      return exec_inst(*s->as<ir::InstStmt>());
     case ir::StmtKind::If: {
       const auto& n = *s->as<ir::IfStmt>();
       for (size_t k = 0; k < n.conditions.size(); ++k) {
@@ -126,14 +129,19 @@ Flow Machine::exec_stmt(const ir::Stmt& s) {
       }
       return Flow::Normal;
     }
-    case ir::StmtKind::Break: return Flow::Break;
-    case ir::StmtKind::Continue: return Flow::Continue;
-    case ir::StmtKind::Return: return Flow::Stop;
+    case ir::StmtKind::Break:
+      return Flow::Break;
+    case ir::StmtKind::Continue:
+      return Flow::Continue;
+    case ir::StmtKind::Return:
+      return Flow::Stop;
   }
   return Flow::Normal;
 }
 
-void Machine::bind(const ir::Var& var, Value value) { env_[var.get()] = std::move(value); }
+void Machine::bind(const ir::Var& var, Value value) {
+  env_[var.get()] = std::move(value);
+}
 
 Value& Machine::lookup(const ir::Var& var) {
   auto it = env_.find(var.get());
@@ -184,9 +192,14 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
       // Every async copy still pending stays pending: only CopyAsyncWaitGroup lands it.
       ++epoch_;
       break;
-    case ir::InstKind::Exit: return Flow::Stop;
-    case ir::InstKind::Print: print(*inst.as<ir::PrintInst>()); break;
-    case ir::InstKind::ViewGlobal: define_results(s, view_global(*inst.as<ir::ViewGlobalInst>())); break;
+    case ir::InstKind::Exit:
+      return Flow::Stop;
+    case ir::InstKind::Print:
+      print(*inst.as<ir::PrintInst>());
+      break;
+    case ir::InstKind::ViewGlobal:
+      define_results(s, view_global(*inst.as<ir::ViewGlobalInst>()));
+      break;
     case ir::InstKind::AllocateGlobal:
       define_results(s, allocate_global(*inst.as<ir::AllocateGlobalInst>(),
                                         s.results.empty() ? std::string("workspace") : s.results[0]->name));
@@ -196,8 +209,12 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
       set_reg(n.out, load_global(n));
       break;
     }
-    case ir::InstKind::StoreGlobal: store_global(static_cast<const ir::StoreInst&>(inst), false); break;
-    case ir::InstKind::AtomicAddGlobal: store_global(static_cast<const ir::StoreInst&>(inst), true); break;
+    case ir::InstKind::StoreGlobal:
+      store_global(static_cast<const ir::StoreInst&>(inst), false);
+      break;
+    case ir::InstKind::AtomicAddGlobal:
+      store_global(static_cast<const ir::StoreInst&>(inst), true);
+      break;
     case ir::InstKind::AllocateShared: {
       if (s.results.empty()) break;  // nothing can refer to it
       define_results(s, allocate_shared(*inst.as<ir::AllocateSharedInst>(), s.results[0]));
@@ -213,10 +230,18 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
       set_reg(n.out, load_shared(n));
       break;
     }
-    case ir::InstKind::StoreShared: store_shared(static_cast<const ir::StoreInst&>(inst)); break;
-    case ir::InstKind::CopyAsync: copy_async(*inst.as<ir::CopyAsyncInst>()); break;
-    case ir::InstKind::CopyAsyncCommitGroup: commit_group(); break;
-    case ir::InstKind::CopyAsyncWaitGroup: wait_group(*inst.as<ir::CopyAsyncWaitGroupInst>()); break;
+    case ir::InstKind::StoreShared:
+      store_shared(static_cast<const ir::StoreInst&>(inst));
+      break;
+    case ir::InstKind::CopyAsync:
+      copy_async(*inst.as<ir::CopyAsyncInst>());
+      break;
+    case ir::InstKind::CopyAsyncCommitGroup:
+      commit_group();
+      break;
+    case ir::InstKind::CopyAsyncWaitGroup:
+      wait_group(*inst.as<ir::CopyAsyncWaitGroupInst>());
+      break;
     case ir::InstKind::AllocateRegister:
       define_results(s, reg_value(allocate_register(*inst.as<ir::AllocateRegisterInst>())));
       break;
@@ -225,7 +250,9 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
       set_reg(n.out, cast(n));
       break;
     }
-    case ir::InstKind::View: define_results(s, reg_value(view(*inst.as<ir::ViewInst>()))); break;
+    case ir::InstKind::View:
+      define_results(s, reg_value(view(*inst.as<ir::ViewInst>())));
+      break;
     case ir::InstKind::Elementwise: {
       const auto& n = *inst.as<ir::ElementwiseInst>();
       // The result's type is the one inference gave its variable (inst_types.cpp), as for Reduce.
@@ -285,7 +312,9 @@ void Machine::check_init(const RegTensor& r, const std::string& name) {
   const_cast<RegTensor&>(r).all_init = true;
 }
 
-void Machine::check_init(const RegTensor& r, const ir::TensorArg& arg) { check_init(r, arg.tensor->name); }
+void Machine::check_init(const RegTensor& r, const ir::TensorArg& arg) {
+  check_init(r, arg.tensor->name);
+}
 
 }  // namespace detail
 
@@ -304,7 +333,8 @@ bool run_program(const ir::Program& program, Arguments& args, Diagnostics& diags
     diags.error(loc, "{}", e.what());
   }
   if (machine && machine->multi_block()) {
-    diags.add(Severity::Note, loc, fmt::format("in block {}", detail::format_index(machine->current_block())));
+    diags.add(Severity::Note, loc,
+              fmt::format("in block {}", detail::format_index(machine->current_block())));
   }
   return false;
 }

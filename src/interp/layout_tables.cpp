@@ -7,7 +7,9 @@
 
 namespace tilevm::interp::detail {
 
-std::string format_index(const Index& index) { return fmt::format("[{}]", fmt::join(index, ", ")); }
+std::string format_index(const Index& index) {
+  return fmt::format("[{}]", fmt::join(index, ", "));
+}
 
 std::string format_loc(SourceLoc loc) {
   return loc.known() ? fmt::format("{}:{}", loc.line, loc.col) : std::string("?");
@@ -43,7 +45,8 @@ std::unique_ptr<LayoutTable> build_table(const layout::Layout& lay) {
   t->lin.resize(static_cast<size_t>(t->threads * t->locals));
   for (int64_t th = 0; th < t->threads; ++th) {
     for (int64_t i = 0; i < t->locals; ++i) {
-      t->lin[static_cast<size_t>(th * t->locals + i)] = static_cast<int32_t>(linearize(lay.map(th, i), t->shape));
+      t->lin[static_cast<size_t>(th * t->locals + i)] =
+          static_cast<int32_t>(linearize(lay.map(th, i), t->shape));
     }
   }
   return t;

@@ -113,7 +113,7 @@ struct GlobalBuffer {
   int64_t bytes = 0;
   std::vector<uint8_t> owned;  // workspace tensors own their bytes
   DataType init_dtype = DataType::u8();
-  std::vector<uint8_t> init;   // per element of init_dtype; empty: everything is initialized
+  std::vector<uint8_t> init;  // per element of init_dtype; empty: everything is initialized
 };
 
 struct GlobalTensor {
@@ -207,10 +207,10 @@ class Machine {
   // Storage addresses of every element of a tile (row-major over tile_shape) placed at `offset` of the
   // view: the element offset in the global tensor's storage (-1 outside the tensor) or the shared storage
   // offset (out-of-bounds shared accesses raise).
-  std::vector<int64_t> global_addresses(const ir::TensorArg& arg, const GlobalTensor& g, const Index& tile_shape,
-                                        const Index& offset);
-  std::vector<int64_t> shared_addresses(const ir::TensorArg& arg, const SharedBuffer& s, const Index& tile_shape,
-                                        const Index& offset, const char* action);
+  std::vector<int64_t> global_addresses(const ir::TensorArg& arg, const GlobalTensor& g,
+                                        const Index& tile_shape, const Index& offset);
+  std::vector<int64_t> shared_addresses(const ir::TensorArg& arg, const SharedBuffer& s,
+                                        const Index& tile_shape, const Index& offset, const char* action);
   Value view_global(const ir::ViewGlobalInst& n);
   Value allocate_global(const ir::AllocateGlobalInst& n, const std::string& name);
   Value allocate_shared(const ir::AllocateSharedInst& n, const ir::Var& var);
@@ -254,10 +254,10 @@ class Machine {
   std::unordered_map<const ir::VarNode*, Value> env_;     // the current block's variables
   std::vector<std::unique_ptr<GlobalBuffer>> param_buffers_;
   std::map<const ir::InstNode*, std::unique_ptr<GlobalBuffer>> workspace_;  // AllocateGlobal, per launch
-  std::vector<std::unique_ptr<SharedBuffer>> shared_;                        // the current block's
-  std::vector<PendingCopy> copies_;                                          // the current block's
-  int64_t open_group_ = 0;       // the id of the group that copies join
-  int64_t committed_groups_ = 0; // groups with id < committed_groups_ are committed
+  std::vector<std::unique_ptr<SharedBuffer>> shared_;                       // the current block's
+  std::vector<PendingCopy> copies_;                                         // the current block's
+  int64_t open_group_ = 0;        // the id of the group that copies join
+  int64_t committed_groups_ = 0;  // groups with id < committed_groups_ are committed
 
   Index grid_;
   int64_t total_blocks_ = 1;

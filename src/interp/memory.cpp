@@ -37,7 +37,8 @@ namespace {
 
 // Calls fn(l, base_index) for every element l (row-major) of a tile placed at `offset` of the view.
 template <typename Fn>
-void for_each_tile_element(const MemView& v, const Index& tile_shape, const Index& offset, SourceLoc loc, Fn&& fn) {
+void for_each_tile_element(const MemView& v, const Index& tile_shape, const Index& offset, SourceLoc loc,
+                           Fn&& fn) {
   const int V = static_cast<int>(v.kept.size());
   const int r = static_cast<int>(tile_shape.size());
   if (!offset.empty() && static_cast<int>(offset.size()) != V) {
@@ -45,11 +46,14 @@ void for_each_tile_element(const MemView& v, const Index& tile_shape, const Inde
   }
   for (int d = 0; d < r - V; ++d) {
     if (tile_shape[static_cast<size_t>(d)] != 1) {
-      raise(loc, "a tile of shape {} does not fit the {} dimensions of '{}'", format_index(tile_shape), V, v.name);
+      raise(loc, "a tile of shape {} does not fit the {} dimensions of '{}'", format_index(tile_shape), V,
+            v.name);
     }
   }
   Index start = v.origin;
-  for (int k = 0; k < V; ++k) start[static_cast<size_t>(v.kept[static_cast<size_t>(k)])] += offset.empty() ? 0 : offset[static_cast<size_t>(k)];
+  for (int k = 0; k < V; ++k)
+    start[static_cast<size_t>(v.kept[static_cast<size_t>(k)])] +=
+        offset.empty() ? 0 : offset[static_cast<size_t>(k)];
   // The base dimension each tile dimension moves (-1 for leading size-1 tile dimensions beyond the view).
   std::vector<int> moves(static_cast<size_t>(r), -1);
   for (int d = 0; d < r; ++d) {
@@ -109,7 +113,8 @@ std::vector<int64_t> Machine::global_addresses(const ir::TensorArg& arg, const G
 }
 
 std::vector<int64_t> Machine::shared_addresses(const ir::TensorArg& arg, const SharedBuffer& s,
-                                               const Index& tile_shape, const Index& offset, const char* action) {
+                                               const Index& tile_shape, const Index& offset,
+                                               const char* action) {
   MemView v = resolve_view(arg, s.table->shape);
   std::vector<int64_t> out;
   for_each_tile_element(v, tile_shape, offset, current_loc_, [&](int64_t, const Index& base) {
@@ -277,11 +282,15 @@ RegPtr Machine::load_shared(const ir::LoadInst& n) {
     const int64_t off = addrs[static_cast<size_t>(tab.lin[k])];
     const size_t uo = static_cast<size_t>(off);
     if (s.pending[uo] >= 0) {
-      raise(*current_loc_ptr_, "read of shared '{}' element {} before its CopyAsync group was waited (issued at {})",
-            s.name, shared_element(s, off), format_loc(*copies_[static_cast<size_t>(s.pending[uo])].loc));
+      raise(*current_loc_ptr_,
+            "read of shared '{}' element {} before its CopyAsync group was waited (issued at {})", s.name,
+            shared_element(s, off), format_loc(*copies_[static_cast<size_t>(s.pending[uo])].loc));
     }
-    if (options_.check_races) check_shared_read(s, off, static_cast<int32_t>(static_cast<int64_t>(k) / m), *current_loc_ptr_);
-    if (!s.init[uo]) raise(*current_loc_ptr_, "read of uninitialized shared '{}' element {}", s.name, shared_element(s, off));
+    if (options_.check_races)
+      check_shared_read(s, off, static_cast<int32_t>(static_cast<int64_t>(k) / m), *current_loc_ptr_);
+    if (!s.init[uo])
+      raise(*current_loc_ptr_, "read of uninitialized shared '{}' element {}", s.name,
+            shared_element(s, off));
     r->codes[k] = get_code(s.bytes.data(), bits, off);
   }
   std::fill(r->init.begin(), r->init.end(), 1);
@@ -353,10 +362,12 @@ void Machine::store_shared(const ir::StoreInst& n) {
     const int64_t off = addrs[static_cast<size_t>(r.table->lin[k])];
     const size_t uo = static_cast<size_t>(off);
     if (s.pending[uo] >= 0) {
-      raise(*current_loc_ptr_, "write of shared '{}' element {} before its CopyAsync group was waited (issued at {})",
-            s.name, shared_element(s, off), format_loc(*copies_[static_cast<size_t>(s.pending[uo])].loc));
+      raise(*current_loc_ptr_,
+            "write of shared '{}' element {} before its CopyAsync group was waited (issued at {})", s.name,
+            shared_element(s, off), format_loc(*copies_[static_cast<size_t>(s.pending[uo])].loc));
     }
-    if (options_.check_races) check_shared_write(s, off, static_cast<int32_t>(static_cast<int64_t>(k) / m), *current_loc_ptr_);
+    if (options_.check_races)
+      check_shared_write(s, off, static_cast<int32_t>(static_cast<int64_t>(k) / m), *current_loc_ptr_);
     set_code(s.bytes.data(), bits, off, r.codes[k]);
     s.init[uo] = 1;
   }

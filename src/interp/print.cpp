@@ -39,7 +39,8 @@ void Machine::print(const ir::PrintInst& n) {
   if (!n.value.tensor) {
     ScalarValue v = eval(n.value.scalar);
     const auto* ref = n.value.scalar->as<ir::VarRef>();
-    text = fmt::format("{} = {}\n", ref ? ref->var->name : std::string("value"), format_scalar(v, n.value.scalar->type));
+    text = fmt::format("{} = {}\n", ref ? ref->var->name : std::string("value"),
+                       format_scalar(v, n.value.scalar->type));
   } else {
     const ir::TensorArg& arg = *n.value.tensor;
     Value& v = lookup(arg.tensor);
@@ -68,10 +69,11 @@ void Machine::print(const ir::PrintInst& n) {
       for (int64_t off : offs) {
         const size_t u = static_cast<size_t>(off);
         cells.push_back(s.pending[u] >= 0 ? "pending"
-                        : s.init[u]       ? format_code(s.dtype, get_code(s.bytes.data(), s.dtype.bits(), off))
-                                          : "?");
+                        : s.init[u] ? format_code(s.dtype, get_code(s.bytes.data(), s.dtype.bits(), off))
+                                    : "?");
       }
-      text = fmt::format("{}: shared {}{}\n", name, s.dtype.name(), format_index(tile)) + format_rows(tile, cells);
+      text = fmt::format("{}: shared {}{}\n", name, s.dtype.name(), format_index(tile)) +
+             format_rows(tile, cells);
     } else if (v.kind == Value::Kind::Global) {
       const GlobalTensor& g = *v.global;
       const MemView mv = resolve_view(arg, g.shape);
@@ -90,7 +92,8 @@ void Machine::print(const ir::PrintInst& n) {
           cells.push_back(format_code(g.dtype, get_code(g.buffer->data, g.dtype.bits(), a)));
         }
       }
-      text = fmt::format("{}: global {}{}\n", name, g.dtype.name(), format_index(tile)) + format_rows(tile, cells);
+      text = fmt::format("{}: global {}{}\n", name, g.dtype.name(), format_index(tile)) +
+             format_rows(tile, cells);
     } else {
       raise(n.loc, "Print of '{}', which is not a tensor", name);
     }

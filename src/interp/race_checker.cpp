@@ -2,7 +2,8 @@
 //
 // Per shared element it keeps the last writer (a thread, several threads of one instruction, or the async
 // copy unit) with the epoch of that write, and the readers since the last Synchronize() (none, one thread or
-// several) with their epoch. Synchronize() starts a new epoch, so only accesses of the current epoch can race:
+// several) with their epoch. Synchronize() starts a new epoch, so only accesses of the current epoch can
+// race:
 //   read by t   races with a write of this epoch by anyone but t                  (read-after-write)
 //   write by t  races with a read of this epoch by anyone but t                   (write-after-read)
 //               and with a write of this epoch by anyone but t, from another instruction (write-after-write)
@@ -23,7 +24,9 @@ std::string actor(int32_t who) {
   return fmt::format("thread {}", who);
 }
 
-std::string where(const SourceLoc* loc) { return loc ? format_loc(*loc) : std::string("?"); }
+std::string where(const SourceLoc* loc) {
+  return loc ? format_loc(*loc) : std::string("?");
+}
 
 }  // namespace
 
@@ -35,7 +38,8 @@ void Machine::check_shared_read(SharedBuffer& s, int64_t offset, int32_t thread,
   RaceMeta& m = s.meta[static_cast<size_t>(offset)];
   if (m.write_epoch == epoch_ && m.writer != thread) {
     raise(loc,
-          "read-after-write race on shared '{}' element {}: {} reads it, {} wrote it at {} with no Synchronize() in "
+          "read-after-write race on shared '{}' element {}: {} reads it, {} wrote it at {} with no "
+          "Synchronize() in "
           "between",
           s.name, shared_element(s, offset), actor(thread), actor(m.writer), where(m.write_loc));
   }
@@ -52,14 +56,16 @@ void Machine::check_shared_write(SharedBuffer& s, int64_t offset, int32_t thread
   RaceMeta& m = s.meta[static_cast<size_t>(offset)];
   if (m.read_epoch == epoch_ && m.reader != thread) {
     raise(loc,
-          "write-after-read race on shared '{}' element {}: {} writes it, {} read it at {} with no Synchronize() in "
+          "write-after-read race on shared '{}' element {}: {} writes it, {} read it at {} with no "
+          "Synchronize() in "
           "between",
           s.name, shared_element(s, offset), actor(thread), actor(m.reader), where(m.read_loc));
   }
   const bool same_inst = m.write_epoch == epoch_ && m.write_exec == exec_;
   if (m.write_epoch == epoch_ && m.writer != thread && !same_inst) {
     raise(loc,
-          "write-after-write race on shared '{}' element {}: {} writes it, {} wrote it at {} with no Synchronize() "
+          "write-after-write race on shared '{}' element {}: {} writes it, {} wrote it at {} with no "
+          "Synchronize() "
           "in between",
           s.name, shared_element(s, offset), actor(thread), actor(m.writer), where(m.write_loc));
   }

@@ -130,7 +130,8 @@ RegPtr Machine::dot(const ir::DotInst& n) {
   const int64_t B = batch(cs), Ba = batch(as), Bb = batch(bs);
   if (bs[bs.size() - 2] != K || cs[cs.size() - 2] != M || cs.back() != N || (Ba != 1 && Ba != B) ||
       (Bb != 1 && Bb != B)) {
-    raise(n.loc, "Dot of shapes {} @ {} + {} does not match", format_index(as), format_index(bs), format_index(cs));
+    raise(n.loc, "Dot of shapes {} @ {} + {} does not match", format_index(as), format_index(bs),
+          format_index(cs));
   }
   RegPtr out = new_reg(c.dtype, c.table->layout);
   const bool integer = !a.dtype.is_float() && !b.dtype.is_float() && !c.dtype.is_float();

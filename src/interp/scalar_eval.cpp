@@ -14,9 +14,13 @@ namespace {
 
 using ir::BinaryOp;
 
-bool truthy(const ScalarValue& v) { return v.is_float ? v.f != 0.0 : v.i != 0; }
+bool truthy(const ScalarValue& v) {
+  return v.is_float ? v.f != 0.0 : v.i != 0;
+}
 
-ScalarValue make_int_value(int64_t i) { return ScalarValue{false, i, 0.0}; }
+ScalarValue make_int_value(int64_t i) {
+  return ScalarValue{false, i, 0.0};
+}
 
 // Wraps an int64 result to the expression's integer type.
 ScalarValue int_result(DataType type, int64_t v) {
@@ -58,9 +62,12 @@ template <typename... Args>
 ScalarValue eval_scalar(const ir::Expr& e, const VariableValue& variable) {
   auto eval = [&](const ir::Expr& x) { return eval_scalar(x, variable); };
   switch (e->kind) {
-    case ir::ExprKind::IntImm: return int_result(e->type, e->as<ir::IntImm>()->value);
-    case ir::ExprKind::FloatImm: return float_result(e->type, e->as<ir::FloatImm>()->value);
-    case ir::ExprKind::BoolImm: return make_int_value(e->as<ir::BoolImm>()->value ? 1 : 0);
+    case ir::ExprKind::IntImm:
+      return int_result(e->type, e->as<ir::IntImm>()->value);
+    case ir::ExprKind::FloatImm:
+      return float_result(e->type, e->as<ir::FloatImm>()->value);
+    case ir::ExprKind::BoolImm:
+      return make_int_value(e->as<ir::BoolImm>()->value ? 1 : 0);
     case ir::ExprKind::VarRef:
       return variable(e->as<ir::VarRef>()->var, e->loc);
     case ir::ExprKind::Unary: {
@@ -70,7 +77,8 @@ ScalarValue eval_scalar(const ir::Expr& e, const VariableValue& variable) {
       if (a.is_float) return float_result(e->type, -a.f);
       return int_result(e->type, static_cast<int64_t>(0ull - static_cast<uint64_t>(a.i)));
     }
-    case ir::ExprKind::Binary: break;
+    case ir::ExprKind::Binary:
+      break;
   }
   const auto* b = e->as<ir::BinaryExpr>();
   if (b->op == BinaryOp::And || b->op == BinaryOp::Or) {
@@ -82,21 +90,39 @@ ScalarValue eval_scalar(const ir::Expr& e, const VariableValue& variable) {
   ScalarValue x = eval(b->a), y = eval(b->b);
   const bool fp = x.is_float || y.is_float || e->type.is_float();
   if (ir::is_comparison(b->op)) {
-    const bool r = fp ? *ir::compare(b->op, scalar_as_double(x), scalar_as_double(y)) : *ir::compare(b->op, x.i, y.i);
+    const bool r =
+        fp ? *ir::compare(b->op, scalar_as_double(x), scalar_as_double(y)) : *ir::compare(b->op, x.i, y.i);
     return make_int_value(r ? 1 : 0);
   }
   if (fp) {
     double p = scalar_as_double(x), q = scalar_as_double(y), r = 0;
     switch (b->op) {
-      case BinaryOp::Add: r = p + q; break;
-      case BinaryOp::Sub: r = p - q; break;
-      case BinaryOp::Mul: r = p * q; break;
-      case BinaryOp::Div: r = p / q; break;
-      case BinaryOp::Mod: r = std::fmod(p, q); break;
-      case BinaryOp::Min: r = std::fmin(p, q); break;
-      case BinaryOp::Max: r = std::fmax(p, q); break;
-      case BinaryOp::CeilDiv: r = std::ceil(p / q); break;
-      default: fail_at(e->loc, "operator '{}' needs integer operands", ir::to_string(b->op));
+      case BinaryOp::Add:
+        r = p + q;
+        break;
+      case BinaryOp::Sub:
+        r = p - q;
+        break;
+      case BinaryOp::Mul:
+        r = p * q;
+        break;
+      case BinaryOp::Div:
+        r = p / q;
+        break;
+      case BinaryOp::Mod:
+        r = std::fmod(p, q);
+        break;
+      case BinaryOp::Min:
+        r = std::fmin(p, q);
+        break;
+      case BinaryOp::Max:
+        r = std::fmax(p, q);
+        break;
+      case BinaryOp::CeilDiv:
+        r = std::ceil(p / q);
+        break;
+      default:
+        fail_at(e->loc, "operator '{}' needs integer operands", ir::to_string(b->op));
     }
     return float_result(e->type, r);
   }
@@ -104,13 +130,20 @@ ScalarValue eval_scalar(const ir::Expr& e, const VariableValue& variable) {
   const uint64_t up = static_cast<uint64_t>(p), uq = static_cast<uint64_t>(q);
   int64_t r = 0;
   switch (b->op) {
-    case BinaryOp::Add: r = static_cast<int64_t>(up + uq); break;
-    case BinaryOp::Sub: r = static_cast<int64_t>(up - uq); break;
-    case BinaryOp::Mul: r = static_cast<int64_t>(up * uq); break;
+    case BinaryOp::Add:
+      r = static_cast<int64_t>(up + uq);
+      break;
+    case BinaryOp::Sub:
+      r = static_cast<int64_t>(up - uq);
+      break;
+    case BinaryOp::Mul:
+      r = static_cast<int64_t>(up * uq);
+      break;
     case BinaryOp::Div:
     case BinaryOp::Mod:
     case BinaryOp::CeilDiv:
-      if (q == 0) fail_at(e->loc, "integer division by zero ('{}' with a zero divisor)", ir::to_string(b->op));
+      if (q == 0)
+        fail_at(e->loc, "integer division by zero ('{}' with a zero divisor)", ir::to_string(b->op));
       if (q == -1) {  // avoids INT64_MIN / -1
         r = b->op == BinaryOp::Mod ? 0 : static_cast<int64_t>(0ull - up);
       } else if (b->op == BinaryOp::Div) {
@@ -126,12 +159,23 @@ ScalarValue eval_scalar(const ir::Expr& e, const VariableValue& variable) {
       if (q < 0 || q >= 64) fail_at(e->loc, "shift by {} is out of range (0 to 63)", q);
       r = b->op == BinaryOp::Shl ? static_cast<int64_t>(up << q) : (p >> q);
       break;
-    case BinaryOp::BitAnd: r = p & q; break;
-    case BinaryOp::BitOr: r = p | q; break;
-    case BinaryOp::BitXor: r = p ^ q; break;
-    case BinaryOp::Min: r = std::min(p, q); break;
-    case BinaryOp::Max: r = std::max(p, q); break;
-    default: break;
+    case BinaryOp::BitAnd:
+      r = p & q;
+      break;
+    case BinaryOp::BitOr:
+      r = p | q;
+      break;
+    case BinaryOp::BitXor:
+      r = p ^ q;
+      break;
+    case BinaryOp::Min:
+      r = std::min(p, q);
+      break;
+    case BinaryOp::Max:
+      r = std::max(p, q);
+      break;
+    default:
+      break;
   }
   return int_result(e->type, r);
 }

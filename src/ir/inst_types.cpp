@@ -22,15 +22,19 @@ ValueType register_tensor(DataType dtype, const layout::Layout& lay) {
   return ValueType::tensor_of(std::move(t));
 }
 
-bool is_tensor_var(const Var& v) { return v && v->type.is_tensor(); }
+bool is_tensor_var(const Var& v) {
+  return v && v->type.is_tensor();
+}
 
 using Result = std::optional<std::vector<ValueType>>;
 
 // The register tensor operand's type, or an error naming the operand.
-const TensorType* register_operand(const TensorArg& arg, const InstNode& inst, const char* role, Diagnostics& diags) {
+const TensorType* register_operand(const TensorArg& arg, const InstNode& inst, const char* role,
+                                   Diagnostics& diags) {
   if (!is_tensor_var(arg.tensor)) {
-    diags.error(arg.loc.known() ? arg.loc : inst.loc, "{} of {} must be a tensor, '{}' is {}", role, inst.name(),
-                arg.tensor ? arg.tensor->name : "?", arg.tensor ? to_string(arg.tensor->type) : "nothing");
+    diags.error(arg.loc.known() ? arg.loc : inst.loc, "{} of {} must be a tensor, '{}' is {}", role,
+                inst.name(), arg.tensor ? arg.tensor->name : "?",
+                arg.tensor ? to_string(arg.tensor->type) : "nothing");
     return nullptr;
   }
   const TensorType& t = arg.type();
@@ -87,15 +91,15 @@ Result infer_elementwise(const ElementwiseInst& inst, Diagnostics& diags) {
     }
   }
   if (!owner) {
-    diags.error(inst.loc, "{}: no operand has the broadcast shape [{}], so the result has no layout", inst.name(),
-                fmt::join(*shape, ", "));
+    diags.error(inst.loc, "{}: no operand has the broadcast shape [{}], so the result has no layout",
+                inst.name(), fmt::join(*shape, ", "));
     return std::nullopt;
   }
   DataType dtype = first->dtype;
   if (is_comparison(inst.op)) {
     dtype = DataType::boolean();
   } else if (inst.op == ElementwiseOp::Where) {
-    dtype = inst.args[1].tensor ? inst.args[1].tensor->type().dtype
+    dtype = inst.args[1].tensor   ? inst.args[1].tensor->type().dtype
             : inst.args[2].tensor ? inst.args[2].tensor->type().dtype
                                   : inst.args[1].scalar->type;
   }
@@ -104,11 +108,13 @@ Result infer_elementwise(const ElementwiseInst& inst, Diagnostics& diags) {
 
 }  // namespace
 
-std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, int grid_rank, Diagnostics& diags) {
+std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, int grid_rank,
+                                                         Diagnostics& diags) {
   using Types = std::vector<ValueType>;
   try {
     switch (inst.kind) {
-      case InstKind::BlockIndices: return Types(static_cast<size_t>(grid_rank), ValueType::scalar(DataType::i32()));
+      case InstKind::BlockIndices:
+        return Types(static_cast<size_t>(grid_rank), ValueType::scalar(DataType::i32()));
       case InstKind::ViewGlobal: {
         const auto& n = *inst.as<ViewGlobalInst>();
         TensorType t{n.dtype, Scope::Global, n.shape, n.layout, n.strides};
@@ -171,13 +177,15 @@ std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, i
         }
         return Types{register_tensor(dtype, lay)};
       }
-      case InstKind::Elementwise: return infer_elementwise(*inst.as<ElementwiseInst>(), diags);
+      case InstKind::Elementwise:
+        return infer_elementwise(*inst.as<ElementwiseInst>(), diags);
       case InstKind::Reduce: {
         const auto& n = *inst.as<ReduceInst>();
         const TensorType* t = register_operand(n.src, inst, "the operand", diags);
         if (!t) return std::nullopt;
         if (n.dim < 0 || n.dim >= t->rank()) {
-          diags.error(inst.loc, "{} dim={} is out of range for a tensor of rank {}", inst.name(), n.dim, t->rank());
+          diags.error(inst.loc, "{} dim={} is out of range for a tensor of rank {}", inst.name(), n.dim,
+                      t->rank());
           return std::nullopt;
         }
         layout::Layout lay = layout::reduce(*t->layout, {n.dim});
@@ -199,7 +207,8 @@ std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, i
       case InstKind::StoreShared:
       case InstKind::CopyAsync:
       case InstKind::CopyAsyncCommitGroup:
-      case InstKind::CopyAsyncWaitGroup: return Types{};
+      case InstKind::CopyAsyncWaitGroup:
+        return Types{};
     }
   } catch (const Error& e) {
     // A layout operation on the operands failed (reduce of a swizzled dimension, ...).

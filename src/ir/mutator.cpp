@@ -28,14 +28,20 @@ Block IRMutator::mutate_block(const Block& block) {
 
 Stmt IRMutator::mutate_stmt(const Stmt& s) {
   switch (s->kind) {
-    case StmtKind::Assign: return mutate_assign(s, *s->as<AssignStmt>());
-    case StmtKind::Inst: return mutate_inst_stmt(s, *s->as<InstStmt>());
-    case StmtKind::If: return mutate_if(s, *s->as<IfStmt>());
-    case StmtKind::For: return mutate_for(s, *s->as<ForStmt>());
-    case StmtKind::While: return mutate_while(s, *s->as<WhileStmt>());
+    case StmtKind::Assign:
+      return mutate_assign(s, *s->as<AssignStmt>());
+    case StmtKind::Inst:
+      return mutate_inst_stmt(s, *s->as<InstStmt>());
+    case StmtKind::If:
+      return mutate_if(s, *s->as<IfStmt>());
+    case StmtKind::For:
+      return mutate_for(s, *s->as<ForStmt>());
+    case StmtKind::While:
+      return mutate_while(s, *s->as<WhileStmt>());
     case StmtKind::Break:
     case StmtKind::Continue:
-    case StmtKind::Return: return s;
+    case StmtKind::Return:
+      return s;
   }
   return s;
 }

@@ -257,16 +257,25 @@ class ProgramPrinter {
   // An argument as its parameter's kind prints it.
   std::string arg(ParamKind kind, const ArgValue& v) const {
     switch (kind) {
-      case ParamKind::Tensor: return tensor(v.tensor);
-      case ParamKind::Operand: return operand(v.operand);
+      case ParamKind::Tensor:
+        return tensor(v.tensor);
+      case ParamKind::Operand:
+        return operand(v.operand);
       case ParamKind::Scalar:
-      case ParamKind::Pointer: return print_expr(v.expr);
-      case ParamKind::DType: return v.dtype.name();
-      case ParamKind::Layout: return lay(*v.layout);
-      case ParamKind::List: return list(v.list);
-      case ParamKind::Int: return std::to_string(v.int_value);
-      case ParamKind::Bool: return v.bool_value ? "True" : "False";
-      case ParamKind::TensorVar: return v.var ? v.var->name : "<null>";
+      case ParamKind::Pointer:
+        return print_expr(v.expr);
+      case ParamKind::DType:
+        return v.dtype.name();
+      case ParamKind::Layout:
+        return lay(*v.layout);
+      case ParamKind::List:
+        return list(v.list);
+      case ParamKind::Int:
+        return std::to_string(v.int_value);
+      case ParamKind::Bool:
+        return v.bool_value ? "True" : "False";
+      case ParamKind::TensorVar:
+        return v.var ? v.var->name : "<null>";
     }
     return "?";
   }

@@ -8,9 +8,12 @@ namespace tilevm::ir {
 
 const char* to_string(Scope scope) {
   switch (scope) {
-    case Scope::Global: return "global";
-    case Scope::Shared: return "shared";
-    case Scope::Register: return "register";
+    case Scope::Global:
+      return "global";
+    case Scope::Shared:
+      return "shared";
+    case Scope::Register:
+      return "register";
   }
   return "?";
 }
@@ -31,8 +34,10 @@ Var make_var(std::string name, ValueType type, SourceLoc loc) {
 
 std::string to_string(const ValueType& type) {
   switch (type.kind) {
-    case ValueKind::Scalar: return type.dtype.name();
-    case ValueKind::Pointer: return type.dtype.name() + "*";
+    case ValueKind::Scalar:
+      return type.dtype.name();
+    case ValueKind::Pointer:
+      return type.dtype.name() + "*";
     case ValueKind::Tensor: {
       std::string dims;
       for (const Expr& e : type.tensor->shape) dims += (dims.empty() ? "" : ", ") + print_expr(e);

@@ -13,20 +13,32 @@ void IRVisitor::visit_block(const Block& block) {
 
 void IRVisitor::visit_stmt(const Stmt& s) {
   switch (s->kind) {
-    case StmtKind::Assign: return visit_assign(*s->as<AssignStmt>());
-    case StmtKind::Inst: return visit_inst_stmt(*s->as<InstStmt>());
-    case StmtKind::If: return visit_if(*s->as<IfStmt>());
-    case StmtKind::For: return visit_for(*s->as<ForStmt>());
-    case StmtKind::While: return visit_while(*s->as<WhileStmt>());
-    case StmtKind::Break: return visit_break(*s->as<BreakStmt>());
-    case StmtKind::Continue: return visit_continue(*s->as<ContinueStmt>());
-    case StmtKind::Return: return visit_return(*s->as<ReturnStmt>());
+    case StmtKind::Assign:
+      return visit_assign(*s->as<AssignStmt>());
+    case StmtKind::Inst:
+      return visit_inst_stmt(*s->as<InstStmt>());
+    case StmtKind::If:
+      return visit_if(*s->as<IfStmt>());
+    case StmtKind::For:
+      return visit_for(*s->as<ForStmt>());
+    case StmtKind::While:
+      return visit_while(*s->as<WhileStmt>());
+    case StmtKind::Break:
+      return visit_break(*s->as<BreakStmt>());
+    case StmtKind::Continue:
+      return visit_continue(*s->as<ContinueStmt>());
+    case StmtKind::Return:
+      return visit_return(*s->as<ReturnStmt>());
   }
 }
 
-void IRVisitor::visit_assign(const AssignStmt& s) { visit_expr(s.value); }
+void IRVisitor::visit_assign(const AssignStmt& s) {
+  visit_expr(s.value);
+}
 
-void IRVisitor::visit_inst_stmt(const InstStmt& s) { visit_inst(s.inst); }
+void IRVisitor::visit_inst_stmt(const InstStmt& s) {
+  visit_inst(s.inst);
+}
 
 void IRVisitor::visit_if(const IfStmt& s) {
   for (size_t k = 0; k < s.conditions.size(); ++k) {

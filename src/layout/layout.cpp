@@ -9,7 +9,9 @@
 namespace tilevm::layout {
 namespace {
 
-int factor_rank(const Layout::Factor& f) { return f.modes ? f.modes->rank() : f.swizzle->inner->rank(); }
+int factor_rank(const Layout::Factor& f) {
+  return f.modes ? f.modes->rank() : f.swizzle->inner->rank();
+}
 int64_t factor_threads(const Layout::Factor& f) {
   return f.modes ? f.modes->num_threads() : f.swizzle->inner->num_threads();
 }
@@ -43,7 +45,9 @@ std::vector<std::pair<int64_t, int64_t>> factor_owners(const Layout::Factor& f, 
   return f.swizzle->inner->owners(local);
 }
 
-bool is_identity(const ModeLayout& m) { return m.mode_size.empty() && m.spatial.empty(); }
+bool is_identity(const ModeLayout& m) {
+  return m.mode_size.empty() && m.spatial.empty();
+}
 
 bool same_factor(const Layout::Factor& a, const Layout::Factor& b) {
   if (a.modes && b.modes) return *a.modes == *b.modes;
@@ -68,7 +72,8 @@ Layout::Layout(ModeLayout modes) {
 Layout::Layout(std::vector<Factor> factors, int rank) {
   // Broadcast mode factors to the full rank, merge neighbouring ones, drop identities.
   for (Factor& f : factors) {
-    if (f.modes && f.modes->rank() < rank) f.modes = std::make_shared<const ModeLayout>(broadcast(*f.modes, rank));
+    if (f.modes && f.modes->rank() < rank)
+      f.modes = std::make_shared<const ModeLayout>(broadcast(*f.modes, rank));
     if (f.modes && is_identity(*f.modes)) continue;
     if (f.modes && !factors_.empty() && factors_.back().modes) {
       factors_.back().modes = std::make_shared<const ModeLayout>(compose(*factors_.back().modes, *f.modes));
@@ -98,8 +103,8 @@ void Layout::finish() {
   }
   constexpr int64_t kMax = int64_t{1} << 31;
   if (num_threads_ > kMax || num_locals_ > kMax || num_elements() > kMax) {
-    fail("layout of shape [{}] with {} threads and {} locals is too large (limit 2^31)", fmt::join(shape_, ", "),
-         num_threads_, num_locals_);
+    fail("layout of shape [{}] with {} threads and {} locals is too large (limit 2^31)",
+         fmt::join(shape_, ", "), num_threads_, num_locals_);
   }
 }
 
@@ -113,11 +118,13 @@ const ModeLayout* Layout::mode_form() const {
   return factors_.size() == 1 && factors_[0].modes ? factors_[0].modes.get() : nullptr;
 }
 
-bool Layout::is_replicated() const { return num_threads_ * num_locals_ != num_elements(); }
+bool Layout::is_replicated() const {
+  return num_threads_ * num_locals_ != num_elements();
+}
 
 Index Layout::map(int64_t t, int64_t i) const {
-  TILEVM_ASSERT(t >= 0 && t < num_threads_ && i >= 0 && i < num_locals_, "(t={}, i={}) outside T={}, m={}", t, i,
-                num_threads_, num_locals_);
+  TILEVM_ASSERT(t >= 0 && t < num_threads_ && i >= 0 && i < num_locals_, "(t={}, i={}) outside T={}, m={}", t,
+                i, num_threads_, num_locals_);
   Index index(shape_.size(), 0), scale(shape_.size(), 1);
   for (auto it = factors_.rbegin(); it != factors_.rend(); ++it) {
     int64_t tf = factor_threads(*it), mf = factor_locals(*it);
@@ -135,10 +142,11 @@ Index Layout::map(int64_t t, int64_t i) const {
 }
 
 std::vector<std::pair<int64_t, int64_t>> Layout::owners(const Index& index) const {
-  TILEVM_ASSERT(index.size() == shape_.size(), "index of rank {} for a layout of rank {}", index.size(), rank());
+  TILEVM_ASSERT(index.size() == shape_.size(), "index of rank {} for a layout of rank {}", index.size(),
+                rank());
   for (int d = 0; d < rank(); ++d) {
-    TILEVM_ASSERT(index[d] >= 0 && index[d] < shape_[d], "index [{}] outside shape [{}]", fmt::join(index, ", "),
-                  fmt::join(shape_, ", "));
+    TILEVM_ASSERT(index[d] >= 0 && index[d] < shape_[d], "index [{}] outside shape [{}]",
+                  fmt::join(index, ", "), fmt::join(shape_, ", "));
   }
   // Split the index into one part per factor: the innermost factor takes the low digits.
   std::vector<Index> parts(factors_.size());
@@ -166,7 +174,8 @@ std::vector<std::pair<int64_t, int64_t>> Layout::owners(const Index& index) cons
 }
 
 bool Layout::operator==(const Layout& other) const {
-  if (shape_ != other.shape_ || num_threads_ != other.num_threads_ || num_locals_ != other.num_locals_) return false;
+  if (shape_ != other.shape_ || num_threads_ != other.num_threads_ || num_locals_ != other.num_locals_)
+    return false;
   const ModeLayout *a = mode_form(), *b = other.mode_form();
   if (a && b) return *a == *b;
   for (int64_t t = 0; t < num_threads_; ++t)
@@ -184,8 +193,8 @@ Layout compose(const Layout& f, const Layout& g) {
 Layout divide(const Layout& h, const Layout& g) {
   auto fail_divide = [&](const std::string& why) {
     fail("cannot divide a layout of shape [{}] (T={}, m={}) by one of shape [{}] (T={}, m={}): {}",
-         fmt::join(h.shape(), ", "), h.num_threads(), h.num_locals(), fmt::join(g.shape(), ", "), g.num_threads(),
-         g.num_locals(), why);
+         fmt::join(h.shape(), ", "), h.num_threads(), h.num_locals(), fmt::join(g.shape(), ", "),
+         g.num_threads(), g.num_locals(), why);
   };
   if (g.rank() > h.rank()) fail_divide("the divisor has the higher rank");
   const auto& hf = h.factors_;
@@ -206,9 +215,11 @@ Layout divide(const Layout& h, const Layout& g) {
   }
   std::vector<Layout::Factor> factors(hf.begin(), hf.begin() + static_cast<std::ptrdiff_t>(first));
   if (gf[0].modes && hf[first].modes) {
-    factors.push_back(Layout::Factor{std::make_shared<const ModeLayout>(divide(*hf[first].modes, *gf[0].modes)), nullptr});
+    factors.push_back(
+        Layout::Factor{std::make_shared<const ModeLayout>(divide(*hf[first].modes, *gf[0].modes)), nullptr});
   } else if (!same_factor(hf[first], gf[0])) {
-    fail_divide(gf[0].swizzle ? "the swizzled factors do not match" : "the layout's inner factor is swizzled");
+    fail_divide(gf[0].swizzle ? "the swizzled factors do not match"
+                              : "the layout's inner factor is swizzled");
   }
   Layout f(std::move(factors), h.rank());
   if (!(compose(f, g) == h)) fail_divide("no layout composes with the divisor to give it");
@@ -231,7 +242,8 @@ Layout reduce(const Layout& layout, const std::vector<int>& dims) {
   // reduce on the mode factors has already checked the dims.
   if (!layout.mode_form()) {
     for (int d : dims) {
-      if (d < 0 || d >= layout.rank()) fail("reduce dimension {} is out of range for a layout of rank {}", d, layout.rank());
+      if (d < 0 || d >= layout.rank())
+        fail("reduce dimension {} is out of range for a layout of rank {}", d, layout.rank());
     }
   }
   int rank = layout.rank() - static_cast<int>(dims.size());
@@ -251,15 +263,18 @@ Layout transpose(const Layout& layout) {
 }
 
 Layout insert_dim(const Layout& layout, int dim) {
-  if (dim < 0 || dim > layout.rank()) fail("cannot insert dimension {} into a layout of rank {}", dim, layout.rank());
+  if (dim < 0 || dim > layout.rank())
+    fail("cannot insert dimension {} into a layout of rank {}", dim, layout.rank());
   std::vector<Layout::Factor> factors;
   for (const Layout::Factor& f : layout.factors_) {
     if (f.modes) {
-      factors.push_back(Layout::Factor{std::make_shared<const ModeLayout>(insert_dim(*f.modes, dim)), nullptr});
+      factors.push_back(
+          Layout::Factor{std::make_shared<const ModeLayout>(insert_dim(*f.modes, dim)), nullptr});
       continue;
     }
     // A swizzle factor covers the trailing dimensions; a new leading dimension just broadcasts it.
-    if (dim > layout.rank() - factor_rank(f)) fail("cannot insert dimension {} inside a swizzled layout", dim);
+    if (dim > layout.rank() - factor_rank(f))
+      fail("cannot insert dimension {} inside a swizzled layout", dim);
     factors.push_back(f);
   }
   return Layout(std::move(factors), layout.rank() + 1);
@@ -277,10 +292,20 @@ Layout make_swizzle(const Layout& f, int dim, int log_step) {
   return Layout({Layout::Factor{nullptr, s}}, 2);
 }
 
-Layout local(const Index& extents) { return Layout(local_layout(extents)); }
-Layout spatial(const Index& extents) { return Layout(spatial_layout(extents)); }
-Layout column_local(const Index& extents) { return Layout(column_local_layout(extents)); }
-Layout column_spatial(const Index& extents) { return Layout(column_spatial_layout(extents)); }
-Layout replicate(int64_t n) { return Layout(replicate_layout(n)); }
+Layout local(const Index& extents) {
+  return Layout(local_layout(extents));
+}
+Layout spatial(const Index& extents) {
+  return Layout(spatial_layout(extents));
+}
+Layout column_local(const Index& extents) {
+  return Layout(column_local_layout(extents));
+}
+Layout column_spatial(const Index& extents) {
+  return Layout(column_spatial_layout(extents));
+}
+Layout replicate(int64_t n) {
+  return Layout(replicate_layout(n));
+}
 
 }  // namespace tilevm::layout

@@ -27,8 +27,8 @@ GlobalLayout GlobalLayout::row_major(const Index& shape) {
 
 GlobalLayout GlobalLayout::strided(const Index& shape, const Index& strides) {
   if (shape.size() != strides.size()) {
-    fail("strides [{}] do not match shape [{}]: rank {} vs {}", fmt::join(strides, ", "), fmt::join(shape, ", "),
-         strides.size(), shape.size());
+    fail("strides [{}] do not match shape [{}]: rank {} vs {}", fmt::join(strides, ", "),
+         fmt::join(shape, ", "), strides.size(), shape.size());
   }
   for (int64_t e : shape)
     if (e < 0) fail("shape [{}] has a negative extent", fmt::join(shape, ", "));

@@ -37,15 +37,17 @@ bool cut(const std::vector<int64_t>& sizes, int64_t extent, std::vector<int64_t>
 
 ModeLayout divide(const ModeLayout& h, const ModeLayout& g_in) {
   auto describe = [&](const std::string& why) {
-    return fmt::format("cannot divide a layout of shape [{}] (T={}, m={}) by one of shape [{}] (T={}, m={}): {}",
-                       fmt::join(h.shape, ", "), h.num_threads(), h.num_locals(), fmt::join(g_in.shape, ", "),
-                       g_in.num_threads(), g_in.num_locals(), why);
+    return fmt::format(
+        "cannot divide a layout of shape [{}] (T={}, m={}) by one of shape [{}] (T={}, m={}): {}",
+        fmt::join(h.shape, ", "), h.num_threads(), h.num_locals(), fmt::join(g_in.shape, ", "),
+        g_in.num_threads(), g_in.num_locals(), why);
   };
   if (g_in.rank() > h.rank()) throw Error(describe("the divisor has the higher rank"));
   ModeLayout g = broadcast(g_in, h.rank());
   for (int d = 0; d < h.rank(); ++d) {
     if (h.shape[d] % g.shape[d] != 0) {
-      throw Error(describe(fmt::format("extent {} of dimension {} is not a multiple of {}", h.shape[d], d, g.shape[d])));
+      throw Error(describe(
+          fmt::format("extent {} of dimension {} is not a multiple of {}", h.shape[d], d, g.shape[d])));
     }
   }
   if (h.num_threads() % g.num_threads() != 0) throw Error(describe("the thread counts do not divide"));
@@ -89,13 +91,14 @@ ModeLayout divide(const ModeLayout& h, const ModeLayout& g_in) {
   for (size_t k = 0; k < h.local.size(); ++k) list_piece[h.local[k]] = local_piece[k];
   for (size_t m = 0; m < n; ++m) {
     if (dim_piece[m] != list_piece[m]) {
-      throw Error(describe(fmt::format("a mode of extent {} in dimension {} would be split at {} by the shape and at "
-                                       "{} by the {} order",
-                                       h.mode_size[m], h.mode_dim[m], dim_piece[m], list_piece[m],
-                                       "thread or local")));
+      throw Error(describe(
+          fmt::format("a mode of extent {} in dimension {} would be split at {} by the shape and at "
+                      "{} by the {} order",
+                      h.mode_size[m], h.mode_dim[m], dim_piece[m], list_piece[m], "thread or local")));
     }
   }
-  // Mode m becomes an outer mode 2m (extent size / piece, in f) and an inner mode 2m + 1 (extent piece, in g).
+  // Mode m becomes an outer mode 2m (extent size / piece, in f) and an inner mode 2m + 1 (extent piece, in
+  // g).
   auto build = [&](bool inner) {
     ModeLayout out;
     out.shape.resize(h.rank());
@@ -119,7 +122,8 @@ ModeLayout divide(const ModeLayout& h, const ModeLayout& g_in) {
   ModeLayout f = build(false);
   ModeLayout inner = build(true);
   if (!(inner == canonicalize(g))) {
-    throw Error(describe("its inner part is not the divisor (the modes match in size but not in role or order)"));
+    throw Error(
+        describe("its inner part is not the divisor (the modes match in size but not in role or order)"));
   }
   return f;
 }

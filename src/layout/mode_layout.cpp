@@ -134,7 +134,8 @@ std::vector<std::pair<int64_t, int64_t>> ModeLayout::owners(const Index& index) 
 }
 
 ModeLayout make_mode_layout(const Index& shape, const std::vector<int64_t>& mode_shape,
-                            const std::vector<int64_t>& spatial_modes, const std::vector<int64_t>& local_modes) {
+                            const std::vector<int64_t>& spatial_modes,
+                            const std::vector<int64_t>& local_modes) {
   checked_product(shape, "shape extents");
   checked_product(mode_shape, "mode extents");
   ModeLayout out;
@@ -175,8 +176,8 @@ ModeLayout make_mode_layout(const Index& shape, const std::vector<int64_t>& mode
   }
   for (size_t k = 0; k < uses.size(); ++k) {
     if (uses[k] != 1) {
-      fail("mode {} appears {} times in spatial_modes and local_modes; every mode must appear exactly once", k,
-           uses[k]);
+      fail("mode {} appears {} times in spatial_modes and local_modes; every mode must appear exactly once",
+           k, uses[k]);
     }
   }
   out.spatial = spatial_modes;
@@ -271,7 +272,8 @@ ModeLayout compose(const ModeLayout& f_in, const ModeLayout& g_in) {
 ModeLayout reduce(const ModeLayout& layout, const std::vector<int>& dims) {
   std::vector<bool> removed(layout.rank(), false);
   for (int d : dims) {
-    if (d < 0 || d >= layout.rank()) fail("reduce dimension {} is out of range for a layout of rank {}", d, layout.rank());
+    if (d < 0 || d >= layout.rank())
+      fail("reduce dimension {} is out of range for a layout of rank {}", d, layout.rank());
     if (removed[d]) fail("reduce dimension {} is listed twice", d);
     removed[d] = true;
   }
@@ -298,7 +300,8 @@ ModeLayout reduce(const ModeLayout& layout, const std::vector<int>& dims) {
 }
 
 ModeLayout insert_dim(const ModeLayout& layout, int dim) {
-  if (dim < 0 || dim > layout.rank()) fail("cannot insert dimension {} into a layout of rank {}", dim, layout.rank());
+  if (dim < 0 || dim > layout.rank())
+    fail("cannot insert dimension {} into a layout of rank {}", dim, layout.rank());
   ModeLayout out = layout;
   out.shape.insert(out.shape.begin() + dim, 1);
   for (int& d : out.mode_dim)
@@ -318,18 +321,28 @@ ModeLayout permute_dims(const ModeLayout& layout, const std::vector<int>& perm) 
   // Every mode keeps its size, role and place in the digit lists; it only names another dimension. The
   // modes are then regrouped by their new dimension, each dimension's modes still outer to inner.
   ModeLayout moved = layout;
-  for (int d = 0; d < r; ++d) moved.shape[static_cast<size_t>(d)] = layout.shape[static_cast<size_t>(perm[d])];
+  for (int d = 0; d < r; ++d)
+    moved.shape[static_cast<size_t>(d)] = layout.shape[static_cast<size_t>(perm[d])];
   for (int& d : moved.mode_dim) d = inverse[static_cast<size_t>(d)];
   std::vector<int> order(moved.mode_size.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return moved.mode_dim[a] < moved.mode_dim[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return moved.mode_dim[a] < moved.mode_dim[b]; });
   return canonicalize(renumber(moved, order));
 }
 
-ModeLayout local_layout(const Index& extents) { return primitive(extents, false, false); }
-ModeLayout spatial_layout(const Index& extents) { return primitive(extents, true, false); }
-ModeLayout column_local_layout(const Index& extents) { return primitive(extents, false, true); }
-ModeLayout column_spatial_layout(const Index& extents) { return primitive(extents, true, true); }
+ModeLayout local_layout(const Index& extents) {
+  return primitive(extents, false, false);
+}
+ModeLayout spatial_layout(const Index& extents) {
+  return primitive(extents, true, false);
+}
+ModeLayout column_local_layout(const Index& extents) {
+  return primitive(extents, false, true);
+}
+ModeLayout column_spatial_layout(const Index& extents) {
+  return primitive(extents, true, true);
+}
 
 ModeLayout replicate_layout(int64_t n) {
   if (n < 1) fail("replicate extent must be positive, got {}", n);

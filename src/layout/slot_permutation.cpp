@@ -37,8 +37,8 @@ SlotPermutation slot_permutation(const Layout& from, const Layout& to) {
       const Index e = to.map(t, i);
       auto it = held.find(e);
       if (it == held.end()) {
-        result.error = fmt::format("thread {} holds {} in slot {} of the new layout but not in the operand's", t,
-                                   index_text(e), i);
+        result.error = fmt::format("thread {} holds {} in slot {} of the new layout but not in the operand's",
+                                   t, index_text(e), i);
         return result;
       }
       if (t == 0) {

@@ -4,8 +4,8 @@
 
 namespace tilevm::runtime {
 
-std::string format_cuda_error(int code, std::string_view name, std::string_view description, std::string_view call,
-                              std::string_view kernel, std::string_view context) {
+std::string format_cuda_error(int code, std::string_view name, std::string_view description,
+                              std::string_view call, std::string_view kernel, std::string_view context) {
   std::string text = kernel.empty() ? fmt::format("CUDA error ({}): ", call)
                                     : fmt::format("CUDA error in kernel '{}' ({}): ", kernel, call);
   text += name.empty() ? fmt::format("CUDA error {}", code) : std::string(name);

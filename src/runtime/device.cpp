@@ -63,8 +63,7 @@ int attribute(const detail::DriverApi& api, CUdevice device, CUdevice_attribute 
 }  // namespace
 
 std::string arch_for_compute_capability(int major, int minor) {
-  if (major < 8)
-    fail("compute capability {}.{} is not supported: tilevm needs sm_80 or newer", major, minor);
+  if (major < 8) fail("compute capability {}.{} is not supported: tilevm needs sm_80 or newer", major, minor);
   if (major == 9 && minor == 0) return "sm_90a";
   return fmt::format("sm_{}{}", major, minor);
 }
@@ -89,8 +88,10 @@ Device Device::open(int ordinal) {
   info.compute_major = attribute(api, d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "compute capability");
   info.compute_minor = attribute(api, d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability");
   info.sm_count = attribute(api, d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SM count");
-  info.max_threads_per_block = attribute(api, d, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "threads per block");
-  info.max_shared_per_block = attribute(api, d, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, "shared memory");
+  info.max_threads_per_block =
+      attribute(api, d, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "threads per block");
+  info.max_shared_per_block =
+      attribute(api, d, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, "shared memory");
   info.max_shared_per_block_optin =
       attribute(api, d, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "opt-in shared memory");
   info.max_shared_per_sm =
@@ -124,7 +125,9 @@ bool Device::available() {
   }
 }
 
-const DeviceInfo& Device::info() const { return state_->info; }
+const DeviceInfo& Device::info() const {
+  return state_->info;
+}
 
 Stream Device::create_stream() const {
   state_->make_current();
@@ -161,7 +164,8 @@ Event Device::create_event() const {
   state_->make_current();
   auto event = std::make_shared<detail::EventState>();
   event->device = state_;
-  detail::check_cuda(*state_->api, state_->api->cuEventCreate(&event->event, CU_EVENT_DEFAULT), "cuEventCreate");
+  detail::check_cuda(*state_->api, state_->api->cuEventCreate(&event->event, CU_EVENT_DEFAULT),
+                     "cuEventCreate");
   return Event(std::move(event));
 }
 
@@ -181,10 +185,14 @@ void Stream::synchronize() const {
   throw Error(text);
 }
 
-void* Stream::handle() const { return state_->stream; }
+void* Stream::handle() const {
+  return state_->stream;
+}
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : device_(std::move(other.device_)), ptr_(std::exchange(other.ptr_, 0)), size_(std::exchange(other.size_, 0)),
+    : device_(std::move(other.device_)),
+      ptr_(std::exchange(other.ptr_, 0)),
+      size_(std::exchange(other.size_, 0)),
       owns_(std::exchange(other.owns_, true)) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
@@ -198,7 +206,9 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   return *this;
 }
 
-DeviceBuffer::~DeviceBuffer() { release(); }
+DeviceBuffer::~DeviceBuffer() {
+  release();
+}
 
 void DeviceBuffer::release() noexcept {
   if (device_ && ptr_ && owns_) {
@@ -219,7 +229,8 @@ void DeviceBuffer::copy_from_host(const void* data, std::size_t bytes, std::size
   check_range(bytes, offset, "copy to the device");
   if (bytes == 0) return;
   device_->make_current();
-  detail::check_cuda(*device_->api, device_->api->cuMemcpyHtoD(static_cast<CUdeviceptr>(ptr_ + offset), data, bytes),
+  detail::check_cuda(*device_->api,
+                     device_->api->cuMemcpyHtoD(static_cast<CUdeviceptr>(ptr_ + offset), data, bytes),
                      "cuMemcpyHtoD");
 }
 
@@ -227,7 +238,8 @@ void DeviceBuffer::copy_to_host(void* data, std::size_t bytes, std::size_t offse
   check_range(bytes, offset, "copy from the device");
   if (bytes == 0) return;
   device_->make_current();
-  detail::check_cuda(*device_->api, device_->api->cuMemcpyDtoH(data, static_cast<CUdeviceptr>(ptr_ + offset), bytes),
+  detail::check_cuda(*device_->api,
+                     device_->api->cuMemcpyDtoH(data, static_cast<CUdeviceptr>(ptr_ + offset), bytes),
                      "cuMemcpyDtoH");
 }
 
@@ -242,7 +254,8 @@ void DeviceBuffer::copy_from_host_async(const void* data, std::size_t bytes, con
                      "cuMemcpyHtoDAsync");
 }
 
-void DeviceBuffer::copy_to_host_async(void* data, std::size_t bytes, const Stream& stream, std::size_t offset) const {
+void DeviceBuffer::copy_to_host_async(void* data, std::size_t bytes, const Stream& stream,
+                                      std::size_t offset) const {
   check_range(bytes, offset, "copy from the device");
   if (bytes == 0) return;
   device_->make_current();
@@ -262,15 +275,16 @@ void DeviceBuffer::fill_bytes(std::uint8_t value) {
 void DeviceBuffer::fill_bytes_async(std::uint8_t value, const Stream& stream) {
   if (size_ == 0) return;
   device_->make_current();
-  detail::check_cuda(
-      *device_->api,
-      device_->api->cuMemsetD8Async(static_cast<CUdeviceptr>(ptr_), value, size_, detail::stream_handle(stream)),
-      "cuMemsetD8Async");
+  detail::check_cuda(*device_->api,
+                     device_->api->cuMemsetD8Async(static_cast<CUdeviceptr>(ptr_), value, size_,
+                                                   detail::stream_handle(stream)),
+                     "cuMemsetD8Async");
 }
 
 void Event::record(const Stream& stream) {
   state_->device->make_current();
-  detail::check_cuda(*state_->device->api, state_->device->api->cuEventRecord(state_->event, detail::stream_handle(stream)),
+  detail::check_cuda(*state_->device->api,
+                     state_->device->api->cuEventRecord(state_->event, detail::stream_handle(stream)),
                      "cuEventRecord");
 }
 
@@ -284,7 +298,8 @@ float Event::elapsed_ms(const Event& start, const Event& end) {
   const detail::DriverApi& api = *start.state_->device->api;
   start.state_->device->make_current();
   float ms = 0;
-  detail::check_cuda(api, api.event_elapsed_time(&ms, start.state_->event, end.state_->event), "cuEventElapsedTime");
+  detail::check_cuda(api, api.event_elapsed_time(&ms, start.state_->event, end.state_->event),
+                     "cuEventElapsedTime");
   return ms;
 }
 

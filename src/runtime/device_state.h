@@ -44,6 +44,8 @@ struct EventState {
   ~EventState();
 };
 
-inline CUstream stream_handle(const Stream& stream) { return stream.state()->stream; }
+inline CUstream stream_handle(const Stream& stream) {
+  return stream.state()->stream;
+}
 
 }  // namespace tilevm::runtime::detail

@@ -1,7 +1,7 @@
 #include "dynamic_library.h"
 
-#include <cstdlib>
 #include <dlfcn.h>
+#include <cstdlib>
 
 namespace tilevm::runtime::detail {
 

@@ -1,5 +1,5 @@
-#include "dynamic_library.h"
 #include "tilevm/runtime/kernel_cache.h"
+#include "dynamic_library.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -40,11 +40,14 @@ void put_u64(std::string& out, std::uint64_t v) {
 std::uint64_t get_le(std::string_view data, std::size_t offset, int bytes) {
   std::uint64_t v = 0;
   for (int i = 0; i < bytes; ++i)
-    v |= static_cast<std::uint64_t>(static_cast<unsigned char>(data[offset + static_cast<std::size_t>(i)])) << (8 * i);
+    v |= static_cast<std::uint64_t>(static_cast<unsigned char>(data[offset + static_cast<std::size_t>(i)]))
+         << (8 * i);
   return v;
 }
 
-std::uint64_t hash64(std::string_view data) { return XXH3_64bits(data.data(), data.size()); }
+std::uint64_t hash64(std::string_view data) {
+  return XXH3_64bits(data.data(), data.size());
+}
 
 std::string hash128_hex(std::string_view data) {
   XXH128_hash_t h = XXH3_128bits(data.data(), data.size());
@@ -76,13 +79,15 @@ std::optional<std::vector<char>> decode_cache_entry(std::string_view file, std::
   };
   if (file.size() < kHeaderSize) return reject(fmt::format("truncated header ({} bytes)", file.size()));
   if (std::memcmp(file.data(), kMagic, sizeof(kMagic)) != 0) return reject("wrong magic");
-  if (get_le(file, 8, 4) != kFormatVersion) return reject(fmt::format("format version {}", get_le(file, 8, 4)));
+  if (get_le(file, 8, 4) != kFormatVersion)
+    return reject(fmt::format("format version {}", get_le(file, 8, 4)));
   if (get_le(file, 12, 4) != kHeaderSize) return reject("wrong header size");
   std::uint64_t identity_size = get_le(file, 16, 8);
   std::uint64_t payload_size = get_le(file, 24, 8);
   std::uint64_t body = file.size() - kHeaderSize;
   if (identity_size > body || payload_size != body - identity_size)
-    return reject(fmt::format("size mismatch: {} + {} bytes declared, {} present", identity_size, payload_size, body));
+    return reject(
+        fmt::format("size mismatch: {} + {} bytes declared, {} present", identity_size, payload_size, body));
   std::string_view stored_identity = file.substr(kHeaderSize, identity_size);
   if (get_le(file, 32, 8) != hash64(stored_identity)) return reject("identity hash mismatch");
   if (stored_identity != identity) return reject("another identity (a file-name collision or a stale entry)");
@@ -110,7 +115,8 @@ struct KernelCache::Entry {
 KernelCache::KernelCache(KernelCacheOptions options) : options_(std::move(options)) {
   if (!options_.compile) options_.compile = compile_cuda;
   if (options_.tilevm_version.empty()) options_.tilevm_version = TILEVM_VERSION;
-  if (options_.use_disk) directory_ = options_.directory ? options_.directory : default_kernel_cache_directory();
+  if (options_.use_disk)
+    directory_ = options_.directory ? options_.directory : default_kernel_cache_directory();
 }
 
 KernelCache::~KernelCache() = default;
@@ -148,12 +154,14 @@ std::optional<std::filesystem::path> KernelCache::path_for(const std::string& id
   return *directory_ / fmt::format("{:016x}.cubin", hash64(identity));
 }
 
-std::optional<std::filesystem::path> KernelCache::entry_path(std::string_view key_text, std::string_view source,
-                                                             std::string_view name, const CompileOptions& options) {
+std::optional<std::filesystem::path> KernelCache::entry_path(std::string_view key_text,
+                                                             std::string_view source, std::string_view name,
+                                                             const CompileOptions& options) {
   return path_for(identity(key_text, source, name, options));
 }
 
-std::shared_ptr<const CompiledKernel> KernelCache::get_or_compile(std::string_view key_text, std::string_view source,
+std::shared_ptr<const CompiledKernel> KernelCache::get_or_compile(std::string_view key_text,
+                                                                  std::string_view source,
                                                                   std::string_view name,
                                                                   const CompileOptions& options) {
   std::string id = identity(key_text, source, name, options);
@@ -184,7 +192,8 @@ std::shared_ptr<const CompiledKernel> KernelCache::get_or_compile(std::string_vi
   }
 }
 
-std::shared_ptr<const CompiledKernel> KernelCache::load_or_compile(const std::string& identity, std::string_view source,
+std::shared_ptr<const CompiledKernel> KernelCache::load_or_compile(const std::string& identity,
+                                                                   std::string_view source,
                                                                    std::string_view name,
                                                                    const CompileOptions& options) {
   std::optional<std::filesystem::path> path = path_for(identity);
@@ -234,13 +243,15 @@ void KernelCache::write_entry(const std::filesystem::path& path, const std::stri
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
   if (ec) {
-    note_disk_error(fmt::format("cannot create kernel cache folder {}: {}", path.parent_path().string(), ec.message()));
+    note_disk_error(
+        fmt::format("cannot create kernel cache folder {}: {}", path.parent_path().string(), ec.message()));
     return;
   }
   std::string bytes = encode_cache_entry(identity, kernel.cubin);
   std::filesystem::path temp = path;
-  temp += fmt::format(".tmp.{}.{}.{}", static_cast<long>(getpid()),
-                      std::hash<std::thread::id>{}(std::this_thread::get_id()) & 0xffffff, counter.fetch_add(1));
+  temp +=
+      fmt::format(".tmp.{}.{}.{}", static_cast<long>(getpid()),
+                  std::hash<std::thread::id>{}(std::this_thread::get_id()) & 0xffffff, counter.fetch_add(1));
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     note_disk_error(fmt::format("cannot create {}: {}", temp.string(), std::strerror(errno)));
@@ -274,7 +285,8 @@ void KernelCache::write_entry(const std::filesystem::path& path, const std::stri
   }
   if (!ok) {
     ::unlink(temp.c_str());
-    note_disk_error(fmt::format("cannot write kernel cache entry {}: {}", path.string(), std::strerror(saved_errno)));
+    note_disk_error(
+        fmt::format("cannot write kernel cache entry {}: {}", path.string(), std::strerror(saved_errno)));
   }
 }
 

@@ -80,27 +80,35 @@ Kernel Module::kernel(std::string_view function_name) const {
   a.registers = function_attribute(api, kernel->function, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel->name);
   a.max_threads_per_block =
       function_attribute(api, kernel->function, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, kernel->name);
-  a.static_shared_bytes = function_attribute(api, kernel->function, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kernel->name);
+  a.static_shared_bytes =
+      function_attribute(api, kernel->function, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kernel->name);
   a.local_bytes = function_attribute(api, kernel->function, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, kernel->name);
   a.ptx_version = function_attribute(api, kernel->function, CU_FUNC_ATTRIBUTE_PTX_VERSION, kernel->name);
-  a.binary_version = function_attribute(api, kernel->function, CU_FUNC_ATTRIBUTE_BINARY_VERSION, kernel->name);
-  kernel->dynamic_shared_limit = static_cast<std::size_t>(
-      function_attribute(api, kernel->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, kernel->name));
+  a.binary_version =
+      function_attribute(api, kernel->function, CU_FUNC_ATTRIBUTE_BINARY_VERSION, kernel->name);
+  kernel->dynamic_shared_limit = static_cast<std::size_t>(function_attribute(
+      api, kernel->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, kernel->name));
   return Kernel(std::move(kernel));
 }
 
-const std::string& Module::name() const { return state_->name; }
+const std::string& Module::name() const {
+  return state_->name;
+}
 
-const std::string& Kernel::name() const { return state_->name; }
+const std::string& Kernel::name() const {
+  return state_->name;
+}
 
-const KernelAttributes& Kernel::attributes() const { return state_->attributes; }
+const KernelAttributes& Kernel::attributes() const {
+  return state_->attributes;
+}
 
 void Kernel::launch(const LaunchConfig& config, const Stream& stream, void** args) const {
   detail::KernelState& k = *state_;
   const std::shared_ptr<detail::DeviceState>& device = k.module->device;
   if (stream.state()->device->context != device->context)
-    fail("kernel '{}' was loaded on device {} but the stream belongs to device {}", k.name, device->info.ordinal,
-         stream.state()->device->info.ordinal);
+    fail("kernel '{}' was loaded on device {} but the stream belongs to device {}", k.name,
+         device->info.ordinal, stream.state()->device->info.ordinal);
   LaunchLimits limits;
   limits.max_threads_per_block = k.attributes.max_threads_per_block;
   limits.static_shared_bytes = static_cast<std::size_t>(k.attributes.static_shared_bytes);
@@ -112,20 +120,22 @@ void Kernel::launch(const LaunchConfig& config, const Stream& stream, void** arg
   {
     std::lock_guard lock(k.mutex);
     if (config.dynamic_shared_bytes > k.dynamic_shared_limit) {
-      detail::check_cuda(api,
-                         api.cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                static_cast<int>(config.dynamic_shared_bytes)),
-                         "cuFuncSetAttribute", k.name,
-                         fmt::format("raising its dynamic shared memory limit to {} bytes", config.dynamic_shared_bytes));
+      detail::check_cuda(
+          api,
+          api.cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 static_cast<int>(config.dynamic_shared_bytes)),
+          "cuFuncSetAttribute", k.name,
+          fmt::format("raising its dynamic shared memory limit to {} bytes", config.dynamic_shared_bytes));
       k.dynamic_shared_limit = config.dynamic_shared_bytes;
     }
   }
   stream.state()->set_last_kernel(k.name);
-  detail::check_cuda(api,
-                     api.cuLaunchKernel(k.function, config.grid.x, config.grid.y, config.grid.z, config.block.x,
-                                        config.block.y, config.block.z, static_cast<unsigned>(config.dynamic_shared_bytes),
-                                        detail::stream_handle(stream), args, nullptr),
-                     "cuLaunchKernel", k.name);
+  detail::check_cuda(
+      api,
+      api.cuLaunchKernel(k.function, config.grid.x, config.grid.y, config.grid.z, config.block.x,
+                         config.block.y, config.block.z, static_cast<unsigned>(config.dynamic_shared_bytes),
+                         detail::stream_handle(stream), args, nullptr),
+      "cuLaunchKernel", k.name);
 }
 
 }  // namespace tilevm::runtime

@@ -1,7 +1,8 @@
 #include "tilevm/runtime/nvrtc.h"
 
 #if !__has_include(<cuda.h>) || !__has_include(<nvrtc.h>)
-#error "cuda.h/nvrtc.h not found: the top CMakeLists.txt must include(cmake/cuda_headers.cmake) and link tilevm to tilevm_cuda_headers"
+#error \
+    "cuda.h/nvrtc.h not found: the top CMakeLists.txt must include(cmake/cuda_headers.cmake) and link tilevm to tilevm_cuda_headers"
 #endif
 #include <nvrtc.h>
 
@@ -56,10 +57,12 @@ NvrtcLoad load_nvrtc() {
       overridden.empty() ? nvrtc_candidates() : std::vector<std::string>{overridden});
   if (!library.handle) {
     load.error = overridden.empty()
-                     ? fmt::format("NVRTC not found (libnvrtc.so.13 or .12): {}; install the CUDA toolkit or set "
-                                   "TILEVM_NVRTC to the library's path",
-                                   library.errors)
-                     : fmt::format("NVRTC not found: TILEVM_NVRTC={} cannot be loaded: {}", overridden, library.errors);
+                     ? fmt::format(
+                           "NVRTC not found (libnvrtc.so.13 or .12): {}; install the CUDA toolkit or set "
+                           "TILEVM_NVRTC to the library's path",
+                           library.errors)
+                     : fmt::format("NVRTC not found: TILEVM_NVRTC={} cannot be loaded: {}", overridden,
+                                   library.errors);
     return load;
   }
   auto api = std::make_unique<NvrtcApi>();
@@ -85,8 +88,8 @@ NvrtcLoad load_nvrtc() {
   if (file.empty()) file = library.name;
   std::error_code ec;
   std::uintmax_t size = std::filesystem::file_size(std::filesystem::path(file), ec);
-  api->identity = fmt::format("{}.{} {} ({} bytes)", api->loaded_version.major, api->loaded_version.minor, file,
-                              ec ? 0 : size);
+  api->identity = fmt::format("{}.{} {} ({} bytes)", api->loaded_version.major, api->loaded_version.minor,
+                              file, ec ? 0 : size);
   load.api = std::move(api);
   return load;
 }
@@ -118,7 +121,8 @@ std::string cuda_include_dir() {
 
 // Trims NVRTC's log: it ends with a NUL and usually a newline.
 std::string trim_log(std::string log) {
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n' || log.back() == ' ' || log.back() == '\r'))
+  while (!log.empty() &&
+         (log.back() == '\0' || log.back() == '\n' || log.back() == ' ' || log.back() == '\r'))
     log.pop_back();
   return log;
 }
@@ -145,12 +149,12 @@ CompiledKernel compile_cuda(std::string_view source, std::string_view name, cons
   const std::string name_text(name);
 
   nvrtcProgram program = nullptr;
-  nvrtcResult result = api.create_program(&program, source_text.c_str(), name_text.c_str(), 0, nullptr, nullptr);
+  nvrtcResult result =
+      api.create_program(&program, source_text.c_str(), name_text.c_str(), 0, nullptr, nullptr);
   if (result != NVRTC_SUCCESS)
     fail("nvrtc could not create a program for '{}': {}", name_text, api.get_error_string(result));
-  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&program, [](nvrtcProgram* p) {
-    nvrtc_api().destroy_program(p);
-  });
+  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(
+      &program, [](nvrtcProgram* p) { nvrtc_api().destroy_program(p); });
 
   std::vector<const char*> argv;
   argv.reserve(flags.size());
@@ -164,8 +168,8 @@ CompiledKernel compile_cuda(std::string_view source, std::string_view name, cons
     if (api.get_program_log(program, log.data()) == NVRTC_SUCCESS) kernel.log = trim_log(std::move(log));
   }
   if (compiled != NVRTC_SUCCESS)
-    fail("nvrtc could not compile '{}' for {} ({}):\n{}", name_text, options.arch, api.get_error_string(compiled),
-         kernel.log.empty() ? std::string("(no log)") : kernel.log);
+    fail("nvrtc could not compile '{}' for {} ({}):\n{}", name_text, options.arch,
+         api.get_error_string(compiled), kernel.log.empty() ? std::string("(no log)") : kernel.log);
 
   size_t cubin_size = 0;
   result = api.get_cubin_size(program, &cubin_size);
@@ -178,10 +182,16 @@ CompiledKernel compile_cuda(std::string_view source, std::string_view name, cons
   return kernel;
 }
 
-NvrtcVersion nvrtc_version() { return nvrtc_api().loaded_version; }
+NvrtcVersion nvrtc_version() {
+  return nvrtc_api().loaded_version;
+}
 
-std::string nvrtc_identity() { return nvrtc_api().identity; }
+std::string nvrtc_identity() {
+  return nvrtc_api().identity;
+}
 
-bool nvrtc_available() { return nvrtc_load().api != nullptr; }
+bool nvrtc_available() {
+  return nvrtc_load().api != nullptr;
+}
 
 }  // namespace tilevm::runtime

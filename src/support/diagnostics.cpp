@@ -7,9 +7,12 @@ namespace {
 
 std::string_view severity_name(Severity s) {
   switch (s) {
-    case Severity::Error: return "error";
-    case Severity::Warning: return "warning";
-    case Severity::Note: return "note";
+    case Severity::Error:
+      return "error";
+    case Severity::Warning:
+      return "warning";
+    case Severity::Note:
+      return "note";
   }
   return "error";
 }
@@ -43,8 +46,8 @@ std::vector<Diagnostic> Diagnostics::sorted() const {
 
 std::string render_diagnostic(const Diagnostic& d, std::string_view file_name, std::string_view source) {
   if (!d.loc.known()) return fmt::format("{}: {}: {}\n", file_name, severity_name(d.severity), d.message);
-  std::string out = fmt::format("{}:{}:{}: {}: {}\n", file_name, d.loc.line, d.loc.col, severity_name(d.severity),
-                                d.message);
+  std::string out = fmt::format("{}:{}:{}: {}: {}\n", file_name, d.loc.line, d.loc.col,
+                                severity_name(d.severity), d.message);
   std::string_view text = source_line(source, d.loc.line);
   if (!text.empty()) {
     out += fmt::format("    {}\n", text);

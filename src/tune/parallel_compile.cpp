@@ -91,8 +91,9 @@ std::vector<JobResult> run_parallel(size_t count, const std::function<void(size_
 
 }  // namespace detail
 
-std::vector<Compiled<exec::CompiledProgram>> compile_parallel(
-    const std::vector<ir::Program>& programs, const std::string& arch, ParallelCompileOptions options) {
+std::vector<Compiled<exec::CompiledProgram>> compile_parallel(const std::vector<ir::Program>& programs,
+                                                              const std::string& arch,
+                                                              ParallelCompileOptions options) {
   std::vector<std::function<exec::CompiledProgram()>> builds;
   builds.reserve(programs.size());
   for (const ir::Program& p : programs)

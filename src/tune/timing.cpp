@@ -19,8 +19,8 @@ void L2Flusher::flush(const runtime::Stream& stream) {
   buffer_.fill_bytes_async(++value_, stream);
 }
 
-Timing time_gpu(const runtime::Device& device, const runtime::Stream& stream, const std::function<void()>& work,
-                const TimingOptions& options) {
+Timing time_gpu(const runtime::Device& device, const runtime::Stream& stream,
+                const std::function<void()>& work, const TimingOptions& options) {
   if (options.repeats < 1) fail("time_gpu: repeats must be at least 1, got {}", options.repeats);
   std::optional<L2Flusher> flusher;
   if (options.flush_l2) flusher.emplace(device);

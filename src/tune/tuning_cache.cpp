@@ -60,14 +60,15 @@ TuningCache::TuningCache(std::filesystem::path file, std::string version)
     : file_(std::move(file)), version_(std::move(version)) {}
 
 std::optional<std::filesystem::path> TuningCache::default_path() {
-  if (const std::string explicit_file = env("TILEVM_TUNE_CACHE"); !explicit_file.empty()) return explicit_file;
+  if (const std::string explicit_file = env("TILEVM_TUNE_CACHE"); !explicit_file.empty())
+    return explicit_file;
   if (auto root = runtime::tilevm_cache_root()) return *root / "tuning.json";
   return std::nullopt;
 }
 
 std::string TuningCache::key(const TuningKey& k) const {
-  return fmt::format("{} | {} | {} | tilevm {} | {} template r{}", k.device, k.arch, k.problem, version_, k.kernel,
-                     k.revision);
+  return fmt::format("{} | {} | {} | tilevm {} | {} template r{}", k.device, k.arch, k.problem, version_,
+                     k.kernel, k.revision);
 }
 
 void TuningCache::warn(std::string message) const {
@@ -104,7 +105,8 @@ bool TuningCache::store(const TuningKey& k, const TuningEntry& entry) {
   std::error_code ec;
   if (file_.has_parent_path()) std::filesystem::create_directories(file_.parent_path(), ec);
   if (ec) {
-    warn(fmt::format("cannot create {} for the tuning cache: {}", file_.parent_path().string(), ec.message()));
+    warn(
+        fmt::format("cannot create {} for the tuning cache: {}", file_.parent_path().string(), ec.message()));
     return false;
   }
   static std::atomic<unsigned> counter{0};

@@ -14,10 +14,10 @@
 #include "expect_error.h"
 #include "tilevm/bench/qmatmul_bench.h"
 #include "tilevm/bench/workloads.h"
+#include "tilevm/ops/qmatmul/qmatmul_template.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/runtime/nvrtc.h"
 #include "tilevm/support/error.h"
-#include "tilevm/ops/qmatmul/qmatmul_template.h"
 
 namespace tilevm::bench {
 namespace {

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "converter_orders.h"
 #include "tilevm/codegen/cuda/converters.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/runtime/module.h"
@@ -18,7 +19,6 @@
 #include "tilevm/support/error.h"
 #include "tilevm/type/convert.h"
 #include "tilevm/type/packing.h"
-#include "converter_orders.h"
 
 namespace tilevm::codegen::cuda {
 namespace {

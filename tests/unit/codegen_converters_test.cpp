@@ -413,7 +413,8 @@ TEST_P(ConvertersNvrtc, ReorderedCheckKernelOfEveryTypeCompiles) {
   for (DataType from : small_types()) {
     const bool interleaves = 16 % from.bits() == 0;
     const int count = interleaves ? 2 * 32 / from.bits() : natural_converter_count(from);
-    const std::vector<int> order = interleaves ? testing::interleaved_order(from, count) : shuffled_order(count);
+    const std::vector<int> order =
+        interleaves ? testing::interleaved_order(from, count) : shuffled_order(count);
     std::string source = emit_converter_check_kernel(from, count, order);
     for (DataType to : kDestinations)
       source += emit_converter({from, to, count}, converter_function_name(from, to, count));

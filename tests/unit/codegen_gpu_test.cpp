@@ -2,9 +2,9 @@
 // instruction) runs on the interpreter and on the GPU with the same seeded random inputs; the buffers must
 // agree bit for bit where no float rounding is involved (integer and sub-byte outputs) and within a relative
 // tolerance otherwise. Skipped (and reported as skipped) without a GPU.
+#include <gtest/gtest.h>
 #include <algorithm>
 #include <iostream>
-#include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
@@ -62,8 +62,7 @@ TEST(CodegenGpu, InterpreterAndGpuAgree) {
       continue;
     }
     ran.push_back(path.filename().string());
-    ASSERT_TRUE(exec::run_on_gpu(*p, gpu, gd))
-        << gd.render(path.string(), codegen_test::read_text(path));
+    ASSERT_TRUE(exec::run_on_gpu(*p, gpu, gd)) << gd.render(path.string(), codegen_test::read_text(path));
     for (const ir::Var& v : p->params) {
       if (!v->type.is_pointer()) continue;
       const DataType t = v->type.dtype;

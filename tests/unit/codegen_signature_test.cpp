@@ -26,8 +26,11 @@ def scale<n / 8>(f16* x_ptr, i64 n, f32 s, u8* y_ptr):
   ASSERT_EQ(k.params.size(), 5u);
   using Kind = KernelParam::Kind;
   const std::vector<std::tuple<Kind, std::string, std::string>> expected = {
-      {Kind::Pointer, "x_ptr", "void*"}, {Kind::Scalar, "n", "long long"}, {Kind::Scalar, "s", "float"},
-      {Kind::Pointer, "y_ptr", "void*"}, {Kind::Workspace, "tv_workspace", "void*"}};
+      {Kind::Pointer, "x_ptr", "void*"},
+      {Kind::Scalar, "n", "long long"},
+      {Kind::Scalar, "s", "float"},
+      {Kind::Pointer, "y_ptr", "void*"},
+      {Kind::Workspace, "tv_workspace", "void*"}};
   for (size_t i = 0; i < expected.size(); ++i) {
     EXPECT_EQ(k.params[i].kind, std::get<0>(expected[i])) << i;
     EXPECT_EQ(k.params[i].name, std::get<1>(expected[i])) << i;

@@ -2,13 +2,13 @@
 // tests/golden/ that parses and verifies), loaded and verified.
 #pragma once
 
-#include "source_dir.h"
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
+#include "source_dir.h"
 
 #include "tilevm/ir/parser.h"
 #include "tilevm/transform/lower.h"

@@ -2,7 +2,6 @@
 // run programs on the interpreter, make seeded random inputs, and compute references in double.
 #pragma once
 
-#include "source_dir.h"
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -12,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "source_dir.h"
 
 #include <gtest/gtest.h>
 

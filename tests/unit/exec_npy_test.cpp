@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "tilevm/support/error.h"
 #include "tilevm/exec/npy.h"
+#include "tilevm/support/error.h"
 
 namespace tilevm::npy {
 namespace {
@@ -34,7 +34,8 @@ std::string error_of(const std::vector<uint8_t>& bytes) {
 }
 
 TEST(Npy, RoundTripsEveryDtypeAndRank) {
-  for (const char* descr : {"<f2", "<f4", "<f8", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8", "|b1"}) {
+  for (const char* descr :
+       {"<f2", "<f4", "<f8", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8", "|b1"}) {
     for (const std::vector<int64_t>& shape : {std::vector<int64_t>{}, {5}, {2, 3}, {2, 1, 3}, {0, 4}}) {
       Array a;
       a.descr = descr;
@@ -53,11 +54,14 @@ TEST(Npy, RoundTripsEveryDtypeAndRank) {
 
 TEST(Npy, ReadsWhatNumpyWrites) {
   // numpy.save of np.arange(3, dtype=np.int16), and of a 2 x 2 uint8 array in format 2.0 with '<u1'.
-  Array a = parse(file_bytes("{'descr': '<i2', 'fortran_order': False, 'shape': (3,), }          \n", {1, 0, 2, 0, 0xff, 0xff}),
+  Array a = parse(file_bytes("{'descr': '<i2', 'fortran_order': False, 'shape': (3,), }          \n",
+                             {1, 0, 2, 0, 0xff, 0xff}),
                   "a.npy");
   EXPECT_EQ(a.descr, "<i2");
   EXPECT_EQ(a.shape, (std::vector<int64_t>{3}));
-  Array b = parse(file_bytes("{\"descr\": \"<u1\", \"shape\": (2, 2), \"fortran_order\": False}\n", {1, 2, 3, 4}, 2), "b.npy");
+  Array b = parse(
+      file_bytes("{\"descr\": \"<u1\", \"shape\": (2, 2), \"fortran_order\": False}\n", {1, 2, 3, 4}, 2),
+      "b.npy");
   EXPECT_EQ(b.descr, "|u1");
   EXPECT_EQ(b.shape, (std::vector<int64_t>{2, 2}));
 }
@@ -66,8 +70,9 @@ TEST(Npy, Errors) {
   EXPECT_EQ(error_of({1, 2, 3}), "x.npy: not a .npy file (no \\x93NUMPY magic)");
   EXPECT_EQ(error_of(file_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", {0, 0, 0, 0})),
             "x.npy: big-endian .npy data ('>f4') is not supported");
-  EXPECT_EQ(error_of(file_bytes("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", {})),
-            "x.npy: unsupported .npy dtype '<c8' (supported: <f2 <f4 <f8 |i1 <i2 <i4 <i8 |u1 <u2 <u4 <u8 |b1)");
+  EXPECT_EQ(
+      error_of(file_bytes("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", {})),
+      "x.npy: unsupported .npy dtype '<c8' (supported: <f2 <f4 <f8 |i1 <i2 <i4 <i8 |u1 <u2 <u4 <u8 |b1)");
   EXPECT_EQ(error_of(file_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }", {0, 0, 0, 0})),
             "x.npy: Fortran-order arrays are not supported");
   EXPECT_EQ(error_of(file_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", {0, 0, 0, 0})),

@@ -32,7 +32,8 @@ TEST(InterpCompute, FloatRoundingOverflowsToInfWhereThereIsOne) {
   EXPECT_EQ(r[0], INFINITY);
   EXPECT_EQ(r[1], 2);
   EXPECT_EQ(r[2], -INFINITY);
-  EXPECT_EQ(r[3], decode(DataType::f16(), encode(DataType::f16(), 2 * decode(DataType::f16(), encode(DataType::f16(), 0.1)))));
+  EXPECT_EQ(r[3], decode(DataType::f16(),
+                         encode(DataType::f16(), 2 * decode(DataType::f16(), encode(DataType::f16(), 0.1)))));
   // 65504 + 16 is exactly halfway to the next binade: rounds to inf (even); 65504 + 15 stays finite.
   auto h = compute4("f16", {65504, 65504, 1, 1}, "    r = Add(x, 15.0)\n");
   EXPECT_EQ(h[0], 65504);
@@ -44,7 +45,8 @@ TEST(InterpCompute, FloatRoundingOverflowsToInfWhereThereIsOne) {
 }
 
 TEST(InterpCompute, IntegersWrap) {
-  EXPECT_EQ(compute4("i8", {127, -128, 5, -1}, "    r = Add(x, 1)\n"), (std::vector<double>{-128, -127, 6, 0}));
+  EXPECT_EQ(compute4("i8", {127, -128, 5, -1}, "    r = Add(x, 1)\n"),
+            (std::vector<double>{-128, -127, 6, 0}));
   EXPECT_EQ(compute4("u4", {15, 0, 7, 3}, "    r = Sub(x, 1)\n"), (std::vector<double>{14, 15, 6, 2}));
   EXPECT_EQ(compute4("i32", {7, -7, 7, -7}, "    r = Div(x, 2)\n"), (std::vector<double>{3, -3, 3, -3}));
   EXPECT_EQ(compute4("i32", {7, -7, 7, -7}, "    r = Mod(x, 2)\n"), (std::vector<double>{1, -1, 1, -1}));
@@ -96,7 +98,8 @@ TEST(InterpCompute, CastComparisonsWhere) {
             (std::vector<double>{2, -4, 127, -128}));
   EXPECT_EQ(compute4("f32", {1, 2, 3, 4}, "    c = Lt(x, 2.5)\n    r = Where(c, x, 0.0)\n"),
             (std::vector<double>{1, 2, 0, 0}));
-  EXPECT_EQ(compute4("f32", {1, 4, 9, 16}, "    r = Sqrt(x)\n    r = Max(r, 2.0)\n"), (std::vector<double>{2, 2, 3, 4}));
+  EXPECT_EQ(compute4("f32", {1, 4, 9, 16}, "    r = Sqrt(x)\n    r = Max(r, 2.0)\n"),
+            (std::vector<double>{2, 2, 3, 4}));
 }
 
 TEST(InterpCompute, ReduceAcrossThreadsReachesEveryReplica) {

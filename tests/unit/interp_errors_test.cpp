@@ -68,7 +68,8 @@ TEST(InterpErrors, GlobalOutsideTheViewReadsZeroOutsideTheBufferFails) {
       "    g = ViewGlobal(in_ptr, dtype=f32, shape=[4])\n"
       "    x = LoadGlobal(g, layout=spatial(4))\n",
       {{"in_ptr", &in}});
-  EXPECT_EQ(bad.errors, "3:9: read of global 'in_ptr' at element 3 is outside its buffer of 3 f32 elements\n");
+  EXPECT_EQ(bad.errors,
+            "3:9: read of global 'in_ptr' at element 3 is outside its buffer of 3 f32 elements\n");
 }
 
 TEST(InterpErrors, MissingArguments) {

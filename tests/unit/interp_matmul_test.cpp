@@ -1,8 +1,8 @@
 // Matrix multiplications on the interpreter against a reference computed in double: an f16 x i6 register
 // matmul over a sweep of sizes (including sizes that leave partial tiles at the edges), and the optimized
 // pipelined f16 x u6 example (three cp.async stages, swizzled shared layouts), which must also be fast.
-#include "source_dir.h"
 #include <gtest/gtest.h>
+#include "source_dir.h"
 
 #include <chrono>
 #include <cmath>
@@ -55,18 +55,21 @@ TEST(InterpMatmul, F16TimesI6AgainstDouble) {
     // The output is poisoned (NaN), with a guard element after it that must stay untouched.
     std::vector<double> poison(static_cast<size_t>(c.M * c.N + 1), NAN);
     std::vector<uint8_t> c_bytes = testing::pack_values(DataType::f16(), poison);
-    auto r = testing::run(program, {{"a_ptr", &a_bytes}, {"b_ptr", &b_bytes}, {"c_ptr", &c_bytes}},
-                          {{"M", testing::int_arg(c.M)}, {"N", testing::int_arg(c.N)}, {"K", testing::int_arg(c.K)}});
+    auto r = testing::run(
+        program, {{"a_ptr", &a_bytes}, {"b_ptr", &b_bytes}, {"c_ptr", &c_bytes}},
+        {{"M", testing::int_arg(c.M)}, {"N", testing::int_arg(c.N)}, {"K", testing::int_arg(c.K)}});
     ASSERT_TRUE(r.ok) << r.errors;
     std::vector<double> got = testing::unpack_values(DataType::f16(), c_bytes, c.M * c.N + 1);
     int bad = 0;
     for (int64_t i = 0; i < c.M; ++i) {
       for (int64_t j = 0; j < c.N; ++j) {
         double ref = 0;
-        for (int64_t k = 0; k < c.K; ++k) ref += a[static_cast<size_t>(i * c.K + k)] * b[static_cast<size_t>(k * c.N + j)];
+        for (int64_t k = 0; k < c.K; ++k)
+          ref += a[static_cast<size_t>(i * c.K + k)] * b[static_cast<size_t>(k * c.N + j)];
         const double want = decode(DataType::f16(), encode(DataType::f16(), ref));
         if (got[static_cast<size_t>(i * c.N + j)] != want && bad++ < 5) {
-          ADD_FAILURE() << "C[" << i << ", " << j << "] = " << got[static_cast<size_t>(i * c.N + j)] << ", want " << want;
+          ADD_FAILURE() << "C[" << i << ", " << j << "] = " << got[static_cast<size_t>(i * c.N + j)]
+                        << ", want " << want;
         }
       }
     }

@@ -28,9 +28,10 @@ TEST(InterpRace, ReadAfterWrite) {
   EXPECT_TRUE(ok.ok) << ok.errors;
   EXPECT_EQ(testing::unpack_values(DataType::f32(), out, 4), (std::vector<double>{3, 3, 3, 3}));
   auto bad = run_text(store_then_load(false), {{"out_ptr", &out}});
-  EXPECT_EQ(bad.errors,
-            "6:9: read-after-write race on shared 's' element [1, 0]: thread 1 reads it, thread 2 wrote it at 4:5 "
-            "with no Synchronize() in between\n");
+  EXPECT_EQ(
+      bad.errors,
+      "6:9: read-after-write race on shared 's' element [1, 0]: thread 1 reads it, thread 2 wrote it at 4:5 "
+      "with no Synchronize() in between\n");
   EXPECT_EQ(bad.notes, "");  // a grid of one block names no block
 }
 
@@ -46,9 +47,10 @@ TEST(InterpRace, WriteAfterRead) {
   auto ok = run_text(head + store_other + "    Synchronize()\n    StoreShared(z, s)\n");
   EXPECT_TRUE(ok.ok) << ok.errors;
   auto bad = run_text(head + store_other + "    StoreShared(z, s)\n");
-  EXPECT_EQ(bad.errors,
-            "8:5: write-after-read race on shared 's' element [1, 0]: thread 1 writes it, thread 2 read it at 6:9 "
-            "with no Synchronize() in between\n");
+  EXPECT_EQ(
+      bad.errors,
+      "8:5: write-after-read race on shared 's' element [1, 0]: thread 1 writes it, thread 2 read it at 6:9 "
+      "with no Synchronize() in between\n");
 }
 
 TEST(InterpRace, WriteAfterWrite) {
@@ -61,7 +63,8 @@ TEST(InterpRace, WriteAfterWrite) {
   EXPECT_TRUE(run_text(head + "    Synchronize()\n    StoreShared(z, s)\n").ok);
   auto bad = run_text(head + "    StoreShared(z, s)\n");
   EXPECT_EQ(bad.errors,
-            "6:5: write-after-write race on shared 's' element [1, 0]: thread 1 writes it, thread 2 wrote it at 5:5 "
+            "6:5: write-after-write race on shared 's' element [1, 0]: thread 1 writes it, thread 2 wrote it "
+            "at 5:5 "
             "with no Synchronize() in between\n");
 }
 
@@ -87,7 +90,8 @@ TEST(InterpRace, ReplicatedStoreIsOneWrite) {
       "    StoreShared(x, s)\n"
       "    StoreShared(x, s)\n");
   EXPECT_EQ(r.errors,
-            "5:5: write-after-write race on shared 's' element [0]: thread 0 writes it, several threads wrote it at "
+            "5:5: write-after-write race on shared 's' element [0]: thread 0 writes it, several threads "
+            "wrote it at "
             "4:5 with no Synchronize() in between\n");
   auto ok = run_text(
       "def k<1>[threads=4]():\n"
@@ -116,13 +120,16 @@ TEST(InterpAsyncCopy, ReadBeforeWait) {
   std::vector<uint8_t> in = testing::pack_values(DataType::f32(), {1, 2, 3, 4});
   std::vector<uint8_t> out = testing::pack_values(DataType::f32(), {0, 0, 0, 0});
   auto bad = run_text(copy_program(""), {{"in_ptr", &in}, {"out_ptr", &out}});
-  EXPECT_EQ(bad.errors, "6:9: read of shared 's' element [0, 0] before its CopyAsync group was waited (issued at 4:5)\n");
+  EXPECT_EQ(bad.errors,
+            "6:9: read of shared 's' element [0, 0] before its CopyAsync group was waited (issued at 4:5)\n");
   // Waited but not synchronized: the data was written by the copy unit, not by the reading thread.
   auto racy = run_text(copy_program("    CopyAsyncWaitGroup(0)\n"), {{"in_ptr", &in}, {"out_ptr", &out}});
   EXPECT_EQ(racy.errors,
-            "7:9: read-after-write race on shared 's' element [0, 0]: thread 0 reads it, a CopyAsync wrote it at 4:5 "
+            "7:9: read-after-write race on shared 's' element [0, 0]: thread 0 reads it, a CopyAsync wrote "
+            "it at 4:5 "
             "with no Synchronize() in between\n");
-  auto ok = run_text(copy_program("    CopyAsyncWaitGroup(0)\n    Synchronize()\n"), {{"in_ptr", &in}, {"out_ptr", &out}});
+  auto ok = run_text(copy_program("    CopyAsyncWaitGroup(0)\n    Synchronize()\n"),
+                     {{"in_ptr", &in}, {"out_ptr", &out}});
   EXPECT_TRUE(ok.ok) << ok.errors;
   EXPECT_EQ(testing::unpack_values(DataType::f32(), out, 4), (std::vector<double>{1, 2, 3, 4}));
 }
@@ -145,8 +152,9 @@ TEST(InterpAsyncCopy, WaitLeavesTheNewestGroups) {
   EXPECT_TRUE(first.ok) << first.errors;
   auto second = run_text(head + "    y = LoadShared(s, layout=replicate(2).spatial(2), offset=[1, 0])\n",
                          {{"in_ptr", &in}});
-  EXPECT_EQ(second.errors,
-            "10:9: read of shared 's' element [1, 0] before its CopyAsync group was waited (issued at 6:5)\n");
+  EXPECT_EQ(
+      second.errors,
+      "10:9: read of shared 's' element [1, 0] before its CopyAsync group was waited (issued at 6:5)\n");
 }
 
 TEST(InterpAsyncCopy, IssueChecksReaders) {
@@ -163,7 +171,8 @@ TEST(InterpAsyncCopy, IssueChecksReaders) {
   EXPECT_TRUE(run_text(prog + "    Synchronize()\n    CopyAsync(s, g)\n", {{"in_ptr", &in}}).ok);
   auto bad = run_text(prog + "    CopyAsync(s, g)\n", {{"in_ptr", &in}});
   EXPECT_EQ(bad.errors,
-            "9:5: write-after-read race on shared 's' element [0, 0]: a CopyAsync writes it, thread 0 read it at 8:9 "
+            "9:5: write-after-read race on shared 's' element [0, 0]: a CopyAsync writes it, thread 0 read "
+            "it at 8:9 "
             "with no Synchronize() in between\n");
 }
 

@@ -7,10 +7,13 @@
 namespace tilevm::interp {
 namespace {
 
-ScalarValue no_variables(const ir::Var& var, SourceLoc) { throw Error("unexpected variable " + var->name); }
+ScalarValue no_variables(const ir::Var& var, SourceLoc) {
+  throw Error("unexpected variable " + var->name);
+}
 
 int64_t ceil_div(int64_t a, int64_t b) {
-  return eval_scalar(ir::make_binary(ir::BinaryOp::CeilDiv, ir::make_int(a), ir::make_int(b)), no_variables).i;
+  return eval_scalar(ir::make_binary(ir::BinaryOp::CeilDiv, ir::make_int(a), ir::make_int(b)), no_variables)
+      .i;
 }
 
 TEST(InterpScalarEval, CeilDivIsTheCeilingForEverySign) {

@@ -31,7 +31,7 @@ inline ir::Program parse_verified(const std::string& source, const ir::ParseOpti
 
 struct RunResult {
   bool ok = false;
-  std::string errors;   // one `LINE:COL: message` per error diagnostic
+  std::string errors;  // one `LINE:COL: message` per error diagnostic
   std::string notes;
   std::string printed;  // what Print() wrote
 };
@@ -55,7 +55,8 @@ inline RunResult run(const ir::Program& program, std::map<std::string, std::vect
   return r;
 }
 
-inline RunResult run_text(const std::string& source, std::map<std::string, std::vector<uint8_t>*> buffers = {},
+inline RunResult run_text(const std::string& source,
+                          std::map<std::string, std::vector<uint8_t>*> buffers = {},
                           std::map<std::string, ScalarValue> scalars = {}) {
   return run(parse_verified(source), std::move(buffers), std::move(scalars));
 }
@@ -74,7 +75,11 @@ inline std::vector<double> unpack_values(DataType type, const std::vector<uint8_
   return out;
 }
 
-inline ScalarValue int_arg(int64_t v) { return ScalarValue{false, v, 0.0}; }
-inline ScalarValue float_arg(double v) { return ScalarValue{true, 0, v}; }
+inline ScalarValue int_arg(int64_t v) {
+  return ScalarValue{false, v, 0.0};
+}
+inline ScalarValue float_arg(double v) {
+  return ScalarValue{true, 0, v};
+}
 
 }  // namespace tilevm::interp::testing

@@ -1,9 +1,9 @@
 // The canonical printer: minimal parentheses, the canonical program form, and print(parse(print(p))) ==
 // print(p) on every example program and on a program that uses every instruction and statement kind.
-#include "source_dir.h"
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include "source_dir.h"
 
 #include <gtest/gtest.h>
 

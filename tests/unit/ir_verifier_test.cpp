@@ -423,14 +423,13 @@ TEST(IrVerifier, AtomicAddOfStraddlingSubByteTypes) {
                                       std::vector<Expr>{}, std::nullopt)),
           st({g4}, mk<ViewGlobalInst>(make_var_ref(p4), DataType::uint(4), g4->type.tensor->shape,
                                       std::vector<Expr>{}, std::nullopt)),
-          alloc(r6),
-          alloc(r4),
-          st(mk<AtomicAddGlobalInst>(arg(r6), arg(g6), std::vector<Expr>{}, L(5, 5))),
+          alloc(r6), alloc(r4), st(mk<AtomicAddGlobalInst>(arg(r6), arg(g6), std::vector<Expr>{}, L(5, 5))),
           st(mk<AtomicAddGlobalInst>(arg(r4), arg(g4), std::vector<Expr>{}, L(6, 5))),  // fine: 4 divides 32
       },
       {p6, p4});
-  EXPECT_ERRORS(p, "5:5: AtomicAddGlobal: u6 elements can straddle two 32-bit words, which no atomic covers; "
-                   "accumulate in a type of 1, 2, 4 or 8 or more bits");
+  EXPECT_ERRORS(p,
+                "5:5: AtomicAddGlobal: u6 elements can straddle two 32-bit words, which no atomic covers; "
+                "accumulate in a type of 1, 2, 4 or 8 or more bits");
 }
 
 // ---- View, Cast, out=, results

@@ -18,7 +18,9 @@ using testing::Recipe;
 
 constexpr int64_t kMaxBruteForce = 1 << 12;
 
-bool small(const Layout& l) { return l.num_threads() * l.num_locals() <= kMaxBruteForce && l.num_elements() <= kMaxBruteForce; }
+bool small(const Layout& l) {
+  return l.num_threads() * l.num_locals() <= kMaxBruteForce && l.num_elements() <= kMaxBruteForce;
+}
 
 // Every f(t, i), in (t, i) order: two layouts are equal iff these tables are.
 std::vector<Index> table(const Layout& l) {
@@ -93,9 +95,10 @@ TEST(LayoutPrimitives, ImpossibleDivisionIsAnError) {
   try {
     divide(local({2, 3}), local({1, 2}));
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "cannot divide a layout of shape [2, 3] (T=1, m=6) by one of shape [1, 2] (T=1, m=2): extent 3 of "
-              "dimension 1 is not a multiple of 2");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "cannot divide a layout of shape [2, 3] (T=1, m=6) by one of shape [1, 2] (T=1, m=2): extent 3 of "
+        "dimension 1 is not a multiple of 2");
   }
 }
 
@@ -181,7 +184,8 @@ TEST(LayoutLaws, TransposeOfThePrimitives) {
 
 RC_GTEST_PROP(LayoutLaws, CompositionIsAssociative, ()) {
   int rank = *rc::gen::inRange(1, 3);
-  Layout a = (*gen_recipe(rank, 2)).build(), b = (*gen_recipe(rank, 2)).build(), c = (*gen_recipe(rank, 2)).build();
+  Layout a = (*gen_recipe(rank, 2)).build(), b = (*gen_recipe(rank, 2)).build(),
+         c = (*gen_recipe(rank, 2)).build();
   Layout left = compose(compose(a, b), c), right = compose(a, compose(b, c));
   RC_PRE(small(left));
   RC_ASSERT(left == right);
@@ -249,7 +253,10 @@ ModeLayout refine(const ModeLayout& c) {
       int64_t k = -e;
       int64_t a = 1;
       for (int64_t d = 2; d <= k; ++d)
-        if (k % d == 0 && *rc::gen::arbitrary<bool>()) { a = d; break; }
+        if (k % d == 0 && *rc::gen::arbitrary<bool>()) {
+          a = d;
+          break;
+        }
       if (a > 1 && a < k) {
         out.spatial.push_back(-a);
         out.spatial.push_back(-(k / a));

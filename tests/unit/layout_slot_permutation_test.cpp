@@ -37,7 +37,8 @@ TEST(SlotPermutation, ThreadDependentOrdersAreRejected) {
 
 TEST(SlotPermutation, ErrorsNameTheValues) {
   EXPECT_EQ(between("local(2, 2)", "local(4)").error, "the shapes differ: [2, 2] and [4]");
-  EXPECT_EQ(between("local(2, 2).spatial(1, 2)", "local(2, 4)").error, "2 threads x 4 slots against 1 threads x 8 slots");
+  EXPECT_EQ(between("local(2, 2).spatial(1, 2)", "local(2, 4)").error,
+            "2 threads x 4 slots against 1 threads x 8 slots");
   EXPECT_EQ(between("local(2, 2).spatial(2, 2)", "spatial(2, 2).local(2, 2)").error,
             "thread 0 holds (0, 1) in slot 1 of the new layout but not in the operand's");
 }

@@ -14,8 +14,8 @@ namespace tilevm::layout::testing {
 
 struct Step {
   enum Kind { kLocal, kSpatial, kColumnLocal, kColumnSpatial, kReplicate, kSwizzle } kind = kLocal;
-  Index extents;      // of the primitive (for kSwizzle: the rank-2 local layout that is swizzled)
-  int reduce_dim = -1;  // >= 0: the primitive has one extra dimension, reduced away
+  Index extents;              // of the primitive (for kSwizzle: the rank-2 local layout that is swizzled)
+  int reduce_dim = -1;        // >= 0: the primitive has one extra dimension, reduced away
   int dim = 1, log_step = 0;  // kSwizzle
 };
 
@@ -32,24 +32,37 @@ struct Recipe {
   static Layout build_step(const Step& s) {
     Layout f;
     switch (s.kind) {
-      case Step::kLocal: f = local(s.extents); break;
-      case Step::kSpatial: f = spatial(s.extents); break;
-      case Step::kColumnLocal: f = column_local(s.extents); break;
-      case Step::kColumnSpatial: f = column_spatial(s.extents); break;
-      case Step::kReplicate: f = replicate(s.extents[0]); break;
-      case Step::kSwizzle: f = make_swizzle(local(s.extents), s.dim, s.log_step); break;
+      case Step::kLocal:
+        f = local(s.extents);
+        break;
+      case Step::kSpatial:
+        f = spatial(s.extents);
+        break;
+      case Step::kColumnLocal:
+        f = column_local(s.extents);
+        break;
+      case Step::kColumnSpatial:
+        f = column_spatial(s.extents);
+        break;
+      case Step::kReplicate:
+        f = replicate(s.extents[0]);
+        break;
+      case Step::kSwizzle:
+        f = make_swizzle(local(s.extents), s.dim, s.log_step);
+        break;
     }
     if (s.reduce_dim >= 0) f = reduce(f, {s.reduce_dim});
     return f;
   }
 
   std::string show() const {
-    static const char* names[] = {"local", "spatial", "column_local", "column_spatial", "replicate", "swizzle"};
+    static const char* names[] = {"local",          "spatial",   "column_local",
+                                  "column_spatial", "replicate", "swizzle"};
     std::string out = fmt::format("local({})", fmt::join(Index(rank, 1), ", "));
     for (const Step& s : steps) {
       std::string call = s.kind == Step::kSwizzle
-                             ? fmt::format("swizzle(local({}), dim={}, log_step={})", fmt::join(s.extents, ", "),
-                                           s.dim, s.log_step)
+                             ? fmt::format("swizzle(local({}), dim={}, log_step={})",
+                                           fmt::join(s.extents, ", "), s.dim, s.log_step)
                              : fmt::format("{}({})", names[s.kind], fmt::join(s.extents, ", "));
       if (s.reduce_dim >= 0) call = fmt::format("reduce({}, dims=[{}])", call, s.reduce_dim);
       out += "." + call;
@@ -58,11 +71,14 @@ struct Recipe {
   }
 };
 
-inline void showValue(const Recipe& r, std::ostream& os) { os << r.show(); }
+inline void showValue(const Recipe& r, std::ostream& os) {
+  os << r.show();
+}
 
 // A random recipe of the given rank with at most `max_steps` factors; `allow_swizzle` and `allow_reduce`
 // select the kinds of factor. Extents stay small so that brute-force checks over all (t, i) are cheap.
-inline rc::Gen<Recipe> gen_recipe(int rank, int max_steps, bool allow_swizzle = true, bool allow_reduce = true) {
+inline rc::Gen<Recipe> gen_recipe(int rank, int max_steps, bool allow_swizzle = true,
+                                  bool allow_reduce = true) {
   return rc::gen::exec([=] {
     Recipe r;
     r.rank = rank;

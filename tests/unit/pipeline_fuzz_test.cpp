@@ -70,7 +70,8 @@ TEST(PipelineFuzz, MutatedExamplesGetDiagnosticsNotCrashes) {
     Diagnostics diags;
     std::optional<ir::Program> program;
     ASSERT_NO_THROW(program = ir::parse_program(text, diags)) << text;
-    for (const Diagnostic& d : diags.all()) EXPECT_TRUE(d.loc.known() || !program) << d.message << "\n" << text;
+    for (const Diagnostic& d : diags.all())
+      EXPECT_TRUE(d.loc.known() || !program) << d.message << "\n" << text;
     if (!program) {
       EXPECT_TRUE(diags.has_errors()) << text;
       continue;
@@ -104,7 +105,8 @@ TEST(PipelineFuzz, MutatedExamplesGetDiagnosticsNotCrashes) {
   EXPECT_GT(parsed, iterations / 10);
   EXPECT_GT(verified, 10);
   EXPECT_GT(ran, 10);
-  std::cout << iterations << " mutants: " << parsed << " parsed, " << verified << " verified, " << ran << " ran\n";
+  std::cout << iterations << " mutants: " << parsed << " parsed, " << verified << " verified, " << ran
+            << " ran\n";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// ops::run_qmatmul_interp (include/tilevm/ops/qmatmul/qmatmul_interp.h): the transform, matmul and reduce programs
-// on the interpreter, for every weight type, against the double reference (qmatmul_reference.h). Shapes are
-// small and odd (M and N not multiples of the tile) because the interpreter simulates every thread.
+// ops::run_qmatmul_interp (include/tilevm/ops/qmatmul/qmatmul_interp.h): the transform, matmul and reduce
+// programs on the interpreter, for every weight type, against the double reference (qmatmul_reference.h).
+// Shapes are small and odd (M and N not multiples of the tile) because the interpreter simulates every
+// thread.
 #include <gtest/gtest.h>
 
 #include "qmatmul_test_util.h"
@@ -12,8 +13,8 @@
 #include "expect_error.h"
 #include "tilevm/ops/qmatmul/qmatmul_interp.h"
 #include "tilevm/ops/qmatmul/qmatmul_reference.h"
-#include "tilevm/support/error.h"
 #include "tilevm/ops/qmatmul/qmatmul_template.h"
+#include "tilevm/support/error.h"
 #include "tilevm/type/convert.h"
 
 namespace tilevm::ops {
@@ -27,8 +28,8 @@ std::vector<DataType> low_bit_types() {
   return types;
 }
 
-QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w, int64_t group, DataType atype = DataType::f16(),
-                       bool zero_point = false) {
+QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w, int64_t group,
+                       DataType atype = DataType::f16(), bool zero_point = false) {
   return make_problem(m, n, k, w, group, atype, zero_point);
 }
 
@@ -53,7 +54,9 @@ const char* kSmall = "bm16_bn32_bk32_sk32_w1x1_s2_k1";
 
 class QMatmulInterpType : public ::testing::TestWithParam<DataType> {};
 
-TEST_P(QMatmulInterpType, OddShapeGroup32) { run_case(problem(3, 20, 64, GetParam(), 32), kSmall); }
+TEST_P(QMatmulInterpType, OddShapeGroup32) {
+  run_case(problem(3, 20, 64, GetParam(), 32), kSmall);
+}
 
 TEST_P(QMatmulInterpType, Bf16Activations) {
   run_case(problem(3, 20, 64, GetParam(), 32, DataType::bf16()), kSmall, 11);
@@ -82,9 +85,9 @@ TEST_P(QMatmulInterpSwapped, OddShapes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryWidth, QMatmulInterpSwapped,
-                         ::testing::Values(DataType::uint(1), DataType::int_(2), DataType::uint(3), DataType::uint(4),
-                                           DataType::int_(4), DataType::float_(2, 1), DataType::uint(6),
-                                           DataType::f8e4m3(), DataType::uint(8)),
+                         ::testing::Values(DataType::uint(1), DataType::int_(2), DataType::uint(3),
+                                           DataType::uint(4), DataType::int_(4), DataType::float_(2, 1),
+                                           DataType::uint(6), DataType::f8e4m3(), DataType::uint(8)),
                          [](const auto& info) { return info.param.name(); });
 
 TEST(QMatmulInterp, SplitKWithTwoRowTiles) {
@@ -95,7 +98,8 @@ TEST(QMatmulInterp, SplitKWithTwoRowTiles) {
 }
 
 TEST(QMatmulInterp, SplitKWithZeroPointsAndBf16) {
-  run_case(problem(5, 36, 128, DataType::uint(5), 32, DataType::bf16(), true), "bm16_bn32_bk32_sk32_w1x1_s3_k4", 19);
+  run_case(problem(5, 36, 128, DataType::uint(5), 32, DataType::bf16(), true),
+           "bm16_bn32_bk32_sk32_w1x1_s3_k4", 19);
 }
 
 TEST(QMatmulInterp, PerChannelScales) {
@@ -128,9 +132,11 @@ TEST(QMatmulInterp, TwoWarpsAndTwoColumnTiles) {
 
 TEST(QMatmulInterp, HeuristicConfigurations) {
   // What `tilevm qmatmul --interp` runs without --config.
-  for (const QMatmulProblem& p : {problem(3, 20, 64, DataType::uint(4), 32), problem(17, 40, 256, DataType::int_(5), 128),
-                                  problem(1, 72, 128, DataType::f8e4m3(), 64, DataType::bf16())}) {
-    run_case(p, heuristic_qmatmul_config(p, qmatmul_default_target(), /*allow_dequant_gemm=*/false).name(), 43);
+  for (const QMatmulProblem& p :
+       {problem(3, 20, 64, DataType::uint(4), 32), problem(17, 40, 256, DataType::int_(5), 128),
+        problem(1, 72, 128, DataType::f8e4m3(), 64, DataType::bf16())}) {
+    run_case(p, heuristic_qmatmul_config(p, qmatmul_default_target(), /*allow_dequant_gemm=*/false).name(),
+             43);
   }
 }
 

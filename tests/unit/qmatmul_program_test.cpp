@@ -1,15 +1,15 @@
-// ops::build_qmatmul (include/tilevm/ops/qmatmul/qmatmul.h) for every weight type of 1 to 8 bits on uniformly drawn
-// codes (the extremes of every type included), verified and run on the interpreter (and on the GPU through
-// run_on_gpu), against the library's double reference and tolerance (ops/qmatmul_reference.h).
+// ops::build_qmatmul (include/tilevm/ops/qmatmul/qmatmul.h) for every weight type of 1 to 8 bits on uniformly
+// drawn codes (the extremes of every type included), verified and run on the interpreter (and on the GPU
+// through run_on_gpu), against the library's double reference and tolerance (ops/qmatmul_reference.h).
 #include <gtest/gtest.h>
 
 #include "qmatmul_test_util.h"
 
 #include <algorithm>
-#include <future>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <future>
 #include <random>
 #include <string>
 #include <vector>
@@ -134,7 +134,10 @@ std::vector<uint8_t> run_qmatmul(const Problem& pr, Inputs& in, bool on_gpu = fa
   std::vector<uint8_t> partial(static_cast<size_t>(qmatmul_workspace_bytes(p, pr.config)), 0xff);
   const bool split = pr.config.split_k > 1;
   interp::Arguments args;
-  args.buffers = {{"a_ptr", &in.a_bytes}, {"t_ptr", &t}, {"scale_ptr", &in.scale_bytes}, {"c_ptr", split ? &partial : &c}};
+  args.buffers = {{"a_ptr", &in.a_bytes},
+                  {"t_ptr", &t},
+                  {"scale_ptr", &in.scale_bytes},
+                  {"c_ptr", split ? &partial : &c}};
   if (p.zero_point) args.buffers["zero_ptr"] = &in.zero_bytes;
   args.scalars = {{"m", scalar(p.m)}, {"n", scalar(p.n)}, {"k", scalar(p.k)}};
   if (!run(build_qmatmul(p, pr.config), args, on_gpu)) return {};
@@ -197,7 +200,8 @@ TEST(QMatmulProgram, EveryWeightTypeSmallShape) {
   ASSERT_EQ(weight_types().size(), 37u);  // i1..i8, u1..u8 and the 21 floats of 3 to 8 bits
   for (DataType w : weight_types()) {
     SCOPED_TRACE(w.name());
-    check({problem(5, 24, 64, w, 32), small_config()}, 1000 + static_cast<uint32_t>(w.bits()), /*sanity=*/true);
+    check({problem(5, 24, 64, w, 32), small_config()}, 1000 + static_cast<uint32_t>(w.bits()),
+          /*sanity=*/true);
   }
 }
 
@@ -283,7 +287,8 @@ TEST(QMatmulGpu, EveryWeightTypeMatchesTheReference) {
   }
   for (DataType w : weight_types())
     if (qmatmul_weight_fits(w, kF16))
-      cases.push_back({{problem(21, 77, 512, w, 32), warps_k_config(4)}, 8000 + static_cast<uint32_t>(w.bits())});
+      cases.push_back(
+          {{problem(21, 77, 512, w, 32), warps_k_config(4)}, 8000 + static_cast<uint32_t>(w.bits())});
   // Swapped operands (block_m 8), with split-K and two row tiles, for every type that fits f16.
   const QMatmulConfig swapped = QMatmulConfig::parse("bm8_bn64_bk128_sk128_w1x2_s3_k2");
   for (DataType w : weight_types())

@@ -1,5 +1,6 @@
-// ops::qmatmul_reference and ops::check_qmatmul (include/tilevm/ops/qmatmul/qmatmul_reference.h): the reference is
-// exact where the answer is known, the comparison accepts correctly rounded outputs and catches wrong ones.
+// ops::qmatmul_reference and ops::check_qmatmul (include/tilevm/ops/qmatmul/qmatmul_reference.h): the
+// reference is exact where the answer is known, the comparison accepts correctly rounded outputs and catches
+// wrong ones.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -44,7 +45,8 @@ TEST(QMatmulReference, IdentityWeightGivesA) {
   const QMatmulProblem p = make_problem(3, k, k, DataType::f16(), k);
   const QuantizedWeight w = quantize(eye, k, k, QuantSpec{p.wtype, k, p.atype, false});
   std::vector<uint16_t> a;
-  for (int64_t i = 0; i < p.m * k; ++i) a.push_back(static_cast<uint16_t>(encode(p.atype, 0.01 * static_cast<double>(i) - 0.3)));
+  for (int64_t i = 0; i < p.m * k; ++i)
+    a.push_back(static_cast<uint16_t>(encode(p.atype, 0.01 * static_cast<double>(i) - 0.3)));
   const QMatmulReference ref = qmatmul_reference(p, a, w);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(ref.c[i], decode(p.atype, a[i])) << i;
   const QMatmulCheck check = check_qmatmul(p, a, ref);
@@ -60,7 +62,8 @@ TEST(QMatmulReference, MatchesADirectSum) {
     for (int64_t j = 0; j < 5; ++j) {
       double sum = 0, mag = 0;
       for (int64_t kk = 0; kk < 64; ++kk) {
-        const double term = decode(DataType::f16(), c.a[static_cast<size_t>(i * 64 + kk)]) * w[static_cast<size_t>(kk * 5 + j)];
+        const double term = decode(DataType::f16(), c.a[static_cast<size_t>(i * 64 + kk)]) *
+                            w[static_cast<size_t>(kk * 5 + j)];
         sum += term;
         mag += std::abs(term);
       }
@@ -87,7 +90,8 @@ TEST(QMatmulReference, PerfectOutputPassesAndWrongOutputsFail) {
     EXPECT_EQ(bad.mismatches, 1);
     EXPECT_EQ(bad.worst_row, 1);
     EXPECT_EQ(bad.worst_col, 6);
-    EXPECT_NE(bad.summary().find("1 of 96 outputs mismatch; worst C[1, 6]"), std::string::npos) << bad.summary();
+    EXPECT_NE(bad.summary().find("1 of 96 outputs mismatch; worst C[1, 6]"), std::string::npos)
+        << bad.summary();
 
     // An unwritten (NaN-poisoned) output always fails.
     out = rounded(c, ref);
@@ -108,7 +112,8 @@ TEST(QMatmulReference, AWrongGroupScaleFails) {
   const int64_t groups = 256 / 32;
   for (int64_t g = 0; g < groups; ++g)
     for (int64_t j = 0; j < 16; ++j)
-      shifted.scales[static_cast<size_t>(g * 16 + j)] = c.weight.scales[static_cast<size_t>(((g + 1) % groups) * 16 + j)];
+      shifted.scales[static_cast<size_t>(g * 16 + j)] =
+          c.weight.scales[static_cast<size_t>(((g + 1) % groups) * 16 + j)];
   const std::vector<uint16_t> wrong = rounded(c, qmatmul_reference(c.problem, c.a, shifted));
   EXPECT_GT(check_qmatmul(c.problem, wrong, ref).mismatches, 40);
 }
@@ -125,7 +130,8 @@ TEST(QMatmulReference, ToleranceGrowsOnTheF32Path) {
   ASSERT_FALSE(qmatmul_weight_fits(slow.wtype, slow.atype));
   EXPECT_GT(qmatmul_tolerance(slow, 1.0, 100.0), qmatmul_tolerance(fast, 1.0, 100.0));
   // dequant_gemm rounds every dequantized weight to ATYPE too: the same term as the f32 path.
-  EXPECT_EQ(qmatmul_tolerance(fast, 1.0, 100.0, /*weights_rounded=*/true), qmatmul_tolerance(slow, 1.0, 100.0));
+  EXPECT_EQ(qmatmul_tolerance(fast, 1.0, 100.0, /*weights_rounded=*/true),
+            qmatmul_tolerance(slow, 1.0, 100.0));
   EXPECT_GT(qmatmul_tolerance(fast, 1.0, 200.0), qmatmul_tolerance(fast, 1.0, 100.0));
   EXPECT_GT(qmatmul_tolerance(fast, 2.0, 100.0), qmatmul_tolerance(fast, 1.0, 100.0));
   // Yet far below the effect of one dropped group of 128 products of magnitude ~0.25.

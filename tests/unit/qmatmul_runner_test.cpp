@@ -24,7 +24,9 @@
 namespace tilevm::ops {
 namespace {
 
-interp::ScalarValue int_value(int64_t v) { return interp::ScalarValue{false, v, 0.0}; }
+interp::ScalarValue int_value(int64_t v) {
+  return interp::ScalarValue{false, v, 0.0};
+}
 
 // Lowers and runs `program` on the interpreter; a failure is a test failure.
 void run_interp(const ir::Program& built, interp::Arguments& args) {
@@ -50,12 +52,13 @@ TEST(QMatmulDequantize, InterpreterMatchesDequantizeExactly) {
       make_problem(1, 40, 64, DataType::uint(8), 64, DataType::bf16(), true),
       make_problem(1, 40, 64, DataType::f8e4m3(), 64),
       make_problem(1, 40, 64, DataType::float_(6, 1), 64),  // wider than f16: the f32 path
-      make_problem(1, 300, 40, DataType::int_(5), 40),       // per channel, ragged tiles in both dimensions
+      make_problem(1, 300, 40, DataType::int_(5), 40),      // per channel, ragged tiles in both dimensions
   };
   for (const QMatmulProblem& p : problems) {
     SCOPED_TRACE(p.key());
     const QMatmulCase c = make_case(p, 11);
-    std::vector<uint8_t> codes = c.weight.codes, scales = bytes_of(c.weight.scales), zeros = bytes_of(c.weight.zeros);
+    std::vector<uint8_t> codes = c.weight.codes, scales = bytes_of(c.weight.scales),
+                         zeros = bytes_of(c.weight.zeros);
     std::vector<uint8_t> w(static_cast<size_t>(p.k * p.n * 2), 0xff);
     interp::Arguments args;
     args.buffers = {{"b_ptr", &codes}, {"scale_ptr", &scales}, {"w_ptr", &w}};
@@ -67,7 +70,8 @@ TEST(QMatmulDequantize, InterpreterMatchesDequantizeExactly) {
     int64_t bad = 0;
     for (size_t i = 0; i < expected.size(); ++i) {
       const uint64_t want = encode(p.atype, expected[i]);
-      if (got[i] != want && bad++ < 3) ADD_FAILURE() << "element " << i << ": " << got[i] << ", want " << want;
+      if (got[i] != want && bad++ < 3)
+        ADD_FAILURE() << "element " << i << ": " << got[i] << ", want " << want;
     }
     EXPECT_EQ(bad, 0);
   }
@@ -98,7 +102,8 @@ TEST(QMatmulNvrtc, EveryProgramCompiles) {
   };
   const std::vector<Case> cases = {
       {make_problem(16, 8192, 8192, DataType::uint(4), 128), "bm16_bn256_bk128_sk128_w1x8_s4_k8"},
-      {make_problem(3, 100, 256, DataType::uint(2), 64, DataType::bf16(), true), "bm16_bn64_bk64_sk64_w1x2_s3_k2"},
+      {make_problem(3, 100, 256, DataType::uint(2), 64, DataType::bf16(), true),
+       "bm16_bn64_bk64_sk64_w1x2_s3_k2"},
       {make_problem(5, 64, 96, DataType::float_(6, 1), 96), "bm16_bn64_bk32_sk32_w1x2_s2_k1"},
       {make_problem(64, 256, 512, DataType::int_(8), 128), "bm64_bn64_bk64_sk64_w2x2_s3_k1"},
   };
@@ -131,8 +136,10 @@ TEST(QMatmulGpu, RunnerMatchesTheReference) {
   };
   std::vector<Case> cases = {
       {make_problem(5, 300, 512, DataType::uint(4), 128), "bm16_bn256_bk128_sk128_w1x8_s4_k1"},
-      {make_problem(19, 200, 512, DataType::int_(3), 64, DataType::bf16()), "bm16_bn64_bk128_sk64_w1x4_s3_k4"},
-      {make_problem(7, 96, 256, DataType::uint(6), 256, DataType::f16(), true), "bm16_bn64_bk64_sk64_w1x2_s3_k2"},
+      {make_problem(19, 200, 512, DataType::int_(3), 64, DataType::bf16()),
+       "bm16_bn64_bk128_sk64_w1x4_s3_k4"},
+      {make_problem(7, 96, 256, DataType::uint(6), 256, DataType::f16(), true),
+       "bm16_bn64_bk64_sk64_w1x2_s3_k2"},
   };
   if (runtime::Cublas::available())
     cases.push_back({make_problem(40, 96, 256, DataType::f8e4m3(), 128), "dequant_gemm"});

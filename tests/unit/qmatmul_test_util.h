@@ -12,7 +12,8 @@
 namespace tilevm::ops {
 
 inline QMatmulProblem make_problem(int64_t m, int64_t n, int64_t k, DataType wtype = DataType::uint(4),
-                                   int64_t group = 128, DataType atype = DataType::f16(), bool zero_point = false) {
+                                   int64_t group = 128, DataType atype = DataType::f16(),
+                                   bool zero_point = false) {
   QMatmulProblem p;
   p.m = m;
   p.n = n;

@@ -26,7 +26,6 @@ namespace {
 using testing::kMmaTile;
 using testing::kSaxpy;
 
-
 const char* const kBigShared = R"(
 extern "C" __global__ void big_shared(float* out, int n) {
   extern __shared__ float s[];
@@ -37,7 +36,6 @@ extern "C" __global__ void big_shared(float* out, int n) {
   out[threadIdx.x] = acc;
 }
 )";
-
 
 std::string why_no_gpu() {
   try {
@@ -85,8 +83,8 @@ TEST_F(RuntimeGpu, DeviceInfo) {
   EXPECT_GT(info.total_memory, 0u);
   EXPECT_GE(info.driver_version, 12000);
   std::printf("device %d: %s, %s, %d SMs, %d bytes opt-in shared memory per block, driver %d, nvrtc %s\n",
-              info.ordinal, info.name.c_str(), info.arch.c_str(), info.sm_count, info.max_shared_per_block_optin,
-              info.driver_version, nvrtc_identity().c_str());
+              info.ordinal, info.name.c_str(), info.arch.c_str(), info.sm_count,
+              info.max_shared_per_block_optin, info.driver_version, nvrtc_identity().c_str());
 }
 
 TEST_F(RuntimeGpu, SaxpyMatchesTheHostOverSizes) {
@@ -141,7 +139,8 @@ TEST_F(RuntimeGpu, DynamicSharedMemoryAbove48KB) {
     SCOPED_TRACE(bytes);
     int n = static_cast<int>(bytes / sizeof(float));
     DeviceBuffer out = device_->allocate(threads * sizeof(float));
-    kernel.launch({.grid = {1}, .block = {threads}, .dynamic_shared_bytes = bytes}, stream, out.device_ptr(), n);
+    kernel.launch({.grid = {1}, .block = {threads}, .dynamic_shared_bytes = bytes}, stream, out.device_ptr(),
+                  n);
     stream.synchronize();
     std::vector<float> result = out.download<float>();
     for (int t = 0; t < threads; ++t) {
@@ -152,7 +151,8 @@ TEST_F(RuntimeGpu, DynamicSharedMemoryAbove48KB) {
   }
   std::size_t too_much = static_cast<std::size_t>(device_->info().max_shared_per_block_optin) + 1;
   try {
-    kernel.launch({.grid = {1}, .block = {threads}, .dynamic_shared_bytes = too_much}, stream, std::uint64_t{0}, 0);
+    kernel.launch({.grid = {1}, .block = {threads}, .dynamic_shared_bytes = too_much}, stream,
+                  std::uint64_t{0}, 0);
     FAIL() << "launched with more shared memory than the device has";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("kernel 'big_shared' asks for"), std::string::npos) << e.what();
@@ -202,7 +202,8 @@ TEST_F(RuntimeGpu, LaunchesFromSeveralThreads) {
       for (int r = 0; r < 10; ++r)
         saxpy.launch({.grid = {16}, .block = {256}}, stream, n, 1.0f, dx.device_ptr(), dy.device_ptr());
       stream.synchronize();
-      if (dy.download<float>() == std::vector<float>(n, 1.0f + 10.0f * static_cast<float>(t))) good.fetch_add(1);
+      if (dy.download<float>() == std::vector<float>(n, 1.0f + 10.0f * static_cast<float>(t)))
+        good.fetch_add(1);
     });
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(good.load(), 4);
@@ -254,12 +255,14 @@ TEST_F(RuntimeGpu, ErrorsNameTheModuleAndKernel) {
     small.copy_from_host(big.data(), big.size());
     FAIL();
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "copy to the device of 32 bytes at offset 0 is outside the device buffer of 16 bytes");
+    EXPECT_EQ(std::string(e.what()),
+              "copy to the device of 32 bytes at offset 0 is outside the device buffer of 16 bytes");
   }
 }
 
 TEST_F(RuntimeGpu, CubinFromTheDiskCacheLaunches) {
-  auto dir = std::filesystem::temp_directory_path() / fmt::format("tilevm-gpu-cache-{}", static_cast<long>(getpid()));
+  auto dir = std::filesystem::temp_directory_path() /
+             fmt::format("tilevm-gpu-cache-{}", static_cast<long>(getpid()));
   std::filesystem::remove_all(dir);
   CompileOptions options{.arch = device_->arch()};
   {
@@ -275,7 +278,8 @@ TEST_F(RuntimeGpu, CubinFromTheDiskCacheLaunches) {
   std::vector<float> ones(64, 1.0f);
   x.upload(std::span<const float>(ones));
   y.upload(std::span<const float>(ones));
-  module.kernel("saxpy").launch({.grid = {1}, .block = {64}}, stream, 64, 4.0f, x.device_ptr(), y.device_ptr());
+  module.kernel("saxpy").launch({.grid = {1}, .block = {64}}, stream, 64, 4.0f, x.device_ptr(),
+                                y.device_ptr());
   stream.synchronize();
   EXPECT_EQ(y.download<float>(), std::vector<float>(64, 5.0f));
   std::filesystem::remove_all(dir);

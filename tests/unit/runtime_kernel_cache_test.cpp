@@ -46,7 +46,10 @@ class RuntimeKernelCache : public ::testing::Test {
       compiles_.fetch_add(1);
       if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
       if (source.find("error") != std::string_view::npos) fail("fake compile error");
-      std::string image = "\x7f" "ELF " + options.arch + " " + std::string(source);
+      std::string image =
+          "\x7f"
+          "ELF " +
+          options.arch + " " + std::string(source);
       return CompiledKernel{std::vector<char>(image.begin(), image.end()), ""};
     };
     return o;
@@ -117,15 +120,18 @@ TEST_F(RuntimeKernelCache, FileNameIsTheIdentityHashAndHoldsNoTemporaries) {
 TEST_F(RuntimeKernelCache, EveryPartOfTheKeySeparatesEntries) {
   KernelCache cache(options());
   cache.get_or_compile("ir A", "source A", "a.cu", sm80_);
-  cache.get_or_compile("ir A", "source A", "a.cu", sm90a_);                            // arch
-  cache.get_or_compile("ir B", "source A", "a.cu", sm80_);                             // IR
-  cache.get_or_compile("ir A", "source B", "a.cu", sm80_);                             // emitted source
-  cache.get_or_compile("ir A", "source A", "b.cu", sm80_);                             // name
-  cache.get_or_compile("ir A", "source A", "a.cu", CompileOptions{.arch = "sm_80", .fast_math = true});  // flags
+  cache.get_or_compile("ir A", "source A", "a.cu", sm90a_);  // arch
+  cache.get_or_compile("ir B", "source A", "a.cu", sm80_);   // IR
+  cache.get_or_compile("ir A", "source B", "a.cu", sm80_);   // emitted source
+  cache.get_or_compile("ir A", "source A", "b.cu", sm80_);   // name
+  cache.get_or_compile("ir A", "source A", "a.cu",
+                       CompileOptions{.arch = "sm_80", .fast_math = true});  // flags
   EXPECT_EQ(compiles_.load(), 6);
   EXPECT_EQ(files().size(), 6u);
   EXPECT_EQ(cache.get_or_compile("ir A", "source A", "a.cu", sm90a_)->cubin.size(),
-            std::string("\x7f" "ELF sm_90a source A").size());
+            std::string("\x7f"
+                        "ELF sm_90a source A")
+                .size());
 }
 
 TEST_F(RuntimeKernelCache, VersionsChangeTheFileName) {
@@ -135,7 +141,8 @@ TEST_F(RuntimeKernelCache, VersionsChangeTheFileName) {
   auto path = base.entry_path("ir", "src", "k.cu", sm80_);
   EXPECT_NE(path, other_tilevm.entry_path("ir", "src", "k.cu", sm80_));
   EXPECT_NE(path, other_nvrtc.entry_path("ir", "src", "k.cu", sm80_));
-  EXPECT_NE(other_tilevm.entry_path("ir", "src", "k.cu", sm80_), other_nvrtc.entry_path("ir", "src", "k.cu", sm80_));
+  EXPECT_NE(other_tilevm.entry_path("ir", "src", "k.cu", sm80_),
+            other_nvrtc.entry_path("ir", "src", "k.cu", sm80_));
   base.get_or_compile("ir", "src", "k.cu", sm80_);
   other_tilevm.get_or_compile("ir", "src", "k.cu", sm80_);
   other_nvrtc.get_or_compile("ir", "src", "k.cu", sm80_);
@@ -200,7 +207,9 @@ TEST_F(RuntimeKernelCache, CorruptEntriesAreRebuilt) {
 }
 
 TEST_F(RuntimeKernelCache, EncodeDecodeRoundTripAndEveryByteMatters) {
-  std::string payload_text = "\x7f" "ELF payload";
+  std::string payload_text =
+      "\x7f"
+      "ELF payload";
   std::vector<char> payload(payload_text.begin(), payload_text.end());
   std::string file = encode_cache_entry("identity text", payload);
   EXPECT_EQ(file.size(), 48u + 13u + payload.size());
@@ -254,7 +263,10 @@ TEST_F(RuntimeKernelCache, ConcurrentRequestsForManyKeysAndTwoCachesOnOneFolder)
       for (int k = 0; k < 20; ++k) {
         std::string key = fmt::format("ir {}", (k + t) % 10);
         auto kernel = cache.get_or_compile(key, "src " + key, "m.cu", sm80_);
-        std::string expected = "\x7f" "ELF sm_80 src " + key;
+        std::string expected =
+            "\x7f"
+            "ELF sm_80 src " +
+            key;
         EXPECT_EQ(std::string(kernel->cubin.begin(), kernel->cubin.end()), expected);
       }
     });
@@ -262,7 +274,8 @@ TEST_F(RuntimeKernelCache, ConcurrentRequestsForManyKeysAndTwoCachesOnOneFolder)
   EXPECT_LE(compiles_.load(), 20);  // at most once per key per cache
   EXPECT_EQ(files().size(), 10u);   // and no temporaries left behind
   KernelCache reader(options());
-  for (int k = 0; k < 10; ++k) reader.get_or_compile(fmt::format("ir {}", k), fmt::format("src ir {}", k), "m.cu", sm80_);
+  for (int k = 0; k < 10; ++k)
+    reader.get_or_compile(fmt::format("ir {}", k), fmt::format("src ir {}", k), "m.cu", sm80_);
   EXPECT_EQ(reader.stats().disk_hits, 10u);
   EXPECT_EQ(reader.stats().corrupt_entries, 0u);
 }
@@ -326,7 +339,10 @@ TEST(RuntimeKernelCacheDirectory, FollowsTheEnvironment) {
   setenv("HOME", "/home/someone", 1);
   EXPECT_EQ(default_kernel_cache_directory(), fs::path("/home/someone/.cache/tilevm/kernels"));
   auto restore = [](const char* name, const std::string& value) {
-    if (value.empty()) unsetenv(name); else setenv(name, value.c_str(), 1);
+    if (value.empty())
+      unsetenv(name);
+    else
+      setenv(name, value.c_str(), 1);
   };
   restore("TILEVM_CACHE_DIR", saved_cache);
   restore("XDG_CACHE_HOME", saved_xdg);
@@ -349,8 +365,11 @@ TEST_F(RuntimeKernelCache, RealNvrtcRoundTrip) {
   auto kernel = cache.get_or_compile("ir of k", source, "k.cu", sm90a_);
   EXPECT_EQ(cache.stats().disk_hits, 1u);
   EXPECT_EQ(kernel->cubin, bytes);
-  EXPECT_EQ(std::string(kernel->cubin.data(), 4), std::string("\x7f" "ELF", 4));
-  EXPECT_NE(cache.identity("ir of k", source, "k.cu", sm90a_).find("nvrtc " + nvrtc_identity()), std::string::npos);
+  EXPECT_EQ(std::string(kernel->cubin.data(), 4), std::string("\x7f"
+                                                              "ELF",
+                                                              4));
+  EXPECT_NE(cache.identity("ir of k", source, "k.cu", sm90a_).find("nvrtc " + nvrtc_identity()),
+            std::string::npos);
 }
 
 }  // namespace

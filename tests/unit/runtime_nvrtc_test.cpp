@@ -16,8 +16,6 @@ namespace {
 using testing::kMmaTile;
 using testing::kSaxpy;
 
-
-
 // wgmma.fence exists only on sm_90a.
 const char* const kWgmmaFence = R"(
 extern "C" __global__ void fence_only(float* out) {
@@ -28,7 +26,9 @@ extern "C" __global__ void fence_only(float* out) {
 
 void expect_cubin(const CompiledKernel& kernel) {
   ASSERT_GE(kernel.cubin.size(), 64u);
-  EXPECT_EQ(std::string(kernel.cubin.data(), 4), std::string("\x7f" "ELF", 4));
+  EXPECT_EQ(std::string(kernel.cubin.data(), 4), std::string("\x7f"
+                                                             "ELF",
+                                                             4));
   // e_machine (offset 18, little-endian) is EM_CUDA = 190.
   auto machine = static_cast<std::uint16_t>(static_cast<unsigned char>(kernel.cubin[18]) |
                                             (static_cast<unsigned char>(kernel.cubin[19]) << 8));
@@ -91,9 +91,11 @@ TEST_F(RuntimeNvrtc, SyntaxErrorCarriesTheLog) {
     FAIL() << "a syntax error compiled";
   } catch (const Error& e) {
     std::string message = e.what();
-    EXPECT_EQ(message.rfind("nvrtc could not compile 'broken.cu' for sm_80 (NVRTC_ERROR_COMPILATION):\n", 0), 0u)
+    EXPECT_EQ(message.rfind("nvrtc could not compile 'broken.cu' for sm_80 (NVRTC_ERROR_COMPILATION):\n", 0),
+              0u)
         << message;
-    EXPECT_NE(message.find("broken.cu(2): error: identifier \"y\" is undefined"), std::string::npos) << message;
+    EXPECT_NE(message.find("broken.cu(2): error: identifier \"y\" is undefined"), std::string::npos)
+        << message;
   }
 }
 
@@ -109,7 +111,8 @@ TEST_F(RuntimeNvrtc, Bf16AndFastMathAndLineInfo) {
 #include <cuda_bf16.h>
 extern "C" __global__ void k(__nv_bfloat16* x, float* y) { y[0] = __expf(__bfloat162float(x[0])); }
 )";
-  expect_cubin(compile_cuda(source, "bf16.cu", CompileOptions{.arch = "sm_90a", .fast_math = true, .line_info = true}));
+  expect_cubin(compile_cuda(source, "bf16.cu",
+                            CompileOptions{.arch = "sm_90a", .fast_math = true, .line_info = true}));
 }
 
 TEST(RuntimeNvrtcFlags, DefaultsAndOptions) {
@@ -120,8 +123,11 @@ TEST(RuntimeNvrtcFlags, DefaultsAndOptions) {
   EXPECT_EQ(flags[2], "-default-device");
   for (const std::string& flag : flags) EXPECT_NE(flag, "--use_fast_math");
 
-  std::vector<std::string> more = nvrtc_flags(
-      CompileOptions{.arch = "sm_80", .fast_math = true, .line_info = true, .include_dirs = {"/x"}, .extra_flags = {"-DN=4"}});
+  std::vector<std::string> more = nvrtc_flags(CompileOptions{.arch = "sm_80",
+                                                             .fast_math = true,
+                                                             .line_info = true,
+                                                             .include_dirs = {"/x"},
+                                                             .extra_flags = {"-DN=4"}});
   auto has = [&](const std::string& f) { return std::find(more.begin(), more.end(), f) != more.end(); };
   EXPECT_TRUE(has("--use_fast_math"));
   EXPECT_TRUE(has("-lineinfo"));
@@ -136,9 +142,10 @@ TEST(RuntimeNvrtcFlags, RejectsVirtualAndMalformedArchs) {
       nvrtc_flags(CompileOptions{.arch = arch});
       FAIL() << "accepted";
     } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()), fmt::format("unsupported architecture '{}': expected a real one such as "
-                                                   "sm_80, sm_89 or sm_90a",
-                                                   arch));
+      EXPECT_EQ(std::string(e.what()),
+                fmt::format("unsupported architecture '{}': expected a real one such as "
+                            "sm_80, sm_89 or sm_90a",
+                            arch));
     }
   }
   EXPECT_NO_THROW(nvrtc_flags(CompileOptions{.arch = "sm_100a"}));

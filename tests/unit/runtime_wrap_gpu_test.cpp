@@ -45,20 +45,23 @@ TEST_F(RuntimeWrapGpu, LaunchesOnWrappedStreamAndMemoryAndLeavesThemAlive) {
     DeviceBuffer wy = device_->wrap_memory(owner_y.device_ptr(), owner_y.size());
     EXPECT_FALSE(wx.owns_memory());
     EXPECT_EQ(stream.handle(), owner_stream.handle());
-    saxpy.launch({.grid = {(n + 255) / 256}, .block = {256}}, stream, n, 3.0f, wx.device_ptr(), wy.device_ptr());
+    saxpy.launch({.grid = {(n + 255) / 256}, .block = {256}}, stream, n, 3.0f, wx.device_ptr(),
+                 wy.device_ptr());
     stream.synchronize();
     // Ranges are checked as for owned memory.
     try {
       wy.copy_to_host(y.data(), (n + 1) * sizeof(float));
       ADD_FAILURE() << "no error";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("outside the device buffer of 4000 bytes"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("outside the device buffer of 4000 bytes"), std::string::npos)
+          << e.what();
     }
   }
   // The wrappers are gone; the stream and memory still work.
   owner_stream.synchronize();
   std::vector<float> out = owner_y.download<float>();
-  for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], 3.0f * static_cast<float>(i) + static_cast<float>(-2 * i + 1)) << i;
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(out[i], 3.0f * static_cast<float>(i) + static_cast<float>(-2 * i + 1)) << i;
   saxpy.launch({.grid = {(n + 255) / 256}, .block = {256}}, owner_stream, n, 1.0f, owner_x.device_ptr(),
                owner_y.device_ptr());
   owner_stream.synchronize();
@@ -69,7 +72,8 @@ TEST_F(RuntimeWrapGpu, WrappingAddressZeroIsAnError) {
     device_->wrap_memory(0, 16);
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot wrap 16 bytes at device address 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot wrap 16 bytes at device address 0"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -25,9 +25,13 @@ Index a_k16(int64_t lane, int64_t i) {
   return {row, col};
 }
 // B: row = tig*2 + (i & 1) (+8 for b2, b3); col = groupID.
-Index b_k16(int64_t lane, int64_t i) { return {(lane % 4) * 2 + (i & 1) + (i < 2 ? 0 : 8), lane >> 2}; }
+Index b_k16(int64_t lane, int64_t i) {
+  return {(lane % 4) * 2 + (i & 1) + (i < 2 ? 0 : 8), lane >> 2};
+}
 // C/D (f32 and f16, and s32 of m16n8k32): row = groupID (+8 for c2, c3); col = tig*2 + (i & 1).
-Index c_m16n8(int64_t lane, int64_t i) { return {(lane >> 2) + (i < 2 ? 0 : 8), (lane % 4) * 2 + (i & 1)}; }
+Index c_m16n8(int64_t lane, int64_t i) {
+  return {(lane >> 2) + (i < 2 ? 0 : 8), (lane % 4) * 2 + (i & 1)};
+}
 // m16n8k32, .s8/.u8 A: row = groupID (+8 for a4..a7, a12..a15); col = tig*4 + (i & 3) (+16 for a8..a15).
 Index a_k32(int64_t lane, int64_t i) {
   int64_t group = lane >> 2, tig = lane % 4;
@@ -35,7 +39,9 @@ Index a_k32(int64_t lane, int64_t i) {
   return {row, tig * 4 + (i & 3) + (i < 8 ? 0 : 16)};
 }
 // B: row = tig*4 + (i & 3) (+16 for b4..b7); col = groupID.
-Index b_k32(int64_t lane, int64_t i) { return {(lane % 4) * 4 + (i & 3) + (i < 4 ? 0 : 16), lane >> 2}; }
+Index b_k32(int64_t lane, int64_t i) {
+  return {(lane % 4) * 4 + (i & 3) + (i < 4 ? 0 : 16), lane >> 2};
+}
 
 void expect_fragment(const Layout& layout, const Fragment& f, const std::string& what) {
   ASSERT_EQ(layout.shape(), (Index{f.rows, f.cols})) << what;
@@ -70,7 +76,8 @@ TEST(TargetAtoms, MmaNames) {
 }
 
 // ldmatrix: thread t receives, for matrix j in register j, the elements (t / 4, 2 * (t % 4)) and the next
-// column of that matrix. Matrices are placed down the rows first (row_blocks of them), then across the columns.
+// column of that matrix. Matrices are placed down the rows first (row_blocks of them), then across the
+// columns.
 TEST(TargetAtoms, LdmatrixFragmentsMatchThePtxTable) {
   // x1, x2 (down the rows), x4 (2 x 2, mma's A order) and x4 with the matrices side by side.
   const int64_t expected_row_blocks[] = {1, 2, 2, 1};

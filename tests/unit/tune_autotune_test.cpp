@@ -1,21 +1,21 @@
-// ops::heuristic_qmatmul_config and ops::autotune_qmatmul (include/tilevm/ops/qmatmul/qmatmul_template.h), the
-// tuner of tune/autotune.h over the quantized matmul. The heuristic runs everywhere; autotuning needs a GPU
-// and is skipped without one.
+// ops::heuristic_qmatmul_config and ops::autotune_qmatmul (include/tilevm/ops/qmatmul/qmatmul_template.h),
+// the tuner of tune/autotune.h over the quantized matmul. The heuristic runs everywhere; autotuning needs a
+// GPU and is skipped without one.
 #include <gtest/gtest.h>
 
 #include "scoped_env.h"
 
-#include "qmatmul_test_util.h"
 #include <unistd.h>
+#include "qmatmul_test_util.h"
 
 #include <cstdlib>
 #include <filesystem>
 
 #include <fmt/format.h>
 
-#include "tilevm/runtime/device.h"
 #include "tilevm/ops/qmatmul/gpu_check.h"
 #include "tilevm/ops/qmatmul/qmatmul_template.h"
+#include "tilevm/runtime/device.h"
 #include "tilevm/tune/autotune.h"
 #include "tilevm/tune/tuning_cache.h"
 
@@ -42,7 +42,8 @@ TEST(TuneHeuristic, PicksWhatTheShapeNeeds) {
   EXPECT_GT(heuristic_qmatmul_config(problem(1, 4096, 8192)).split_k, 1);
   // Prefill: dequantize, then cuBLAS's GEMM (faster than mma.sync); without it, tall blocks and no split.
   EXPECT_TRUE(heuristic_qmatmul_config(problem(4096, 8192, 8192)).dequant_gemm);
-  const ops::QMatmulConfig prefill = heuristic_qmatmul_config(problem(4096, 8192, 8192), qmatmul_default_target(), false);
+  const ops::QMatmulConfig prefill =
+      heuristic_qmatmul_config(problem(4096, 8192, 8192), qmatmul_default_target(), false);
   EXPECT_FALSE(prefill.dequant_gemm);
   EXPECT_GE(prefill.block_m, 64);
   EXPECT_EQ(prefill.split_k, 1);

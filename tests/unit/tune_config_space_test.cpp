@@ -8,13 +8,14 @@
 #include <string>
 
 #include "expect_error.h"
-#include "tilevm/support/error.h"
 #include "tilevm/ops/qmatmul/config_space.h"
+#include "tilevm/support/error.h"
 
 namespace tilevm::ops {
 namespace {
 
-ops::QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w = DataType::uint(4), int64_t group = 128) {
+ops::QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w = DataType::uint(4),
+                            int64_t group = 128) {
   return ops::make_problem(m, n, k, w, group);
 }
 
@@ -29,7 +30,8 @@ void expect_valid_and_unique(const ops::QMatmulProblem& p, const std::vector<ops
 
 TEST(TuneConfigSpace, DecodeShapesHaveAFewHundred) {
   for (int64_t m : {1, 16}) {
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{8192, 8192}, {10240, 8192}, {8192, 28672}, {4096, 4096}}) {
+    for (auto [n, k] :
+         {std::pair<int64_t, int64_t>{8192, 8192}, {10240, 8192}, {8192, 28672}, {4096, 4096}}) {
       const ops::QMatmulProblem p = problem(m, n, k);
       const auto space = qmatmul_config_space(p, {.dequant_gemm = false});
       SCOPED_TRACE(p.key());
@@ -45,7 +47,8 @@ TEST(TuneConfigSpace, DecodeShapesHaveAFewHundred) {
 }
 
 TEST(TuneConfigSpace, LargerDecodeBatchAndWideLayer) {
-  for (const ops::QMatmulProblem& p : {problem(64, 8192, 8192), problem(16, 57344, 8192), problem(33, 8192, 28672)}) {
+  for (const ops::QMatmulProblem& p :
+       {problem(64, 8192, 8192), problem(16, 57344, 8192), problem(33, 8192, 28672)}) {
     SCOPED_TRACE(p.key());
     const auto space = qmatmul_config_space(p);
     EXPECT_GE(space.size(), 40u);
@@ -55,7 +58,8 @@ TEST(TuneConfigSpace, LargerDecodeBatchAndWideLayer) {
 }
 
 TEST(TuneConfigSpace, DequantGemmComesLastUnlessExcluded) {
-  for (const ops::QMatmulProblem& p : {problem(1, 8192, 8192), problem(4096, 8192, 8192), problem(3, 20, 64, DataType::int_(3), 32)}) {
+  for (const ops::QMatmulProblem& p :
+       {problem(1, 8192, 8192), problem(4096, 8192, 8192), problem(3, 20, 64, DataType::int_(3), 32)}) {
     const auto with = qmatmul_config_space(p);
     const auto without = qmatmul_config_space(p, {.dequant_gemm = false});
     ASSERT_EQ(with.size(), without.size() + 1);
@@ -79,8 +83,9 @@ TEST(TuneConfigSpace, PrefillUsesLargeBlocksAndNoSplit) {
 }
 
 TEST(TuneConfigSpace, RulesHoldOnEveryMember) {
-  for (const ops::QMatmulProblem& p : {problem(1, 8192, 8192, DataType::int_(3), 32), problem(7, 300, 512),
-                                       problem(200, 1000, 1024, DataType::uint(8), 1024), problem(1, 256, 128)}) {
+  for (const ops::QMatmulProblem& p :
+       {problem(1, 8192, 8192, DataType::int_(3), 32), problem(7, 300, 512),
+        problem(200, 1000, 1024, DataType::uint(8), 1024), problem(1, 256, 128)}) {
     SCOPED_TRACE(p.key());
     const auto space = qmatmul_config_space(p, {.dequant_gemm = false});
     ASSERT_FALSE(space.empty());
@@ -114,8 +119,9 @@ TEST(TuneConfigSpace, DecodeIncludesWarpsAlongK) {
   };
   EXPECT_GT(count(problem(1, 8192, 8192)), 10);
   EXPECT_GT(count(problem(16, 8192, 8192, DataType::uint(2), 32)), 10);
-  EXPECT_EQ(count(problem(16, 8192, 8192, DataType::float_(6, 1), 128)), 0);  // the f32 path: no warps along K
-  EXPECT_EQ(count(problem(4096, 8192, 8192)), 0);                             // prefill
+  EXPECT_EQ(count(problem(16, 8192, 8192, DataType::float_(6, 1), 128)),
+            0);                                    // the f32 path: no warps along K
+  EXPECT_EQ(count(problem(4096, 8192, 8192)), 0);  // prefill
 }
 
 // M <= 8 adds configurations with the mma's operands swapped (block_m 8); not with zero points, not on the
@@ -144,7 +150,7 @@ TEST(TuneConfigSpace, TinyShapesStillHaveConfigurations) {
     ASSERT_FALSE(space.empty());
     for (const auto& c : space) {
       EXPECT_EQ(c.block_n, 32);  // the smallest power of two >= 20, but at least 32
-      if (c.swapped()) {  // one slice of G per stage
+      if (c.swapped()) {         // one slice of G per stage
         EXPECT_EQ(c.block_k, 32) << c.name();
         continue;
       }

@@ -5,10 +5,10 @@
 #include "qmatmul_test_util.h"
 
 #include "expect_error.h"
-#include "tilevm/support/error.h"
 #include "tilevm/ops/qmatmul/config_space.h"
 #include "tilevm/ops/qmatmul/cost_model.h"
 #include "tilevm/ops/qmatmul/qmatmul_template.h"
+#include "tilevm/support/error.h"
 #include "tilevm/tune/cost_model.h"
 #include "tilevm/tune/device_target.h"
 
@@ -37,8 +37,8 @@ struct ModelKernel {
   std::string config_name(const Config& c) const { return c.name(); }
 };
 
-std::vector<QMatmulConfig> prune(const QMatmulProblem& p, const std::vector<QMatmulConfig>& space, const Model& m,
-                                 int keep) {
+std::vector<QMatmulConfig> prune(const QMatmulProblem& p, const std::vector<QMatmulConfig>& space,
+                                 const Model& m, int keep) {
   return tune::prune(ModelKernel{m}, p, space, m, keep);
 }
 
@@ -122,8 +122,9 @@ TEST(TuneCostModel, PrefillIsComputeBound) {
   EXPECT_EQ(e.bound, "mma");
   EXPECT_DOUBLE_EQ(e.mma_flops, 2.0 * 4096 * 8192 * 8192);
   // Padding counts: M = 4000 computes as 4096 rows.
-  EXPECT_DOUBLE_EQ(estimate_qmatmul(problem(4000, 8192, 8192), config(128, 128, 2, 4, 1, 64, 4), ideal).mma_flops,
-                   e.mma_flops);
+  EXPECT_DOUBLE_EQ(
+      estimate_qmatmul(problem(4000, 8192, 8192), config(128, 128, 2, 4, 1, 64, 4), ideal).mma_flops,
+      e.mma_flops);
 }
 
 TEST(TuneCostModel, TailWaveCosts) {
@@ -146,7 +147,8 @@ TEST(TuneCostModel, DequantGemmWinsOnlyWhereComputeDominates) {
   EXPECT_LT(estimate_qmatmul(prefill, dg, ideal).seconds, estimate_qmatmul(prefill, fused, ideal).seconds);
   EXPECT_EQ(estimate_qmatmul(prefill, dg, ideal).bound, "mma");
   // At decode it writes and re-reads a 16-bit weight: several times the fused kernel's 4-bit read.
-  EXPECT_GT(estimate_qmatmul(decode, dg, ideal).seconds, 3 * estimate_qmatmul(decode, config(16, 128, 1, 4, 2), ideal).seconds);
+  EXPECT_GT(estimate_qmatmul(decode, dg, ideal).seconds,
+            3 * estimate_qmatmul(decode, config(16, 128, 1, 4, 2), ideal).seconds);
 }
 
 TEST(TuneCostModel, IssueLimitFavorsMoreWarpsAndSplitK) {

@@ -2,8 +2,8 @@
 // the default location.
 #include <gtest/gtest.h>
 
-#include "scoped_env.h"
 #include <unistd.h>
+#include "scoped_env.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -35,7 +35,10 @@ ops::QMatmulProblem problem(int64_t m = 16) {
 
 // The quantized matmul's key, as ops::QMatmulTemplate makes it for tune::autotune.
 TuningKey tuning_key(const std::string& device, const std::string& arch, const ops::QMatmulProblem& p) {
-  return {.device = device, .arch = arch, .problem = p.key(), .kernel = "qmatmul",
+  return {.device = device,
+          .arch = arch,
+          .problem = p.key(),
+          .kernel = "qmatmul",
           .revision = ops::kQMatmulTemplateRevision};
 }
 
@@ -65,7 +68,8 @@ TEST_F(TuneTuningCache, MissingFileMissesQuietly) {
 TEST_F(TuneTuningCache, StoreThenLookup) {
   TuningCache cache(dir_ / "deep" / "folder" / "tuning.json");  // folders are created
   ASSERT_TRUE(cache.store(tuning_key(kDevice, kArch, problem()), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 21.5}));
-  ASSERT_TRUE(cache.store(tuning_key(kDevice, kArch, problem(1)), {"bm16_bn64_bk128_sk64_w1x2_s3_k8", 12.25}));
+  ASSERT_TRUE(
+      cache.store(tuning_key(kDevice, kArch, problem(1)), {"bm16_bn64_bk128_sk64_w1x2_s3_k8", 12.25}));
   // A second object on the same file (another process) sees both.
   TuningCache again(dir_ / "deep" / "folder" / "tuning.json");
   const auto e16 = again.lookup(tuning_key(kDevice, kArch, problem()));
@@ -112,15 +116,17 @@ TEST_F(TuneTuningCache, KeyHoldsDeviceArchProblemVersionAndTemplateRevision) {
 
 TEST_F(TuneTuningCache, CorruptFileIsIgnoredWithAWarningAndReplaced) {
   for (const std::string& text : {std::string("{\"format\": \"tilevm-tuning-cache 1\", \"entr"),  // truncated
-                                 std::string("[1, 2, 3]"), std::string("{\"format\": \"something else\"}"),
-                                 std::string("{\"format\": \"tilevm-tuning-cache 1\", \"entries\": 7}"),
-                                 std::string("\x00\xff garbage", 10)}) {
+                                  std::string("[1, 2, 3]"), std::string("{\"format\": \"something else\"}"),
+                                  std::string("{\"format\": \"tilevm-tuning-cache 1\", \"entries\": 7}"),
+                                  std::string("\x00\xff garbage", 10)}) {
     write(text);
     TuningCache cache(file());
     cache.set_quiet(true);
     EXPECT_FALSE(cache.lookup(tuning_key(kDevice, kArch, problem())));
-    EXPECT_NE(cache.last_warning().find("ignoring the tuning cache"), std::string::npos) << cache.last_warning();
-    ASSERT_TRUE(cache.store(tuning_key(kDevice, kArch, problem()), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 21.5}));
+    EXPECT_NE(cache.last_warning().find("ignoring the tuning cache"), std::string::npos)
+        << cache.last_warning();
+    ASSERT_TRUE(
+        cache.store(tuning_key(kDevice, kArch, problem()), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 21.5}));
     EXPECT_NE(cache.last_warning().find("replacing the tuning cache"), std::string::npos);
     EXPECT_TRUE(TuningCache(file()).lookup(tuning_key(kDevice, kArch, problem())));
   }
@@ -131,8 +137,8 @@ TEST_F(TuneTuningCache, MalformedEntryIsSkipped) {
   cache.set_quiet(true);
   const std::string key = cache.key(tuning_key(kDevice, kArch, problem()));
   fs::create_directories(dir_);
-  std::ofstream(dir_ / "tuning.json") << "{\"format\": \"tilevm-tuning-cache 1\", \"entries\": {\"" << key
-                                      << "\": {\"config\": 5}}}";
+  std::ofstream(dir_ / "tuning.json")
+      << "{\"format\": \"tilevm-tuning-cache 1\", \"entries\": {\"" << key << "\": {\"config\": 5}}}";
   EXPECT_FALSE(cache.lookup(tuning_key(kDevice, kArch, problem())));
   EXPECT_NE(cache.last_warning().find("malformed entry"), std::string::npos);
 }
@@ -143,7 +149,8 @@ TEST_F(TuneTuningCache, UnwritableFolderIsAWarningNotAnError) {
   write("not a folder");
   TuningCache cache(file() / "tuning.json");
   cache.set_quiet(true);
-  EXPECT_FALSE(cache.store(tuning_key(kDevice, kArch, problem()), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 21.5}));
+  EXPECT_FALSE(
+      cache.store(tuning_key(kDevice, kArch, problem()), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 21.5}));
   EXPECT_NE(cache.last_warning().find("cannot"), std::string::npos) << cache.last_warning();
 }
 

@@ -21,7 +21,8 @@ constexpr const char* kArch = "sm_90";
 
 std::string describe(const codegen::cuda::EmittedKernel& k) {
   std::string text = k.source;
-  text += fmt::format("\n// kernel {} threads {} shared {}\n", k.kernel_name, k.threads, k.dynamic_shared_bytes);
+  text +=
+      fmt::format("\n// kernel {} threads {} shared {}\n", k.kernel_name, k.threads, k.dynamic_shared_bytes);
   for (const auto& w : k.workspace) text += fmt::format("// workspace {}\n", w.name);
   for (const std::string& s : k.selections) text += "// selected " + s + "\n";
   return text;
@@ -40,8 +41,9 @@ std::string compile(ir::Program program) {
   }
 }
 
-// A problem and which of its configurations to emit: every one, or every stride-th (in the space's order) where
-// a whole space would make the corpus too slow to run (a few thousand programs is minutes on two cores).
+// A problem and which of its configurations to emit: every one, or every stride-th (in the space's order)
+// where a whole space would make the corpus too slow to run (a few thousand programs is minutes on two
+// cores).
 struct Problem {
   ops::QMatmulProblem problem;
   size_t stride = 1;
@@ -84,7 +86,8 @@ std::vector<Problem> problems() {
 }
 
 // Runs `jobs` on every core and hands their results to `sink` in order.
-void run_in_order(const std::vector<std::pair<std::string, std::function<std::string()>>>& jobs, const Sink& sink) {
+void run_in_order(const std::vector<std::pair<std::string, std::function<std::string()>>>& jobs,
+                  const Sink& sink) {
   std::vector<std::string> results(jobs.size());
   std::atomic<size_t> next{0};
   const auto work = [&] {
@@ -146,10 +149,12 @@ void emit_qmatmul_cases(const Sink& sink) {
         jobs.emplace_back(name + "dequantize", guarded([=] { return ops::build_dequantize(problem); }));
         continue;
       }
-      jobs.emplace_back(name + "transform", guarded([=] { return ops::build_qmatmul_transform(problem, config); }));
+      jobs.emplace_back(name + "transform",
+                        guarded([=] { return ops::build_qmatmul_transform(problem, config); }));
       jobs.emplace_back(name + "matmul", guarded([=] { return ops::build_qmatmul(problem, config); }));
       if (config.split_k > 1)
-        jobs.emplace_back(name + "reduce", guarded([=] { return ops::build_qmatmul_reduce(problem, config); }));
+        jobs.emplace_back(name + "reduce",
+                          guarded([=] { return ops::build_qmatmul_reduce(problem, config); }));
     }
   }
   run_in_order(jobs, sink);

@@ -72,8 +72,10 @@ std::vector<TileCase> tile_cases(const fs::path& root) {
       if (argv[i] == "-D" && i + 1 < argv.size()) {
         const std::string& d = argv[++i];
         const size_t eq = d.find('=');
-        if (eq == std::string::npos || eq == 0 || eq + 1 == d.size()) well_formed = false;
-        else defines[d.substr(0, eq)] = d.substr(eq + 1);
+        if (eq == std::string::npos || eq == 0 || eq + 1 == d.size())
+          well_formed = false;
+        else
+          defines[d.substr(0, eq)] = d.substr(eq + 1);
       }
     }
     if (tile.empty() || defines.empty() || !well_formed) continue;
@@ -99,12 +101,17 @@ int main(int argc, char** argv) {
   bool summary = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--source-dir" && i + 1 < argc) root = argv[++i];
-    else if (a == "--only" && i + 1 < argc) only = argv[++i];
-    else if (a == "--dump" && i + 1 < argc) dump = argv[++i];
-    else if (a == "--summary") summary = true;
+    if (a == "--source-dir" && i + 1 < argc)
+      root = argv[++i];
+    else if (a == "--only" && i + 1 < argc)
+      only = argv[++i];
+    else if (a == "--dump" && i + 1 < argc)
+      dump = argv[++i];
+    else if (a == "--summary")
+      summary = true;
     else {
-      std::cerr << "usage: tilevm_emit_corpus [--source-dir DIR] [--only tile|qmatmul] [--summary] [--dump NAME]\n";
+      std::cerr
+          << "usage: tilevm_emit_corpus [--source-dir DIR] [--only tile|qmatmul] [--summary] [--dump NAME]\n";
       return 2;
     }
   }

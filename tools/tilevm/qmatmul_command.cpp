@@ -2,11 +2,11 @@
 //                [--check] [--bench [--json]] [--config NAME] [--no-tune] [--seed S]
 //
 // Runs the quantized matmul (include/tilevm/ops/qmatmul/qmatmul.h) once on seeded random data: a random f32
-// weight [K, N] quantized to T (ops::quantize, scales of ATYPE per group of G rows; G = K, written "k", is one
-// scale per column), random A [M, K]; then the transform and the matmul (+ the reduce with split-K), with C
-// poisoned (NaN) first. On the GPU (the default when one is present) the configuration is autotuned
-// (ops/qmatmul/qmatmul_template.h; cached) unless --config or --no-tune; on the interpreter it is the heuristic's, and the
-// interpreter being slow, shapes should stay small there.
+// weight [K, N] quantized to T (ops::quantize, scales of ATYPE per group of G rows; G = K, written "k", is
+// one scale per column), random A [M, K]; then the transform and the matmul (+ the reduce with split-K), with
+// C poisoned (NaN) first. On the GPU (the default when one is present) the configuration is autotuned
+// (ops/qmatmul/qmatmul_template.h; cached) unless --config or --no-tune; on the interpreter it is the
+// heuristic's, and the interpreter being slow, shapes should stay small there.
 //   --check  compares C with the double reference of the same codes, scales, zeros and A
 //            (ops/qmatmul/qmatmul_reference.h); a mismatch exits 1
 //   --bench  (GPU) times it against a plain read and cuBLAS (bench/qmatmul_bench.h): one line per result,
@@ -15,8 +15,8 @@
 //
 // Exit status: 0 on success; 1 on a check mismatch or a failed run; 2 on bad command-line use (an unknown
 // type, K not a multiple of G, a malformed or invalid --config, --bench with --interp, ...).
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <iostream>
 #include <memory>
@@ -27,16 +27,16 @@
 
 #include "commands.h"
 #include "tilevm/bench/qmatmul_bench.h"
-#include "tilevm/tune/timing.h"
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/ops/qmatmul/qmatmul.h"
 #include "tilevm/ops/qmatmul/qmatmul_gpu.h"
 #include "tilevm/ops/qmatmul/qmatmul_interp.h"
 #include "tilevm/ops/qmatmul/qmatmul_reference.h"
+#include "tilevm/ops/qmatmul/qmatmul_template.h"
 #include "tilevm/ops/quantize.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/support/error.h"
-#include "tilevm/ops/qmatmul/qmatmul_template.h"
+#include "tilevm/tune/timing.h"
 #include "tilevm/type/convert.h"
 
 namespace tilevm::cli {
@@ -68,7 +68,8 @@ ops::QMatmulProblem make_problem(const QMatmulRequest& req) {
       used = 0;
     }
     if (used == 0 || used != req.group.size())
-      throw UsageError(fmt::format("--group expects a number or 'k' (one group per column), got '{}'", req.group));
+      throw UsageError(
+          fmt::format("--group expects a number or 'k' (one group per column), got '{}'", req.group));
   }
   p.zero_point = req.zero_point;
   try {
@@ -129,7 +130,8 @@ Outcome run_interp(const ops::QMatmulProblem& p, const ops::QMatmulConfig& confi
 }
 
 // A buffer of `capacity` bytes (at least `bytes`, at least 16) holding `bytes` bytes of `data`.
-runtime::DeviceBuffer upload(const runtime::Device& device, const void* data, size_t bytes, size_t capacity = 0) {
+runtime::DeviceBuffer upload(const runtime::Device& device, const void* data, size_t bytes,
+                             size_t capacity = 0) {
   runtime::DeviceBuffer b = device.allocate(std::max({bytes, capacity, size_t{16}}));
   if (bytes) b.copy_from_host(data, bytes);
   return b;
@@ -175,7 +177,8 @@ std::string first_outputs(const ops::QMatmulProblem& p, const std::vector<uint16
 }
 
 void run(const QMatmulRequest& req) {
-  if (req.bench && req.interp) throw UsageError("--bench times the GPU kernel; it cannot be used with --interp");
+  if (req.bench && req.interp)
+    throw UsageError("--bench times the GPU kernel; it cannot be used with --interp");
   if (req.json && !req.bench) throw UsageError("--json formats the --bench results; add --bench");
   const ops::QMatmulProblem p = make_problem(req);
   const std::optional<ops::QMatmulConfig> given = parse_config(req, p);
@@ -195,14 +198,16 @@ void run(const QMatmulRequest& req) {
     config = *given;
     how = "--config";
   } else if (!use_gpu || req.no_tune) {
-    config = ops::heuristic_qmatmul_config(p, target::Target::h100_like(device ? device->info().sm_count : 132),
-                                            /*allow_dequant_gemm=*/use_gpu);
+    config =
+        ops::heuristic_qmatmul_config(p, target::Target::h100_like(device ? device->info().sm_count : 132),
+                                      /*allow_dequant_gemm=*/use_gpu);
     how = "heuristic";
   } else {
     const ops::QMatmulTuneResult r = ops::autotune_qmatmul(*device, p);
     config = r.config;
     how = r.from_cache ? fmt::format("tuning cache, {:.2f} us", r.median_us)
-                       : fmt::format("tuned: {} compiled in {:.1f} s, {} timed", r.compiled, r.compile_seconds, r.timed);
+                       : fmt::format("tuned: {} compiled in {:.1f} s, {} timed", r.compiled,
+                                     r.compile_seconds, r.timed);
   }
 
   out << fmt::format("qmatmul {}: C[{}, {}] = A[{}, {}] {} @ {}[{}, {}], {}{}\n", p.key(), p.m, p.n, p.m, p.k,
@@ -247,19 +252,22 @@ void add_qmatmul_command(CLI::App& app) {
   command->add_option("--m", req->m, "rows of A and C")->required();
   command->add_option("--n", req->n, "columns of the weight and C")->required();
   command->add_option("--k", req->k, "the reduction size")->required();
-  command->add_option("--wtype", req->wtype, "weight type: u1..u8, i1..i8, f<b>e<E>m<M>, f16, bf16")->required();
+  command->add_option("--wtype", req->wtype, "weight type: u1..u8, i1..i8, f<b>e<E>m<M>, f16, bf16")
+      ->required();
   command->add_option("--atype", req->atype, "activation, scale and output type: f16 or bf16")
       ->capture_default_str();
   command->add_option("--group", req->group, "rows per scale group: 32, 64, 128, or k (per channel)")
       ->capture_default_str();
-  command->add_flag("--zero-point", req->zero_point, "asymmetric quantization with zero points (unsigned types)");
+  command->add_flag("--zero-point", req->zero_point,
+                    "asymmetric quantization with zero points (unsigned types)");
   auto* interp_flag = command->add_flag("--interp", req->interp, "run on the CPU interpreter");
   auto* gpu_flag = command->add_flag("--gpu", req->gpu, "run on the GPU (the default when one is present)");
   interp_flag->excludes(gpu_flag);
   command->add_flag("--check", req->check, "compare C with a double reference; exit 1 on a mismatch");
   command->add_flag("--bench", req->bench, "time against a plain read and cuBLAS (GPU)");
   command->add_flag("--json", req->json, "print the --bench results as JSON lines");
-  command->add_option("--config", req->config, "a configuration name (bm16_bn64_bk128_sk64_w1x4_s3_k1): no tuning");
+  command->add_option("--config", req->config,
+                      "a configuration name (bm16_bn64_bk128_sk64_w1x4_s3_k1): no tuning");
   command->add_flag("--no-tune", req->no_tune, "use the heuristic configuration instead of autotuning");
   command->add_option("--seed", req->seed, "seed of the random data")->capture_default_str();
   command->callback([req] { run(*req); });

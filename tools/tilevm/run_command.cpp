@@ -22,11 +22,11 @@
 
 #include "commands.h"
 #include "tilevm/exec/gpu_runner.h"
+#include "tilevm/exec/npy.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/parser.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
-#include "tilevm/exec/npy.h"
 
 namespace tilevm::cli {
 
@@ -105,13 +105,15 @@ void run(const RunRequest& req) {
   for (const auto& [name, value] : scalar_args) {
     const ir::Var* p = find_param(*program, name);
     if (!p) throw UsageError(fmt::format("--arg {}: the program has no parameter '{}'", name, name));
-    if (!(*p)->type.is_scalar()) throw UsageError(fmt::format("--arg {}: '{}' is a pointer; give it with --in", name, name));
+    if (!(*p)->type.is_scalar())
+      throw UsageError(fmt::format("--arg {}: '{}' is a pointer; give it with --in", name, name));
     args.scalars[name] = parse_scalar(name, value, (*p)->type.dtype);
   }
   for (const auto& [name, file] : in_files) {
     const ir::Var* p = find_param(*program, name);
     if (!p) throw UsageError(fmt::format("--in {}: the program has no parameter '{}'", name, name));
-    if (!(*p)->type.is_pointer()) throw UsageError(fmt::format("--in {}: '{}' is a scalar; give it with --arg", name, name));
+    if (!(*p)->type.is_pointer())
+      throw UsageError(fmt::format("--in {}: '{}' is a scalar; give it with --arg", name, name));
   }
   for (const auto& [name, file] : out_files) {
     if (!in_files.count(name)) {
@@ -120,7 +122,8 @@ void run(const RunRequest& req) {
   }
   for (const ir::Var& p : program->params) {
     if (p->type.is_pointer() && !in_files.count(p->name)) {
-      throw UsageError(fmt::format("missing --in {}=FILE.npy for the pointer parameter '{}'", p->name, p->name));
+      throw UsageError(
+          fmt::format("missing --in {}=FILE.npy for the pointer parameter '{}'", p->name, p->name));
     }
     if (p->type.is_scalar() && !scalar_args.count(p->name)) {
       throw UsageError(fmt::format("missing --arg {}=VALUE for the scalar parameter '{}'", p->name, p->name));
@@ -145,8 +148,8 @@ void run(const RunRequest& req) {
   options.print_stream = &std::cout;
   // The GPU when asked for, or by default when one is present (LANGUAGE.md section 6); else the interpreter.
   const bool use_gpu = req.gpu || (!req.interp && exec::gpu_available());
-  const bool ok = use_gpu ? exec::run_on_gpu(*program, args, diags)
-                          : interp::run_program(*program, args, diags, options);
+  const bool ok =
+      use_gpu ? exec::run_on_gpu(*program, args, diags) : interp::run_program(*program, args, diags, options);
   if (!ok) {
     std::cout.flush();
     std::cerr << diags.render(req.file, source);
@@ -159,7 +162,8 @@ void run(const RunRequest& req) {
 }  // namespace
 
 void add_run_command(CLI::App& app) {
-  auto* command = app.add_subcommand("run", "run a program on the interpreter, with .npy files as its buffers");
+  auto* command =
+      app.add_subcommand("run", "run a program on the interpreter, with .npy files as its buffers");
   auto req = std::make_shared<RunRequest>();
   command->add_option("FILE", req->file, "the program (.tile)")->required();
   auto* interp_flag = command->add_flag("--interp", req->interp, "run on the CPU interpreter (the default)");

@@ -18,16 +18,16 @@
 #include <string>
 #include <vector>
 
-#include "tilevm/tune/timing.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/runtime/module.h"
+#include "tilevm/tune/timing.h"
 
 namespace tilevm::bench {
 
 // GPU timing is the tuner's (tune/timing.h); the benchmarks time the same way.
+using tune::time_gpu;
 using tune::Timing;
 using tune::TimingOptions;
-using tune::time_gpu;
 
 // One launch configuration of the read kernel.
 struct PlainReadConfig {

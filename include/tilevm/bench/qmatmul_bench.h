@@ -6,16 +6,16 @@
 #include <optional>
 #include <string>
 
-#include "tilevm/tune/timing.h"
 #include "tilevm/ops/qmatmul/qmatmul_gpu.h"
 #include "tilevm/runtime/device.h"
+#include "tilevm/tune/timing.h"
 
 namespace tilevm::bench {
 
 // GPU timing is the tuner's (tune/timing.h); the benchmarks time the same way.
+using tune::time_gpu;
 using tune::Timing;
 using tune::TimingOptions;
-using tune::time_gpu;
 
 struct QMatmulBenchOptions {
   TimingOptions timing;     // medians of >= 50 runs, L2 flushed

@@ -19,8 +19,8 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/ir/inst/all.h"

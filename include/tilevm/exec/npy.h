@@ -30,8 +30,8 @@ struct Array {
   std::vector<int64_t> shape;  // empty for a 0-d array (one element)
   std::vector<uint8_t> data;   // little-endian elements in C order
 
-  int64_t count() const;      // product of the shape
-  int item_size() const;      // bytes per element of descr
+  int64_t count() const;  // product of the shape
+  int item_size() const;  // bytes per element of descr
 };
 
 // Parses the bytes of a .npy file; `name` is used in error messages.

@@ -43,6 +43,7 @@ struct RunOptions {
 
 // Runs the program (which must have passed verify_program). Reports problems to `diags` and stops at the
 // first block that has one; returns true when the run completed without errors.
-bool run_program(const ir::Program& program, Arguments& args, Diagnostics& diags, const RunOptions& options = {});
+bool run_program(const ir::Program& program, Arguments& args, Diagnostics& diags,
+                 const RunOptions& options = {});
 
 }  // namespace tilevm::interp

@@ -10,13 +10,20 @@ namespace tilevm::ir {
 template <typename Op, typename T>
 std::optional<bool> compare(Op op, const T& a, const T& b) {
   switch (op) {
-    case Op::Lt: return a < b;
-    case Op::Le: return a <= b;
-    case Op::Gt: return a > b;
-    case Op::Ge: return a >= b;
-    case Op::Eq: return a == b;
-    case Op::Ne: return a != b;
-    default: return std::nullopt;
+    case Op::Lt:
+      return a < b;
+    case Op::Le:
+      return a <= b;
+    case Op::Gt:
+      return a > b;
+    case Op::Ge:
+      return a >= b;
+    case Op::Eq:
+      return a == b;
+    case Op::Ne:
+      return a != b;
+    default:
+      return std::nullopt;
   }
 }
 

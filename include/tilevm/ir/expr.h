@@ -24,11 +24,27 @@ using Var = std::shared_ptr<const VarNode>;
 enum class ExprKind { IntImm, FloatImm, BoolImm, VarRef, Binary, Unary };
 
 enum class BinaryOp {
-  Add, Sub, Mul, Div, Mod,           // on integers, / and % truncate (C semantics)
-  Shl, Shr, BitAnd, BitOr, BitXor,   // integers only
-  Lt, Le, Gt, Ge, Eq, Ne,            // give bool
-  And, Or,                           // bool operands, give bool
-  Min, Max, CeilDiv                  // min(a, b), max(a, b), ceil_div(a, b)
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,  // on integers, / and % truncate (C semantics)
+  Shl,
+  Shr,
+  BitAnd,
+  BitOr,
+  BitXor,  // integers only
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,  // give bool
+  And,
+  Or,  // bool operands, give bool
+  Min,
+  Max,
+  CeilDiv  // min(a, b), max(a, b), ceil_div(a, b)
 };
 enum class UnaryOp { Neg, Not };
 
@@ -46,7 +62,9 @@ struct ExprNode {
   ExprNode(ExprKind k, DataType t, SourceLoc l) : kind(k), type(t), loc(l) {}
   virtual ~ExprNode() = default;
   template <typename T>
-  const T* as() const { return kind == T::kKind ? static_cast<const T*>(this) : nullptr; }
+  const T* as() const {
+    return kind == T::kKind ? static_cast<const T*>(this) : nullptr;
+  }
 };
 using Expr = std::shared_ptr<const ExprNode>;
 

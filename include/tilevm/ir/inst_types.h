@@ -14,6 +14,7 @@ namespace tilevm::ir {
 // BlockIndices). When the operands make a result type impossible (a View whose bits per thread differ, a
 // reduce dimension out of range, a non-tensor operand), reports one error at the instruction and returns
 // nullopt; the verifier reports everything else.
-std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, int grid_rank, Diagnostics& diags);
+std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, int grid_rank,
+                                                         Diagnostics& diags);
 
 }  // namespace tilevm::ir

@@ -17,6 +17,7 @@ struct ParseOptions {
 
 // Parses one program. Every error found is added to `diags` with its location (the parser recovers at the
 // next statement); returns nullopt when there was any error.
-std::optional<Program> parse_program(std::string_view source, Diagnostics& diags, const ParseOptions& options = {});
+std::optional<Program> parse_program(std::string_view source, Diagnostics& diags,
+                                     const ParseOptions& options = {});
 
 }  // namespace tilevm::ir

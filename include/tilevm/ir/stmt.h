@@ -16,7 +16,9 @@ struct StmtNode {
   StmtNode(StmtKind k, SourceLoc l) : kind(k), loc(l) {}
   virtual ~StmtNode() = default;
   template <typename T>
-  const T* as() const { return kind == T::kKind ? static_cast<const T*>(this) : nullptr; }
+  const T* as() const {
+    return kind == T::kKind ? static_cast<const T*>(this) : nullptr;
+  }
 };
 using Stmt = std::shared_ptr<const StmtNode>;
 using Block = std::vector<Stmt>;
@@ -38,7 +40,8 @@ struct InstStmt : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Inst;
   std::vector<Var> results;
   Inst inst;
-  InstStmt(std::vector<Var> r, Inst i, SourceLoc l = {}) : StmtNode(kKind, l), results(std::move(r)), inst(std::move(i)) {}
+  InstStmt(std::vector<Var> r, Inst i, SourceLoc l = {})
+      : StmtNode(kKind, l), results(std::move(r)), inst(std::move(i)) {}
 };
 
 // `if c0: ... elif c1: ... else: ...`; conditions are block-uniform bools.
@@ -49,7 +52,11 @@ struct IfStmt : StmtNode {
   Block else_body;               // empty when there is no else
   bool has_else = false;
   IfStmt(std::vector<Expr> c, std::vector<Block> b, Block e, bool has_e, SourceLoc l = {})
-      : StmtNode(kKind, l), conditions(std::move(c)), bodies(std::move(b)), else_body(std::move(e)), has_else(has_e) {}
+      : StmtNode(kKind, l),
+        conditions(std::move(c)),
+        bodies(std::move(b)),
+        else_body(std::move(e)),
+        has_else(has_e) {}
 };
 
 // How a loop is to be scheduled: `for k in range(0, n, unroll=4, stages=3):`. Hints for the passes and the
@@ -69,15 +76,21 @@ struct ForStmt : StmtNode {
   Block body;
   LoopAttrs attrs;
   ForStmt(Var v, Expr b, Expr e, Expr s, Block body_, SourceLoc l = {}, LoopAttrs a = {})
-      : StmtNode(kKind, l), var(std::move(v)), start(std::move(b)), stop(std::move(e)), step(std::move(s)),
-        body(std::move(body_)), attrs(a) {}
+      : StmtNode(kKind, l),
+        var(std::move(v)),
+        start(std::move(b)),
+        stop(std::move(e)),
+        step(std::move(s)),
+        body(std::move(body_)),
+        attrs(a) {}
 };
 
 struct WhileStmt : StmtNode {
   static constexpr StmtKind kKind = StmtKind::While;
   Expr condition;
   Block body;
-  WhileStmt(Expr c, Block b, SourceLoc l = {}) : StmtNode(kKind, l), condition(std::move(c)), body(std::move(b)) {}
+  WhileStmt(Expr c, Block b, SourceLoc l = {})
+      : StmtNode(kKind, l), condition(std::move(c)), body(std::move(b)) {}
 };
 
 struct BreakStmt : StmtNode {

@@ -36,8 +36,8 @@ enum class ValueKind { Scalar, Pointer, Tensor };
 
 struct ValueType {
   ValueKind kind = ValueKind::Scalar;
-  DataType dtype = DataType::i32();              // scalar type, pointee type or element type
-  std::shared_ptr<const TensorType> tensor;      // set iff kind == Tensor
+  DataType dtype = DataType::i32();          // scalar type, pointee type or element type
+  std::shared_ptr<const TensorType> tensor;  // set iff kind == Tensor
 
   static ValueType scalar(DataType t) { return {ValueKind::Scalar, t, nullptr}; }
   static ValueType pointer(DataType t) { return {ValueKind::Pointer, t, nullptr}; }

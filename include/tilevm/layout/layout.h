@@ -46,7 +46,7 @@ class Layout {
     std::shared_ptr<const Swizzle> swizzle;
   };
 
-  Layout();  // local(1): the identity
+  Layout();                  // local(1): the identity
   Layout(ModeLayout modes);  // NOLINT: a mode layout is a layout
 
   const Index& shape() const { return shape_; }
@@ -116,7 +116,9 @@ Layout replicate(int64_t n);
 // Chains in C++ as they read in the text: `local(2, 1).spatial(8, 4).local(1, 2)` is
 //   local(2, 1) * spatial(8, 4) * local(1, 2)      or      compose(local(2, 1), spatial(8, 4), local(1, 2))
 // The product is associative; both group to the left, as the text does.
-inline Layout operator*(const Layout& f, const Layout& g) { return compose(f, g); }
+inline Layout operator*(const Layout& f, const Layout& g) {
+  return compose(f, g);
+}
 
 template <std::convertible_to<const Layout&>... Rest>
 Layout compose(const Layout& f, const Layout& g, const Layout& h, const Rest&... rest) {
@@ -127,23 +129,19 @@ Layout compose(const Layout& f, const Layout& g, const Layout& h, const Rest&...
 
 // The primitives with their extents as arguments: local(2, 1) is local({2, 1}).
 template <std::integral... E>
-  requires(sizeof...(E) > 0)
-Layout local(E... extents) {
+requires(sizeof...(E) > 0) Layout local(E... extents) {
   return local(Index{static_cast<int64_t>(extents)...});
 }
 template <std::integral... E>
-  requires(sizeof...(E) > 0)
-Layout spatial(E... extents) {
+requires(sizeof...(E) > 0) Layout spatial(E... extents) {
   return spatial(Index{static_cast<int64_t>(extents)...});
 }
 template <std::integral... E>
-  requires(sizeof...(E) > 0)
-Layout column_local(E... extents) {
+requires(sizeof...(E) > 0) Layout column_local(E... extents) {
   return column_local(Index{static_cast<int64_t>(extents)...});
 }
 template <std::integral... E>
-  requires(sizeof...(E) > 0)
-Layout column_spatial(E... extents) {
+requires(sizeof...(E) > 0) Layout column_spatial(E... extents) {
   return column_spatial(Index{static_cast<int64_t>(extents)...});
 }
 

@@ -32,12 +32,12 @@ namespace tilevm::layout {
 using Index = std::vector<int64_t>;
 
 struct ModeLayout {
-  Index shape;                      // the tile's shape, rank r (may be 0)
-  std::vector<int64_t> mode_size;   // every mode's extent, grouped by dimension, outer to inner
-  std::vector<int> mode_dim;        // the dimension each mode splits (non-decreasing)
+  Index shape;                     // the tile's shape, rank r (may be 0)
+  std::vector<int64_t> mode_size;  // every mode's extent, grouped by dimension, outer to inner
+  std::vector<int> mode_dim;       // the dimension each mode splits (non-decreasing)
   // Thread digits, outer to inner: a mode index >= 0, or -k for a replication of extent k (k >= 2).
   std::vector<int64_t> spatial;
-  std::vector<int64_t> local;       // local digits, outer to inner: mode indices
+  std::vector<int64_t> local;  // local digits, outer to inner: mode indices
 
   int rank() const { return static_cast<int>(shape.size()); }
   int64_t num_threads() const;
@@ -54,7 +54,8 @@ struct ModeLayout {
 // Builds a mode layout from the spec's fields (shape, mode_shape, spatial_modes, local_modes), checking them;
 // throws tilevm::Error with the offending values when they do not describe a layout.
 ModeLayout make_mode_layout(const Index& shape, const std::vector<int64_t>& mode_shape,
-                            const std::vector<int64_t>& spatial_modes, const std::vector<int64_t>& local_modes);
+                            const std::vector<int64_t>& spatial_modes,
+                            const std::vector<int64_t>& local_modes);
 
 // The canonical form (see above). Idempotent.
 ModeLayout canonicalize(ModeLayout layout);

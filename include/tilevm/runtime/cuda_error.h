@@ -11,7 +11,7 @@ namespace tilevm::runtime {
 //     == "CUDA error in kernel 'matmul_kernel' (cuLaunchKernel): CUDA_ERROR_INVALID_VALUE: invalid argument"
 // An empty kernel gives "CUDA error (cuMemAlloc): ..."; a non-empty `context` is appended as ", context";
 // an unknown code (empty name) reads "CUDA error 999".
-std::string format_cuda_error(int code, std::string_view name, std::string_view description, std::string_view call,
-                              std::string_view kernel, std::string_view context = {});
+std::string format_cuda_error(int code, std::string_view name, std::string_view description,
+                              std::string_view call, std::string_view kernel, std::string_view context = {});
 
 }  // namespace tilevm::runtime

@@ -1,8 +1,8 @@
 // A CUDA device and the objects that live on it: Device (its primary context), Stream, DeviceBuffer, Event.
 //
 // The driver (libcuda.so.1) is loaded on first use, not at start-up: on a machine without it, Device::open
-// throws "no CUDA driver found (libcuda.so.1): ...; tilevm can still run programs on the interpreter (--interp)".
-// Every failed CUDA call throws tilevm::Error (see cuda_error.h for the wording).
+// throws "no CUDA driver found (libcuda.so.1): ...; tilevm can still run programs on the interpreter
+// (--interp)". Every failed CUDA call throws tilevm::Error (see cuda_error.h for the wording).
 //
 // Handles are cheap to copy (Device, Stream, Event share their state) except DeviceBuffer, which owns its
 // memory and only moves. Each object keeps its device's context alive, so destruction order does not matter.
@@ -44,18 +44,18 @@ std::string arch_for_compute_capability(int major, int minor);
 
 struct DeviceInfo {
   int ordinal = 0;
-  std::string name;                       // "NVIDIA H100 80GB HBM3"
+  std::string name;  // "NVIDIA H100 80GB HBM3"
   int compute_major = 0, compute_minor = 0;
-  std::string arch;                       // arch_for_compute_capability(compute_major, compute_minor)
+  std::string arch;  // arch_for_compute_capability(compute_major, compute_minor)
   int sm_count = 0;
   int max_threads_per_block = 0;
-  int max_shared_per_block = 0;           // bytes without opting in (48 KB)
-  int max_shared_per_block_optin = 0;     // bytes a kernel may use after raising its limit (227 KB on H100)
+  int max_shared_per_block = 0;        // bytes without opting in (48 KB)
+  int max_shared_per_block_optin = 0;  // bytes a kernel may use after raising its limit (227 KB on H100)
   int max_shared_per_sm = 0;
   int max_registers_per_block = 0;
   int l2_cache_bytes = 0;
-  std::size_t total_memory = 0;           // bytes
-  int driver_version = 0;                 // 12040 for 12.4
+  std::size_t total_memory = 0;  // bytes
+  int driver_version = 0;        // 12040 for 12.4
 };
 
 class Stream;
@@ -97,8 +97,9 @@ class Device {
   std::shared_ptr<detail::DeviceState> state_;
 };
 
-// A non-blocking CUDA stream (or a wrapped one, see Device::wrap_stream). Remembers the last kernel launched on it, so an asynchronous fault reported by
-// synchronize() names it: "CUDA error after kernel 'saxpy' (cuStreamSynchronize): CUDA_ERROR_ILLEGAL_ADDRESS...".
+// A non-blocking CUDA stream (or a wrapped one, see Device::wrap_stream). Remembers the last kernel launched
+// on it, so an asynchronous fault reported by synchronize() names it: "CUDA error after kernel 'saxpy'
+// (cuStreamSynchronize): CUDA_ERROR_ILLEGAL_ADDRESS...".
 class Stream {
  public:
   void synchronize() const;
@@ -125,10 +126,12 @@ class DeviceBuffer {
   std::size_t size() const { return size_; }
   bool owns_memory() const { return owns_; }
 
-  // Byte copies at `offset` bytes into the buffer. @throws tilevm::Error when out of range or on a CUDA error.
+  // Byte copies at `offset` bytes into the buffer. @throws tilevm::Error when out of range or on a CUDA
+  // error.
   void copy_from_host(const void* data, std::size_t bytes, std::size_t offset = 0);
   void copy_to_host(void* data, std::size_t bytes, std::size_t offset = 0) const;
-  void copy_from_host_async(const void* data, std::size_t bytes, const Stream& stream, std::size_t offset = 0);
+  void copy_from_host_async(const void* data, std::size_t bytes, const Stream& stream,
+                            std::size_t offset = 0);
   void copy_to_host_async(void* data, std::size_t bytes, const Stream& stream, std::size_t offset = 0) const;
   void fill_bytes(std::uint8_t value);
   void fill_bytes_async(std::uint8_t value, const Stream& stream);

@@ -41,15 +41,15 @@
 
 namespace tilevm::runtime {
 
-using CompileFunction =
-    std::function<CompiledKernel(std::string_view source, std::string_view name, const CompileOptions& options)>;
+using CompileFunction = std::function<CompiledKernel(std::string_view source, std::string_view name,
+                                                     const CompileOptions& options)>;
 
 struct KernelCacheOptions {
   std::optional<std::filesystem::path> directory;  // unset: default_kernel_cache_directory()
   bool use_disk = true;
-  CompileFunction compile;        // unset: compile_cuda (tests inject a counting one)
-  std::string tilevm_version;     // unset: TILEVM_VERSION
-  std::string nvrtc_identity;     // unset: nvrtc_identity(), asked on first use
+  CompileFunction compile;     // unset: compile_cuda (tests inject a counting one)
+  std::string tilevm_version;  // unset: TILEVM_VERSION
+  std::string nvrtc_identity;  // unset: nvrtc_identity(), asked on first use
 };
 
 struct KernelCacheStats {
@@ -99,8 +99,10 @@ class KernelCache {
   std::shared_ptr<const CompiledKernel> load_or_compile(const std::string& identity, std::string_view source,
                                                         std::string_view name, const CompileOptions& options);
   std::optional<std::filesystem::path> path_for(const std::string& identity) const;
-  std::shared_ptr<const CompiledKernel> read_entry(const std::filesystem::path& path, const std::string& identity);
-  void write_entry(const std::filesystem::path& path, const std::string& identity, const CompiledKernel& kernel);
+  std::shared_ptr<const CompiledKernel> read_entry(const std::filesystem::path& path,
+                                                   const std::string& identity);
+  void write_entry(const std::filesystem::path& path, const std::string& identity,
+                   const CompiledKernel& kernel);
   void note_disk_error(std::string message);
 
   KernelCacheOptions options_;

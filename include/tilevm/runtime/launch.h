@@ -19,9 +19,9 @@ struct LaunchConfig {
 
 // What one kernel on one device allows.
 struct LaunchLimits {
-  int max_threads_per_block = 1024;       // the kernel's (cuFuncGetAttribute), at most the device's
-  std::size_t static_shared_bytes = 0;    // the kernel's __shared__ arrays
-  std::size_t max_shared_optin = 0;       // the device's opt-in limit per block (static + dynamic)
+  int max_threads_per_block = 1024;     // the kernel's (cuFuncGetAttribute), at most the device's
+  std::size_t static_shared_bytes = 0;  // the kernel's __shared__ arrays
+  std::size_t max_shared_optin = 0;     // the device's opt-in limit per block (static + dynamic)
 };
 
 // @throws tilevm::Error naming the kernel when `config` cannot be launched within `limits`, e.g.
@@ -33,6 +33,8 @@ void check_launch_config(const LaunchConfig& config, const LaunchLimits& limits,
 
 // Whether the kernel must raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to launch with `config`:
 // true when it asks for more than 48 KB of dynamic shared memory, the default limit.
-inline bool needs_shared_opt_in(const LaunchConfig& config) { return config.dynamic_shared_bytes > 48 * 1024; }
+inline bool needs_shared_opt_in(const LaunchConfig& config) {
+  return config.dynamic_shared_bytes > 48 * 1024;
+}
 
 }  // namespace tilevm::runtime

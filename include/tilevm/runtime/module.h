@@ -26,12 +26,12 @@ struct KernelState;
 }  // namespace detail
 
 struct KernelAttributes {
-  int registers = 0;                // per thread
-  int max_threads_per_block = 0;    // given its registers
+  int registers = 0;              // per thread
+  int max_threads_per_block = 0;  // given its registers
   int static_shared_bytes = 0;
-  int local_bytes = 0;              // per thread (spills and local arrays)
-  int ptx_version = 0;              // e.g. 90
-  int binary_version = 0;           // the SM version the cubin was built for, e.g. 90
+  int local_bytes = 0;     // per thread (spills and local arrays)
+  int ptx_version = 0;     // e.g. 90
+  int binary_version = 0;  // the SM version the cubin was built for, e.g. 90
 };
 
 class Kernel {
@@ -46,11 +46,12 @@ class Kernel {
   // The same with the arguments as values: scalars, or DeviceBuffer::device_ptr() for pointers.
   template <typename... Args>
   void launch(const LaunchConfig& config, const Stream& stream, const Args&... args) const
-    requires(sizeof...(Args) > 0)
-  {
+      requires(sizeof...(Args) > 0) {
     static_assert((std::is_trivially_copyable_v<Args> && ...), "kernel arguments must be trivially copyable");
-    static_assert(!(std::is_same_v<Args, DeviceBuffer> || ...), "pass DeviceBuffer::device_ptr(), not the buffer");
-    static_assert(!(std::is_array_v<Args> || ...), "an array argument: pass void** (the overload above) or values");
+    static_assert(!(std::is_same_v<Args, DeviceBuffer> || ...),
+                  "pass DeviceBuffer::device_ptr(), not the buffer");
+    static_assert(!(std::is_array_v<Args> || ...),
+                  "an array argument: pass void** (the overload above) or values");
     void* pointers[] = {const_cast<void*>(static_cast<const void*>(&args))...};
     launch(config, stream, static_cast<void**>(pointers));
   }

@@ -1,8 +1,10 @@
 // Compiling CUDA C++ source to a cubin in-process with NVRTC.
 //
 // libnvrtc is loaded at run time on first use (tilevm links no CUDA library), from the first of:
-//   1. $TILEVM_NVRTC, when set (a path or a library name; if it cannot be loaded that is an error, no fallback)
-//   2. libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so   (the dynamic loader's search: LD_LIBRARY_PATH, ld.so.cache)
+//   1. $TILEVM_NVRTC, when set (a path or a library name; if it cannot be loaded that is an error, no
+//   fallback)
+//   2. libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so   (the dynamic loader's search: LD_LIBRARY_PATH,
+//   ld.so.cache)
 //   3. $CUDA_HOME/lib64/ and then /usr/local/cuda/lib64/, each with libnvrtc.so.13, .so.12, .so
 // NVRTC finds its own builtins library (libnvrtc-builtins) beside itself. Headers: NVRTC bundles the CUDA
 // device headers it needs; tilevm also passes -I for the CUDA toolkit's include folder when one exists
@@ -25,8 +27,8 @@ struct CompileOptions {
   // A real architecture, so that NVRTC produces a cubin: "sm_80", "sm_86", "sm_89", "sm_90a" (wgmma needs the
   // "a"). See arch_for_compute_capability in device.h for a device's.
   std::string arch = "sm_80";
-  bool fast_math = false;    // --use_fast_math
-  bool line_info = false;    // -lineinfo (source lines in profilers)
+  bool fast_math = false;                 // --use_fast_math
+  bool line_info = false;                 // -lineinfo (source lines in profilers)
   std::vector<std::string> include_dirs;  // extra -I folders, searched before the CUDA toolkit's
   std::vector<std::string> extra_flags;   // passed to NVRTC as they are, last
 };

@@ -29,11 +29,12 @@ template <typename... Args>
   throw Error(fmt::format(format, std::forward<Args>(args)...));
 }
 
-[[noreturn]] void internal_failure(const char* condition, const char* file, int line, const std::string& message);
+[[noreturn]] void internal_failure(const char* condition, const char* file, int line,
+                                   const std::string& message);
 
 }  // namespace tilevm
 
-#define TILEVM_ASSERT(condition, ...)                                                              \
-  do {                                                                                             \
+#define TILEVM_ASSERT(condition, ...)                                                                       \
+  do {                                                                                                      \
     if (!(condition)) ::tilevm::internal_failure(#condition, __FILE__, __LINE__, fmt::format(__VA_ARGS__)); \
   } while (0)

@@ -13,9 +13,9 @@
 //                              C 16x8   local(2, 1).spatial(8, 4).local(1, 2)   (s32)
 //   ldmatrix .x1/.x2/.x4 (b16) spatial(8, 4).local(1, 2) per 8x8 matrix; register j holds matrix j, the
 //                              matrices stacked down the rows (x2: 16x8) and then across the columns (x4:
-//                              16x16, order top-left, bottom-left, top-right, bottom-right, as mma's A wants);
-//                              and .x4 with the four matrices side by side (8x32: an [8, K] tile read as
-//                              mma's B operand through a transposed layout, as the swapped qmatmul does)
+//                              16x16, order top-left, bottom-left, top-right, bottom-right, as mma's A
+//                              wants); and .x4 with the four matrices side by side (8x32: an [8, K] tile read
+//                              as mma's B operand through a transposed layout, as the swapped qmatmul does)
 #pragma once
 
 #include <string>

@@ -63,9 +63,10 @@ std::vector<Compiled<T>> compile_parallel(const std::vector<std::function<T()>>&
 }
 
 // Each program (verified) emitted and compiled for `arch` (exec::compile_program).
-std::vector<Compiled<exec::CompiledProgram>> compile_parallel(
-    const std::vector<ir::Program>& programs, const std::string& arch,
-    ParallelCompileOptions options = {.noun = "program"});
+std::vector<Compiled<exec::CompiledProgram>> compile_parallel(const std::vector<ir::Program>& programs,
+                                                              const std::string& arch,
+                                                              ParallelCompileOptions options = {
+                                                                  .noun = "program"});
 
 // The progress bar's text, e.g. "compiling 37/120 [=========>                 ] 12.3 s" (width: the bar's
 // characters between the brackets). Exposed for tests.

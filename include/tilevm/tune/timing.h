@@ -37,7 +37,7 @@ class L2Flusher {
 
 // Runs `work` (which enqueues GPU work on `stream`) warmup + repeats times; times each of the last `repeats`
 // with events recorded on `stream` right around it. @throws tilevm::Error on a CUDA error.
-Timing time_gpu(const runtime::Device& device, const runtime::Stream& stream, const std::function<void()>& work,
-                const TimingOptions& options = {});
+Timing time_gpu(const runtime::Device& device, const runtime::Stream& stream,
+                const std::function<void()>& work, const TimingOptions& options = {});
 
 }  // namespace tilevm::tune

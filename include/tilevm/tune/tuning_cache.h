@@ -3,7 +3,8 @@
 //
 // The file is one JSON object:
 //   {"format": "tilevm-tuning-cache 1",
-//    "entries": {"NVIDIA H100 80GB HBM3 | sm_90a | m16_n8192_k8192_f16_u4_g128 | tilevm 0.1.0 | qmatmul template r3":
+//    "entries": {"NVIDIA H100 80GB HBM3 | sm_90a | m16_n8192_k8192_f16_u4_g128 | tilevm 0.1.0 | qmatmul
+//    template r3":
 //                  {"config": "bm16_bn128_bk128_sk64_w1x4_s3_k4", "median_us": 21.5}, ...}}
 // An entry's key holds the device name, its arch, the problem's key, TILEVM_VERSION and the template's
 // name and revision (kernel_template.h), so another GPU, a different problem, a new tilevm or a changed
@@ -24,7 +25,6 @@
 #include <filesystem>
 #include <optional>
 #include <string>
-
 
 namespace tilevm::tune {
 

@@ -35,8 +35,8 @@ const char* ptx_type(DataType t) {
 
 bool Emitter::try_mma(const ir::DotInst&, const RegInfo& a, const RegInfo& b, const RegInfo& c,
                       const RegInfo& d) {
-  // Leading (batch) dimensions are allowed (the verifier makes them equal in a, b and c): the atoms divide the
-  // last two dimensions (divide prepends 1s to the atom's rank).
+  // Leading (batch) dimensions are allowed (the verifier makes them equal in a, b and c): the atoms divide
+  // the last two dimensions (divide prepends 1s to the atom's rank).
   const int rank = c.layout.rank();
   if (rank < 2 || a.layout.rank() != rank || b.layout.rank() != rank) return false;
   const std::optional<target::MmaSelection> sel =
@@ -49,8 +49,8 @@ bool Emitter::try_mma(const ir::DotInst&, const RegInfo& a, const RegInfo& b, co
   const int wb = static_cast<int>(atom.layout_b.num_locals() * b.dtype.bits() / 32);
   const int wc = static_cast<int>(atom.layout_c.num_locals() * c.dtype.bits() / 32);
   const std::string inst =
-      fmt::format("mma.sync.aligned.m{}n{}k{}.row.col.{}.{}.{}.{}", atom.m, atom.n, atom.k,
-                  ptx_type(c.dtype), ptx_type(a.dtype), ptx_type(b.dtype), ptx_type(c.dtype));
+      fmt::format("mma.sync.aligned.m{}n{}k{}.row.col.{}.{}.{}.{}", atom.m, atom.n, atom.k, ptx_type(c.dtype),
+                  ptx_type(a.dtype), ptx_type(b.dtype), ptx_type(c.dtype));
   note(*current_, fmt::format("{} x {} per warp ({})", inst, steps.size(),
                               warps > 1 ? "warp-uniform schedule" : "one warp"));
   open("");
@@ -78,8 +78,7 @@ bool Emitter::try_mma(const ir::DotInst&, const RegInfo& a, const RegInfo& b, co
   std::string outs, ins;
   for (int x = 0; x < wc; ++x)
     outs += fmt::format("{}\"+r\"({}[cs * {} + {}])", x ? ", " : "", d.name, wc, x);
-  for (int x = 0; x < wa; ++x)
-    ins += fmt::format("{}\"r\"({}[as * {} + {}])", x ? ", " : "", a.name, wa, x);
+  for (int x = 0; x < wa; ++x) ins += fmt::format("{}\"r\"({}[as * {} + {}])", x ? ", " : "", a.name, wa, x);
   for (int x = 0; x < wb; ++x) ins += fmt::format(", \"r\"({}[bs * {} + {}])", b.name, wb, x);
   // Not volatile: a register-only instruction the compiler may schedule around the loads.
   line(fmt::format("asm(\"{} {}, {}, {}, {};\\n\" : {} : {});", inst, dl, al, bl, dl, outs, ins));

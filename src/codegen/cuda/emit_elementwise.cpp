@@ -34,15 +34,16 @@ void Emitter::emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst&
   const int fast_op = n.op == Op::Add ? 0 : n.op == Op::Sub ? 1 : n.op == Op::Mul ? 2 : -1;
   if (transform::is_native_float_arith(n, dt)) {
     const bool canonical = !n.nan_payload_unobserved;  // transform/analyze_nan_payload.h
-    note(s, fmt::format("per slot, native {}{}", dt.name(), canonical ? "" : " (NaN left as the hardware's: no reader sees its bits)"));
+    note(s, fmt::format("per slot, native {}{}", dt.name(),
+                        canonical ? "" : " (NaN left as the hardware's: no reader sees its bits)"));
     open("");
     line("#pragma unroll");
     open(fmt::format("for (int i = 0; i < {}; ++i)", out.layout.num_locals()));
     std::vector<std::string> x;
     for (const ir::Operand& a : n.args) x.push_back(operand_code(*a.tensor, out, "i", s.loc));
     if (n.op == Op::Fma) {
-      line(fmt::format("tv_set<32>({}, i, tv_fma_f32<{}>({}, {}, {}));", out.name, canonical ? "true" : "false",
-                       x[0], x[1], x[2]));
+      line(fmt::format("tv_set<32>({}, i, tv_fma_f32<{}>({}, {}, {}));", out.name,
+                       canonical ? "true" : "false", x[0], x[1], x[2]));
     } else {
       line(fmt::format("tv_set<{}>({}, i, {}<{}{}>({}, {}));", dt.bits(), out.name, fast, fast_op,
                        canonical ? "" : ", false", x[0], x[1]));

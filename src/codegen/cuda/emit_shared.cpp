@@ -34,7 +34,8 @@ void Emitter::emit_allocate_shared(const ir::InstStmt& s, const ir::AllocateShar
   for (const auto& [other, range] : shared_ranges_) {
     if (other == &n) continue;
     if (range.offset < end && off < range.offset + range.bytes) {
-      line("__syncthreads();  // this tensor reuses the shared bytes of a dead one: its readers finish first");
+      line(
+          "__syncthreads();  // this tensor reuses the shared bytes of a dead one: its readers finish first");
       break;
     }
   }
@@ -69,8 +70,8 @@ bool Emitter::try_ldmatrix(const ir::InstStmt& s, const ir::LoadInst& n, const M
     open("");
     // Row and column of this lane's row address inside one atom: matrices go down the rows, then across.
     line("const int lane = t % 32, warp = t / 32;");
-    line(fmt::format("const int mrow = (lane / 8) % {0} * 8 + lane % 8, mcol = (lane / {1}) * 8;", atom.row_blocks(),
-                     8 * atom.row_blocks()));
+    line(fmt::format("const int mrow = (lane / 8) % {0} * 8 + lane % 8, mcol = (lane / {1}) * 8;",
+                     atom.row_blocks(), 8 * atom.row_blocks()));
     line("(void)warp;");
     if (!proven) open(fmt::format("if (({}) % 8 == 0)", a0.base.back().text));
     line("#pragma unroll");

@@ -160,8 +160,9 @@ class Emitter {
                      const ElementFn& element);
   // The `off` line and the alignment/bounds condition of a vector access of v slots (memory_access.cpp);
   // "1" when both are proven statically.
-  std::string vector_group_check(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
-                                 const std::vector<CExpr>& idx, int v);  // contiguous elements along the last dim
+  std::string vector_group_check(const MemTensor& m, const ir::TensorArg& arg,
+                                 const std::vector<ir::Expr>& offset, const std::vector<CExpr>& idx,
+                                 int v);  // contiguous elements along the last dim
   // Whether every vector group of `lay` (as vector_groups walks them) is proven aligned.
   bool vector_groups_aligned(const MemTensor& m, const ir::TensorArg& arg,
                              const std::vector<ir::Expr>& offset, const layout::Layout& lay, int v);

@@ -48,9 +48,10 @@ Emitter::Emitter(const ir::Program& program, const EmitOptions& options)
   // Names that emitted blocks declare around code evaluating the program's own index expressions (chunk
   // and element loops, offsets, ldmatrix rows): a program scalar of the same name is renamed so that no
   // block shadows it. (Blocks that name only registers, such as the mma steps, need not be listed.)
-  for (const char* reserved : {"t", "lane", "warp", "tv_smem", "tv_workspace", "i", "j", "k", "c", "e", "g", "q",
-                               "x", "off", "doff", "soff", "addr", "mrow", "mcol", "first_in", "last_in",
-                               "aligned"})
+  for (const char* reserved :
+       {"t",    "lane",     "warp",    "tv_smem", "tv_workspace", "i",    "j",    "k",    "c",
+        "e",    "g",        "q",       "x",       "off",          "doff", "soff", "addr", "mrow",
+        "mcol", "first_in", "last_in", "aligned"})
     used_names_.insert(reserved);
 }
 

@@ -230,12 +230,15 @@ void Emitter::emit_load(const ir::InstStmt& s, const ir::LoadInst& n) {
                               words * 4, v)
                 : fmt::format("{}-byte vector loads ({} elements per access), per-element where unaligned{}",
                               words * 4, v, global ? " or at the edge" : ""));
-    vector_groups(m, n.src, n.offset, out.layout, v, [&] {
-      line(fmt::format("const {} x = *(const {}*)({} + off * {} / 8);", vec_type(words), vec_type(words), m.ptr,
-                       B));
-      for (int64_t k = 0; k < words; ++k)
-        line(fmt::format("{}[g * {} + {}] = x{};", out.name, words, k, vec_field(words, k)));
-    }, element);
+    vector_groups(
+        m, n.src, n.offset, out.layout, v,
+        [&] {
+          line(fmt::format("const {} x = *(const {}*)({} + off * {} / 8);", vec_type(words), vec_type(words),
+                           m.ptr, B));
+          for (int64_t k = 0; k < words; ++k)
+            line(fmt::format("{}[g * {} + {}] = x{};", out.name, words, k, vec_field(words, k)));
+        },
+        element);
   } else {
     note(s, "per-element loads");
     line("#pragma unroll");
@@ -267,17 +270,20 @@ void Emitter::emit_store(const ir::InstStmt& s, const ir::StoreInst& n) {
                               words * 4, v)
                 : fmt::format("{}-byte vector stores ({} elements per access), per-element where unaligned{}",
                               words * 4, v, global ? " or at the edge" : ""));
-    vector_groups(m, n.dst, n.offset, src.layout, v, [&] {
-      std::string fields;
-      for (int64_t k = 0; k < words; ++k)
-        fields += fmt::format("{}{}[g * {} + {}]", k ? ", " : "", src.name, words, k);
-      if (words == 1) {
-        line(fmt::format("*(tv_u32*)({} + off * {} / 8) = {};", m.ptr, B, fields));
-      } else {
-        line(fmt::format("*({}*)({} + off * {} / 8) = make_{}({});", vec_type(words), m.ptr, B,
-                         vec_type(words), fields));
-      }
-    }, element);
+    vector_groups(
+        m, n.dst, n.offset, src.layout, v,
+        [&] {
+          std::string fields;
+          for (int64_t k = 0; k < words; ++k)
+            fields += fmt::format("{}{}[g * {} + {}]", k ? ", " : "", src.name, words, k);
+          if (words == 1) {
+            line(fmt::format("*(tv_u32*)({} + off * {} / 8) = {};", m.ptr, B, fields));
+          } else {
+            line(fmt::format("*({}*)({} + off * {} / 8) = make_{}({});", vec_type(words), m.ptr, B,
+                             vec_type(words), fields));
+          }
+        },
+        element);
   } else {
     note(s,
          B < 8 ? "per-element stores (sub-byte: merged into their words atomically)" : "per-element stores");

@@ -21,7 +21,9 @@ Inst ViewInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
   return std::make_shared<ViewInst>(ir::rewrite(src, exprs, vars), dtype, layout, loc);
 }
 
-bool is_comparison(ElementwiseOp op) { return op >= ElementwiseOp::Lt && op <= ElementwiseOp::Ne; }
+bool is_comparison(ElementwiseOp op) {
+  return op >= ElementwiseOp::Lt && op <= ElementwiseOp::Ne;
+}
 
 void ElementwiseInst::for_each_expr(const ExprFn& fn) const {
   for (const Operand& a : args) ir::for_each_expr(a, fn);
@@ -36,7 +38,8 @@ Inst ElementwiseInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
 }
 
 Inst ReduceInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
-  return std::make_shared<ReduceInst>(op, ir::rewrite(src, exprs, vars), dim, keepdim, ir::rewrite(out, vars), loc);
+  return std::make_shared<ReduceInst>(op, ir::rewrite(src, exprs, vars), dim, keepdim, ir::rewrite(out, vars),
+                                      loc);
 }
 
 void DotInst::for_each_expr(const ExprFn& fn) const {

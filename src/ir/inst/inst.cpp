@@ -5,7 +5,8 @@
 namespace tilevm::ir {
 
 const TensorType& TensorArg::type() const {
-  TILEVM_ASSERT(tensor && tensor->type.is_tensor(), "tensor operand '{}' is not a tensor", tensor ? tensor->name : "");
+  TILEVM_ASSERT(tensor && tensor->type.is_tensor(), "tensor operand '{}' is not a tensor",
+                tensor ? tensor->name : "");
   return *tensor->type.tensor;
 }
 

@@ -10,8 +10,8 @@ void ViewGlobalInst::for_each_expr(const ExprFn& fn) const {
 }
 
 Inst ViewGlobalInst::rewrite(const ExprMap& exprs, const VarMap&) const {
-  return std::make_shared<ViewGlobalInst>(exprs(ptr), dtype, ir::rewrite(shape, exprs), ir::rewrite(strides, exprs),
-                                          layout, loc);
+  return std::make_shared<ViewGlobalInst>(exprs(ptr), dtype, ir::rewrite(shape, exprs),
+                                          ir::rewrite(strides, exprs), layout, loc);
 }
 
 void AllocateGlobalInst::for_each_expr(const ExprFn& fn) const {
@@ -20,7 +20,8 @@ void AllocateGlobalInst::for_each_expr(const ExprFn& fn) const {
 }
 
 Inst AllocateGlobalInst::rewrite(const ExprMap& exprs, const VarMap&) const {
-  return std::make_shared<AllocateGlobalInst>(dtype, ir::rewrite(shape, exprs), layout, ir::rewrite(init, exprs), loc);
+  return std::make_shared<AllocateGlobalInst>(dtype, ir::rewrite(shape, exprs), layout,
+                                              ir::rewrite(init, exprs), loc);
 }
 
 void LoadInst::for_each_expr(const ExprFn& fn) const {

@@ -255,8 +255,10 @@ void Verifier::check_store(const StoreInst& n) {
   // A GPU atomic covers one aligned word; elements of 3, 5, 6 or 7 bits can straddle two words, which no
   // single atomic covers, so the interpreter and the GPU could disagree under contention.
   if (n.kind == InstKind::AtomicAddGlobal && dst->dtype.bits() < 8 && 32 % dst->dtype.bits() != 0)
-    diags_.error(n.loc, "AtomicAddGlobal: {} elements can straddle two 32-bit words, which no atomic covers; "
-                 "accumulate in a type of 1, 2, 4 or 8 or more bits", dst->dtype.name());
+    diags_.error(n.loc,
+                 "AtomicAddGlobal: {} elements can straddle two 32-bit words, which no atomic covers; "
+                 "accumulate in a type of 1, 2, 4 or 8 or more bits",
+                 dst->dtype.name());
   check_offsets(*this, n.dst, *dst, src->layout->rank(), n.offset, n);
   if (shared) check_shared_bounds(*this, n.dst, *dst, src->layout->shape(), n.offset, n);
 }

@@ -13,7 +13,9 @@ namespace tilevm::ops {
 
 namespace {
 
-int64_t ceil_pow2(int64_t x) { return static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(x, 1)))); }
+int64_t ceil_pow2(int64_t x) {
+  return static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(x, 1))));
+}
 
 // Every split_k up to max_split (powers of two) that keeps two k-tiles per split (split 1 too, with
 // `two_tiles`: a stage longer than K only pads it with zeros) and at most 512 blocks, and that check_config
@@ -56,7 +58,9 @@ void add_k_choices(const QMatmulProblem& p, const target::Target& target, QMatmu
 }
 
 // The slice of the forms whose slice is one group: the group, or 128 per channel.
-int64_t group_slice(const QMatmulProblem& p) { return p.group == p.k ? 128 : p.group; }
+int64_t group_slice(const QMatmulProblem& p) {
+  return p.group == p.k ? 128 : p.group;
+}
 
 // Warps along K (decode, few rows): slices of G rows (128 per channel), one per group of warps and step,
 // 2 to 8 groups, 3 or 4 stages, split-K 1 or 2. A narrow block then streams all of K with as many warps as
@@ -78,7 +82,7 @@ void add_warps_k_choices(const QMatmulProblem& p, const target::Target& target, 
 }  // namespace
 
 std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
-                                                     const ConfigSpaceOptions& options) {
+                                                const ConfigSpaceOptions& options) {
   check_problem(problem);
   const QMatmulProblem& p = problem;
   const target::Target& target = options.target ? *options.target : qmatmul_default_target();

@@ -61,7 +61,8 @@ tune::CostEstimate estimate_dequant_gemm(const QMatmulProblem& p, const target::
   e.l2_bytes = e.dram_bytes;
   e.mma_flops = 2 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
   e.alu_ops = static_cast<double>(p.k * p.n) * dequant_ops_per_weight(p);
-  const double t_dequant = std::max((codes + scales + dense) / dram_bw, e.alu_ops / (r.fma_tflops * 1e12 / 2));
+  const double t_dequant =
+      std::max((codes + scales + dense) / dram_bw, e.alu_ops / (r.fma_tflops * 1e12 / 2));
   const double t_gemm_dram = (dense + a + out) / dram_bw;
   const double t_gemm_mma = e.mma_flops / (r.gemm_tflops * 1e12);
   e.seconds = 2 * (launch + latency) + t_dequant + std::max(t_gemm_dram, t_gemm_mma);
@@ -116,7 +117,8 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   const double padded_n = static_cast<double>(tiles_n * c.block_n);
   const double padded_k = static_cast<double>(k_tiles * c.block_k);
   e.mma_flops = 2 * padded_m * padded_n * padded_k;
-  const double scalings = p.group == p.k ? static_cast<double>(c.split_k) : padded_k / static_cast<double>(c.slice_k);
+  const double scalings =
+      p.group == p.k ? static_cast<double>(c.split_k) : padded_k / static_cast<double>(c.slice_k);
   e.alu_ops = static_cast<double>(tiles_m) * padded_k * padded_n * dequant_ops_per_weight(p) +
               padded_m * padded_n * scalings;
 
@@ -133,9 +135,9 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   const double per_block_alu = e.alu_ops / static_cast<double>(e.blocks);
   // Bytes a block keeps in flight from DRAM: stages - 1 weight tiles (and their scales) while it computes
   // on one.
-  const double in_flight = static_cast<double>(c.stages - 1) *
-                           (static_cast<double>(c.block_k * c.block_n * p.wtype.bits()) / 8 +
-                            static_cast<double>(c.block_n) * elem);
+  const double in_flight =
+      static_cast<double>(c.stages - 1) * (static_cast<double>(c.block_k * c.block_n * p.wtype.bits()) / 8 +
+                                           static_cast<double>(c.block_n) * elem);
 
   // The issue limit (calibrated: QMatmulCalibration): a warp dequantizes and
   // multiplies its piece_n columns over the block's K range at a fixed rate, a warp with more rows doing
@@ -153,10 +155,11 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   // SASS has about 290 against 324 per 128 weights and thread (docs/performance.md, "swapped mma operands
   // for M <= 8").
   const double rows_factor = c.swapped() ? 0.9 : 1 + 0.5 * (piece_m / 16 - 1);
-  const double warp_work = slice_factor * k_per_warp * static_cast<double>(c.block_n / c.warps_n) * rows_factor *
-                           dequant_ops_per_weight(p);
+  const double warp_work = slice_factor * k_per_warp * static_cast<double>(c.block_n / c.warps_n) *
+                           rows_factor * dequant_ops_per_weight(p);
   const double block_work = warp_work * warps;
-  const double warp_rate = calibration.warp_weights_per_ns * 1e9, sm_rate = calibration.sm_weights_per_ns * 1e9;
+  const double warp_rate = calibration.warp_weights_per_ns * 1e9,
+               sm_rate = calibration.sm_weights_per_ns * 1e9;
 
   struct Sums {
     double dram = 0, dram_latency = 0, l2 = 0, mma = 0, alu = 0, issue = 0, fill = 0, total = 0;
@@ -194,13 +197,16 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   }
   e.seconds = seconds;
 
-  const std::pair<double, const char*> bounds[] = {
-      {sums.dram, "dram"}, {sums.dram_latency, "dram-latency"}, {sums.l2, "l2"},
-      {sums.mma, "mma"},   {sums.alu, "alu"},                   {sums.issue, "issue"},
-      {launch + sums.fill, "launch"}};
-  e.bound = std::max_element(std::begin(bounds), std::end(bounds),
-                             [](const auto& x, const auto& y) { return x.first < y.first; })
-                ->second;
+  const std::pair<double, const char*> bounds[] = {{sums.dram, "dram"},
+                                                   {sums.dram_latency, "dram-latency"},
+                                                   {sums.l2, "l2"},
+                                                   {sums.mma, "mma"},
+                                                   {sums.alu, "alu"},
+                                                   {sums.issue, "issue"},
+                                                   {launch + sums.fill, "launch"}};
+  e.bound = std::max_element(std::begin(bounds), std::end(bounds), [](const auto& x, const auto& y) {
+              return x.first < y.first;
+            })->second;
   return e;
 }
 

@@ -22,9 +22,10 @@ std::string QMatmulProblem::key() const {
 
 std::string QMatmulConfig::name() const {
   if (dequant_gemm) return "dequant_gemm";
-  const std::string warps =
-      warps_k > 1 ? fmt::format("{}x{}x{}", warps_m, warps_n, warps_k) : fmt::format("{}x{}", warps_m, warps_n);
-  return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}_s{}_k{}", block_m, block_n, block_k, slice_k, warps, stages, split_k);
+  const std::string warps = warps_k > 1 ? fmt::format("{}x{}x{}", warps_m, warps_n, warps_k)
+                                        : fmt::format("{}x{}", warps_m, warps_n);
+  return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}_s{}_k{}", block_m, block_n, block_k, slice_k, warps, stages,
+                     split_k);
 }
 
 QMatmulConfig QMatmulConfig::parse(const std::string& name) {
@@ -33,9 +34,11 @@ QMatmulConfig QMatmulConfig::parse(const std::string& name) {
       R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})(?:x(\d{1,6}))?_s(\d{1,6})_k(\d{1,6}))");
   std::smatch m;
   if (!std::regex_match(name, m, re))
-    fail("'{}' is not a qmatmul configuration name (expected e.g. bm16_bn64_bk128_sk64_w1x4_s3_k1 or, with warps "
-         "along K, bm16_bn64_bk512_sk128_w1x2x4_s3_k1, each number of at most 6 digits)",
-         name);
+    fail(
+        "'{}' is not a qmatmul configuration name (expected e.g. bm16_bn64_bk128_sk64_w1x4_s3_k1 or, with "
+        "warps "
+        "along K, bm16_bn64_bk512_sk128_w1x2x4_s3_k1, each number of at most 6 digits)",
+        name);
   auto v = [&](int i) { return std::stoll(m[i].str()); };  // at most 6 digits: never out of range
   QMatmulConfig c;
   c.block_m = v(1);
@@ -68,9 +71,10 @@ void check_problem(const QMatmulProblem& p) {
     fail("qmatmul: the activation type must be f16 or bf16, got {}", a.name());
   const bool low_bit = !w.is_bool() && w.bits() >= 1 && w.bits() <= 8 && (w.is_integer() || w.is_float());
   if (!low_bit && w != a)
-    fail("qmatmul: the weight type must be an integer or float type of 1 to 8 bits, or the activation type "
-         "{} itself, got {}",
-         a.name(), w.name());
+    fail(
+        "qmatmul: the weight type must be an integer or float type of 1 to 8 bits, or the activation type "
+        "{} itself, got {}",
+        a.name(), w.name());
   if (p.m <= 0 || p.n <= 0 || p.k <= 0)
     fail("qmatmul: m, n and k must be positive, got m={} n={} k={}", p.m, p.n, p.k);
   if (p.m > (int64_t{1} << 31) - 1 || p.n > (int64_t{1} << 31) - 1 || p.k > (int64_t{1} << 31) - 1 ||
@@ -88,7 +92,9 @@ const target::Target& qmatmul_default_target() {
   return target;
 }
 
-void check_config(const QMatmulProblem& p, const QMatmulConfig& c) { check_config(p, c, qmatmul_default_target()); }
+void check_config(const QMatmulProblem& p, const QMatmulConfig& c) {
+  check_config(p, c, qmatmul_default_target());
+}
 
 void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target::Target& target) {
   check_problem(p);
@@ -101,19 +107,22 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
     // block_m == 8: the weights are the mma's A operand (see QMatmulConfig::swapped).
     if (c.warps_m != 1 || c.warps_k != 1) bad("block_m 8 (swapped operands) needs warps_m and warps_k of 1");
     if (c.block_n % (16 * c.warps_n) != 0)
-      bad(fmt::format("block_m 8 (swapped operands) needs block_n ({}) a multiple of 16 * warps_n ({})", c.block_n,
-                      16 * c.warps_n));
+      bad(fmt::format("block_m 8 (swapped operands) needs block_n ({}) a multiple of 16 * warps_n ({})",
+                      c.block_n, 16 * c.warps_n));
     if (!qmatmul_weight_fits(p.wtype, p.atype))
-      bad(fmt::format("block_m 8 (swapped operands) needs weights whose values fit {} ({} takes the f32 path)",
-                      p.atype.name(), p.wtype.name()));
+      bad(fmt::format(
+          "block_m 8 (swapped operands) needs weights whose values fit {} ({} takes the f32 path)",
+          p.atype.name(), p.wtype.name()));
     if (p.zero_point) bad("block_m 8 (swapped operands) does not take zero points");
   } else if (c.block_m <= 0 || c.block_m % (16 * c.warps_m) != 0) {
     bad(fmt::format("block_m ({}) must be 8 or a positive multiple of 16 * warps_m ({})", c.block_m,
                     16 * c.warps_m));
   }
   if (c.block_n <= 0 || c.block_n % (8 * c.warps_n) != 0)
-    bad(fmt::format("block_n ({}) must be a positive multiple of 8 * warps_n ({})", c.block_n, 8 * c.warps_n));
-  if (c.slice_k <= 0 || c.slice_k % 16 != 0) bad(fmt::format("slice_k ({}) must be a multiple of 16", c.slice_k));
+    bad(fmt::format("block_n ({}) must be a positive multiple of 8 * warps_n ({})", c.block_n,
+                    8 * c.warps_n));
+  if (c.slice_k <= 0 || c.slice_k % 16 != 0)
+    bad(fmt::format("slice_k ({}) must be a multiple of 16", c.slice_k));
   if (c.block_k <= 0 || c.block_k % c.slice_k != 0)
     bad(fmt::format("block_k ({}) must be a multiple of slice_k ({})", c.block_k, c.slice_k));
   if (c.stages < 2) bad(fmt::format("stages ({}) must be at least 2", c.stages));
@@ -133,15 +142,17 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
       bad(fmt::format("warps_k > 1 needs weights whose values fit {} ({} takes the f32 path)", p.atype.name(),
                       p.wtype.name()));
     if (!s.per_channel && c.slice_k != p.group)
-      bad(fmt::format("warps_k > 1 needs slice_k ({}) equal to the group size ({}): each group of warps scales "
-                      "its own slices",
-                      c.slice_k, p.group));
+      bad(fmt::format(
+          "warps_k > 1 needs slice_k ({}) equal to the group size ({}): each group of warps scales "
+          "its own slices",
+          c.slice_k, p.group));
     if (c.block_k % (c.slice_k * c.warps_k) != 0)
       bad(fmt::format("block_k ({}) must be a multiple of slice_k * warps_k ({})", c.block_k,
                       c.slice_k * c.warps_k));
     // The final sum over the warps along K deals the [BM, BN] tile out as runs of BM * BN / threads columns.
     if ((c.block_m * c.block_n) % c.threads() != 0 || c.block_n % (c.block_m * c.block_n / c.threads()) != 0)
-      bad(fmt::format("block_m * block_n ({}) must be a multiple of the {} threads, and block_n ({}) of the "
+      bad(
+          fmt::format("block_m * block_n ({}) must be a multiple of the {} threads, and block_n ({}) of the "
                       "columns each thread sums ({})",
                       c.block_m * c.block_n, c.threads(), c.block_n,
                       std::max<int64_t>(1, c.block_m * c.block_n / c.threads())));

@@ -26,8 +26,8 @@ QMatmulGpu QMatmulGpu::load(const runtime::Device& device, const CompiledQMatmul
   if (c.reduce) reduce = GpuProgram::load(device, *c.reduce);
   std::optional<runtime::Cublas> cublas;
   if (c.config.dequant_gemm) cublas = runtime::Cublas::open(device);
-  return QMatmulGpu(c.problem, c.config, GpuProgram::load(device, c.transform), GpuProgram::load(device, c.matmul),
-                    std::move(reduce), std::move(cublas));
+  return QMatmulGpu(c.problem, c.config, GpuProgram::load(device, c.transform),
+                    GpuProgram::load(device, c.matmul), std::move(reduce), std::move(cublas));
 }
 
 std::uint64_t QMatmulGpu::transformed_bytes() const {
@@ -38,7 +38,8 @@ std::uint64_t QMatmulGpu::workspace_bytes() const {
   return static_cast<std::uint64_t>(qmatmul_workspace_bytes(problem_, config_));
 }
 
-void QMatmulGpu::transform(const runtime::Stream& stream, std::uint64_t codes, std::uint64_t transformed) const {
+void QMatmulGpu::transform(const runtime::Stream& stream, std::uint64_t codes,
+                           std::uint64_t transformed) const {
   ProgramArgs args;
   args.pointers = {{"b_ptr", codes}, {"t_ptr", transformed}};
   if (config_.dequant_gemm)
@@ -49,11 +50,12 @@ void QMatmulGpu::transform(const runtime::Stream& stream, std::uint64_t codes, s
 }
 
 void QMatmulGpu::run(const runtime::Stream& stream, const QMatmulBuffers& b) const {
-  if (problem_.zero_point && b.zeros == 0) fail("qmatmul {} has zero points and no zeros buffer", problem_.key());
+  if (problem_.zero_point && b.zeros == 0)
+    fail("qmatmul {} has zero points and no zeros buffer", problem_.key());
   if (config_.dequant_gemm) {
     if (b.workspace == 0)
-      fail("qmatmul {} ({}) needs a workspace of {} bytes for the dense weight", problem_.key(), config_.name(),
-           workspace_bytes());
+      fail("qmatmul {} ({}) needs a workspace of {} bytes for the dense weight", problem_.key(),
+           config_.name(), workspace_bytes());
     ProgramArgs d;
     d.pointers = {{"b_ptr", b.transformed}, {"scale_ptr", b.scales}, {"w_ptr", b.workspace}};
     if (problem_.zero_point) d.pointers["zero_ptr"] = b.zeros;
@@ -67,7 +69,9 @@ void QMatmulGpu::run(const runtime::Stream& stream, const QMatmulBuffers& b) con
     fail("qmatmul {} with split_k {} needs a workspace of {} bytes", problem_.key(), config_.split_k,
          workspace_bytes());
   ProgramArgs args;
-  args.pointers = {{"a_ptr", b.a}, {"t_ptr", b.transformed}, {"scale_ptr", b.scales},
+  args.pointers = {{"a_ptr", b.a},
+                   {"t_ptr", b.transformed},
+                   {"scale_ptr", b.scales},
                    {"c_ptr", split ? b.workspace : b.c}};
   if (problem_.zero_point) args.pointers["zero_ptr"] = b.zeros;
   args.scalars = {{"m", problem_.m}, {"n", problem_.n}, {"k", problem_.k}};

@@ -30,11 +30,13 @@ bool run_one(const ir::Program& built, const char* what,
     for (const ir::Var& v : program.params) {
       if (v->type.is_pointer()) {
         auto it = buffers.find(v->name);
-        if (it == buffers.end()) fail("the qmatmul {} program has a pointer parameter '{}' the runner does not know", what, v->name);
+        if (it == buffers.end())
+          fail("the qmatmul {} program has a pointer parameter '{}' the runner does not know", what, v->name);
         args.buffers[v->name] = it->second;
       } else {
         auto it = scalars.find(v->name);
-        if (it == scalars.end()) fail("the qmatmul {} program has a scalar parameter '{}' the runner does not know", what, v->name);
+        if (it == scalars.end())
+          fail("the qmatmul {} program has a scalar parameter '{}' the runner does not know", what, v->name);
         args.scalars[v->name] = interp::ScalarValue{false, it->second, 0.0};
       }
     }
@@ -50,14 +52,15 @@ bool run_qmatmul_interp(const QMatmulProblem& p, const QMatmulConfig& config, st
                         const QuantizedWeight& w, std::vector<uint16_t>& c, Diagnostics& diags) {
   check_config(p, config);
   if (config.dequant_gemm)
-    fail("qmatmul: the dequant_gemm configuration multiplies with cuBLAS; the interpreter runs only the fused "
-         "template");
+    fail(
+        "qmatmul: the dequant_gemm configuration multiplies with cuBLAS; the interpreter runs only the fused "
+        "template");
   if (static_cast<int64_t>(a.size()) != p.m * p.k)
     fail("qmatmul: A has {} elements, the problem {} needs m*k = {}", a.size(), p.key(), p.m * p.k);
   if (w.k != p.k || w.n != p.n || w.spec.wtype != p.wtype || w.spec.group != p.group ||
       w.spec.scale_type != p.atype || w.spec.zero_point != p.zero_point) {
-    fail("qmatmul: the weight ([{}, {}] {} group {}) does not match the problem {}", w.k, w.n, w.spec.wtype.name(),
-         w.spec.group, p.key());
+    fail("qmatmul: the weight ([{}, {}] {} group {}) does not match the problem {}", w.k, w.n,
+         w.spec.wtype.name(), w.spec.group, p.key());
   }
 
   std::vector<uint8_t> a_bytes = to_bytes(a);
@@ -70,8 +73,11 @@ bool run_qmatmul_interp(const QMatmulProblem& p, const QMatmulConfig& config, st
   std::vector<uint8_t> c_bytes(static_cast<size_t>(p.m * p.n * 2), 0xff);
 
   const std::map<std::string, int64_t> scalars = {{"m", p.m}, {"n", p.n}, {"k", p.k}};
-  std::map<std::string, std::vector<uint8_t>*> buffers = {
-      {"a_ptr", &a_bytes}, {"b_ptr", &codes}, {"t_ptr", &transformed}, {"scale_ptr", &scales}, {"zero_ptr", &zeros}};
+  std::map<std::string, std::vector<uint8_t>*> buffers = {{"a_ptr", &a_bytes},
+                                                          {"b_ptr", &codes},
+                                                          {"t_ptr", &transformed},
+                                                          {"scale_ptr", &scales},
+                                                          {"zero_ptr", &zeros}};
   bool ok = run_one(build_qmatmul_transform(p, config), "transform", buffers, scalars, diags);
   if (ok) {
     // With split-K the matmul writes f32 partials [split_k, m, n] through c_ptr and the reduce sums them.

@@ -1,8 +1,8 @@
 // The quantized matmul's double reference and its comparison (qmatmul_reference.h explains the tolerance).
 #include "tilevm/ops/qmatmul/qmatmul_reference.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <thread>
 
@@ -13,7 +13,9 @@ namespace tilevm::ops {
 
 namespace {
 
-double unit_roundoff(DataType t) { return std::ldexp(1.0, -(t.mantissa_bits() + 1)); }
+double unit_roundoff(DataType t) {
+  return std::ldexp(1.0, -(t.mantissa_bits() + 1));
+}
 
 }  // namespace
 
@@ -23,11 +25,13 @@ QMatmulReference qmatmul_reference(const QMatmulProblem& p, std::span<const uint
   if (static_cast<int64_t>(a.size()) != p.m * p.k)
     fail("qmatmul reference: A has {} elements, the problem {} needs m*k = {}", a.size(), p.key(), p.m * p.k);
   if (w.k != p.k || w.n != p.n)
-    fail("qmatmul reference: the weight is [{}, {}], the problem {} needs [{}, {}]", w.k, w.n, p.key(), p.k, p.n);
+    fail("qmatmul reference: the weight is [{}, {}], the problem {} needs [{}, {}]", w.k, w.n, p.key(), p.k,
+         p.n);
   if (w.spec.wtype != p.wtype || w.spec.group != p.group || w.spec.scale_type != p.atype ||
       w.spec.zero_point != p.zero_point) {
-    fail("qmatmul reference: the weight is {} with group {}, {} scales{}, the problem is {}", w.spec.wtype.name(),
-         w.spec.group, w.spec.scale_type.name(), w.spec.zero_point ? " and zero points" : "", p.key());
+    fail("qmatmul reference: the weight is {} with group {}, {} scales{}, the problem is {}",
+         w.spec.wtype.name(), w.spec.group, w.spec.scale_type.name(),
+         w.spec.zero_point ? " and zero points" : "", p.key());
   }
   const std::vector<double> weight = dequantize(w);  // [k, n]
   QMatmulReference ref;
@@ -57,8 +61,7 @@ QMatmulReference qmatmul_reference(const QMatmulProblem& p, std::span<const uint
                               ? 1
                               : std::min<int64_t>(p.m, std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
-  for (int64_t t = 0; t < threads; ++t)
-    pool.emplace_back(rows, p.m * t / threads, p.m * (t + 1) / threads);
+  for (int64_t t = 0; t < threads; ++t) pool.emplace_back(rows, p.m * t / threads, p.m * (t + 1) / threads);
   for (std::thread& t : pool) t.join();
   return ref;
 }
@@ -74,8 +77,8 @@ double qmatmul_tolerance(const QMatmulProblem& p, double expected, double magnit
 QMatmulCheck check_qmatmul(const QMatmulProblem& p, std::span<const uint16_t> c, const QMatmulReference& ref,
                            bool weights_rounded) {
   if (static_cast<int64_t>(c.size()) != ref.m * ref.n || ref.m != p.m || ref.n != p.n)
-    fail("qmatmul check: C has {} elements, the reference is [{}, {}] and the problem {}", c.size(), ref.m, ref.n,
-         p.key());
+    fail("qmatmul check: C has {} elements, the reference is [{}, {}] and the problem {}", c.size(), ref.m,
+         ref.n, p.key());
   QMatmulCheck check;
   check.outputs = p.m * p.n;
   double worst_ratio = -1;
@@ -110,9 +113,9 @@ QMatmulCheck check_qmatmul(const QMatmulProblem& p, std::span<const uint16_t> c,
 }
 
 std::string QMatmulCheck::summary() const {
-  const std::string worst = fmt::format("C[{}, {}] = {}, expected {} (error {:.3g}, tolerance {:.3g})", worst_row,
-                                        worst_col, format_value(worst_value), format_value(worst_expected),
-                                        worst_error, worst_tolerance);
+  const std::string worst =
+      fmt::format("C[{}, {}] = {}, expected {} (error {:.3g}, tolerance {:.3g})", worst_row, worst_col,
+                  format_value(worst_value), format_value(worst_expected), worst_error, worst_tolerance);
   if (passed()) return fmt::format("all {} outputs within tolerance; worst {}", outputs, worst);
   return fmt::format("{} of {} outputs mismatch; worst {}", mismatches, outputs, worst);
 }

@@ -144,8 +144,8 @@ ir::Tensor MatmulPipeline::slice_row(const std::string& name, const ir::TensorRe
   return pb.load_shared(name, smem, rows, {row, 0});
 }
 
-void MatmulPipeline::accumulate(const ir::Tensor& acc, const ir::Tensor& a, ir::Tensor bf, const Layout& layout_c,
-                                const std::function<ir::Tensor()>& zeros,
+void MatmulPipeline::accumulate(const ir::Tensor& acc, const ir::Tensor& a, ir::Tensor bf,
+                                const Layout& layout_c, const std::function<ir::Tensor()>& zeros,
                                 const std::function<ir::Tensor()>& scales) {
   using namespace ir;
   const DataType f32 = DataType::f32();

@@ -44,14 +44,14 @@ struct KernelParam {
     Workspace,  // the AllocateGlobal workspace's device address (0 when the program needs none)
   };
   Kind kind = Kind::Pointer;
-  std::string name;    // the program's parameter name; "tv_workspace" for the workspace
+  std::string name;                    // the program's parameter name; "tv_workspace" for the workspace
   DataType dtype = DataType::uint(8);  // the pointee (Pointer) or scalar (Scalar) type; u8 for Workspace
   std::string c_type;  // the C type in the signature: "void*", "int", "long long", "float", ...
 };
 
 struct EmittedKernel {
-  std::string source;       // CUDA C++ for NVRTC, no includes needed
-  std::string kernel_name;  // extern "C" name
+  std::string source;               // CUDA C++ for NVRTC, no includes needed
+  std::string kernel_name;          // extern "C" name
   std::vector<KernelParam> params;  // the signature, in launch order
   int threads = 0;
   int64_t dynamic_shared_bytes = 0;        // planned shared tensors plus scratch for the SIMT paths

@@ -11,7 +11,8 @@ struct CopyAsyncInst : InstNode {
   static constexpr InstKind kKind = InstKind::CopyAsync;
   TensorArg dst;  // shared
   TensorArg src;  // global
-  CopyAsyncInst(TensorArg d, TensorArg s, SourceLoc l = {}) : InstNode(kKind, l), dst(std::move(d)), src(std::move(s)) {}
+  CopyAsyncInst(TensorArg d, TensorArg s, SourceLoc l = {})
+      : InstNode(kKind, l), dst(std::move(d)), src(std::move(s)) {}
   void for_each_expr(const ExprFn& fn) const override;
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };

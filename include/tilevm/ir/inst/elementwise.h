@@ -6,11 +6,28 @@
 namespace tilevm::ir {
 
 enum class ElementwiseOp {
-  Add, Sub, Mul, Div, Mod, Max, Min,        // binary
-  Neg, Abs, Exp, Exp2, Log, Sqrt, Rsqrt,    // unary
-  Lt, Le, Gt, Ge, Eq, Ne,                   // comparisons: bool results
-  Where,                                    // Where(cond, a, b)
-  Fma,                                      // Fma(a, b, c) = a * b + c rounded once: f32 and f64 tensors
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  Max,
+  Min,  // binary
+  Neg,
+  Abs,
+  Exp,
+  Exp2,
+  Log,
+  Sqrt,
+  Rsqrt,  // unary
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,     // comparisons: bool results
+  Where,  // Where(cond, a, b)
+  Fma,    // Fma(a, b, c) = a * b + c rounded once: f32 and f64 tensors
 };
 inline constexpr ElementwiseOp kLastElementwiseOp = ElementwiseOp::Fma;
 

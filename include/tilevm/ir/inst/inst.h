@@ -24,15 +24,29 @@ namespace tilevm::ir {
 
 enum class InstKind {
   // control.h
-  BlockIndices, Synchronize, Exit, Print,
+  BlockIndices,
+  Synchronize,
+  Exit,
+  Print,
   // memory_global.h
-  ViewGlobal, AllocateGlobal, LoadGlobal, StoreGlobal, AtomicAddGlobal,
+  ViewGlobal,
+  AllocateGlobal,
+  LoadGlobal,
+  StoreGlobal,
+  AtomicAddGlobal,
   // memory_shared.h
-  AllocateShared, FreeShared, LoadShared, StoreShared,
+  AllocateShared,
+  FreeShared,
+  LoadShared,
+  StoreShared,
   // async_copy.h
-  CopyAsync, CopyAsyncCommitGroup, CopyAsyncWaitGroup,
+  CopyAsync,
+  CopyAsyncCommitGroup,
+  CopyAsyncWaitGroup,
   // register_tensor.h
-  AllocateRegister, Cast, View,
+  AllocateRegister,
+  Cast,
+  View,
   // elementwise.h
   Elementwise,
   // reduce.h
@@ -82,7 +96,9 @@ struct InstNode {
   InstNode(InstKind k, SourceLoc l) : kind(k), loc(l) {}
   virtual ~InstNode() = default;
   template <typename T>
-  const T* as() const { return kind == T::kKind ? static_cast<const T*>(this) : nullptr; }
+  const T* as() const {
+    return kind == T::kKind ? static_cast<const T*>(this) : nullptr;
+  }
 
   // The node's row of the instruction table (inst_def.h).
   const InstDef& def() const;
@@ -111,7 +127,11 @@ void for_each_expr(const std::vector<Expr>& exprs, const ExprFn& fn);
 TensorArg rewrite(const TensorArg& arg, const ExprMap& exprs, const VarMap& vars);
 Operand rewrite(const Operand& op, const ExprMap& exprs, const VarMap& vars);
 std::vector<Expr> rewrite(const std::vector<Expr>& v, const ExprMap& exprs);
-inline Expr rewrite(const Expr& e, const ExprMap& exprs) { return e ? exprs(e) : e; }
-inline Var rewrite(const Var& v, const VarMap& vars) { return v ? vars(v) : v; }
+inline Expr rewrite(const Expr& e, const ExprMap& exprs) {
+  return e ? exprs(e) : e;
+}
+inline Var rewrite(const Var& v, const VarMap& vars) {
+  return v ? vars(v) : v;
+}
 
 }  // namespace tilevm::ir

@@ -12,11 +12,15 @@ struct ViewGlobalInst : InstNode {
   Expr ptr;  // a VarRef to a pointer parameter
   DataType dtype;
   std::vector<Expr> shape;
-  std::vector<Expr> strides;               // empty: row-major or `layout`
-  std::optional<layout::Layout> layout;    // T = 1
-  ViewGlobalInst(Expr p, DataType d, std::vector<Expr> s, std::vector<Expr> st, std::optional<layout::Layout> lay,
-                 SourceLoc l = {})
-      : InstNode(kKind, l), ptr(std::move(p)), dtype(d), shape(std::move(s)), strides(std::move(st)),
+  std::vector<Expr> strides;             // empty: row-major or `layout`
+  std::optional<layout::Layout> layout;  // T = 1
+  ViewGlobalInst(Expr p, DataType d, std::vector<Expr> s, std::vector<Expr> st,
+                 std::optional<layout::Layout> lay, SourceLoc l = {})
+      : InstNode(kKind, l),
+        ptr(std::move(p)),
+        dtype(d),
+        shape(std::move(s)),
+        strides(std::move(st)),
         layout(std::move(lay)) {}
   void for_each_expr(const ExprFn& fn) const override;
   Inst rewrite(const ExprMap&, const VarMap&) const override;
@@ -29,7 +33,8 @@ struct AllocateGlobalInst : InstNode {
   std::vector<Expr> shape;
   std::optional<layout::Layout> layout;
   Expr init;  // may be null
-  AllocateGlobalInst(DataType d, std::vector<Expr> s, std::optional<layout::Layout> lay, Expr i, SourceLoc l = {})
+  AllocateGlobalInst(DataType d, std::vector<Expr> s, std::optional<layout::Layout> lay, Expr i,
+                     SourceLoc l = {})
       : InstNode(kKind, l), dtype(d), shape(std::move(s)), layout(std::move(lay)), init(std::move(i)) {}
   void for_each_expr(const ExprFn& fn) const override;
   Inst rewrite(const ExprMap&, const VarMap&) const override;
@@ -43,19 +48,24 @@ struct LoadInst : InstNode {
   std::vector<Expr> offset;  // one per dimension of src's view, or empty (all 0)
   Var out;                   // `out=existing`, or null
   LoadInst(InstKind k, TensorArg s, layout::Layout lay, std::vector<Expr> off, Var o, SourceLoc l)
-      : InstNode(k, l), src(std::move(s)), layout(std::move(lay)), offset(std::move(off)), out(std::move(o)) {}
+      : InstNode(k, l),
+        src(std::move(s)),
+        layout(std::move(lay)),
+        offset(std::move(off)),
+        out(std::move(o)) {}
   void for_each_expr(const ExprFn& fn) const override;
 };
 
 struct LoadGlobalInst : LoadInst {
   static constexpr InstKind kKind = InstKind::LoadGlobal;
-  LoadGlobalInst(TensorArg s, layout::Layout lay, std::vector<Expr> off = {}, Var o = nullptr, SourceLoc l = {})
+  LoadGlobalInst(TensorArg s, layout::Layout lay, std::vector<Expr> off = {}, Var o = nullptr,
+                 SourceLoc l = {})
       : LoadInst(kKind, std::move(s), std::move(lay), std::move(off), std::move(o), l) {}
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
-// StoreGlobal(r, g, offset=[...]), AtomicAddGlobal(r, g, offset=[...]), StoreShared(r, s, offset=[...]): write
-// (or atomically add) a register tile at the offset; elements outside a global tensor are not written.
+// StoreGlobal(r, g, offset=[...]), AtomicAddGlobal(r, g, offset=[...]), StoreShared(r, s, offset=[...]):
+// write (or atomically add) a register tile at the offset; elements outside a global tensor are not written.
 struct StoreInst : InstNode {
   TensorArg src;  // the register tile
   TensorArg dst;

@@ -17,8 +17,8 @@ struct SharedPlacement {
 struct AllocateSharedInst : InstNode {
   static constexpr InstKind kKind = InstKind::AllocateShared;
   DataType dtype;
-  std::vector<Expr> shape;               // empty when given by layout
-  std::optional<layout::Layout> layout;  // T = 1
+  std::vector<Expr> shape;                   // empty when given by layout
+  std::optional<layout::Layout> layout;      // T = 1
   std::optional<SharedPlacement> placement;  // absent until planned
   AllocateSharedInst(DataType d, std::vector<Expr> s, std::optional<layout::Layout> lay, SourceLoc l = {})
       : InstNode(kKind, l), dtype(d), shape(std::move(s)), layout(std::move(lay)) {}
@@ -37,7 +37,8 @@ struct FreeSharedInst : InstNode {
 
 struct LoadSharedInst : LoadInst {
   static constexpr InstKind kKind = InstKind::LoadShared;
-  LoadSharedInst(TensorArg s, layout::Layout lay, std::vector<Expr> off = {}, Var o = nullptr, SourceLoc l = {})
+  LoadSharedInst(TensorArg s, layout::Layout lay, std::vector<Expr> off = {}, Var o = nullptr,
+                 SourceLoc l = {})
       : LoadInst(kKind, std::move(s), std::move(lay), std::move(off), std::move(o), l) {}
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };

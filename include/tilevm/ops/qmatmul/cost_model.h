@@ -15,8 +15,8 @@
 //          path, 4 on the f32 path, +1 with zero points) and the per-slice f32 scaling of the accumulators
 // and runs the blocks in waves (blocks resident per SM from shared memory, threads and an estimate of
 // registers). Each wave takes the longest of its resources plus the pipeline's fill latency; DRAM bandwidth
-// in a wave is capped by Little's law, bytes in flight (stages - 1 tiles per resident block) / latency, and by
-// what the active SMs can pull (sm_dram_gbps each), which is what makes a decode shape with too few blocks
+// in a wave is capped by Little's law, bytes in flight (stages - 1 tiles per resident block) / latency, and
+// by what the active SMs can pull (sm_dram_gbps each), which is what makes a decode shape with too few blocks
 // slow and split-K fast. A launch costs launch_us (the device's figures are target::Target's), and
 // split-K adds the reduce launch.
 //

@@ -1,5 +1,5 @@
-// The quantized matmul: C[M, N] = A[M, K] @ dequant(B)[K, N], one parameterized template for every weight type
-// (u1..u8, i1..i8, f<b>e<E>m<M> of 3 to 8 bits, and f16/bf16 unquantized), built with the IR builder.
+// The quantized matmul: C[M, N] = A[M, K] @ dequant(B)[K, N], one parameterized template for every weight
+// type (u1..u8, i1..i8, f<b>e<E>m<M> of 3 to 8 bits, and f16/bf16 unquantized), built with the IR builder.
 //
 // Data (all row-major):
 //   A       ATYPE[m, k]                   ATYPE is f16 or bf16; it is also the type of scales, zeros and C
@@ -20,7 +20,8 @@
 //               OUT is ATYPE, or f32 partial sums [split_k, m, n] when split_k > 1.
 //   reduce      qmatmul_reduce<...>(f32* p_ptr, ATYPE* c_ptr, i32 m, i32 n): sums the split_k partials
 //               (only when split_k > 1).
-//   dequantize  dequantize<...>(WTYPE* b_ptr, ATYPE* scale_ptr, [ATYPE* zero_ptr,] ATYPE* w_ptr, i32 n, i32 k)
+//   dequantize  dequantize<...>(WTYPE* b_ptr, ATYPE* scale_ptr, [ATYPE* zero_ptr,] ATYPE* w_ptr, i32 n, i32
+//   k)
 //               the dense ATYPE[k, n] weight, for dequantize-then-GEMM (prefill) and as a reference.
 //
 // Matmul pipeline per block: A [BM, BK] and the transformed B tile go global -> shared with cp.async,

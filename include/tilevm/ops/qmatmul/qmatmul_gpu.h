@@ -57,8 +57,12 @@ class QMatmulGpu {
   QMatmulGpu(QMatmulProblem problem, QMatmulConfig config, exec::GpuProgram transform,
              exec::GpuProgram matmul, std::optional<exec::GpuProgram> reduce,
              std::optional<runtime::Cublas> cublas)
-      : problem_(problem), config_(config), transform_(std::move(transform)), matmul_(std::move(matmul)),
-        reduce_(std::move(reduce)), cublas_(std::move(cublas)) {}
+      : problem_(problem),
+        config_(config),
+        transform_(std::move(transform)),
+        matmul_(std::move(matmul)),
+        reduce_(std::move(reduce)),
+        cublas_(std::move(cublas)) {}
   QMatmulProblem problem_;
   QMatmulConfig config_;
   exec::GpuProgram transform_;

@@ -23,7 +23,8 @@ namespace tilevm::ops {
 // with NaN codes before the run, so an output the programs fail to write shows as NaN. Returns false with
 // the verifier's or the interpreter's diagnostics (and a note naming the program) in `diags`.
 // @throws tilevm::Error on an invalid problem or configuration, or inputs that do not match the problem.
-bool run_qmatmul_interp(const QMatmulProblem& problem, const QMatmulConfig& config, std::span<const uint16_t> a,
-                        const QuantizedWeight& weight, std::vector<uint16_t>& c, Diagnostics& diags);
+bool run_qmatmul_interp(const QMatmulProblem& problem, const QMatmulConfig& config,
+                        std::span<const uint16_t> a, const QuantizedWeight& weight, std::vector<uint16_t>& c,
+                        Diagnostics& diags);
 
 }  // namespace tilevm::ops

@@ -65,7 +65,7 @@ struct QMatmulCheck {
 
 // Compares `c` (m*n ATYPE codes) with the reference. @throws tilevm::Error when the sizes differ.
 // weights_rounded: the weights were dequantized to ATYPE before the product (config.dequant_gemm).
-QMatmulCheck check_qmatmul(const QMatmulProblem& problem, std::span<const uint16_t> c, const QMatmulReference& ref,
-                           bool weights_rounded = false);
+QMatmulCheck check_qmatmul(const QMatmulProblem& problem, std::span<const uint16_t> c,
+                           const QMatmulReference& ref, bool weights_rounded = false);
 
 }  // namespace tilevm::ops

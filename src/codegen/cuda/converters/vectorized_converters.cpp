@@ -352,10 +352,10 @@ class ConverterBuilder {
     const int placed = b_.prmt(lo_source, hi_source, hs << 8 | lo->byte);
     const uint32_t mask = (1u << bits_) - 1, sign_bit = is_signed ? 1u << (bits_ - 1) : 0;
     auto per_half = [&](uint32_t low, uint32_t high) { return low | high << 16; };
-    const int masked = b_.lop3(placed, b_.konst(per_half(mask << lo->offset, mask << hi->offset)),
-                               b_.konst(per_half(half.magic | sign_bit << lo->offset,
-                                                 half.magic | sign_bit << hi->offset)),
-                               kAndXor);
+    const int masked =
+        b_.lop3(placed, b_.konst(per_half(mask << lo->offset, mask << hi->offset)),
+                b_.konst(per_half(half.magic | sign_bit << lo->offset, half.magic | sign_bit << hi->offset)),
+                kAndXor);
     // Each half holds magic + (code + bias) * 2^o, with bias 2^(b-1) for signed codes (the flipped sign bit).
     const double bias = int_bias();
     auto factor = [&](int o) { return scale_code(half, o); };
@@ -466,10 +466,11 @@ class ConverterBuilder {
       } else if (bits_ == 8) {
         how = "8-bit integer: prmt into the mantissa of 1024, one f16x2 fma";
       } else {
-        how = fmt::format("integer: code into the mantissa of {} with one lop3{}, one {}x2 fma; pairs whose "
-                          "codes lie inside bytes placed by one prmt at their offsets in the byte",
-                          half.magic_value, from_.kind() == TypeKind::SignedInt ? " (sign bit flipped)" : "",
-                          half.type.name());
+        how = fmt::format(
+            "integer: code into the mantissa of {} with one lop3{}, one {}x2 fma; pairs whose "
+            "codes lie inside bytes placed by one prmt at their offsets in the byte",
+            half.magic_value, from_.kind() == TypeKind::SignedInt ? " (sign bit flipped)" : "",
+            half.type.name());
       }
     } else if (half.type == DataType::f16() && from_.exponent_bits() > half.exponent()) {
       how = "float wider than f16: exact bf16, f32 clamp to +-65504, cvt.rn.f16x2.f32, inf/NaN fix-up";
