@@ -1,7 +1,7 @@
 // tilevm bench [--workloads decode|prefill|dtypes|all] [--csv FILE] [--json] [--repeats N] [--quick]
 //              [--wtype TYPE] [--types T1,T2,...] [--max-candidates N] [--no-tune] [--no-cublas]
 //
-// Runs the workloads of PERFORMANCE.md (bench/workloads.h) on the GPU: for each problem the autotuner's
+// Runs the workloads of docs/performance.md (bench/workloads.h) on the GPU: for each problem the autotuner's
 // configuration (cached after the first run; --no-tune takes the cost model's pick without timing), compiled,
 // then timed beside its two baselines measured in the same run, a plain read of the same bytes and cuBLAS
 // fp16 (bench/qmatmul_bench.h). Prints a table (or, with --json, one JSON object per line) on stdout;

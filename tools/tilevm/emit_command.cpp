@@ -1,6 +1,6 @@
-// `tilevm emit FILE.tile [--arch sm_90] [-D NAME=VALUE]... [-o OUT.cu] [--compile]` (LANGUAGE.md section 6):
-// the CUDA C++ that the GPU backend compiles for the program. With --compile the source is also compiled by
-// NVRTC for the arch and the registers and spills per thread are reported on stderr.
+// `tilevm emit FILE.tile [--arch sm_90] [-D NAME=VALUE]... [-o OUT.cu] [--compile]` (docs/language.md
+// section 6): the CUDA C++ that the GPU backend compiles for the program. With --compile the source is also
+// compiled by NVRTC for the arch and the registers and spills per thread are reported on stderr.
 //
 // Exit status: 0 on success; 1 on parse or verify errors (diagnostics on stderr), on a program the backend
 // cannot compile, or on an NVRTC failure; 2 on bad command-line use.

@@ -1,7 +1,7 @@
 // tilevm run FILE.tile [--interp|--gpu] [-D NAME=VALUE]... [--arg NAME=VALUE]... [--in NAME=FILE.npy]...
 //                      [--out NAME=FILE.npy]...
 //
-// Parses and lowers the program (transform/lower.h, which verifies it first), then runs it (LANGUAGE.md
+// Parses and lowers the program (transform/lower.h, which verifies it first), then runs it (docs/language.md
 // section 6). Every pointer parameter needs --in NAME=FILE.npy: its content is the buffer's initial content
 // and fixes its size; the .npy dtype must be the host form of the pointee type (npy::descr_for: `<f2` for
 // f16, `<u2` for bf16, `|u1` raw packed bytes for sub-byte and 8-bit float types, ...); any shape is
@@ -146,7 +146,7 @@ void run(const RunRequest& req) {
 
   interp::RunOptions options;
   options.print_stream = &std::cout;
-  // The GPU when asked for, or by default when one is present (LANGUAGE.md section 6); else the interpreter.
+  // The GPU if asked for, or by default if one is present (docs/language.md section 6); else the interpreter.
   const bool use_gpu = req.gpu || (!req.interp && exec::gpu_available());
   const bool ok =
       use_gpu ? exec::run_on_gpu(*program, args, diags) : interp::run_program(*program, args, diags, options);

@@ -1,8 +1,8 @@
 // CUDA C++ code generation: a lowered ir::Program (transform::lower) becomes one __global__ kernel
-// (LANGUAGE.md section 5).
+// (docs/language.md section 5).
 //
 // Each thread computes from the layouts which elements it owns; instructions are selected by layout
-// division (DESIGN.md): 16-byte vector accesses where the register layout and the memory are contiguous,
+// division (docs/design.md): 16-byte vector accesses where the register layout and the memory are contiguous,
 // cp.async for CopyAsync, mma.sync when Dot's layouts divide an atom of target/atoms.h, and a simple
 // per-element or shared-memory (SIMT) path for everything else, which is correct for every layout the
 // verifier accepts. docs of the choices: src/codegen/cuda/README.md.
