@@ -12,12 +12,17 @@
 #include "tilevm/ops/qmatmul/qmatmul.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
+#include "tilevm/target/target.h"
 #include "tilevm/transform/lower.h"
 
 namespace tilevm::corpus {
 namespace {
 
-constexpr const char* kArch = "sm_90";
+// The arch every corpus program is emitted for, with the H100's limits.
+const target::Target& corpus_target() {
+  static const target::Target target = target::Target::for_arch("sm_90");
+  return target;
+}
 
 std::string describe(const codegen::cuda::EmittedKernel& k) {
   std::string text = k.source;
@@ -33,9 +38,10 @@ std::string describe(const codegen::cuda::EmittedKernel& k) {
 std::string compile(ir::Program program) {
   try {
     Diagnostics diags;
-    const std::optional<ir::Program> lowered = transform::lower(std::move(program), diags, {.arch = kArch});
+    const std::optional<ir::Program> lowered =
+        transform::lower(std::move(program), diags, {.target = corpus_target()});
     if (!lowered) return "verify error:\n" + diags.render("<corpus>", "");
-    return describe(codegen::cuda::emit_cuda(*lowered, {.arch = kArch}));
+    return describe(codegen::cuda::emit_cuda(*lowered, {.target = corpus_target()}));
   } catch (const Error& e) {
     return std::string("emit error: ") + e.what();
   }

@@ -17,6 +17,7 @@
 #include "tilevm/ir/parser.h"
 #include "tilevm/runtime/nvrtc.h"
 #include "tilevm/support/error.h"
+#include "tilevm/target/target.h"
 
 namespace tilevm::cli {
 
@@ -33,9 +34,10 @@ struct EmitRequest {
 };
 
 void run_emit(const EmitRequest& req) {
+  const target::Target target = target::Target::for_arch(req.arch);
   const ir::Program program =
-      load_program(req.path, parse_defines(req.defines), transform::LowerOptions{.arch = req.arch});
-  codegen::cuda::EmittedKernel k = codegen::cuda::emit_cuda(program, {.arch = req.arch});
+      load_program(req.path, parse_defines(req.defines), transform::LowerOptions{.target = target});
+  codegen::cuda::EmittedKernel k = codegen::cuda::emit_cuda(program, {.target = target});
   if (req.output.empty()) {
     std::cout << k.source;
   } else {

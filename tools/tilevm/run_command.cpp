@@ -162,12 +162,14 @@ void run(const RunRequest& req) {
 }  // namespace
 
 void add_run_command(CLI::App& app) {
-  auto* command =
-      app.add_subcommand("run", "run a program on the interpreter, with .npy files as its buffers");
+  auto* command = app.add_subcommand("run",
+                                     "run a program on the GPU when one is present, else on the interpreter, "
+                                     "with .npy files as its buffers");
   auto req = std::make_shared<RunRequest>();
   command->add_option("FILE", req->file, "the program (.tile)")->required();
-  auto* interp_flag = command->add_flag("--interp", req->interp, "run on the CPU interpreter (the default)");
-  auto* gpu_flag = command->add_flag("--gpu", req->gpu, "run on the GPU");
+  auto* interp_flag =
+      command->add_flag("--interp", req->interp, "run on the CPU interpreter (the default without a GPU)");
+  auto* gpu_flag = command->add_flag("--gpu", req->gpu, "run on the GPU (the default with one)");
   interp_flag->excludes(gpu_flag);
   command->add_option("-D", req->defines, "override a top-level constant: NAME=VALUE");
   command->add_option("--arg", req->args, "a scalar parameter: NAME=VALUE");

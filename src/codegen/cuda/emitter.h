@@ -116,6 +116,8 @@ class Emitter {
  public:
   Emitter(const ir::Program& program, const EmitOptions& options);
   EmittedKernel run();
+  // @throws tilevm::Error when the kernel exceeds options_.target's per-block limits.
+  void check_target_limits(const EmittedKernel& k) const;
 
   // ---- output ----
   void line(const std::string& text);
