@@ -1,6 +1,7 @@
 // Compiling the corpus's cases with the library (corpus.h): the emitted source and what the emitter decided.
 #include <algorithm>
 #include <atomic>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -10,10 +11,12 @@
 #include "tilevm/ir/parser.h"
 #include "tilevm/ops/qmatmul/config_space.h"
 #include "tilevm/ops/qmatmul/qmatmul.h"
+#include "tilevm/ops/qmatmul/qmatmul_template.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
 #include "tilevm/target/target.h"
 #include "tilevm/transform/lower.h"
+#include "tilevm/tune/cost_model.h"
 
 namespace tilevm::corpus {
 namespace {
@@ -49,7 +52,8 @@ std::string compile(ir::Program program) {
 
 // A problem and which of its configurations to emit: every one, or every stride-th (in the space's order)
 // where a whole space would make the corpus too slow to run (a few thousand programs is minutes on two
-// cores).
+// cores). Sampled or not, every configuration the tuner can pick for the problem on the H100 and the H200
+// is emitted too: the ones its cost model keeps for timing (tune::prune, default_keep_after_model).
 struct Problem {
   ops::QMatmulProblem problem;
   size_t stride = 1;
@@ -147,7 +151,19 @@ void emit_qmatmul_cases(const Sink& sink) {
       sink("qmatmul:" + key, std::string("space error: ") + e.what());
       continue;
     }
-    for (size_t i = 0; i < space.size(); i += p.stride) {
+    std::set<size_t> chosen;
+    for (size_t i = 0; i < space.size(); i += p.stride) chosen.insert(i);
+    if (p.stride > 1) {
+      for (const target::Target& target : {target::Target::h100_sxm(), target::Target::h200()}) {
+        const ops::QMatmulTemplate kernel;
+        const std::vector<ops::QMatmulConfig> tuner_space = kernel.space(problem, target);
+        for (const ops::QMatmulConfig& kept : tune::prune(kernel, problem, tuner_space, target,
+                                                          tune::default_keep_after_model(tuner_space.size())))
+          for (size_t i = 0; i < space.size(); ++i)
+            if (space[i].name() == kept.name()) chosen.insert(i);
+      }
+    }
+    for (size_t i : chosen) {
       const ops::QMatmulConfig config = space[i];
       const std::string name = "qmatmul:" + key + "/" + config.name() + "/";
       if (config.dequant_gemm) {

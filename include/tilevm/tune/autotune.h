@@ -89,14 +89,12 @@ TuneResult<C> autotune(const KernelTemplate<P, C, X>& kernel, const runtime::Dev
     }
   }
 
-  // The cost model ranks the whole space; the best few are compiled and timed. Without an explicit
-  // keep_after_model: a sixth of the space, 24 to 48 (enough to cover the model's blind spots, few enough
-  // to compile in seconds).
+  // The cost model ranks the whole space; the best few are compiled and timed (default_keep_after_model
+  // of them unless the caller says).
   const target::Target target = exec::device_target(device.info());
   const std::vector<C> space = kernel.space(problem, target);
   if (space.empty()) fail("no valid {} configuration for {}", kernel.name(), key.problem);
-  int keep = options.keep_after_model > 0 ? options.keep_after_model
-                                          : std::clamp(static_cast<int>(space.size()) / 6, 24, 48);
+  int keep = options.keep_after_model > 0 ? options.keep_after_model : default_keep_after_model(space.size());
   keep = std::min(keep, std::max(options.max_candidates, 1));
   const std::vector<C> candidates = prune(kernel, problem, space, target, keep);
 
