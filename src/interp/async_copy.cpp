@@ -8,37 +8,44 @@
 namespace tilevm::interp::detail {
 
 void Machine::copy_async(const ir::CopyAsyncInst& n) {
-  SharedBuffer& s = shared_operand(n.dst);
-  GlobalTensor& g = global_operand(n.src);
+  copies_[issue_copy(n.dst, n.src, n)].group = committed_groups_;
+}
+
+size_t Machine::issue_copy(const ir::TensorArg& dst_arg, const ir::TensorArg& src_arg,
+                           const ir::InstNode& n) {
+  SharedBuffer& s = shared_operand(dst_arg);
+  GlobalTensor& g = global_operand(src_arg);
+  const std::string what = n.name();
   if (s.dtype != g.dtype) {
-    raise(n.loc, "CopyAsync from global '{}' of {} into shared '{}' of {}", g.name, g.dtype.name(), s.name,
+    raise(n.loc, "{} from global '{}' of {} into shared '{}' of {}", what, g.name, g.dtype.name(), s.name,
           s.dtype.name());
   }
   // The tile is the destination view, copied from the source view at its origin.
-  const MemView dv = resolve_view(n.dst, s.table->shape);
+  const MemView dv = resolve_view(dst_arg, s.table->shape);
   Index tile;
   for (int d : dv.kept) tile.push_back(s.table->shape[static_cast<size_t>(d)]);
-  const std::vector<int64_t> dst = shared_addresses(n.dst, s, tile, {}, "write");
-  const std::vector<int64_t> src = global_addresses(n.src, g, tile, {});
+  const std::vector<int64_t> dst = shared_addresses(dst_arg, s, tile, {}, "write");
+  const std::vector<int64_t> src = global_addresses(src_arg, g, tile, {});
   PendingCopy copy;
   copy.dst = &s;
   copy.loc = current_loc_ptr_;
-  copy.group = committed_groups_;
+  copy.bytes = packed_bytes(s.dtype, static_cast<int64_t>(dst.size()));
   copy.writes.reserve(dst.size());
-  const int32_t id = static_cast<int32_t>(copies_.size());
+  const auto id = static_cast<int32_t>(copies_.size());
   for (size_t l = 0; l < dst.size(); ++l) {
     const int64_t off = dst[l];
     const int32_t pending = s.pending[static_cast<size_t>(off)];
     if (pending >= 0) {
-      raise(n.loc,
-            "CopyAsync writes shared '{}' element {} which a CopyAsync issued at {} still has to write",
-            s.name, shared_element(s, off), format_loc(*copies_[static_cast<size_t>(pending)].loc));
+      const PendingCopy& other = copies_[static_cast<size_t>(pending)];
+      raise(n.loc, "{} writes shared '{}' element {} which a {} issued at {} still has to write", what,
+            s.name, shared_element(s, off), other.barrier ? "CopyTma" : "CopyAsync", format_loc(*other.loc));
     }
-    if (options_.check_races) check_async_issue(s, off, n.loc);
+    if (options_.check_races) check_async_issue(s, off, n.loc, what);
     copy.writes.emplace_back(off, src[l] < 0 ? 0 : read_global(g, src[l], n.loc));
     s.pending[static_cast<size_t>(off)] = id;
   }
   copies_.push_back(std::move(copy));
+  return copies_.size() - 1;
 }
 
 void Machine::commit_group() {
@@ -50,18 +57,34 @@ void Machine::wait_group(const ir::CopyAsyncWaitGroupInst& n) {
   if (keep < 0) raise(n.loc, "CopyAsyncWaitGroup({}) needs a count >= 0", keep);
   const int64_t land_below = committed_groups_ - keep;  // groups with a smaller id land
   for (PendingCopy& c : copies_) {
-    if (c.landed || c.group >= land_below) continue;
-    SharedBuffer& s = *c.dst;
-    const int bits = s.dtype.bits();
-    for (const auto& [off, code] : c.writes) {
-      if (options_.check_races) check_shared_write(s, off, kAsync, *c.loc);
-      set_code(s.bytes.data(), bits, off, code);
-      s.init[static_cast<size_t>(off)] = 1;
-      s.pending[static_cast<size_t>(off)] = -1;
-    }
-    c.landed = true;
-    c.writes = {};  // release the data; the record stays for its index
+    if (c.landed || c.barrier || c.group >= land_below) continue;
+    land(c);
   }
+}
+
+void Machine::land(PendingCopy& c) {
+  SharedBuffer& s = *c.dst;
+  const int bits = s.dtype.bits();
+  for (const auto& [off, code] : c.writes) {
+    // A CopyAsync's data is visible only to the thread that waited for it until a Synchronize(); a CopyTma's
+    // is visible to every thread that waited on its barrier, so it leaves no writer for the race checker
+    // (readers before it were checked when it was issued).
+    if (c.barrier)
+      s.meta[static_cast<size_t>(off)] = RaceMeta{};
+    else if (options_.check_races)
+      check_shared_write(s, off, kAsync, *c.loc);
+    set_code(s.bytes.data(), bits, off, code);
+    s.init[static_cast<size_t>(off)] = 1;
+    s.pending[static_cast<size_t>(off)] = -1;
+  }
+  c.landed = true;
+  c.writes = {};  // release the data; the record stays for its index
+}
+
+std::string pending_wait_text(const PendingCopy& copy) {
+  return copy.barrier ? fmt::format("the phase of barrier {}[{}] that its CopyTma completes on was waited",
+                                    copy.barrier->name, copy.barrier_index)
+                      : "its CopyAsync group was waited";
 }
 
 }  // namespace tilevm::interp::detail

@@ -233,6 +233,19 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
     case ir::InstKind::StoreShared:
       store_shared(static_cast<const ir::StoreInst&>(inst));
       break;
+    case ir::InstKind::AllocateBarrier:
+      if (s.results.empty()) break;
+      define_results(s, allocate_barrier(*inst.as<ir::AllocateBarrierInst>(), s.results[0]));
+      break;
+    case ir::InstKind::BarrierArrive:
+      barrier_arrive(*inst.as<ir::BarrierArriveInst>());
+      break;
+    case ir::InstKind::BarrierWait:
+      barrier_wait(*inst.as<ir::BarrierWaitInst>());
+      break;
+    case ir::InstKind::CopyTma:
+      copy_tma(*inst.as<ir::CopyTmaInst>());
+      break;
     case ir::InstKind::CopyAsync:
       copy_async(*inst.as<ir::CopyAsyncInst>());
       break;

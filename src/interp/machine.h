@@ -96,6 +96,15 @@ struct RaceMeta {
 inline constexpr int32_t kSeveral = -2;
 inline constexpr int32_t kAsync = -3;  // the async-copy unit (every thread)
 
+// One mbarrier (AllocateBarrier): the phase in progress, the arrivals it still needs, and the bytes its
+// arrivals announced minus the bytes its copies brought.
+struct BarrierState {
+  int64_t count = 1;  // arrivals per phase
+  int64_t phase = 0;
+  int64_t pending = 1;
+  int64_t tx = 0;
+};
+
 struct SharedBuffer {
   std::string name;
   DataType dtype = DataType::f32();
@@ -104,6 +113,7 @@ struct SharedBuffer {
   std::vector<uint8_t> init;           // per storage offset
   std::vector<int32_t> pending;        // per storage offset: the pending async copy writing it, or -1
   std::vector<RaceMeta> meta;          // per storage offset
+  std::vector<BarrierState> barriers;  // AllocateBarrier only: one per barrier
   bool freed = false;
 };
 
@@ -142,7 +152,13 @@ struct PendingCopy {
   const SourceLoc* loc = nullptr;
   int64_t group = 0;
   bool landed = false;
+  // CopyTma: the barrier it completes on (never landed by CopyAsyncWaitGroup), and the bytes it brings.
+  SharedBuffer* barrier = nullptr;
+  int64_t barrier_index = 0;
+  int64_t bytes = 0;
 };
+// What a read or write of a pending element had to wait for, by the copy that is writing it.
+std::string pending_wait_text(const PendingCopy& copy);
 
 // A shared or global operand resolved for addressing: the base tensor's shape, the view's origin in it and
 // the base dimensions that the view keeps.
@@ -227,11 +243,23 @@ class Machine {
   void copy_async(const ir::CopyAsyncInst& n);
   void commit_group();
   void wait_group(const ir::CopyAsyncWaitGroupInst& n);
+  // Reads the source now and records the pending writes of the destination; returns the copy's index.
+  size_t issue_copy(const ir::TensorArg& dst, const ir::TensorArg& src, const ir::InstNode& n);
+  void land(PendingCopy& c);
+
+  // Barriers and TMA copies (tma.cpp).
+  Value allocate_barrier(const ir::AllocateBarrierInst& n, const ir::Var& var);
+  // The barrier an operand names (b[i]) and its text for messages.
+  BarrierState& barrier_operand(const ir::TensorArg& arg, SharedBuffer** buffer, int64_t* index);
+  void barrier_arrive(const ir::BarrierArriveInst& n);
+  void barrier_wait(const ir::BarrierWaitInst& n);
+  void copy_tma(const ir::CopyTmaInst& n);
 
   // Race checker (race_checker.cpp). `thread` is a thread index, kSeveral or kAsync.
   void check_shared_read(SharedBuffer& s, int64_t offset, int32_t thread, const SourceLoc& loc);
   void check_shared_write(SharedBuffer& s, int64_t offset, int32_t thread, const SourceLoc& loc);
-  void check_async_issue(SharedBuffer& s, int64_t offset, const SourceLoc& loc);
+  // `what`: the copy instruction's name.
+  void check_async_issue(SharedBuffer& s, int64_t offset, const SourceLoc& loc, const std::string& what);
   std::string shared_element(const SharedBuffer& s, int64_t offset) const;
 
   // Compute (compute.cpp, reduce_dot.cpp).

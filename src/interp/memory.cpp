@@ -282,9 +282,9 @@ RegPtr Machine::load_shared(const ir::LoadInst& n) {
     const int64_t off = addrs[static_cast<size_t>(tab.lin[k])];
     const size_t uo = static_cast<size_t>(off);
     if (s.pending[uo] >= 0) {
-      raise(*current_loc_ptr_,
-            "read of shared '{}' element {} before its CopyAsync group was waited (issued at {})", s.name,
-            shared_element(s, off), format_loc(*copies_[static_cast<size_t>(s.pending[uo])].loc));
+      raise(*current_loc_ptr_, "read of shared '{}' element {} before {} (issued at {})", s.name,
+            shared_element(s, off), pending_wait_text(copies_[static_cast<size_t>(s.pending[uo])]),
+            format_loc(*copies_[static_cast<size_t>(s.pending[uo])].loc));
     }
     if (options_.check_races)
       check_shared_read(s, off, static_cast<int32_t>(static_cast<int64_t>(k) / m), *current_loc_ptr_);
@@ -362,9 +362,9 @@ void Machine::store_shared(const ir::StoreInst& n) {
     const int64_t off = addrs[static_cast<size_t>(r.table->lin[k])];
     const size_t uo = static_cast<size_t>(off);
     if (s.pending[uo] >= 0) {
-      raise(*current_loc_ptr_,
-            "write of shared '{}' element {} before its CopyAsync group was waited (issued at {})", s.name,
-            shared_element(s, off), format_loc(*copies_[static_cast<size_t>(s.pending[uo])].loc));
+      raise(*current_loc_ptr_, "write of shared '{}' element {} before {} (issued at {})", s.name,
+            shared_element(s, off), pending_wait_text(copies_[static_cast<size_t>(s.pending[uo])]),
+            format_loc(*copies_[static_cast<size_t>(s.pending[uo])].loc));
     }
     if (options_.check_races)
       check_shared_write(s, off, static_cast<int32_t>(static_cast<int64_t>(k) / m), *current_loc_ptr_);

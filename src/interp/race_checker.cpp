@@ -75,13 +75,14 @@ void Machine::check_shared_write(SharedBuffer& s, int64_t offset, int32_t thread
   m.write_loc = &loc;
 }
 
-void Machine::check_async_issue(SharedBuffer& s, int64_t offset, const SourceLoc& loc) {
+void Machine::check_async_issue(SharedBuffer& s, int64_t offset, const SourceLoc& loc,
+                                const std::string& what) {
   RaceMeta& m = s.meta[static_cast<size_t>(offset)];
   if (m.read_epoch == epoch_ && m.reader != -1) {
     raise(loc,
-          "write-after-read race on shared '{}' element {}: a CopyAsync writes it, {} read it at {} with no "
+          "write-after-read race on shared '{}' element {}: a {} writes it, {} read it at {} with no "
           "Synchronize() in between",
-          s.name, shared_element(s, offset), actor(m.reader), where(m.read_loc));
+          s.name, shared_element(s, offset), what, actor(m.reader), where(m.read_loc));
   }
 }
 

@@ -139,6 +139,17 @@ std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, i
         }
         return Types{ValueType::tensor_of(std::move(t))};
       }
+      case InstKind::AllocateBarrier: {
+        const auto& n = *inst.as<AllocateBarrierInst>();
+        TensorType t{DataType::uint(64), Scope::Barrier, n.shape, std::nullopt, {}};
+        auto shape = t.static_shape();
+        if (!shape) {  // the verifier checks the rank (one dimension)
+          diags.error(inst.loc, "AllocateBarrier: shape= must be constant, like [4]");
+          return std::nullopt;
+        }
+        t.layout = layout::local(*shape);
+        return Types{ValueType::tensor_of(std::move(t))};
+      }
       case InstKind::AllocateRegister: {
         const auto& n = *inst.as<AllocateRegisterInst>();
         return Types{register_tensor(n.dtype, n.layout)};
@@ -208,6 +219,9 @@ std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, i
       case InstKind::CopyAsync:
       case InstKind::CopyAsyncCommitGroup:
       case InstKind::CopyAsyncWaitGroup:
+      case InstKind::BarrierArrive:
+      case InstKind::BarrierWait:
+      case InstKind::CopyTma:
         return Types{};
     }
   } catch (const Error& e) {

@@ -216,6 +216,9 @@ class ProgramPrinter {
     if (const auto* a = n.as<AllocateSharedInst>(); a && a->placement)
       return fmt::format("  # shared [{}, {})", a->placement->offset,
                          a->placement->offset + a->placement->bytes);
+    if (const auto* a = n.as<AllocateBarrierInst>(); a && a->placement)
+      return fmt::format("  # shared [{}, {})", a->placement->offset,
+                         a->placement->offset + a->placement->bytes);
     const auto* e = n.as<ElementwiseInst>();
     const auto* c = n.as<CastInst>();
     if ((e && e->nan_payload_unobserved) || (c && c->nan_payload_unobserved))

@@ -14,6 +14,8 @@ const char* to_string(Scope scope) {
       return "shared";
     case Scope::Register:
       return "register";
+    case Scope::Barrier:
+      return "barrier";
   }
   return "?";
 }

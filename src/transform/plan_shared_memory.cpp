@@ -23,6 +23,9 @@ struct Interval {
   bool freed = false;
   bool async_dst = false;  // a CopyAsync destination: its copies may land after its last use
   int64_t last_copy = 0;   // the last CopyAsync into it
+  // Barriers and CopyTma destinations live to the end of the program: a barrier's phases and a bulk copy
+  // in flight have no wait that would tell the planner they are done.
+  bool to_end = false;
 };
 
 class Liveness {
@@ -62,6 +65,28 @@ class Liveness {
           intervals.push_back(iv);
         }
         return;
+      }
+      if (const auto* a = is->inst->as<ir::AllocateBarrierInst>()) {
+        (void)a;
+        if (!is->results.empty()) {
+          const ir::Var& v = is->results[0];
+          Interval iv;
+          iv.var = v.get();
+          iv.begin = iv.end = at;
+          iv.bytes = (8 * v->type.tensor->layout->num_locals() + 15) / 16 * 16;
+          iv.to_end = true;
+          index_[v.get()] = intervals.size();
+          intervals.push_back(iv);
+        }
+        return;
+      }
+      if (const auto* c = is->inst->as<ir::CopyTmaInst>()) {
+        // The tensor-memory accelerator writes shared memory at 128-byte aligned addresses.
+        auto it = index_.find(c->dst.tensor.get());
+        if (it != index_.end()) {
+          intervals[it->second].to_end = true;
+          intervals[it->second].align = std::max<int64_t>(intervals[it->second].align, 128);
+        }
       }
       if (const auto* f = is->inst->as<ir::FreeSharedInst>()) {
         auto it = index_.find(f->tensor.get());
@@ -115,16 +140,22 @@ class Place : public ir::IRMutator {
       : placements_(placements) {}
 
   ir::Stmt mutate_inst_stmt(const ir::Stmt& s, const ir::InstStmt& node) override {
-    const auto* a = node.inst->as<ir::AllocateSharedInst>();
-    if (!a || node.results.empty()) return s;
+    if (node.results.empty()) return s;
+    if (const auto* a = node.inst->as<ir::AllocateSharedInst>()) return place(s, node, *a);
+    if (const auto* a = node.inst->as<ir::AllocateBarrierInst>()) return place(s, node, *a);
+    return s;
+  }
+
+ private:
+  template <typename Alloc>
+  ir::Stmt place(const ir::Stmt& s, const ir::InstStmt& node, const Alloc& a) {
     const ir::SharedPlacement& placement = placements_.at(node.results[0].get());
-    if (a->placement == placement) return s;
-    auto placed = std::make_shared<ir::AllocateSharedInst>(*a);
+    if (a.placement == placement) return s;
+    auto placed = std::make_shared<Alloc>(a);
     placed->placement = placement;
     return std::make_shared<ir::InstStmt>(node.results, placed, node.loc);
   }
 
- private:
   const std::unordered_map<const ir::VarNode*, ir::SharedPlacement>& placements_;
 };
 
@@ -136,6 +167,7 @@ ir::Program plan_shared_memory(ir::Program program) {
   // A CopyAsync destination stays reserved until a CopyAsyncWaitGroup(0) after its last copy (or to the end
   // of the program): a copy still in flight must not land in a tensor that reuses its space.
   for (Interval& iv : live.intervals) {
+    if (iv.to_end) iv.end = live.end();
     if (!iv.async_dst || iv.freed) continue;
     int64_t until = live.end();
     for (int64_t w : live.wait_all)

@@ -15,7 +15,9 @@
 
 namespace tilevm::ir {
 
-enum class Scope { Global, Shared, Register };
+// Barrier: Hopper's shared-memory barriers (AllocateBarrier, tma.h): u64 words in shared memory that only the
+// barrier instructions and CopyTma's barrier= take, so that no load, store or copy can touch them.
+enum class Scope { Global, Shared, Register, Barrier };
 const char* to_string(Scope scope);
 
 struct TensorType {

@@ -185,6 +185,7 @@ class Emitter {
   void emit_allocate_shared(const ir::InstStmt& s, const ir::AllocateSharedInst& n);
   bool try_ldmatrix(const ir::InstStmt& s, const ir::LoadInst& n, const MemTensor& m, const RegInfo& out);
   void emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n);
+  void emit_barrier_tma(const ir::InstStmt& s);
   void emit_allocate_register(const ir::InstStmt& s, const ir::AllocateRegisterInst& n);
   void emit_view(const ir::InstStmt& s, const ir::ViewInst& n);
   void emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst& n);

@@ -311,6 +311,12 @@ void Emitter::emit_inst(const ir::InstStmt& s) {
       line(fmt::format("asm volatile(\"cp.async.wait_group {};\\n\" ::: \"memory\");", *w));
       return;
     }
+    case ir::InstKind::AllocateBarrier:
+    case ir::InstKind::BarrierArrive:
+    case ir::InstKind::BarrierWait:
+    case ir::InstKind::CopyTma:
+      emit_barrier_tma(s);
+      return;
     case ir::InstKind::AllocateRegister:
       emit_allocate_register(s, *n.as<ir::AllocateRegisterInst>());
       return;

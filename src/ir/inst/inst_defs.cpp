@@ -361,12 +361,72 @@ std::vector<InstDef> reductions() {
   return t;
 }
 
+// Hopper's barriers and TMA copies (tma.h). The barrier operand is read: arrivals and waits are
+// synchronization, which the interpreter tracks per barrier, not data the race checker sees.
+std::vector<InstDef> barriers_and_tma() {
+  return {
+      {.name = "AllocateBarrier",
+       .kind = InstKind::AllocateBarrier,
+       .params = {named("count", K::Int), named("shape", K::List)},
+       .results = Results::One,
+       .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         return std::make_shared<AllocateBarrierInst>(a["count"].int_value, a["shape"].list, l);
+       },
+       .args =
+           [](const InstNode& n, InstArgs& a) {
+             const auto& i = node<AllocateBarrierInst>(n);
+             a["count"].set_int(i.count);
+             a["shape"].set(i.shape);
+           }},
+      {.name = "BarrierArrive",
+       .kind = InstKind::BarrierArrive,
+       .params = {arg("barrier", K::Tensor, Access::Read), opt("tx", K::Scalar)},
+       .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         return std::make_shared<BarrierArriveInst>(a["barrier"].tensor, a["tx"].expr, l);
+       },
+       .args =
+           [](const InstNode& n, InstArgs& a) {
+             const auto& i = node<BarrierArriveInst>(n);
+             a["barrier"].set(i.barrier);
+             if (i.tx) a["tx"].set(i.tx);
+           }},
+      {.name = "BarrierWait",
+       .kind = InstKind::BarrierWait,
+       .params = {arg("barrier", K::Tensor, Access::Read), named("parity", K::Scalar)},
+       .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         return std::make_shared<BarrierWaitInst>(a["barrier"].tensor, a["parity"].expr, l);
+       },
+       .args =
+           [](const InstNode& n, InstArgs& a) {
+             const auto& i = node<BarrierWaitInst>(n);
+             a["barrier"].set(i.barrier);
+             a["parity"].set(i.parity);
+           }},
+      {.name = "CopyTma",
+       .kind = InstKind::CopyTma,
+       .params = {arg("dst", K::Tensor, Access::AsyncWrite),
+                  arg("src", K::Tensor, Access::Read),
+                  {"barrier", K::Tensor, true, false, true, Access::Read}},
+       .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         return std::make_shared<CopyTmaInst>(a["dst"].tensor, a["src"].tensor, a["barrier"].tensor, l);
+       },
+       .args =
+           [](const InstNode& n, InstArgs& a) {
+             const auto& i = node<CopyTmaInst>(n);
+             a["dst"].set(i.dst);
+             a["src"].set(i.src);
+             a["barrier"].set(i.barrier);
+           }},
+  };
+}
+
 }  // namespace
 
 const std::vector<InstDef>& inst_defs() {
   static const std::vector<InstDef> table = [] {
     std::vector<InstDef> t;
-    for (auto part : {memory_and_control, load_store, register_tensors, elementwise, reductions}) {
+    for (auto part :
+         {memory_and_control, load_store, barriers_and_tma, register_tensors, elementwise, reductions}) {
       for (InstDef& d : part()) t.push_back(std::move(d));
     }
     return t;

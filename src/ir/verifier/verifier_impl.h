@@ -83,6 +83,12 @@ class Verifier {
   void check_store(const StoreInst& n);
   void check_copy_async(const CopyAsyncInst& n);
   void check_wait_group(const CopyAsyncWaitGroupInst& n);
+  void check_allocate_barrier(const AllocateBarrierInst& n);
+  void check_barrier_arrive(const BarrierArriveInst& n);
+  void check_barrier_wait(const BarrierWaitInst& n);
+  void check_copy_tma(const CopyTmaInst& n);
+  // A barrier operand: one barrier of an AllocateBarrier tensor (b[i], or b when it holds one).
+  bool check_barrier_operand(const TensorArg& arg, const InstNode& inst);
   // A memory layout (T = 1, no replication); `what` names it in messages.
   void check_memory_layout(const layout::Layout& lay, SourceLoc loc, const std::string& what);
 
@@ -121,6 +127,7 @@ class Verifier {
 
   FlowState state_;
   std::set<const VarNode*> ever_defined_;
+  std::map<const VarNode*, const ViewGlobalInst*> global_views_;  // the ViewGlobal defining each global view
   std::map<const VarNode*, int> loop_of_;  // the loop nesting id where a shared tensor was allocated
   std::vector<int> loops_;                 // the stack of open loop ids
   int next_loop_id_ = 1;

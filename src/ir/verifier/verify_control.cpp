@@ -109,6 +109,18 @@ void Verifier::check_stmt(const Stmt& s) {
         case InstKind::CopyAsyncWaitGroup:
           check_wait_group(*inst.as<CopyAsyncWaitGroupInst>());
           break;
+        case InstKind::AllocateBarrier:
+          check_allocate_barrier(*inst.as<AllocateBarrierInst>());
+          break;
+        case InstKind::BarrierArrive:
+          check_barrier_arrive(*inst.as<BarrierArriveInst>());
+          break;
+        case InstKind::BarrierWait:
+          check_barrier_wait(*inst.as<BarrierWaitInst>());
+          break;
+        case InstKind::CopyTma:
+          check_copy_tma(*inst.as<CopyTmaInst>());
+          break;
         case InstKind::AllocateRegister:
           check_allocate_register(*inst.as<AllocateRegisterInst>());
           break;
@@ -151,16 +163,18 @@ void Verifier::check_stmt(const Stmt& s) {
                   !(*t->layout == result_->layout)))
           diags_.error(s->loc, "'{}' is declared {} but {} gives register {} with layout {}", r->name,
                        type_text(r->type), inst.name(), result_->dtype.name(), layout_text(result_->layout));
-      } else if (got > 0 &&
-                 (inst.kind == InstKind::BlockIndices || inst.kind == InstKind::ViewGlobal ||
-                  inst.kind == InstKind::AllocateGlobal || inst.kind == InstKind::AllocateShared)) {
+      } else if (got > 0 && (inst.kind == InstKind::BlockIndices || inst.kind == InstKind::ViewGlobal ||
+                             inst.kind == InstKind::AllocateGlobal || inst.kind == InstKind::AllocateShared ||
+                             inst.kind == InstKind::AllocateBarrier)) {
         for (const Var& r : is.results) {
           if (!r) continue;
           if (inst.kind == InstKind::BlockIndices && !(r->type.is_scalar() && r->type.dtype.is_integer()))
             diags_.error(s->loc, "'{}' is declared {} but BlockIndices gives i32", r->name,
                          type_text(r->type));
           const TensorType* t = tensor_type_of(r);
-          Scope want = inst.kind == InstKind::AllocateShared ? Scope::Shared : Scope::Global;
+          const Scope want = inst.kind == InstKind::AllocateShared    ? Scope::Shared
+                             : inst.kind == InstKind::AllocateBarrier ? Scope::Barrier
+                                                                      : Scope::Global;
           if (inst.kind != InstKind::BlockIndices && (!t || t->scope != want))
             diags_.error(s->loc, "'{}' is declared {} but {} gives a {} tensor", r->name, type_text(r->type),
                          inst.name(), to_string(want));
@@ -170,6 +184,7 @@ void Verifier::check_stmt(const Stmt& s) {
         define_var(r);
         if (r && inst.kind == InstKind::AllocateShared)
           loop_of_[r.get()] = loops_.empty() ? 0 : loops_.back();
+        if (r && inst.kind == InstKind::ViewGlobal) global_views_[r.get()] = inst.as<ViewGlobalInst>();
       }
       if (inst.kind == InstKind::Exit) state_.unreachable = true;
       current_ = nullptr;

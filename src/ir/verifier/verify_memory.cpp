@@ -300,3 +300,198 @@ void Verifier::check_wait_group(const CopyAsyncWaitGroupInst& n) {
 }
 
 }  // namespace tilevm::ir::verifier_detail
+
+// ---- Barriers and TMA copies (tma.h)
+
+namespace tilevm::ir::verifier_detail {
+
+namespace {
+
+// The largest arrival count of an mbarrier (PTX ISA: 2^20 - 1).
+constexpr int64_t kMaxBarrierCount = (int64_t{1} << 20) - 1;
+
+// True when `e` reads only constants and scalar parameters (a value the host knows at launch).
+bool host_known(const Program& program, const Expr& e, std::string* offender) {
+  std::vector<Expr> todo{e};
+  while (!todo.empty()) {
+    Expr x = todo.back();
+    todo.pop_back();
+    if (!x) continue;
+    if (const auto* r = x->as<VarRef>()) {
+      bool is_param = false;
+      for (const Var& p : program.params)
+        if (p && p == r->var && p->type.is_scalar()) is_param = true;
+      if (!is_param) {
+        *offender = r->var ? r->var->name : "?";
+        return false;
+      }
+    } else if (const auto* b = x->as<BinaryExpr>()) {
+      todo.push_back(b->a);
+      todo.push_back(b->b);
+    } else if (const auto* u = x->as<UnaryExpr>()) {
+      todo.push_back(u->a);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+void Verifier::check_allocate_barrier(const AllocateBarrierInst& n) {
+  if (n.count < 1 || n.count > kMaxBarrierCount)
+    diags_.error(n.loc, "AllocateBarrier: count is {}; it must be from 1 to {} (arrivals per phase)", n.count,
+                 kMaxBarrierCount);
+  if (n.shape.size() != 1) {
+    diags_.error(n.loc, "AllocateBarrier: shape= has {} extents; barriers form one dimension, like [4]",
+                 n.shape.size());
+    return;
+  }
+  const auto c = as_const_int(n.shape[0]);
+  if (!c || *c < 1)
+    diags_.error(pick(n.shape[0] ? n.shape[0]->loc : SourceLoc{}, n.loc),
+                 "AllocateBarrier: the number of barriers must be a positive constant, got {}",
+                 expr_text(n.shape[0]));
+}
+
+bool Verifier::check_barrier_operand(const TensorArg& arg, const InstNode& inst) {
+  const TensorType* t = scoped_operand(arg, inst, "the barrier", Scope::Barrier);
+  if (!t) return false;
+  // One barrier: b[i], or b itself when it holds one.
+  const std::vector<Expr> shape = view_shape(arg, *t);
+  const bool one = shape.empty() || (shape.size() == 1 && as_const_int(shape[0]) == 1 && arg.slices.empty());
+  if (!one || (!arg.slices.empty() && arg.slices[0].kind != Slice::Kind::Index)) {
+    diags_.error(pick(arg.loc, inst.loc), "{}: the barrier must be one barrier, like {}[i]; '{}' holds {}",
+                 inst.name(), arg.tensor->name, arg.tensor->name, shape_text(t->shape));
+    return false;
+  }
+  if (!arg.slices.empty()) {
+    check_int_expr(arg.slices[0].value, pick(arg.loc, inst.loc), inst.name() + ": the barrier index");
+    const auto i = as_const_int(arg.slices[0].value);
+    const auto extent = as_const_int(t->shape[0]);
+    if (i && extent && (*i < 0 || *i >= *extent))
+      diags_.error(pick(arg.loc, inst.loc), "{}: barrier {} of '{}', which holds {}", inst.name(), *i,
+                   arg.tensor->name, *extent);
+  }
+  return true;
+}
+
+void Verifier::check_barrier_arrive(const BarrierArriveInst& n) {
+  check_barrier_operand(n.barrier, n);
+  if (!n.tx) return;
+  check_int_expr(n.tx, n.loc, "BarrierArrive: tx");
+  if (const auto c = as_const_int(n.tx); c && (*c < 0 || *c > kMaxBarrierCount))
+    diags_.error(pick(n.tx->loc, n.loc), "BarrierArrive: tx is {} bytes; it must be from 0 to {}", *c,
+                 kMaxBarrierCount);
+}
+
+void Verifier::check_barrier_wait(const BarrierWaitInst& n) {
+  check_barrier_operand(n.barrier, n);
+  if (!n.parity) {
+    diags_.error(n.loc, "BarrierWait: parity is missing");
+    return;
+  }
+  check_int_expr(n.parity, n.loc, "BarrierWait: parity");
+  if (const auto c = as_const_int(n.parity); c && *c != 0 && *c != 1)
+    diags_.error(pick(n.parity->loc, n.loc), "BarrierWait: parity is {}; it must be 0 or 1", *c);
+}
+
+void Verifier::check_copy_tma(const CopyTmaInst& n) {
+  check_barrier_operand(n.barrier, n);
+  const TensorType* dst = scoped_operand(n.dst, n, "the destination", Scope::Shared);
+  const TensorType* src = scoped_operand(n.src, n, "the source", Scope::Global);
+  if (!dst || !src) return;
+  if (dst->dtype != src->dtype)
+    diags_.error(n.loc, "CopyTma: '{}' is {} but '{}' is {}", n.dst.tensor->name, dst->dtype.name(),
+                 n.src.tensor->name, src->dtype.name());
+  const int bits = dst->dtype.bits();
+  if (bits != 8 && bits != 16 && bits != 32 && bits != 64)
+    diags_.error(
+        n.loc,
+        "CopyTma: the tensor-memory accelerator copies elements of 8, 16, 32 or 64 bits, not {}; view "
+        "the data as u8 (ViewGlobal and AllocateShared of u8)",
+        dst->dtype.name());
+  // The destination: a row-major tile (TMA writes the box densely, innermost dimension fastest), reached by
+  // indexing leading dimensions only.
+  for (const Slice& s : n.dst.slices)
+    if (s.kind == Slice::Kind::Offset) {
+      diags_.error(pick(n.dst.loc, n.loc),
+                   "CopyTma: the destination must be whole rows of '{}' (index leading dimensions, like "
+                   "{}[stage]); an offset makes the tile non-contiguous",
+                   n.dst.tensor->name, n.dst.tensor->name);
+      return;
+    }
+  const auto base = dst->static_shape();
+  if (!base || !dst->layout) return;
+  if (!(*dst->layout == layout::local(*base)))
+    diags_.error(
+        pick(n.dst.loc, n.loc),
+        "CopyTma: '{}' must be stored row-major (AllocateShared with shape=) because the tensor-memory "
+        "accelerator writes the tile densely; its layout is {}",
+        n.dst.tensor->name, layout_text(*dst->layout));
+  const std::vector<Expr> dshape = view_shape(n.dst, *dst), sshape = view_shape(n.src, *src);
+  if (dshape.size() != sshape.size()) {
+    diags_.error(n.loc, "CopyTma: the destination view has rank {} but the source view has rank {}",
+                 dshape.size(), sshape.size());
+    return;
+  }
+  if (src->rank() > 5)
+    diags_.error(n.loc, "CopyTma: '{}' has rank {}; the tensor-memory accelerator handles 1 to 5 dimensions",
+                 n.src.tensor->name, src->rank());
+  layout::Index tile;
+  for (const Expr& e : dshape) tile.push_back(*as_const_int(e));
+  for (size_t d = 0; d < tile.size(); ++d)
+    if (tile[d] > 256)
+      diags_.error(n.loc,
+                   "CopyTma: the tile {} has extent {} in dimension {}; a TMA box is at most 256 per "
+                   "dimension",
+                   index_text(tile), tile[d], d);
+  if (!tile.empty() && tile.back() * bits % 128 != 0)
+    diags_.error(
+        n.loc,
+        "CopyTma: a row of the tile {} is {} bytes; the tensor-memory accelerator needs a multiple of "
+        "16 bytes",
+        index_text(tile), tile.back() * bits / 8);
+  // Each stage of a multi-stage destination starts where the previous one ends; the accelerator writes
+  // only at 128-byte boundaries.
+  int64_t tile_bits = bits;
+  for (int64_t e : tile) tile_bits *= e;
+  if (!n.dst.slices.empty() && tile_bits % 1024 != 0)
+    diags_.error(pick(n.dst.loc, n.loc),
+                 "CopyTma: a tile of '{}' is {} bytes; the tensor-memory accelerator writes at 128-byte "
+                 "boundaries, so indexed tiles must be a multiple of 128 bytes",
+                 n.dst.tensor->name, tile_bits / 8);
+  // The source: a view of a pointer parameter whose shape and strides the host knows at launch (the tensor
+  // map is built there), contiguous in its innermost dimension.
+  const auto view = global_views_.find(n.src.tensor.get());
+  if (view == global_views_.end()) {
+    diags_.error(pick(n.src.loc, n.loc), "CopyTma: the source must be a ViewGlobal of a pointer parameter");
+    return;
+  }
+  const ViewGlobalInst& g = *view->second;
+  if (g.layout)
+    diags_.error(pick(n.src.loc, n.loc),
+                 "CopyTma: '{}' has a layout=; the tensor map needs shape= and strides=", n.src.tensor->name);
+  std::string offender;
+  for (const Expr& e : g.shape)
+    if (e && !host_known(program_, e, &offender))
+      diags_.error(pick(n.src.loc, n.loc),
+                   "CopyTma: the shape of '{}' uses '{}'; a tensor map needs extents made of constants and "
+                   "scalar parameters",
+                   n.src.tensor->name, offender);
+  for (const Expr& e : g.strides)
+    if (e && !host_known(program_, e, &offender))
+      diags_.error(pick(n.src.loc, n.loc),
+                   "CopyTma: the strides of '{}' use '{}'; a tensor map needs strides made of constants and "
+                   "scalar parameters",
+                   n.src.tensor->name, offender);
+  if (!g.strides.empty() && g.strides.back()) {
+    const auto inner = as_const_int(g.strides.back());
+    if (!inner || *inner != 1)
+      diags_.error(pick(n.src.loc, n.loc),
+                   "CopyTma: '{}' must be contiguous in its last dimension (stride 1), got {}",
+                   n.src.tensor->name, expr_text(g.strides.back()));
+  }
+  check_shared_bounds(*this, n.dst, *dst, tile, {}, n);
+}
+
+}  // namespace tilevm::ir::verifier_detail

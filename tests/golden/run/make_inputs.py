@@ -1,6 +1,7 @@
 # Writes the small .npy inputs of the `tilevm run` golden cases (run from this folder; needs no numpy):
 #   x.npy      f16 [2, 4]: 0.5, 1, ..., 4
 #   x_f32.npy  f32 [2, 4]: the same values (the wrong dtype for an f16* parameter)
+#   x32x8.npy  f16 [32, 8]: 0, 0.25, ..., 63.75 (rows of 16 bytes, as TMA copies need)
 import struct
 
 def write_npy(path, descr, shape, data):
@@ -14,3 +15,4 @@ def write_npy(path, descr, shape, data):
 values = [0.5 * (k + 1) for k in range(8)]
 write_npy("x.npy", "<f2", [2, 4], struct.pack("<8e", *values))
 write_npy("x_f32.npy", "<f4", [2, 4], struct.pack("<8f", *values))
+write_npy("x32x8.npy", "<f2", [32, 8], struct.pack("<256e", *[0.25 * k for k in range(256)]))

@@ -11,3 +11,4 @@
 #include "tilevm/ir/inst/memory_shared.h"
 #include "tilevm/ir/inst/reduce.h"
 #include "tilevm/ir/inst/register_tensor.h"
+#include "tilevm/ir/inst/tma.h"

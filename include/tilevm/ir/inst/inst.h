@@ -43,6 +43,11 @@ enum class InstKind {
   CopyAsync,
   CopyAsyncCommitGroup,
   CopyAsyncWaitGroup,
+  // tma.h (Hopper: sm_90)
+  AllocateBarrier,
+  BarrierArrive,
+  BarrierWait,
+  CopyTma,
   // register_tensor.h
   AllocateRegister,
   Cast,

@@ -1,0 +1,67 @@
+// Hopper's asynchronous copies and the shared-memory barriers they complete on (sm_90; docs/language.md
+// section 5, "Barriers and TMA copies"): AllocateBarrier, BarrierArrive, BarrierWait, CopyTma.
+//
+// A barrier (an mbarrier) counts block-level arrivals and bytes. Each phase completes when `count` arrivals
+// have happened and the bytes the arrivals announced (tx=) have landed; the barrier then starts its next
+// phase. BarrierWait(b, parity=p) returns once the most recent phase of parity p has completed. CopyTma
+// copies a tile with the tensor-memory accelerator and announces completion to its barrier by the tile's
+// bytes, so a stage of a pipeline is: one BarrierArrive(b, tx=bytes) and the copies, then BarrierWait.
+#pragma once
+
+#include "tilevm/ir/inst/inst.h"
+#include "tilevm/ir/inst/memory_shared.h"
+
+namespace tilevm::ir {
+
+// b = AllocateBarrier(count=C, shape=[n]): n barriers in shared memory (a tensor of scope barrier), each
+// initialized for C arrivals per phase, in phase 0.
+struct AllocateBarrierInst : InstNode {
+  static constexpr InstKind kKind = InstKind::AllocateBarrier;
+  int64_t count = 1;
+  std::vector<Expr> shape;                   // one constant extent
+  std::optional<SharedPlacement> placement;  // absent until planned (8 bytes per barrier)
+  AllocateBarrierInst(int64_t c, std::vector<Expr> s, SourceLoc l = {})
+      : InstNode(kKind, l), count(c), shape(std::move(s)) {}
+  void for_each_expr(const ExprFn& fn) const override { ir::for_each_expr(shape, fn); }
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+// BarrierArrive(b[i], [tx=bytes]): one arrival of the block on barrier b[i], announcing `bytes` (default 0)
+// that copies completing on it will bring in the current phase.
+struct BarrierArriveInst : InstNode {
+  static constexpr InstKind kKind = InstKind::BarrierArrive;
+  TensorArg barrier;
+  Expr tx;  // null: 0
+  BarrierArriveInst(TensorArg b, Expr t, SourceLoc l = {})
+      : InstNode(kKind, l), barrier(std::move(b)), tx(std::move(t)) {}
+  void for_each_expr(const ExprFn& fn) const override;
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+// BarrierWait(b[i], parity=p): the block waits until the most recent phase of b[i] with parity p (0 or 1)
+// has completed; the copies that completed on it have then landed.
+struct BarrierWaitInst : InstNode {
+  static constexpr InstKind kKind = InstKind::BarrierWait;
+  TensorArg barrier;
+  Expr parity;
+  BarrierWaitInst(TensorArg b, Expr p, SourceLoc l = {})
+      : InstNode(kKind, l), barrier(std::move(b)), parity(std::move(p)) {}
+  void for_each_expr(const ExprFn& fn) const override;
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+// CopyTma(s, g, barrier=b[i]): copy the shared tile `s` (its whole view, stored row-major) from the global
+// view `g` at its origin with the tensor-memory accelerator; elements outside g are filled with 0. The copy
+// completes on b[i], counting the tile's bytes against the bytes the current phase's arrivals announced.
+struct CopyTmaInst : InstNode {
+  static constexpr InstKind kKind = InstKind::CopyTma;
+  TensorArg dst;      // shared
+  TensorArg src;      // global
+  TensorArg barrier;  // one barrier
+  CopyTmaInst(TensorArg d, TensorArg s, TensorArg b, SourceLoc l = {})
+      : InstNode(kKind, l), dst(std::move(d)), src(std::move(s)), barrier(std::move(b)) {}
+  void for_each_expr(const ExprFn& fn) const override;
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+}  // namespace tilevm::ir

@@ -1,0 +1,154 @@
+// Barriers and TMA copies (ir/inst/tma.h). The block runs one instruction stream, so a barrier's phase can
+// only complete through what the block itself has issued: a CopyTma reads its source when issued and lands
+// when a BarrierWait needs the phase it completes on. A wait whose phase the issued arrivals and copies
+// cannot complete is a deadlock on the GPU; here it is an error naming what is missing. So are the timing
+// bugs the GPU would hide: a phase that completes while a copy on it is still in flight, and an arrival on
+// a phase that has all its arrivals and waits only for bytes (on the GPU it would count toward this phase or
+// the next depending on when the bytes land).
+#include <fmt/format.h>
+
+#include "machine.h"
+#include "tilevm/type/packing.h"
+
+namespace tilevm::interp::detail {
+
+namespace {
+
+std::string barrier_text(const SharedBuffer& b, int64_t index) {
+  return fmt::format("{}[{}]", b.name, index);
+}
+
+}  // namespace
+
+Value Machine::allocate_barrier(const ir::AllocateBarrierInst& n, const ir::Var& var) {
+  const ir::TensorType& t = *var->type.tensor;
+  auto s = std::make_unique<SharedBuffer>();
+  s->name = var->name;
+  s->dtype = DataType::uint(64);
+  s->table = &layouts_.get_memory(*t.layout);
+  const int64_t size = s->table->elements;
+  // The words themselves are never read or written as data (only barrier instructions take a barrier).
+  s->bytes.assign(static_cast<size_t>(size) * 8, 0);
+  s->init.assign(static_cast<size_t>(size), 1);
+  s->pending.assign(static_cast<size_t>(size), -1);
+  s->meta.assign(static_cast<size_t>(size), RaceMeta{});
+  s->barriers.assign(static_cast<size_t>(size), BarrierState{n.count, 0, n.count, 0});
+  Value v;
+  v.kind = Value::Kind::Shared;
+  v.shared = s.get();
+  shared_.push_back(std::move(s));
+  return v;
+}
+
+BarrierState& Machine::barrier_operand(const ir::TensorArg& arg, SharedBuffer** buffer, int64_t* index) {
+  SharedBuffer& b = shared_operand(arg);
+  if (b.barriers.empty()) raise(current_loc_, "'{}' is not a barrier", b.name);
+  int64_t i = 0;
+  if (!arg.slices.empty()) i = eval_int(arg.slices[0].value, "a barrier index");
+  const auto n = static_cast<int64_t>(b.barriers.size());
+  if (i < 0 || i >= n) raise(current_loc_, "barrier {} of '{}', which holds {}", i, b.name, n);
+  *buffer = &b;
+  *index = i;
+  return b.barriers[static_cast<size_t>(i)];
+}
+
+void Machine::barrier_arrive(const ir::BarrierArriveInst& n) {
+  SharedBuffer* b = nullptr;
+  int64_t i = 0;
+  BarrierState& st = barrier_operand(n.barrier, &b, &i);
+  const int64_t tx = n.tx ? eval_int(n.tx, "the tx byte count") : 0;
+  if (tx < 0) raise(n.loc, "BarrierArrive: tx is {} bytes; it must not be negative", tx);
+  if (st.pending == 0) {
+    raise(n.loc,
+          "BarrierArrive on {} whose phase {} already has its {} arrival{} and waits only for {} bytes of "
+          "copies: on the GPU this arrival would count toward phase {} or {} depending on when they land; "
+          "BarrierWait for phase {} first",
+          barrier_text(*b, i), st.phase, st.count, st.count == 1 ? "" : "s", st.tx, st.phase, st.phase + 1,
+          st.phase);
+  }
+  --st.pending;
+  st.tx += tx;
+  if (st.pending > 0 || st.tx > 0) return;
+  // Every arrival is in and no announced bytes are missing: the phase completes now, unless a copy on it is
+  // still in flight (it would then complete on the next phase).
+  for (const PendingCopy& c : copies_) {
+    if (c.landed || c.barrier != b || c.barrier_index != i) continue;
+    raise(n.loc,
+          "phase {} of barrier {} completes here with the CopyTma issued at {} still in flight: the arrivals "
+          "announced {} bytes fewer than the copies bring (BarrierArrive tx=)",
+          st.phase, barrier_text(*b, i), format_loc(*c.loc), c.bytes);
+  }
+  if (st.tx < 0) {
+    raise(n.loc, "phase {} of barrier {}: its copies brought {} bytes more than its arrivals announced (tx=)",
+          st.phase, barrier_text(*b, i), -st.tx);
+  }
+  ++st.phase;
+  st.pending = st.count;
+  st.tx = 0;
+}
+
+void Machine::barrier_wait(const ir::BarrierWaitInst& n) {
+  SharedBuffer* b = nullptr;
+  int64_t i = 0;
+  BarrierState& st = barrier_operand(n.barrier, &b, &i);
+  const int64_t parity = eval_int(n.parity, "the parity");
+  if (parity != 0 && parity != 1) raise(n.loc, "BarrierWait: parity is {}; it must be 0 or 1", parity);
+  // The most recent phase of this parity has completed unless it is the one in progress. (Before phase 0
+  // completes, waiting on parity 1 returns at once: the phase "before" phase 0 counts as completed, which
+  // is what lets a producer start on empty buffers.)
+  if (st.phase % 2 != parity) return;
+  for (PendingCopy& c : copies_) {
+    if (c.landed || c.barrier != b || c.barrier_index != i) continue;
+    land(c);
+    st.tx -= c.bytes;
+  }
+  if (st.pending > 0 || st.tx != 0) {
+    if (st.tx < 0)
+      raise(
+          n.loc,
+          "BarrierWait on {}: phase {}'s copies brought {} bytes more than its arrivals announced (tx=), so "
+          "the GPU would complete the phase before they land",
+          barrier_text(*b, i), st.phase, -st.tx);
+    const std::string arrivals = fmt::format("{} arrival{}", st.pending, st.pending == 1 ? "" : "s");
+    const std::string missing = st.pending == 0 ? fmt::format("{} bytes", st.tx)
+                                : st.tx == 0    ? arrivals
+                                                : fmt::format("{} and {} bytes", arrivals, st.tx);
+    raise(
+        n.loc,
+        "BarrierWait on {} (parity {}) can never return: phase {} still needs {}, and nothing the block has "
+        "issued will bring them (a deadlock on the GPU)",
+        barrier_text(*b, i), parity, st.phase, missing);
+  }
+  ++st.phase;
+  st.pending = st.count;
+  st.tx = 0;
+}
+
+void Machine::copy_tma(const ir::CopyTmaInst& n) {
+  SharedBuffer* b = nullptr;
+  int64_t i = 0;
+  barrier_operand(n.barrier, &b, &i);
+  // The tensor map's rules, which the GPU would reject at launch: contiguous rows and 16-byte strides.
+  const GlobalTensor& g = global_operand(n.src);
+  Index strides = g.strides;
+  if (strides.empty()) {  // row-major
+    strides.assign(g.shape.size(), 1);
+    for (size_t d = g.shape.size(); d-- > 1;) strides[d - 1] = strides[d] * g.shape[d];
+  }
+  const int64_t bytes = g.dtype.bits() / 8;
+  if (!strides.empty() && strides.back() != 1)
+    raise(n.loc, "CopyTma: global '{}' has stride {} in its last dimension; a tensor map needs 1", g.name,
+          strides.back());
+  for (size_t d = 0; d + 1 < strides.size(); ++d)
+    if (strides[d] * bytes % 16 != 0)
+      raise(n.loc,
+            "CopyTma: global '{}' has a stride of {} bytes in dimension {}; a tensor map needs a multiple of "
+            "16",
+            g.name, strides[d] * bytes, d);
+  PendingCopy& c = copies_[issue_copy(n.dst, n.src, n)];
+  c.barrier = b;
+  c.barrier_index = i;
+  c.group = INT64_MAX;  // never a CopyAsync group
+}
+
+}  // namespace tilevm::interp::detail
