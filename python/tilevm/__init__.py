@@ -1,0 +1,1 @@
+from ._tilevm import __version__
