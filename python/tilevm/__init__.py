@@ -43,7 +43,7 @@ __all__ = [
 def __getattr__(name):
     # tilevm.nn needs torch; import it only when asked for, so that `import tilevm` works without torch.
     if name == "nn":
-        from . import nn
+        import importlib
 
-        return nn
+        return importlib.import_module(".nn", __name__)
     raise AttributeError(f"module 'tilevm' has no attribute {name!r}")

@@ -45,7 +45,8 @@ class QuantizedLinear(torch.nn.Module):
             self.register_buffer("zeros", torch.zeros(groups, self.out_features, dtype=dtype, device=device))
         else:
             self.zeros = None
-        self.bias = torch.nn.Parameter(torch.zeros(self.out_features, dtype=dtype, device=device)) if bias else None
+        self.bias = (torch.nn.Parameter(torch.zeros(self.out_features, dtype=dtype, device=device), requires_grad=False)
+                     if bias else None)
 
     @classmethod
     def from_linear(cls, linear: torch.nn.Linear, wtype: str, group=128, zero_point: bool = False,
