@@ -16,6 +16,8 @@ done
 ctest --test-dir "$build" -L gpu --show-only=json-v1 | grep -o '"--gtest_filter=[^"]*"' |
   sed 's/^"--gtest_filter=//; s/"$//' > .gpu/gpu_tests.txt
 [ -s .gpu/gpu_tests.txt ] || { echo "prepare_gpu.sh: ctest -L gpu lists no test" >&2; exit 1; }
+# The Python package's wheel for the GPU machine (.gpu/wheels; bench/gpu.sh runs its GPU tests).
+bench/prepare_gpu_python.sh "$build"
 git rev-parse HEAD > .gpu/commit
 git status --porcelain | grep -q . && echo "dirty" >> .gpu/commit || true
 ls -la .gpu/bin
