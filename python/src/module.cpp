@@ -21,6 +21,10 @@ NB_MODULE(_tilevm, m) {
     }
   });
   m.attr("__version__") = TILEVM_VERSION;
+  // The package keeps compiled kernels in module-level caches for the life of the process
+  // (tilevm/_torch_ops.py), so they are still referenced when the interpreter exits; nanobind would report
+  // each as a leak.
+  nb::set_leak_warnings(false);
   bind_dtype(m);
   bind_layout(m);
   bind_quantize(m);

@@ -85,6 +85,7 @@ def test_capture_without_warm_up_is_a_clear_error():
         with torch.cuda.graph(graph):
             tilevm.qmatmul(x, qw)
     tilevm.precompile_qmatmul(qw, 3)
+    graph = torch.cuda.CUDAGraph()  # a failed capture leaves its graph unusable
     with torch.cuda.graph(graph):
         y = tilevm.qmatmul(x, qw)
     graph.replay()

@@ -49,12 +49,16 @@ def test_opcheck_launch_of_a_compiled_program():
     a = weight(16, 16, 6, torch.float16)
     b = torch.randint(0, 256, (96,), dtype=torch.uint8)
     c = torch.zeros(16, 8, dtype=torch.float16)
-    k(a, b, c)  # registers the kernel, and runs through torch.ops.tilevm.launch
+    k(a, b, c)  # eager: the launch op's body, on the interpreter
     assert torch.isfinite(c).all() and c.abs().sum() > 0
     c2 = torch.zeros_like(c)
     k(a.numpy(), b.numpy(), c2.numpy())  # the same program from NumPy: the same bits
     assert torch.equal(c, c2)
     torch.library.opcheck(torch.ops.tilevm.launch.default, (k._id, [a, b, c], [], []))
+    # under torch.compile the call is the registered op, traced whole
+    c3 = torch.zeros_like(c)
+    torch.compile(lambda a, b, c: k(a, b, c), fullgraph=True, backend="aot_eager")(a, b, c3)
+    assert torch.equal(c3, c)
 
 
 def test_torch_compile_fullgraph():

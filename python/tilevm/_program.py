@@ -159,9 +159,12 @@ class Kernel:
         names = [p.name for p in self.params if p.kind == "pointer"]
         self._int_names = [p.name for p in self.params if p.kind == "scalar" and p.name in ints]
         self._float_names = [p.name for p in self.params if p.kind == "scalar" and p.name in floats]
-        torch = torch_module()
-        torch.ops.tilevm.launch(self._id, [arrays[n] for n in names], [ints[n] for n in self._int_names],
-                                [floats[n] for n in self._float_names])
+        buffers = [arrays[n] for n in names]
+        int_list, float_list = [ints[n] for n in self._int_names], [floats[n] for n in self._float_names]
+        if _torch_ops.is_compiling():
+            torch_module().ops.tilevm.launch(self._id, buffers, int_list, float_list)
+        else:  # eager: the op's body directly, without the dispatcher's per-call cost
+            self._launch_tensors(buffers, int_list, float_list)
 
     def _launch_tensors(self, buffers, ints, floats):
         # The real implementation of torch.ops.tilevm.launch (tilevm/_torch_ops.py).

@@ -105,11 +105,8 @@ def _transformed(codes: Tensor, kern, device) -> Tensor:
     return t
 
 
-@torch.library.custom_op("tilevm::qmatmul", mutates_args=())
-def qmatmul_op(x: Tensor, codes: Tensor, scales: Tensor, zeros: Optional[Tensor], wtype: str, group: int,
-               n: int) -> Tensor:
-    """C[..., N] = x[..., K] @ dequant(codes, scales, zeros): the quantized matmul (tilevm.qmatmul)."""
-    check_qmatmul_args(x, codes, scales, zeros, wtype, group, n)
+def _qmatmul_impl(x: Tensor, codes: Tensor, scales: Tensor, zeros: Optional[Tensor], wtype: str, group: int,
+                  n: int) -> Tensor:
     k = x.shape[-1]
     x2 = x.reshape(-1, k)
     m = x2.shape[0]
@@ -133,6 +130,14 @@ def qmatmul_op(x: Tensor, codes: Tensor, scales: Tensor, zeros: Optional[Tensor]
     return c.reshape(out_shape)
 
 
+@torch.library.custom_op("tilevm::qmatmul", mutates_args=())
+def qmatmul_op(x: Tensor, codes: Tensor, scales: Tensor, zeros: Optional[Tensor], wtype: str, group: int,
+               n: int) -> Tensor:
+    """C[..., N] = x[..., K] @ dequant(codes, scales, zeros): the quantized matmul (tilevm.qmatmul)."""
+    check_qmatmul_args(x, codes, scales, zeros, wtype, group, n)
+    return _qmatmul_impl(x, codes, scales, zeros, wtype, group, n)
+
+
 @qmatmul_op.register_fake
 def _qmatmul_fake(x, codes, scales, zeros, wtype, group, n):
     torch._check(x.dtype in _ATYPE, lambda: f"qmatmul: x must be float16 or bfloat16, got {x.dtype}")
@@ -145,7 +150,11 @@ def qmatmul(x: Tensor, qw) -> Tensor:
     if x.dim() >= 1 and x.shape[-1] != k:
         raise ValueError(f"qmatmul: x has shape {tuple(x.shape)} but the weight is [{k}, {n}]: x must be [..., {k}]")
     check_qmatmul_args(x, qw.codes, qw.scales, qw.zeros, qw.wtype, qw.group, n)
-    return torch.ops.tilevm.qmatmul(x, qw.codes, qw.scales, qw.zeros, qw.wtype, qw.group, n)
+    if torch.compiler.is_compiling():
+        return torch.ops.tilevm.qmatmul(x, qw.codes, qw.scales, qw.zeros, qw.wtype, qw.group, n)
+    # Eager: the op's body directly. Going through the dispatcher (torch.library.custom_op) costs tens of
+    # microseconds per call (docs/performance.md), more than the kernel itself at decode sizes.
+    return _qmatmul_impl(x, qw.codes, qw.scales, qw.zeros, qw.wtype, qw.group, n)
 
 
 def precompile(qw, m: int, tune: bool) -> str:
@@ -166,6 +175,10 @@ def register_kernel(kernel) -> str:
     key = f"k{len(_PROGRAMS)}"
     _PROGRAMS[key] = kernel
     return key
+
+
+def is_compiling() -> bool:
+    return torch.compiler.is_compiling()
 
 
 @torch.library.custom_op("tilevm::launch", mutates_args=("buffers",))
