@@ -23,5 +23,12 @@ if [ "${PYTHON_BENCH:-1}" != 0 ]; then
   timeout "${BENCH_TIMEOUT:-300}" python3 python/benchmarks/qmatmul_latency.py 2>&1 | tee "$OUT/python_bench.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
+# The end-to-end decoder layer (python/benchmarks/decoder_layer.py): minutes, so only when asked for.
+if [ "${PYTHON_DECODER:-0}" = 1 ]; then
+  echo "== python/benchmarks/decoder_layer.py ${DECODER_ARGS:-}"
+  timeout "${DECODER_TIMEOUT:-480}" python3 python/benchmarks/decoder_layer.py ${DECODER_ARGS:-} 2>&1 |
+    tee "$OUT/python_decoder.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
 echo "gpu_python.sh: exit $status"
 exit $status

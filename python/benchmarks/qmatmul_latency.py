@@ -54,14 +54,15 @@ def main():
     args = parser.parse_args()
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, tilevm {tilevm.__version__}")
     print(f"{'case':<34} {'tilevm us':>10} {'eager us':>9} {'fp16 us':>8} {'speedup':>8}")
-    for n, k, wtypes in [(8192, 8192, ["u4", "f4e2m1", "u8"]), (28672, 8192, ["u4"])]:
+    for n, k, wtypes in [(8192, 8192, ["u4", "u4+zp", "f4e2m1", "u8"]), (28672, 8192, ["u4"])]:
         w = torch.randn(k, n, device="cuda") * 0.02
         dense = [w.half() for _ in range(4)]
         for wtype in wtypes:
-            q0 = tilevm.quantize(w, wtype, group=128)
+            q0 = tilevm.quantize(w, wtype.split("+")[0], group=128, zero_point=wtype.endswith("+zp"))
             # four copies of the weight, called in turn, so that the L2 cache (50 MB) does not hold them
-            qws = [tilevm.QuantizedWeight(q0.codes.clone(), q0.scales.clone(), None, q0.wtype, q0.group, q0.shape,
-                                          q0.scale_type) for _ in range(4)]
+            qws = [tilevm.QuantizedWeight(q0.codes.clone(), q0.scales.clone(),
+                                          None if q0.zeros is None else q0.zeros.clone(), q0.wtype, q0.group,
+                                          q0.shape, q0.scale_type) for _ in range(4)]
             for m in [1, 16]:
                 x = torch.randn(m, k, device="cuda", dtype=torch.float16)
                 for qw in qws:

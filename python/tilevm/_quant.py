@@ -123,7 +123,9 @@ def quantize(w, wtype: str, group=128, zero_point: bool = False, scale_dtype=Non
     w: a float torch tensor (any device; quantization runs on the host) or NumPy array, [K, N].
     wtype: a name the CLI takes (``tilevm.weight_types()``); a bad one raises ValueError listing them all.
     group: 32, 64, 128, or ``"k"`` (one scale per column); K must be a multiple of it.
-    zero_point: asymmetric quantization with zero points (unsigned types only).
+    zero_point: asymmetric quantization with zero points (unsigned types only). Without it an unsigned code
+        cannot hold a negative weight: negatives become 0, so weights of both signs want zero_point=True or a
+        signed or float type.
     scale_dtype: f16 or bf16 (torch dtype or ``"f16"``/``"bf16"``): the type of the scales and zeros, and the
         activation type the weight multiplies with. Default: the weight's if bf16, else f16.
     """
