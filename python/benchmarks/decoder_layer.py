@@ -4,7 +4,7 @@
                                               [--compile] [--layers 1]
 
 The layer (random weights, std 0.02): RMSNorm, q/k/v projections (64 query heads, 8 KV heads of 128),
-rotary embeddings, attention over a KV cache of --ctx positions (torch's scaled_dot_product_attention),
+rotary embeddings, attention over a KV cache of --ctx positions and the new one (torch's scaled_dot_product_attention),
 o projection, RMSNorm, the SwiGLU MLP (8192 -> 2 x 28672 -> 8192). Hidden 8192, all in f16.
 
 For the fp16 layer, each tilevm weight type (tilevm.nn.quantize_ on a copy: group 128, zero points for the
@@ -63,16 +63,17 @@ class DecoderLayer(torch.nn.Module):
         self.down_proj = torch.nn.Linear(INTER, HIDDEN, bias=False)
 
     def forward(self, x, k_cache, v_cache):
-        # x: [B, 1, HIDDEN]; caches [B, KV_HEADS, ctx, HEAD_DIM] (the new token attends to all of them)
+        # x: [B, 1, HIDDEN]; caches [B, KV_HEADS, ctx + 1, HEAD_DIM]: the new token's key and value are written
+        # into the last position, and it attends to all of them
         b = x.shape[0]
         h = self.input_norm(x)
-        pos = k_cache.shape[2]
+        pos = k_cache.shape[2] - 1
         q = rotary(self.q_proj(h).view(b, 1, HEADS, HEAD_DIM).transpose(1, 2), pos)
         k = rotary(self.k_proj(h).view(b, 1, KV_HEADS, HEAD_DIM).transpose(1, 2), pos)
         v = self.v_proj(h).view(b, 1, KV_HEADS, HEAD_DIM).transpose(1, 2)
-        keys = torch.cat([k_cache, k], dim=2)
-        values = torch.cat([v_cache, v], dim=2)
-        att = F.scaled_dot_product_attention(q, keys, values, enable_gqa=True)
+        k_cache[:, :, pos:] = k
+        v_cache[:, :, pos:] = v
+        att = F.scaled_dot_product_attention(q, k_cache, v_cache, enable_gqa=True)
         x = x + self.o_proj(att.transpose(1, 2).reshape(b, 1, HEADS * HEAD_DIM))
         h = self.post_norm(x)
         return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
@@ -155,8 +156,8 @@ def main():
     inputs = {}
     for b in batches:
         inputs[b] = (torch.randn(b, 1, HIDDEN, device=dev, dtype=torch.float16),
-                     torch.randn(b, KV_HEADS, args.ctx, HEAD_DIM, device=dev, dtype=torch.float16),
-                     torch.randn(b, KV_HEADS, args.ctx, HEAD_DIM, device=dev, dtype=torch.float16))
+                     torch.randn(b, KV_HEADS, args.ctx + 1, HEAD_DIM, device=dev, dtype=torch.float16),
+                     torch.randn(b, KV_HEADS, args.ctx + 1, HEAD_DIM, device=dev, dtype=torch.float16))
     variants = [("fp16", lambda: base)]
     for t in args.types.split(","):
         # unsigned types with zero points (asymmetric): without them an unsigned code cannot hold a negative
