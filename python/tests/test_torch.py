@@ -139,3 +139,22 @@ def test_input_checks():
     with pytest.raises(ValueError, match="group 64 and N 8"):
         torch.ops.tilevm.qmatmul(x, qw.codes, qw.scales, None, "u4", 64, 8)
     assert tilevm.qmatmul(x[:0], qw).shape == (0, 16)
+
+
+def test_checks_still_run_after_the_first_call():
+    # qmatmul checks a weight once per x dtype and device; layout and shape are checked on every call
+    qw = tilevm.quantize(weight(64, 16, 14), "u4", group=64)
+    x = weight(2, 64, 15, torch.float16)
+    tilevm.qmatmul(x, qw)
+    with pytest.raises(ValueError, match="x is not contiguous"):
+        tilevm.qmatmul(torch.zeros(64, 2, dtype=torch.float16).t(), qw)
+    with pytest.raises(ValueError, match=r"x must be \[\.\.\., 64\]"):
+        tilevm.qmatmul(x[:, :32], qw)
+    with pytest.raises(TypeError, match="scales are torch.float16"):
+        tilevm.qmatmul(x.bfloat16(), qw)
+    layer = tilevm.nn.QuantizedLinear.from_linear(torch.nn.Linear(64, 16).half(), "u4", group=64)
+    first = layer.weight
+    assert layer.weight is first  # kept while the buffers are the same tensors
+    layer.load_state_dict({k: v.clone() if torch.is_tensor(v) else v for k, v in layer.state_dict().items()},
+                          assign=True)
+    assert layer.weight is not first and layer.weight.codes is layer.codes

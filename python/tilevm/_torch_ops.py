@@ -99,35 +99,43 @@ def _transformed(codes: Tensor, kern, device) -> Tensor:
                                "is being captured: run the call once before capturing, or "
                                "tilevm.precompile_qmatmul(qw, m)")
         t = torch.empty(max(kern.transformed_bytes, 16), dtype=torch.uint8, device=device)
-        kern.transform(torch.cuda.current_stream(device).cuda_stream, codes.data_ptr(), t.data_ptr())
+        kern.transform(_stream(device), codes.data_ptr(), t.data_ptr())
         cache.clear()  # one configuration at a time per weight keeps memory bounded
         cache[key] = t
     return t
 
 
+def _stream(device) -> int:
+    # The current stream's handle; torch's raw query, cheaper than torch.cuda.current_stream(device).cuda_stream
+    return torch._C._cuda_getCurrentRawStream(device.index)
+
+
 def _qmatmul_impl(x: Tensor, codes: Tensor, scales: Tensor, zeros: Optional[Tensor], wtype: str, group: int,
                   n: int) -> Tensor:
     k = x.shape[-1]
-    x2 = x.reshape(-1, k)
+    flat = x.dim() == 2
+    x2 = x if flat else x.reshape(-1, k)
     m = x2.shape[0]
-    out_shape = tuple(x.shape[:-1]) + (n,)
     atype = _ATYPE[x.dtype]
     if m == 0:
-        return x.new_zeros(out_shape)
+        return x.new_zeros(tuple(x.shape[:-1]) + (n,))
     if x.device.type == "cpu":
         z = None if zeros is None else u16_view(zeros)
         c = _C.qmatmul_interp(u16_view(x2), n, atype, wtype, group, zeros is not None, codes.numpy(),
                               u16_view(scales), z)
-        return from_u16(c, x.dtype).reshape(out_shape)
-    _check_aligned(x=x2, codes=codes, scales=scales, zeros=zeros)
-    kern = _kernel(x.device, m, n, k, atype, wtype, group, zeros is not None)
-    t = _transformed(codes, kern, x.device)
-    c = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    ws = kern.workspace_bytes
-    workspace = torch.empty(ws, dtype=torch.uint8, device=x.device) if ws else None
-    kern.run(torch.cuda.current_stream(x.device).cuda_stream, x2.data_ptr(), t.data_ptr(), scales.data_ptr(),
-             0 if zeros is None else zeros.data_ptr(), c.data_ptr(), 0 if workspace is None else workspace.data_ptr())
-    return c.reshape(out_shape)
+        c = from_u16(c, x.dtype)
+    else:
+        device = x.device
+        _check_aligned(x=x2, codes=codes, scales=scales, zeros=zeros)
+        kern = _kernel(device, m, n, k, atype, wtype, group, zeros is not None)
+        t = _transformed(codes, kern, device)
+        c = torch.empty((m, n), dtype=x.dtype, device=device)
+        ws = kern.workspace_bytes
+        workspace = torch.empty(ws, dtype=torch.uint8, device=device) if ws else None
+        kern.run(_stream(device), x2.data_ptr(), t.data_ptr(), scales.data_ptr(),
+                 0 if zeros is None else zeros.data_ptr(), c.data_ptr(),
+                 0 if workspace is None else workspace.data_ptr())
+    return c if flat else c.reshape(tuple(x.shape[:-1]) + (n,))
 
 
 @torch.library.custom_op("tilevm::qmatmul", mutates_args=())
@@ -149,7 +157,12 @@ def qmatmul(x: Tensor, qw) -> Tensor:
     k, n = qw.shape
     if x.dim() >= 1 and x.shape[-1] != k:
         raise ValueError(f"qmatmul: x has shape {tuple(x.shape)} but the weight is [{k}, {n}]: x must be [..., {k}]")
-    check_qmatmul_args(x, qw.codes, qw.scales, qw.zeros, qw.wtype, qw.group, n)
+    # The full checks once per weight (its tensors' identities) and x's dtype and device; after that only what
+    # can differ between calls of the same x type: the shape (checked above) and the layout.
+    key = (x.dtype, x.device, id(qw.codes), id(qw.scales), id(qw.zeros))
+    if qw.__dict__.get("_tilevm_checked") != key or not x.is_contiguous():
+        check_qmatmul_args(x, qw.codes, qw.scales, qw.zeros, qw.wtype, qw.group, n)
+        qw.__dict__["_tilevm_checked"] = key
     if torch.compiler.is_compiling():
         return torch.ops.tilevm.qmatmul(x, qw.codes, qw.scales, qw.zeros, qw.wtype, qw.group, n)
     # Eager: the op's body directly. Going through the dispatcher (torch.library.custom_op) costs tens of
@@ -193,7 +206,7 @@ def _launch_fake(kernel, buffers, ints, floats):
 
 
 def current_stream(device) -> int:
-    return torch.cuda.current_stream(device).cuda_stream
+    return _stream(device)
 
 
 def capturing(device) -> bool:

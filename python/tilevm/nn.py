@@ -77,9 +77,17 @@ class QuantizedLinear(torch.nn.Module):
 
     @property
     def weight(self) -> QuantizedWeight:
-        return QuantizedWeight(self.codes, self.scales, self.zeros, self.wtype, self.group,
-                               (self.in_features, self.out_features),
-                               "f16" if self.scales.dtype == torch.float16 else "bf16")
+        # Kept while the buffers are the same tensors (.to(), load_state_dict with assign=True and the like
+        # replace them), so that each forward does not rebuild it and qmatmul's checks run once.
+        buffers = self._buffers
+        codes, scales, zeros = buffers["codes"], buffers["scales"], buffers.get("zeros")
+        cached = self.__dict__.get("_weight_cache")
+        if cached is not None and cached.codes is codes and cached.scales is scales and cached.zeros is zeros:
+            return cached
+        qw = QuantizedWeight(codes, scales, zeros, self.wtype, self.group, (self.in_features, self.out_features),
+                             "f16" if scales.dtype == torch.float16 else "bf16")
+        self.__dict__["_weight_cache"] = qw
+        return qw
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = qmatmul(x, self.weight)
