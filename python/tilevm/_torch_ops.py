@@ -157,14 +157,16 @@ def qmatmul(x: Tensor, qw) -> Tensor:
     k, n = qw.shape
     if x.dim() >= 1 and x.shape[-1] != k:
         raise ValueError(f"qmatmul: x has shape {tuple(x.shape)} but the weight is [{k}, {n}]: x must be [..., {k}]")
+    if torch.compiler.is_compiling():
+        # traced once per guard set: the checks are free, and id() below is not traceable (torch 2.11)
+        check_qmatmul_args(x, qw.codes, qw.scales, qw.zeros, qw.wtype, qw.group, n)
+        return torch.ops.tilevm.qmatmul(x, qw.codes, qw.scales, qw.zeros, qw.wtype, qw.group, n)
     # The full checks once per weight (its tensors' identities) and x's dtype and device; after that only what
     # can differ between calls of the same x type: the shape (checked above) and the layout.
     key = (x.dtype, x.device, id(qw.codes), id(qw.scales), id(qw.zeros))
     if qw.__dict__.get("_tilevm_checked") != key or not x.is_contiguous():
         check_qmatmul_args(x, qw.codes, qw.scales, qw.zeros, qw.wtype, qw.group, n)
         qw.__dict__["_tilevm_checked"] = key
-    if torch.compiler.is_compiling():
-        return torch.ops.tilevm.qmatmul(x, qw.codes, qw.scales, qw.zeros, qw.wtype, qw.group, n)
     # Eager: the op's body directly. Going through the dispatcher (torch.library.custom_op) costs tens of
     # microseconds per call (docs/performance.md), more than the kernel itself at decode sizes.
     return _qmatmul_impl(x, qw.codes, qw.scales, qw.zeros, qw.wtype, qw.group, n)
