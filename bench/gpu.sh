@@ -27,8 +27,8 @@ grep -q "SKIPPED" "$OUT/gpu_tests.log" && { echo "gpu.sh: some GPU tests skipped
 if [ -f bench/gpu_extra.sh ]; then bash bench/gpu_extra.sh "$BIN" "$OUT" || status=1; fi
 # The Python package (bench/prepare_gpu_python.sh built its wheel): its GPU tests and latency benchmark.
 if [ -d .gpu/wheels ]; then bash bench/gpu_python.sh "$OUT" || status=1; fi
-# The benchmarks of PERFORMANCE.md: BENCH="decode dtypes prefill" (the default) or a subset, BENCH_ARGS extra
-# options for each (e.g. --quick). Every table goes to $OUT/bench_<workloads>.txt and .csv.
+# The benchmarks of docs/performance.md: BENCH="decode dtypes prefill" (the default) or a subset,
+# BENCH_ARGS extra options for each (e.g. --quick). Every table goes to $OUT/bench_<workloads>.txt and .csv.
 export TILEVM_TUNE_CACHE=$OUT/tuning.json
 for w in ${BENCH-decode dtypes prefill}; do
   extra=${BENCH_ARGS:-}

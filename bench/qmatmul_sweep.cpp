@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "tilevm/exec/device_target.h"
 #include "tilevm/ops/qmatmul/qmatmul_gpu.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/tune/timing.h"
@@ -40,7 +41,8 @@ int main(int argc, char** argv) {
           p.wtype = w;
           p.group = 128;
           const ops::QMatmulConfig c = ops::QMatmulConfig::parse(argv[i]);
-          const ops::QMatmulGpu q = ops::QMatmulGpu::load(dev, ops::compile_qmatmul(p, c, dev.arch()));
+          const ops::QMatmulGpu q =
+              ops::QMatmulGpu::load(dev, ops::compile_qmatmul(p, c, exec::device_target(dev.info())));
           const auto code_bytes = static_cast<size_t>(packed_bytes(w, K * N));
           runtime::DeviceBuffer a = dev.allocate(M * K * 2),
                                 codes = dev.allocate(ops::qmatmul_codes_bytes(p));

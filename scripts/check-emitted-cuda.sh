@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Proves that the code generator's output did not change: builds tilevm_emit_corpus (tools/emit_corpus/), which
-# emits every .tile program of examples/ and tests/ and every quantized-matmul configuration of the tuner's
+# emits every .tile program of examples/ and tests/ and the quantized-matmul configurations of the tuner's
 # space for a fixed list of problems, and compares one hash per program or problem with the committed
 # tests/emitted_cuda/corpus.txt.
 #

@@ -18,6 +18,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "tilevm/exec/device_target.h"
 #include "tilevm/exec/gpu_program.h"
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/exec/npy.h"
@@ -102,7 +103,7 @@ struct GpuKernel {
     nb::gil_scoped_release release;
     runtime::Device d = runtime::Device::open(ordinal);
     auto gpu = std::make_shared<exec::GpuProgram>(
-        exec::GpuProgram::load(d, exec::compile_program(p.program, d.arch())));
+        exec::GpuProgram::load(d, exec::compile_program(p.program, exec::device_target(d.info()))));
     return GpuKernel{d, gpu};
   }
 

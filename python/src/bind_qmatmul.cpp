@@ -19,6 +19,7 @@
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
+#include "tilevm/exec/device_target.h"
 #include "tilevm/ops/qmatmul/qmatmul.h"
 #include "tilevm/ops/qmatmul/qmatmul_gpu.h"
 #include "tilevm/ops/qmatmul/qmatmul_interp.h"
@@ -98,8 +99,8 @@ struct QMatmulKernel {
       c = ops::heuristic_qmatmul_config(p, target::Target::h100_like(d.info().sm_count),
                                         /*allow_dequant_gemm=*/false);
     }
-    return QMatmulKernel{
-        d, std::make_shared<ops::QMatmulGpu>(ops::QMatmulGpu::load(d, ops::compile_qmatmul(p, c, d.arch())))};
+    return QMatmulKernel{d, std::make_shared<ops::QMatmulGpu>(ops::QMatmulGpu::load(
+                                d, ops::compile_qmatmul(p, c, exec::device_target(d.info()))))};
   }
 
   void transform(uint64_t stream, uint64_t codes, uint64_t transformed) const {

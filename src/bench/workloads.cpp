@@ -1,4 +1,4 @@
-// The benchmark workloads of PERFORMANCE.md (workloads.h).
+// The benchmark workloads of docs/performance.md (workloads.h).
 #include "tilevm/bench/workloads.h"
 
 #include <algorithm>

@@ -52,15 +52,15 @@ void pack_scalar(const KernelParam& p, const interp::ScalarValue& v, void* slot,
 
 }  // namespace
 
-CompiledProgram compile_program(const ir::Program& program, const std::string& arch) {
+CompiledProgram compile_program(const ir::Program& program, const target::Target& target) {
   CompiledProgram c;
   // The one path to the GPU: verified and lowered here whatever the caller did (lowering is idempotent).
   // The kernel keeps pointers into the lowered program, which c.program owns.
-  c.program = transform::lower(program, {.arch = arch});
-  c.arch = arch;
-  c.kernel = codegen::cuda::emit_cuda(c.program, {.arch = arch});
-  c.cubin = runtime::KernelCache::global().get_or_compile(ir::print_program(c.program), c.kernel.source,
-                                                          c.kernel.kernel_name + ".cu", {.arch = arch});
+  c.program = transform::lower(program, {.target = target});
+  c.target = target;
+  c.kernel = codegen::cuda::emit_cuda(c.program, {.target = target});
+  c.cubin = runtime::KernelCache::global().get_or_compile(
+      ir::print_program(c.program), c.kernel.source, c.kernel.kernel_name + ".cu", {.arch = target.arch});
   return c;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "tilevm/exec/device_target.h"
 #include "tilevm/exec/gpu_program.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/runtime/nvrtc.h"
@@ -25,8 +26,15 @@ bool run_on_gpu(const ir::Program& program, interp::Arguments& args, Diagnostics
                 const GpuRunOptions& options) {
   try {
     runtime::Device device = runtime::Device::open(options.device);
-    const GpuProgram gpu = GpuProgram::load(
-        device, compile_program(program, options.arch.empty() ? device.arch() : options.arch));
+    // The device's own target (its real limits); an explicit arch keeps them and changes the instructions.
+    target::Target target = device_target(device.info());
+    if (!options.arch.empty()) {
+      const target::Target named = target::Target::for_arch(options.arch);
+      target.arch = named.arch;
+      target.compute_capability = named.compute_capability;
+      target.features = named.features;
+    }
+    const GpuProgram gpu = GpuProgram::load(device, compile_program(program, target));
     ProgramArgs launch_args;
     for (const auto& [name, v] : args.scalars) {
       if (v.is_float)

@@ -314,7 +314,8 @@ RegPtr Machine::view(const ir::ViewInst& n) {
     raise(n.loc, "View of {} x {} bits per thread ({} threads) as {} x {} bits per thread ({} threads)", m_in,
           src.dtype.name(), T, m_out, dtype.name(), out->table->threads);
   }
-  // Each thread's registers are one packed little-endian bit stream in slot order (LANGUAGE.md section 5).
+  // Each thread's registers are one packed little-endian bit stream in slot order (docs/language.md
+  // section 5).
   std::vector<uint8_t> stream(static_cast<size_t>(packed_bytes(b_in, m_in)));
   for (int64_t t = 0; t < T; ++t) {
     std::span<const uint64_t> in(src.codes.data() + t * m_in, static_cast<size_t>(m_in));

@@ -3,9 +3,9 @@
 //
 // Representation choices (see interpreter.h for the semantics):
 // - A register tensor keeps one code per (thread, slot) in a flat array `codes[t * m + i]` plus an
-//   initialized flag per element. This is exactly the per-thread packed bit stream of LANGUAGE.md section 5
-//   unpacked: View packs each thread's codes into its little-endian bit stream and reads it back with the
-//   new width, which is the only operation that can observe the difference.
+//   initialized flag per element. This is exactly the per-thread packed bit stream of docs/language.md
+//   section 5, unpacked: View packs each thread's codes into its little-endian bit stream and reads it back
+//   with the new width, which is the only operation that can observe the difference.
 // - Shared and global memory are byte streams with packed sub-byte elements (type/packing.h), with an
 //   initialized flag per element where needed.
 // - Layouts are turned once into flat tables (layout_tables.cpp): Layout::map is never called in a hot loop.

@@ -1,4 +1,4 @@
-// The shared-memory race checker (LANGUAGE.md section 7).
+// The shared-memory race checker (docs/language.md section 7).
 //
 // Per shared element it keeps the last writer (a thread, several threads of one instruction, or the async
 // copy unit) with the epoch of that write, and the readers since the last Synchronize() (none, one thread or

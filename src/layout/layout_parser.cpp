@@ -1,4 +1,4 @@
-// parse_layout: the layout text of LANGUAGE.md section 3 (grammar in layout_text.h).
+// parse_layout: the layout text of docs/language.md section 3 (grammar in layout_text.h).
 //
 // A hand-written recursive-descent parser over a small tokenizer. Every error, syntactic or from the algebra,
 // becomes one tilevm::Error line `invalid layout: column N: ...` where N is the 1-based column of the
@@ -130,7 +130,7 @@ class Parser {
   }
 
   // chain := term ('.' term)*. The header's grammar says ('.' call)*; a parenthesized term after '.' is
-  // accepted too, so that LANGUAGE.md's `local(3,1,1).(swizzle(...)).local(1,8)` is valid text.
+  // accepted too, so that docs/language.md's `local(3,1,1).(swizzle(...)).local(1,8)` is valid text.
   Layout parse_chain() {
     Layout layout = parse_term();
     while (is_punct(".")) {

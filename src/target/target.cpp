@@ -165,4 +165,29 @@ Target Target::generic_sm80() {
   return t;
 }
 
+Target Target::for_arch(const std::string& arch) {
+  const ArchFeatures features = features_of(arch);
+  const int cc = compute_capability_of(arch);
+  Target t;
+  if (cc == 80) return generic_sm80();
+  if (cc < 90) {
+    // Consumer Ampere and Ada: 99 KB of shared memory per block (100 KB per SM), and from_properties's
+    // thread and block limits for their arch.
+    t = from_properties({.name = "NVIDIA A100-SXM4-80GB",
+                         .arch = arch,
+                         .sm_count = 108,
+                         .max_threads_per_block = 1024,
+                         .max_shared_per_block_optin = 99 * 1024,
+                         .max_shared_per_sm = 100 * 1024});
+  } else {
+    t = h100_sxm();
+    t.arch = arch;
+    t.compute_capability = cc;
+    t.features = features;
+  }
+  t.name = fmt::format("{} (figures of {})", arch, cc < 90 ? "an A100" : "the H100 SXM");
+  if (arch == "sm_90a") t.name = "H100 SXM";
+  return t;
+}
+
 }  // namespace tilevm::target

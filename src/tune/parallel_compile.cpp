@@ -92,12 +92,12 @@ std::vector<JobResult> run_parallel(size_t count, const std::function<void(size_
 }  // namespace detail
 
 std::vector<Compiled<exec::CompiledProgram>> compile_parallel(const std::vector<ir::Program>& programs,
-                                                              const std::string& arch,
+                                                              const target::Target& target,
                                                               ParallelCompileOptions options) {
   std::vector<std::function<exec::CompiledProgram()>> builds;
   builds.reserve(programs.size());
   for (const ir::Program& p : programs)
-    builds.push_back([&p, &arch] { return exec::compile_program(p, arch); });
+    builds.push_back([&p, &target] { return exec::compile_program(p, target); });
   return compile_parallel(builds, options);
 }
 

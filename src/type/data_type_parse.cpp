@@ -1,4 +1,4 @@
-// DataType::parse: a hand-written scanner over the grammar of LANGUAGE.md section 2
+// DataType::parse: a hand-written scanner over the grammar of docs/language.md section 2
 //
 //   name   := "bool" | "bf16" | ("i" | "u") width | "f" width [ "e" number "m" number ]
 //   width  := decimal without leading zeros

@@ -14,6 +14,7 @@
 #include "expect_error.h"
 #include "tilevm/bench/qmatmul_bench.h"
 #include "tilevm/bench/workloads.h"
+#include "tilevm/exec/device_target.h"
 #include "tilevm/ops/qmatmul/qmatmul_template.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/runtime/nvrtc.h"
@@ -231,7 +232,8 @@ TEST(BenchQMatmulGpu, SmallProblemEndToEnd) {
   ops::QMatmulProblem p = problem(16, 1024, 1024, DataType::uint(4));
   ops::QMatmulConfig config =
       ops::heuristic_qmatmul_config(p, target::Target::h100_like(device.info().sm_count));
-  ops::QMatmulGpu q = ops::QMatmulGpu::load(device, ops::compile_qmatmul(p, config, device.arch()));
+  ops::QMatmulGpu q =
+      ops::QMatmulGpu::load(device, ops::compile_qmatmul(p, config, exec::device_target(device.info())));
   QMatmulBenchOptions options;
   options.timing = {.warmup = 1, .repeats = 5};
   QMatmulBenchResult r = bench_qmatmul(device, q, options);

@@ -25,7 +25,7 @@ TEST(CodegenCompile, EveryProgramForSm80AndSm90) {
       SCOPED_TRACE(path.filename().string() + " " + arch);
       codegen::cuda::EmittedKernel k;
       try {
-        k = codegen::cuda::emit_cuda(*p, {.arch = arch});
+        k = codegen::cuda::emit_cuda(*p, {.target = target::Target::for_arch(arch)});
       } catch (const Error& e) {
         ADD_FAILURE() << "emit failed: " << e.what();
         continue;

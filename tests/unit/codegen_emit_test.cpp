@@ -19,7 +19,8 @@ TEST(CodegenEmit, GoldenChecks) {
     SCOPED_TRACE(e.path().filename().string());
     std::optional<ir::Program> p = codegen_test::load_program(e.path());
     ASSERT_TRUE(p) << "does not verify";
-    const std::string source = codegen::cuda::emit_cuda(*p, {.arch = "sm_90"}).source;
+    const std::string source =
+        codegen::cuda::emit_cuda(*p, {.target = target::Target::for_arch("sm_90")}).source;
     std::istringstream checks(
         codegen_test::read_text(std::filesystem::path(e.path()).replace_extension(".check")));
     size_t at = 0;

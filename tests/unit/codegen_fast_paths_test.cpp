@@ -61,15 +61,17 @@ std::string block_of(const std::string& source, const std::string& statement) {
 codegen::cuda::EmittedKernel emit_fast_paths_tile() {
   const auto p = codegen_test::load_program(tile_path());
   if (!p) ADD_FAILURE() << "fast_paths.tile does not verify";
-  return p ? codegen::cuda::emit_cuda(*p, {.arch = "sm_90"}) : codegen::cuda::EmittedKernel{};
+  return p ? codegen::cuda::emit_cuda(*p, {.target = target::Target::for_arch("sm_90")})
+           : codegen::cuda::EmittedKernel{};
 }
 
 codegen::cuda::EmittedKernel emit_qmatmul() {
   const ops::QMatmulProblem p = ops::make_problem(16, 8192, 8192, DataType::uint(4), 128);
   const ir::Program program =
       ops::build_qmatmul(p, ops::QMatmulConfig::parse("bm16_bn256_bk128_sk128_w1x8_s4_k8"));
-  return codegen::cuda::emit_cuda(transform::lower(program, {.arch = "sm_90a", .verify_each_pass = true}),
-                                  {.arch = "sm_90a"});
+  return codegen::cuda::emit_cuda(
+      transform::lower(program, {.target = target::Target::for_arch("sm_90a"), .verify_each_pass = true}),
+      {.target = target::Target::for_arch("sm_90a")});
 }
 
 TEST(CodegenFastPaths, CopyAsyncOfAnInteriorAlignedTileIsUnchecked) {
@@ -140,7 +142,8 @@ TEST(CodegenFastPaths, BothPathsCompileWithNvrtc) {
   ASSERT_TRUE(p);
   for (const char* arch : {"sm_80", "sm_90"}) {
     SCOPED_TRACE(arch);
-    const codegen::cuda::EmittedKernel k = codegen::cuda::emit_cuda(*p, {.arch = arch});
+    const codegen::cuda::EmittedKernel k =
+        codegen::cuda::emit_cuda(*p, {.target = target::Target::for_arch(arch)});
     ASSERT_TRUE(has(k.source, kFast) && has(k.source, kChecked));
     EXPECT_GT(runtime::compile_cuda(k.source, k.kernel_name + ".cu", {.arch = arch}).cubin.size(), 4u);
   }

@@ -12,7 +12,8 @@ EmittedKernel emit_text(const std::string& source) {
   Diagnostics diags;
   std::optional<ir::Program> program = ir::parse_program(source, diags);
   EXPECT_TRUE(program && !diags.has_errors()) << diags.render("<test>", source);
-  return emit_cuda(transform::lower(*program, {.verify_each_pass = true}), {.arch = "sm_90"});
+  return emit_cuda(transform::lower(*program, {.verify_each_pass = true}),
+                   {.target = target::Target::for_arch("sm_90")});
 }
 
 TEST(CodegenSignature, ParamsFollowTheProgramThenTheWorkspaceAndMatchTheSource) {

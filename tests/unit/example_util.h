@@ -114,7 +114,7 @@ inline std::vector<uint64_t> random_codes(int64_t count, int bits, uint32_t seed
   return codes;
 }
 
-// The weight transform written straight from the definition of View (LANGUAGE.md section 5): for every
+// The weight transform written straight from the definition of View (docs/language.md section 5): for every
 // [BK, BN] tile of B[K, N] and every k-slice of it of SK rows, thread t's elements in `element_layout`
 // (local-index order) form one little-endian bit stream; read back as words of `word_bits` it is thread t's
 // word j, stored at element word_layout(t, j) of the slice. Slices are stored one after another, tiles

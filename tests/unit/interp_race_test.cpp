@@ -1,4 +1,4 @@
-// The race checker and the async-copy rules (LANGUAGE.md section 7): each test runs a small program once
+// The race checker and the async-copy rules (docs/language.md section 7): each test runs a small program once
 // with the synchronization it needs (no error, right values) and once without it (the exact report).
 #include <gtest/gtest.h>
 

@@ -117,7 +117,7 @@ TEST(IrLoopAttrs, TheVerifierChecksHandBuiltAttributes) {
 TEST(IrLoopAttrs, TheEmittedCudaIgnoresThem) {
   const auto emit = [](const std::string& range) {
     return codegen::cuda::emit_cuda(transform::lower(*parse(loop_program(range)), {.verify_each_pass = true}),
-                                    {.arch = "sm_90"})
+                                    {.target = target::Target::for_arch("sm_90")})
         .source;
   };
   EXPECT_EQ(emit("0, n, 32, unroll=4, stages=3"), emit("0, n, 32"));

@@ -1,4 +1,4 @@
-// The laws of the layout algebra (LANGUAGE.md section 3, the VM paper's appendix A), checked on random
+// The laws of the layout algebra (docs/language.md section 3, the VM paper's appendix A), checked on random
 // layouts against brute-force evaluation of the definitions.
 #include <map>
 #include <set>
@@ -64,7 +64,7 @@ TEST(LayoutPrimitives, MapsAreRowAndColumnMajorUnravel) {
 }
 
 TEST(LayoutPrimitives, SpecExamples) {
-  // LANGUAGE.md: the mma C fragment.
+  // docs/language.md section 3: the mma C fragment.
   Layout c = compose(compose(local({2, 1}), spatial({8, 4})), local({1, 2}));
   EXPECT_EQ(c.shape(), (Index{16, 8}));
   EXPECT_EQ(c.num_threads(), 32);

@@ -57,7 +57,7 @@ TEST(LayoutParse, ChainsComposeEachCallOnItsOwn) {
 
   Layout swizzled = compose(compose(local({3, 1, 1}), make_swizzle(local({16, 32}), 1, 0)), local({1, 8}));
   EXPECT_EQ(parse_layout("local(3,1,1).swizzle(local(16,32), dim=1).local(1,8)"), swizzled);
-  // LANGUAGE.md's explanation of the chained swizzle parses too.
+  // docs/language.md's reading of the chained swizzle parses too.
   EXPECT_EQ(parse_layout("local(3,1,1).(swizzle(local(16,32), dim=1)).local(1,8)"), swizzled);
 
   Layout reduced = compose(reduce(spatial({1, 1, 4}), {2}), local({1, 4}));

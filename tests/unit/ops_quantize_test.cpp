@@ -53,7 +53,7 @@ std::vector<float> random_weights(uint32_t seed, int64_t k = kK, int64_t n = kN)
   return w;
 }
 
-// The code range of a weight type as values, from the formula of LANGUAGE.md section 2 (not DataType).
+// The code range of a weight type as values, from the formula of docs/language.md section 2 (not DataType).
 double type_max(DataType t) {
   if (t.kind() == TypeKind::SignedInt) return std::ldexp(1.0, t.bits() - 1) - 1;
   if (t.kind() == TypeKind::UnsignedInt) return std::ldexp(1.0, t.bits()) - 1;

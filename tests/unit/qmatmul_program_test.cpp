@@ -261,7 +261,7 @@ void precompile(const std::vector<Problem>& cases) {
     for (ir::Program& p : programs) {
       jobs.push_back(std::async(std::launch::async, [p, arch]() mutable {
         Diagnostics diags;
-        if (ir::verify_program(p, diags)) exec::compile_program(p, arch);
+        if (ir::verify_program(p, diags)) exec::compile_program(p, target::Target::for_arch(arch));
       }));
       if (jobs.size() >= 16) {
         for (auto& j : jobs) j.get();

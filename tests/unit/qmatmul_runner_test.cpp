@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tilevm/codegen/cuda/codegen.h"
+#include "tilevm/exec/device_target.h"
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/printer.h"
@@ -115,10 +116,11 @@ TEST(QMatmulNvrtc, EveryProgramCompiles) {
     if (config.split_k > 1) programs.push_back(build_qmatmul_reduce(c.p, config));
     for (const ir::Program& built : programs) {
       Diagnostics diags;
-      const std::optional<ir::Program> program =
-          transform::lower(built, diags, {.arch = "sm_90a", .verify_each_pass = true});
+      const std::optional<ir::Program> program = transform::lower(
+          built, diags, {.target = target::Target::for_arch("sm_90a"), .verify_each_pass = true});
       ASSERT_TRUE(program) << diags.render(built.name, ir::print_program(built));
-      const codegen::cuda::EmittedKernel k = codegen::cuda::emit_cuda(*program, {.arch = "sm_90a"});
+      const codegen::cuda::EmittedKernel k =
+          codegen::cuda::emit_cuda(*program, {.target = target::Target::for_arch("sm_90a")});
       EXPECT_NO_THROW(runtime::compile_cuda(k.source, k.kernel_name + ".cu", {.arch = "sm_90a"}))
           << built.name;
     }
@@ -149,7 +151,8 @@ TEST(QMatmulGpu, RunnerMatchesTheReference) {
     SCOPED_TRACE(c.p.key() + " " + c.config);
     const QMatmulCase data = make_case(c.p, 23);
     const QMatmulConfig config = QMatmulConfig::parse(c.config);
-    const QMatmulGpu q = QMatmulGpu::load(device, compile_qmatmul(c.p, config, device.arch()));
+    const QMatmulGpu q =
+        QMatmulGpu::load(device, compile_qmatmul(c.p, config, exec::device_target(device.info())));
     auto upload = [&](const void* src, size_t bytes, size_t capacity) {
       runtime::DeviceBuffer b = device.allocate(std::max({bytes, capacity, size_t{16}}));
       if (bytes) b.copy_from_host(src, bytes);

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "expect_error.h"
 #include "tilevm/support/error.h"
 #include "tilevm/target/target.h"
 
@@ -110,6 +111,26 @@ TEST(TargetTarget, FromPropertiesTakesReportedLimits) {
   EXPECT_EQ(none.sm_count, 132);
   EXPECT_EQ(none.arch, "sm_90a");
   EXPECT_EQ(none.shared_per_block, 227 * 1024);
+}
+
+TEST(TargetTarget, ForArchGivesThePartOfThatGenerationWithTheArchsFeatures) {
+  const Target sm90a = Target::for_arch("sm_90a");
+  EXPECT_EQ(sm90a.name, "H100 SXM");
+  EXPECT_EQ(sm90a.shared_per_block, 227 * 1024);
+  EXPECT_TRUE(sm90a.features.wgmma);
+  const Target sm90 = Target::for_arch("sm_90");
+  EXPECT_EQ(sm90.arch, "sm_90");
+  EXPECT_EQ(sm90.sm_count, 132);
+  EXPECT_TRUE(sm90.features.hopper);
+  EXPECT_FALSE(sm90.features.wgmma);  // wgmma needs the arch-specific sm_90a
+  EXPECT_EQ(Target::for_arch("sm_80").shared_per_block, 163 * 1024);
+  const Target sm89 = Target::for_arch("sm_89");
+  EXPECT_EQ(sm89.compute_capability, 89);
+  EXPECT_EQ(sm89.shared_per_block, 99 * 1024);
+  EXPECT_EQ(sm89.max_threads_per_sm, 1536);
+  EXPECT_FALSE(sm89.features.hopper);
+  expect_error([] { Target::for_arch("sm_75"); }, "sm_75 is not supported");
+  expect_error([] { Target::for_arch("hopper"); }, "hopper");
 }
 
 }  // namespace

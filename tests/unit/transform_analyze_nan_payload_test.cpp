@@ -101,15 +101,18 @@ TEST(TransformAnalyzeNanPayload, TheEmitterReadsTheMarks) {
   Diagnostics diags;
   std::optional<ir::Program> program = ir::parse_program(kProgram, diags);
   ASSERT_TRUE(program) << diags.render("nan_payload.tile", kProgram);
-  const ir::Program lowered = transform::lower(*program, {.arch = "sm_90", .verify_each_pass = true});
-  const std::string cuda = codegen::cuda::emit_cuda(lowered, {.arch = "sm_90"}).source;
+  const ir::Program lowered =
+      transform::lower(*program, {.target = target::Target::for_arch("sm_90"), .verify_each_pass = true});
+  const std::string cuda =
+      codegen::cuda::emit_cuda(lowered, {.target = target::Target::for_arch("sm_90")}).source;
   EXPECT_NE(cuda.find("tv_fast_f32<2, false>"), std::string::npos);  // p = Mul(a, b)
   EXPECT_NE(cuda.find("tv_fast_f32<1>("), std::string::npos);        // r = Sub(q, b), canonical
   EXPECT_NE(cuda.find("tv_f16_to_f32<false>("), std::string::npos);  // c32
   EXPECT_NE(cuda.find("tv_fma_f32<true>("), std::string::npos);      // f = Fma(a, b, c32), canonical
   // Without the marks every NaN is made canonical.
   const ir::Program unmarked = transform::plan_shared_memory(transform::infer_threads(*program));
-  const std::string canonical = codegen::cuda::emit_cuda(unmarked, {.arch = "sm_90"}).source;
+  const std::string canonical =
+      codegen::cuda::emit_cuda(unmarked, {.target = target::Target::for_arch("sm_90")}).source;
   EXPECT_NE(canonical.find("tv_fast_f32<2>("), std::string::npos);
   EXPECT_EQ(canonical.find("tv_fast_f32<2, false>"), std::string::npos);
   EXPECT_EQ(canonical.find("tv_f16_to_f32<false>("), std::string::npos);

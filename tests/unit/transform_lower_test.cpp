@@ -55,8 +55,9 @@ TEST(TransformLower, LoweringALoweredProgramChangesNothing) {
   EXPECT_TRUE(ir::same_nodes(twice.body, once.body));
   EXPECT_EQ(ir::print_program(twice), ir::print_program(once));
   // The emitter takes the lowered program and refuses the parsed one.
-  EXPECT_NO_THROW(codegen::cuda::emit_cuda(once, {.arch = "sm_90"}));
-  EXPECT_THROW(codegen::cuda::emit_cuda(parse(kSource), {.arch = "sm_90"}), Error);
+  EXPECT_NO_THROW(codegen::cuda::emit_cuda(once, {.target = target::Target::for_arch("sm_90")}));
+  EXPECT_THROW(codegen::cuda::emit_cuda(parse(kSource), {.target = target::Target::for_arch("sm_90")}),
+               Error);
 }
 
 // A lowered program printed and parsed again is an unlowered one: the recorded results are comments.

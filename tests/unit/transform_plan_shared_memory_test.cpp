@@ -95,7 +95,8 @@ TEST(TransformPlanSharedMemory, ReusesFreedSpaceAndKeepsAsyncDestinations) {
 
 TEST(TransformPlanSharedMemory, TheEmitterReadsThePlan) {
   const ir::Program planned = plan_shared_memory(parse(kSource));
-  const std::string cuda = codegen::cuda::emit_cuda(planned, {.arch = "sm_90"}).source;
+  const std::string cuda =
+      codegen::cuda::emit_cuda(planned, {.target = target::Target::for_arch("sm_90")}).source;
   EXPECT_NE(cuda.find("// shared bytes [128, 160)"), std::string::npos);
   EXPECT_NE(cuda.find("(160 planned, "), std::string::npos);
   // t reuses s's bytes, so its readers must finish first; u reuses nothing.
@@ -105,7 +106,7 @@ TEST(TransformPlanSharedMemory, TheEmitterReadsThePlan) {
 TEST(TransformPlanSharedMemory, TheEmitterRefusesAnUnplannedProgram) {
   const ir::Program unplanned = infer_threads(parse(kSource));
   try {
-    codegen::cuda::emit_cuda(unplanned, {.arch = "sm_90"});
+    codegen::cuda::emit_cuda(unplanned, {.target = target::Target::for_arch("sm_90")});
     ADD_FAILURE() << "emitted an unplanned program";
   } catch (const Error& e) {
     EXPECT_STREQ(

@@ -5,12 +5,12 @@
 #include "qmatmul_test_util.h"
 
 #include "expect_error.h"
+#include "tilevm/exec/device_target.h"
 #include "tilevm/ops/qmatmul/config_space.h"
 #include "tilevm/ops/qmatmul/cost_model.h"
 #include "tilevm/ops/qmatmul/qmatmul_template.h"
 #include "tilevm/support/error.h"
 #include "tilevm/tune/cost_model.h"
-#include "tilevm/tune/device_target.h"
 
 namespace tilevm::ops {
 namespace {
@@ -193,25 +193,25 @@ TEST(TuneCostModel, DeviceTargets) {
   h200.name = "NVIDIA H200";
   h200.arch = "sm_90a";
   h200.sm_count = 132;
-  EXPECT_DOUBLE_EQ(tune::device_target(h200).dram_gbps, 4300);
+  EXPECT_DOUBLE_EQ(exec::device_target(h200).dram_gbps, 4300);
   runtime::DeviceInfo h100;
   h100.name = "NVIDIA H100 80GB HBM3";
   h100.arch = "sm_90a";
   h100.sm_count = 132;
-  const target::Target r = tune::device_target(h100);
+  const target::Target r = exec::device_target(h100);
   EXPECT_DOUBLE_EQ(r.dram_gbps, 3160);
   EXPECT_NEAR(r.mma_tflops, 474, 1e-9);
   runtime::DeviceInfo other;
   other.name = "Some GPU";
   other.arch = "sm_90";
   other.sm_count = 66;
-  EXPECT_NEAR(tune::device_target(other).dram_gbps, 3160.0 / 2, 1e-9);
-  EXPECT_NEAR(tune::device_target(other).mma_tflops, 474.0 / 2, 1e-9);
+  EXPECT_NEAR(exec::device_target(other).dram_gbps, 3160.0 / 2, 1e-9);
+  EXPECT_NEAR(exec::device_target(other).mma_tflops, 474.0 / 2, 1e-9);
   // A slower device predicts a slower kernel.
   const auto p = problem(1, 8192, 8192);
   const auto c = config(16, 128, 1, 4, 2);
-  EXPECT_GT(ops::estimate_qmatmul(p, c, tune::device_target(other)).seconds,
-            ops::estimate_qmatmul(p, c, tune::device_target(h200)).seconds);
+  EXPECT_GT(ops::estimate_qmatmul(p, c, exec::device_target(other)).seconds,
+            ops::estimate_qmatmul(p, c, exec::device_target(h200)).seconds);
 }
 
 }  // namespace

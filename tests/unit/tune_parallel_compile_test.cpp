@@ -30,7 +30,7 @@ TEST(TuneParallelCompile, ProgressLine) {
 }
 
 TEST(TuneParallelCompile, EmptyRequestList) {
-  EXPECT_TRUE(compile_parallel({}, "sm_80", {.progress = false}).empty());
+  EXPECT_TRUE(compile_parallel({}, target::Target::generic_sm80(), {.progress = false}).empty());
   EXPECT_TRUE(compile_parallel(std::vector<std::function<int()>>{}, {.progress = false}).empty());
 }
 
@@ -64,7 +64,8 @@ TEST(TuneParallelCompile, CompilesPrograms) {
   const std::vector<ir::Program> programs =
       ops::QMatmulTemplate().build(p, ops::QMatmulConfig::parse("bm16_bn64_bk64_sk64_w1x4_s3_k2"));
   ASSERT_EQ(programs.size(), 3u);  // transform, matmul, reduce
-  const auto out = compile_parallel(programs, "sm_80", {.threads = 2, .progress = false});
+  const auto out =
+      compile_parallel(programs, target::Target::generic_sm80(), {.threads = 2, .progress = false});
   ASSERT_EQ(out.size(), 3u);
   for (size_t i = 0; i < out.size(); ++i) {
     ASSERT_TRUE(out[i].ok()) << out[i].error;
@@ -82,7 +83,8 @@ TEST(TuneParallelCompile, CompilesConfigurationsAndCollectsFailures) {
   for (const char* name : {"bm16_bn32_bk64_sk64_w1x2_s2_k1", "bm16_bn64_bk64_sk64_w1x4_s3_k2",
                            "bm16_bn40_bk64_sk64_w1x4_s2_k1" /* block_n not a multiple of 8 * warps_n */}) {
     configs.push_back(ops::QMatmulConfig::parse(name));
-    builds.push_back([&qmatmul, &p, c = configs.back()] { return qmatmul.compile(p, c, "sm_80"); });
+    builds.push_back(
+        [&qmatmul, &p, c = configs.back()] { return qmatmul.compile(p, c, target::Target::generic_sm80()); });
   }
   const std::vector<Compiled<ops::CompiledQMatmul>> out =
       compile_parallel(builds, {.threads = 2, .progress = false});

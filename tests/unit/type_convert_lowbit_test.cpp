@@ -1,5 +1,5 @@
 // Exhaustive conversion tests over every code of every type of 8 bits or fewer: decoding against a reference
-// written from the formula of LANGUAGE.md section 2, encode(decode(c)) == c, every midpoint between
+// written from the formula of docs/language.md section 2, encode(decode(c)) == c, every midpoint between
 // neighbouring values rounding to the even code, saturation and NaN.
 #include <cmath>
 #include <limits>

@@ -1,6 +1,7 @@
 // Compiling the corpus's cases with the library (corpus.h): the emitted source and what the emitter decided.
 #include <algorithm>
 #include <atomic>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -10,14 +11,21 @@
 #include "tilevm/ir/parser.h"
 #include "tilevm/ops/qmatmul/config_space.h"
 #include "tilevm/ops/qmatmul/qmatmul.h"
+#include "tilevm/ops/qmatmul/qmatmul_template.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
+#include "tilevm/target/target.h"
 #include "tilevm/transform/lower.h"
+#include "tilevm/tune/cost_model.h"
 
 namespace tilevm::corpus {
 namespace {
 
-constexpr const char* kArch = "sm_90";
+// The arch every corpus program is emitted for, with the H100's limits.
+const target::Target& corpus_target() {
+  static const target::Target target = target::Target::for_arch("sm_90");
+  return target;
+}
 
 std::string describe(const codegen::cuda::EmittedKernel& k) {
   std::string text = k.source;
@@ -33,9 +41,10 @@ std::string describe(const codegen::cuda::EmittedKernel& k) {
 std::string compile(ir::Program program) {
   try {
     Diagnostics diags;
-    const std::optional<ir::Program> lowered = transform::lower(std::move(program), diags, {.arch = kArch});
+    const std::optional<ir::Program> lowered =
+        transform::lower(std::move(program), diags, {.target = corpus_target()});
     if (!lowered) return "verify error:\n" + diags.render("<corpus>", "");
-    return describe(codegen::cuda::emit_cuda(*lowered, {.arch = kArch}));
+    return describe(codegen::cuda::emit_cuda(*lowered, {.target = corpus_target()}));
   } catch (const Error& e) {
     return std::string("emit error: ") + e.what();
   }
@@ -43,7 +52,8 @@ std::string compile(ir::Program program) {
 
 // A problem and which of its configurations to emit: every one, or every stride-th (in the space's order)
 // where a whole space would make the corpus too slow to run (a few thousand programs is minutes on two
-// cores).
+// cores). Sampled or not, every configuration the tuner can pick for the problem on the H100 and the H200
+// is emitted too: the ones its cost model keeps for timing (tune::prune, default_keep_after_model).
 struct Problem {
   ops::QMatmulProblem problem;
   size_t stride = 1;
@@ -141,7 +151,19 @@ void emit_qmatmul_cases(const Sink& sink) {
       sink("qmatmul:" + key, std::string("space error: ") + e.what());
       continue;
     }
-    for (size_t i = 0; i < space.size(); i += p.stride) {
+    std::set<size_t> chosen;
+    for (size_t i = 0; i < space.size(); i += p.stride) chosen.insert(i);
+    if (p.stride > 1) {
+      for (const target::Target& target : {target::Target::h100_sxm(), target::Target::h200()}) {
+        const ops::QMatmulTemplate kernel;
+        const std::vector<ops::QMatmulConfig> tuner_space = kernel.space(problem, target);
+        for (const ops::QMatmulConfig& kept : tune::prune(kernel, problem, tuner_space, target,
+                                                          tune::default_keep_after_model(tuner_space.size())))
+          for (size_t i = 0; i < space.size(); ++i)
+            if (space[i].name() == kept.name()) chosen.insert(i);
+      }
+    }
+    for (size_t i : chosen) {
       const ops::QMatmulConfig config = space[i];
       const std::string name = "qmatmul:" + key + "/" + config.name() + "/";
       if (config.dequant_gemm) {

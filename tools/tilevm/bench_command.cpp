@@ -1,7 +1,7 @@
 // tilevm bench [--workloads decode|prefill|dtypes|all] [--csv FILE] [--json] [--repeats N] [--quick]
 //              [--wtype TYPE] [--types T1,T2,...] [--max-candidates N] [--no-tune] [--no-cublas]
 //
-// Runs the workloads of PERFORMANCE.md (bench/workloads.h) on the GPU: for each problem the autotuner's
+// Runs the workloads of docs/performance.md (bench/workloads.h) on the GPU: for each problem the autotuner's
 // configuration (cached after the first run; --no-tune takes the cost model's pick without timing), compiled,
 // then timed beside its two baselines measured in the same run, a plain read of the same bytes and cuBLAS
 // fp16 (bench/qmatmul_bench.h). Prints a table (or, with --json, one JSON object per line) on stdout;
@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "tilevm/bench/qmatmul_bench.h"
 #include "tilevm/bench/workloads.h"
+#include "tilevm/exec/device_target.h"
 #include "tilevm/ops/qmatmul/qmatmul_gpu.h"
 #include "tilevm/ops/qmatmul/qmatmul_template.h"
 #include "tilevm/runtime/cublas.h"
@@ -138,7 +139,8 @@ void run(const BenchRequest& req) {
       const target::Target h100_like = target::Target::h100_like(device.info().sm_count);
       ops::QMatmulConfig config = req.no_tune ? ops::heuristic_qmatmul_config(problem, h100_like)
                                               : ops::autotune_qmatmul(device, problem, tuning).config;
-      ops::QMatmulGpu q = ops::QMatmulGpu::load(device, ops::compile_qmatmul(problem, config, device.arch()));
+      ops::QMatmulGpu q = ops::QMatmulGpu::load(
+          device, ops::compile_qmatmul(problem, config, exec::device_target(device.info())));
       bench::QMatmulBenchResult r = bench::bench_qmatmul(device, q, options);
       std::cout << (req.json ? bench::to_json(r) : bench::to_table_row(r)) << std::endl;
       if (csv.is_open()) csv << bench::to_csv_row(r) << "\n" << std::flush;
@@ -164,9 +166,9 @@ void run(const BenchRequest& req) {
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand(
-      "bench",
-      "time the quantized matmul on the PERFORMANCE.md workloads beside a plain read and cuBLAS (GPU)");
+  CLI::App* cmd = app.add_subcommand("bench",
+                                     "time the quantized matmul on the benchmark workloads "
+                                     "(docs/performance.md) beside a plain read and cuBLAS (GPU)");
   auto req = std::make_shared<BenchRequest>();
   cmd->add_option("--workloads", req->workloads, "decode (default), prefill, dtypes or all")
       ->check(CLI::IsMember(bench::workload_names()));

@@ -1,5 +1,5 @@
-// tilevm check FILE.tile: parses and verifies a program (LANGUAGE.md section 6), and lowers it as run and
-// emit do (transform/lower.h), so that a program check accepts is one they accept.
+// tilevm check FILE.tile: parses and verifies a program (docs/language.md section 6), and lowers it as run
+// and emit do (transform/lower.h), so that a program check accepts is one they accept.
 //
 // Prints nothing and exits 0 when the program is valid. Otherwise every diagnostic of the parser, or when
 // the program parses, of the verifier, goes to stderr as `FILE:LINE:COL: error: message` with the source

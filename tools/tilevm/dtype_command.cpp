@@ -1,4 +1,4 @@
-// tilevm dtype NAME [--table]: describes a data type (LANGUAGE.md sections 2 and 6).
+// tilevm dtype NAME [--table]: describes a data type (docs/language.md sections 2 and 6).
 //
 // Default output, for example for f8e4m3:
 //   dtype f8e4m3 bits=8 kind=float
@@ -34,7 +34,7 @@ std::string code_range(DataType type, uint64_t first, uint64_t last) {
   return first == last ? hex_code(type, first) : hex_code(type, first) + ".." + hex_code(type, last);
 }
 
-// The special codes, from their definition in LANGUAGE.md section 2 (no scan: f64 has 2^53 NaN codes).
+// The special codes, from their definition in docs/language.md section 2 (no scan: f64 has 2^53 NaN codes).
 void print_specials(DataType type) {
   const uint64_t sign = uint64_t{1} << (type.bits() - 1);
   switch (type.float_specials()) {

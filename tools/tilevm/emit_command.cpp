@@ -1,6 +1,6 @@
-// `tilevm emit FILE.tile [--arch sm_90] [-D NAME=VALUE]... [-o OUT.cu] [--compile]` (LANGUAGE.md section 6):
-// the CUDA C++ that the GPU backend compiles for the program. With --compile the source is also compiled by
-// NVRTC for the arch and the registers and spills per thread are reported on stderr.
+// `tilevm emit FILE.tile [--arch sm_90] [-D NAME=VALUE]... [-o OUT.cu] [--compile]` (docs/language.md
+// section 6): the CUDA C++ that the GPU backend compiles for the program. With --compile the source is also
+// compiled by NVRTC for the arch and the registers and spills per thread are reported on stderr.
 //
 // Exit status: 0 on success; 1 on parse or verify errors (diagnostics on stderr), on a program the backend
 // cannot compile, or on an NVRTC failure; 2 on bad command-line use.
@@ -17,6 +17,7 @@
 #include "tilevm/ir/parser.h"
 #include "tilevm/runtime/nvrtc.h"
 #include "tilevm/support/error.h"
+#include "tilevm/target/target.h"
 
 namespace tilevm::cli {
 
@@ -33,9 +34,10 @@ struct EmitRequest {
 };
 
 void run_emit(const EmitRequest& req) {
+  const target::Target target = target::Target::for_arch(req.arch);
   const ir::Program program =
-      load_program(req.path, parse_defines(req.defines), transform::LowerOptions{.arch = req.arch});
-  codegen::cuda::EmittedKernel k = codegen::cuda::emit_cuda(program, {.arch = req.arch});
+      load_program(req.path, parse_defines(req.defines), transform::LowerOptions{.target = target});
+  codegen::cuda::EmittedKernel k = codegen::cuda::emit_cuda(program, {.target = target});
   if (req.output.empty()) {
     std::cout << k.source;
   } else {

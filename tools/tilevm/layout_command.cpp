@@ -1,4 +1,4 @@
-// `tilevm layout EXPR [--map] [--svg FILE]` (LANGUAGE.md section 6).
+// `tilevm layout EXPR [--map] [--svg FILE]` (docs/language.md section 6).
 //
 // Prints the picture of the layout (first line `layout <canonical text> shape=[...] threads=T locals=m`), or
 // with --map only its map. --svg FILE also writes an SVG picture to FILE; stdout is then unchanged (the

@@ -1,4 +1,4 @@
-// `tilevm print FILE.tile [-D NAME=VALUE]... [--after PASS|all]` (LANGUAGE.md section 6): the program's
+// `tilevm print FILE.tile [-D NAME=VALUE]... [--after PASS|all]` (docs/language.md section 6): the program's
 // canonical text form.
 //
 // With --after PASS the program is lowered (transform/lower.h, verifying after every pass) and printed as

@@ -27,6 +27,7 @@
 
 #include "commands.h"
 #include "tilevm/bench/qmatmul_bench.h"
+#include "tilevm/exec/device_target.h"
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/ops/qmatmul/qmatmul.h"
 #include "tilevm/ops/qmatmul/qmatmul_gpu.h"
@@ -219,7 +220,7 @@ void run(const QMatmulRequest& req) {
 
   std::optional<ops::QMatmulGpu> q;
   if (use_gpu) {
-    q = ops::QMatmulGpu::load(*device, ops::compile_qmatmul(p, config, device->arch()));
+    q = ops::QMatmulGpu::load(*device, ops::compile_qmatmul(p, config, exec::device_target(device->info())));
     outcome = run_gpu(*device, *q, data);
   } else {
     outcome = run_interp(p, config, data);

@@ -1,7 +1,7 @@
 // tilevm run FILE.tile [--interp|--gpu] [-D NAME=VALUE]... [--arg NAME=VALUE]... [--in NAME=FILE.npy]...
 //                      [--out NAME=FILE.npy]...
 //
-// Parses and lowers the program (transform/lower.h, which verifies it first), then runs it (LANGUAGE.md
+// Parses and lowers the program (transform/lower.h, which verifies it first), then runs it (docs/language.md
 // section 6). Every pointer parameter needs --in NAME=FILE.npy: its content is the buffer's initial content
 // and fixes its size; the .npy dtype must be the host form of the pointee type (npy::descr_for: `<f2` for
 // f16, `<u2` for bf16, `|u1` raw packed bytes for sub-byte and 8-bit float types, ...); any shape is
@@ -146,7 +146,7 @@ void run(const RunRequest& req) {
 
   interp::RunOptions options;
   options.print_stream = &std::cout;
-  // The GPU when asked for, or by default when one is present (LANGUAGE.md section 6); else the interpreter.
+  // The GPU if asked for, or by default if one is present (docs/language.md section 6); else the interpreter.
   const bool use_gpu = req.gpu || (!req.interp && exec::gpu_available());
   const bool ok =
       use_gpu ? exec::run_on_gpu(*program, args, diags) : interp::run_program(*program, args, diags, options);
@@ -162,12 +162,14 @@ void run(const RunRequest& req) {
 }  // namespace
 
 void add_run_command(CLI::App& app) {
-  auto* command =
-      app.add_subcommand("run", "run a program on the interpreter, with .npy files as its buffers");
+  auto* command = app.add_subcommand("run",
+                                     "run a program on the GPU when one is present, else on the interpreter, "
+                                     "with .npy files as its buffers");
   auto req = std::make_shared<RunRequest>();
   command->add_option("FILE", req->file, "the program (.tile)")->required();
-  auto* interp_flag = command->add_flag("--interp", req->interp, "run on the CPU interpreter (the default)");
-  auto* gpu_flag = command->add_flag("--gpu", req->gpu, "run on the GPU");
+  auto* interp_flag =
+      command->add_flag("--interp", req->interp, "run on the CPU interpreter (the default without a GPU)");
+  auto* gpu_flag = command->add_flag("--gpu", req->gpu, "run on the GPU (the default with one)");
   interp_flag->excludes(gpu_flag);
   command->add_option("-D", req->defines, "override a top-level constant: NAME=VALUE");
   command->add_option("--arg", req->args, "a scalar parameter: NAME=VALUE");

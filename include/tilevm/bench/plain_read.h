@@ -1,4 +1,4 @@
-// The "plain streaming read" baseline of PERFORMANCE.md: the time a kernel that does nothing but read N bytes
+// The "plain streaming read" baseline (docs/performance.md): the time a kernel that only reads N bytes
 // takes, the honest limit of a memory-bound kernel of the same bytes (launch, ramp-up and tail included).
 //
 // The kernel reads the bytes with 16-byte read-only loads, several in flight per thread, xors every 32-bit
@@ -102,8 +102,8 @@ const std::string& plain_read_source();
 PlainReadResult measure_plain_read(const runtime::Device& device, const runtime::Stream& stream,
                                    std::uint64_t bytes, const TimingOptions& timing);
 
-// The read bandwidth of a large stream, the ceiling of PERFORMANCE.md: the best plain read of 1 GiB (or of an
-// eighth of the device's memory when that is less), in GB/s (1e9 bytes per second).
+// The read bandwidth of a large stream, the ceiling of docs/performance.md: the best plain read of 1 GiB (or
+// of an eighth of the device's memory when that is less), in GB/s (1e9 bytes per second).
 double measure_read_bandwidth_gbps(const runtime::Device& device, const runtime::Stream& stream,
                                    const TimingOptions& timing);
 

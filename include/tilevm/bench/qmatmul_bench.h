@@ -1,6 +1,6 @@
-// Benchmarking the quantized matmul against its two baselines, measured in the same run (PERFORMANCE.md):
-// a plain streaming read of the same bytes (the best of several launch configurations of a read-only kernel)
-// and cuBLAS fp16 (A[m, k] @ W[k, n], f32 accumulation, the dense weight in ATYPE).
+// Benchmarking the quantized matmul against its two baselines, measured in the same run
+// (docs/performance.md): a plain streaming read of the same bytes (the best of several launch configurations
+// of a read-only kernel) and cuBLAS fp16 (A[m, k] @ W[k, n], f32 accumulation, the dense weight in ATYPE).
 #pragma once
 
 #include <optional>

@@ -1,4 +1,4 @@
-// The benchmark workloads of PERFORMANCE.md as quantized-matmul problems (group 128, f16 activations).
+// The benchmark workloads of docs/performance.md as quantized-matmul problems (group 128, f16 activations).
 //
 //   decode    the Llama-3.3-70B linear layers, weight [K, N] in {(8192, 10240), (8192, 8192), (8192, 57344),
 //             (28672, 8192)}, at M = 1 and M = 16, of one weight type (u4 by default)

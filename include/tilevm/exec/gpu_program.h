@@ -1,8 +1,8 @@
 // A program compiled once and launched many times on device memory: what the quantized matmul, the autotuner
 // and the benchmarks use (run_on_gpu in gpu_runner.h is the one-shot path that copies host buffers).
 //
-//   CompiledProgram c = compile_program(program, "sm_90a");     // lower + emit + NVRTC (kernel cache);
-//                                                                // no device needed, safe on many threads
+//   CompiledProgram c = compile_program(program, device_target(device.info()));  // lower + emit + NVRTC;
+//                                      // kernel cache; no device needed (Target::for_arch), many threads
 //   GpuProgram p = GpuProgram::load(device, c);
 //   ProgramArgs args;
 //   args.pointers["a_ptr"] = a.device_ptr();
@@ -29,6 +29,7 @@
 #include "tilevm/runtime/launch.h"
 #include "tilevm/runtime/module.h"
 #include "tilevm/runtime/nvrtc.h"
+#include "tilevm/target/target.h"
 
 namespace tilevm::exec {
 
@@ -41,12 +42,13 @@ struct CompiledProgram {
   ir::Program program;
   EmittedKernel kernel;
   std::shared_ptr<const runtime::CompiledKernel> cubin;
-  std::string arch;
+  target::Target target;  // what it was compiled for
 };
 
-// Lowers `program` (transform::lower: it is verified first), emits it and compiles it for `arch` through
-// runtime::KernelCache::global(). @throws tilevm::Error on an invalid program, an emit or NVRTC failure.
-CompiledProgram compile_program(const ir::Program& program, const std::string& arch);
+// Lowers `program` (transform::lower: it is verified first), emits it and compiles it for `target` through
+// runtime::KernelCache::global(). @throws tilevm::Error on an invalid program, one beyond the target's
+// limits, an emit or NVRTC failure.
+CompiledProgram compile_program(const ir::Program& program, const target::Target& target);
 
 struct ProgramArgs {
   std::map<std::string, std::uint64_t> pointers;  // device addresses by pointer-parameter name

@@ -1,4 +1,4 @@
-// The CPU interpreter: the reference semantics of tilevm programs (LANGUAGE.md section 7).
+// The CPU interpreter: the reference semantics of tilevm programs (docs/language.md section 7).
 //
 // It runs a verified program block by block on host memory, simulating every thread's registers through
 // the layouts, the block's shared memory and global memory with packed sub-byte storage. Instead of
@@ -28,7 +28,7 @@ struct ScalarValue {
 struct Arguments {
   std::map<std::string, ScalarValue> scalars;  // by parameter name
   // The memory behind each pointer parameter, by name: the element type is the pointer's, elements stored
-  // row-major as LANGUAGE.md section 2 says (sub-byte types packed little-endian). The run reads and
+  // row-major as docs/language.md section 2 says (sub-byte types packed little-endian). The run reads and
   // writes these bytes in place.
   std::map<std::string, std::vector<uint8_t>*> buffers;
 };

@@ -250,7 +250,7 @@ class ProgramBuilder {
   void continue_();
   void return_();
 
-  // ---- Instructions (LANGUAGE.md section 5) ----
+  // ---- Instructions (docs/language.md section 5) ----
   std::vector<Scalar> block_indices(const std::vector<std::string>& names);
   template <typename... Names>
   std::array<Scalar, sizeof...(Names)> block_indices(const Names&... names) {

@@ -1,4 +1,4 @@
-// The .tile text format (LANGUAGE.md section 4): Python-like syntax, indentation delimits blocks.
+// The .tile text format (docs/language.md section 4): Python-like syntax, indentation delimits blocks.
 #pragma once
 
 #include <map>

@@ -1,5 +1,5 @@
-// The canonical text form of programs (LANGUAGE.md section 4): print(parse(print(p))) == print(p). What the
-// lowering passes record (transform/lower.h) prints as trailing comments, which parse back as nothing.
+// The canonical text form of programs (docs/language.md section 4): print(parse(print(p))) == print(p). What
+// the lowering passes record (transform/lower.h) prints as trailing comments, which parse back as nothing.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// A program: one kernel, run by a grid of thread blocks (LANGUAGE.md section 1).
+// A program: one kernel, run by a grid of thread blocks (docs/language.md section 1).
 //
 //   def matmul<M / BM, N / BN>[threads=128](f16* a_ptr, i6* b_ptr, f16* c_ptr):
 //       ...

@@ -1,4 +1,4 @@
-// Statements: block-level control flow around instructions (LANGUAGE.md section 4).
+// Statements: block-level control flow around instructions (docs/language.md section 4).
 #pragma once
 
 #include <memory>

@@ -1,8 +1,8 @@
 // The types of a program's values: scalars, pointers to global memory, and tensors.
 //
-// A tensor has a dtype, a shape, a memory scope and a layout (LANGUAGE.md section 1). Register and shared
-// tensors have constant shapes fixed by their layouts; a global tensor's shape (and strides) may depend on
-// scalar parameters, so shapes are expressions.
+// A tensor has a dtype, a shape, a memory scope and a layout (docs/language.md section 1). Register and
+// shared tensors have constant shapes fixed by their layouts; a global tensor's shape (and strides) may
+// depend on scalar parameters, so shapes are expressions.
 #pragma once
 
 #include <memory>

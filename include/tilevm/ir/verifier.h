@@ -1,4 +1,4 @@
-// The verifier: checks a program against LANGUAGE.md before anything runs or compiles it. Types, shapes,
+// The verifier: checks a program against docs/language.md before anything runs or compiles it. Types, shapes,
 // offset ranks, one thread count for the block, layout shapes equal to tile shapes, View validity, Dot
 // operand shapes and layouts, scopes, block-uniform control flow (docs/language.md lists every rule).
 #pragma once

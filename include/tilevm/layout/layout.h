@@ -1,7 +1,7 @@
 // A register layout: which thread holds which element of a tile, and in which of its register slots.
 //
 // A layout f maps a thread index t (0 <= t < T) and a local slot i (0 <= i < m) to the logical index of the
-// element that thread t keeps in slot i (LANGUAGE.md section 3). Layouts are built from primitives and
+// element that thread t keeps in slot i (docs/language.md section 3). Layouts are built from primitives and
 // combined by the Kronecker product f.g, where f says how the blocks are arranged and g what is inside one:
 //
 //   spatial(2, 2)          local(1, 2)            spatial(2, 2).local(1, 2)       (cells: t:i)
@@ -106,7 +106,7 @@ Layout transpose(const Layout& layout);
 // dimension d is a power of two. A swizzle that moves nothing returns f itself.
 Layout make_swizzle(const Layout& f, int dim, int log_step = 0);
 
-// Primitives (LANGUAGE.md section 3); `repeat` is `local`.
+// Primitives (docs/language.md section 3); `repeat` is `local`.
 Layout local(const Index& extents);
 Layout spatial(const Index& extents);
 Layout column_local(const Index& extents);

@@ -1,4 +1,4 @@
-// The text syntax of layouts (LANGUAGE.md section 3) and the pictures of them.
+// The text syntax of layouts (docs/language.md section 3) and the pictures of them.
 //
 //   expr  := chain ('/' chain)*                  division, left to right
 //   chain := term ('.' term)*                    Kronecker product, outer first

@@ -51,7 +51,7 @@ struct ModeLayout {
   bool operator==(const ModeLayout&) const = default;
 };
 
-// Builds a mode layout from the spec's fields (shape, mode_shape, spatial_modes, local_modes), checking them;
+// Builds a mode layout from its four fields (shape, mode_shape, spatial_modes, local_modes), checking them;
 // throws tilevm::Error with the offending values when they do not describe a layout.
 ModeLayout make_mode_layout(const Index& shape, const std::vector<int64_t>& mode_shape,
                             const std::vector<int64_t>& spatial_modes,
@@ -81,7 +81,7 @@ ModeLayout insert_dim(const ModeLayout& layout, int dim);
 // tilevm::Error unless perm is a permutation of 0 .. rank-1.
 ModeLayout permute_dims(const ModeLayout& layout, const std::vector<int>& perm);
 
-// The primitives of LANGUAGE.md section 3. Extents must be >= 1 (checked).
+// The primitives of docs/language.md section 3. Extents must be >= 1 (checked).
 ModeLayout local_layout(const Index& extents);
 ModeLayout spatial_layout(const Index& extents);
 ModeLayout column_local_layout(const Index& extents);

@@ -1,7 +1,7 @@
 // Two register layouts that give every thread the same elements in a different slot order.
 //
-// Cast(a, dtype=, layout=L) converts and reorders each thread's slots in one step (LANGUAGE.md section 5,
-// the extension described in docs/language.md): no data crosses threads, so the reordering is a fixed
+// Cast(a, dtype=, layout=L) converts and reorders each thread's slots in one step (an extension of
+// the language, docs/language.md section 5): no data crosses threads, so the reordering is a fixed
 // renaming of registers that the code generator folds into the converter. It exists for sub-byte weights
 // stored in an order that converts cheaply (codes of an f16 pair 16 bits apart in one word) but that Dot
 // cannot consume:

@@ -1,4 +1,4 @@
-// cuBLAS, loaded at run time: the dense fp16/bf16 GEMM that the benchmarks compare against (PERFORMANCE.md).
+// cuBLAS, loaded at run time: the dense fp16/bf16 GEMM the benchmarks compare against (docs/performance.md).
 //
 // tilevm links no CUDA library; libcublas is opened with dlopen on first use, from the first of:
 //   1. $TILEVM_CUBLAS, when set (a path or a library name; if it cannot be loaded that is an error, no

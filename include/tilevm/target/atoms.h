@@ -1,6 +1,6 @@
 // Instruction atoms as layouts: the register fragments of the tensor-core and ldmatrix instructions.
 //
-// Instruction selection works by layout division (DESIGN.md): a tile whose layout divides by an atom's
+// Instruction selection works by layout division (docs/design.md): a tile whose layout divides by an atom's
 // layout can be computed or moved with that instruction, the quotient being the loop over atoms. Each
 // fragment is written in the layout algebra; tests/unit/target_atoms_test.cpp checks every one element by
 // element against the PTX ISA's fragment tables. Local slot i is the instruction's element i (a0, a1, ...).

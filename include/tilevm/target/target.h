@@ -3,7 +3,7 @@
 // Every hardware figure lives here and nowhere else: the limits a kernel must respect (threads, shared
 // memory), the architecture and the instructions it offers, and the rates a cost model divides by. The
 // named constructors give the GPUs the project targets; from_properties() fits one to what a driver reports
-// (runtime::DeviceInfo's fields, copied by tune::device_target, so that this layer stays below the runtime):
+// (runtime::DeviceInfo's fields, copied by exec::device_target, so that this layer stays below the runtime):
 //
 //   Target t = Target::h100_sxm();                  // 132 SMs, 227 KB shared per block, sm_90a
 //   t.arch                                          // "sm_90a"
@@ -83,6 +83,12 @@ struct Target {
   // 4090), others scaled by SM count; the architecture's features and tensor-core rate from its arch;
   // reported limits (shared memory, threads, L2) overwrite the defaults.
   static Target from_properties(const DeviceProperties& properties);
+  // A target for an arch name alone, when there is no device to ask (`tilevm emit --arch`, tests): the
+  // figures of the project's part of that generation (sm_90/sm_90a: the H100 SXM; sm_80: generic_sm80();
+  // sm_86/sm_89: the A100's rates with the consumer parts' 99 KB of shared memory and 1536 threads per SM;
+  // newer: the H100's figures) with the arch's own features.
+  // @throws tilevm::Error as features_of.
+  static Target for_arch(const std::string& arch);
 
   // The features of an arch name ("sm_90a" -> everything; "sm_80" -> cp.async, ldmatrix, mma.sync).
   // @throws tilevm::Error on a name that is not sm_NN[a] or is older than sm_80.

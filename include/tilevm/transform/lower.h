@@ -12,8 +12,9 @@
 // after every pass and reports it as an InternalError naming the pass.
 //
 //   Diagnostics diags;
-//   std::optional<ir::Program> lowered = transform::lower(parsed, diags, {.arch = "sm_90"});
-//   if (!lowered) std::cerr << diags.render(path, source);         // the input did not verify
+//   std::optional<ir::Program> lowered = transform::lower(parsed, diags, {.target =
+//   target::Target::h100_sxm()}); if (!lowered) std::cerr << diags.render(path, source);         // the input
+//   did not verify
 //
 //   ir::Program p = transform::lower(ProgramBuilder(...).build());  // built by code: Error when invalid
 #pragma once
@@ -25,6 +26,7 @@
 
 #include "tilevm/ir/program.h"
 #include "tilevm/support/diagnostics.h"
+#include "tilevm/target/target.h"
 
 namespace tilevm::transform {
 
@@ -35,7 +37,9 @@ inline constexpr bool kVerifyEachPassByDefault = true;
 #endif
 
 struct LowerOptions {
-  std::string arch = "sm_80";  // the target (a target::Target once it exists); no pass reads it yet
+  // The GPU the program is lowered for. No pass reads it yet: the passes to come that choose instructions
+  // (TMA, wgmma) ask it what the hardware offers.
+  target::Target target = target::Target::generic_sm80();
   // Verify after every pass, not only the input. On in debug builds and in the tests; the input is always
   // verified.
   bool verify_each_pass = kVerifyEachPassByDefault;

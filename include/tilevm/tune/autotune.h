@@ -3,9 +3,9 @@
 //   TuneResult<ops::QMatmulConfig> r = autotune(ops::QMatmulTemplate(), device, problem);  // cached after
 //                                                                                          // the first time
 // Steps: the tuning cache (tuning_cache.h) -> the template's space for the device's target
-// (device_target.h) -> the cost model's best keep_after_model (cost_model.h: prune) -> compiled in parallel
-// (parallel_compile.h) -> each timed by the template's timer (10 runs each to screen, then the best 3 again
-// with 50) -> the fastest of those that also pass the template's numeric check, stored in the cache.
+// (exec/device_target.h) -> the cost model's best keep_after_model (cost_model.h: prune) -> compiled in
+// parallel (parallel_compile.h) -> each timed by the template's timer (10 runs each to screen, then the best
+// 3 again with 50) -> the fastest of those that also pass the template's numeric check, stored in the cache.
 // A configuration that fails to compile, load or launch is skipped with a note on stderr; only when every
 // one fails is that an error.
 #pragma once
@@ -22,10 +22,10 @@
 
 #include <fmt/format.h>
 
+#include "tilevm/exec/device_target.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/support/error.h"
 #include "tilevm/tune/cost_model.h"
-#include "tilevm/tune/device_target.h"
 #include "tilevm/tune/kernel_template.h"
 #include "tilevm/tune/parallel_compile.h"
 #include "tilevm/tune/tuning_cache.h"
@@ -89,21 +89,18 @@ TuneResult<C> autotune(const KernelTemplate<P, C, X>& kernel, const runtime::Dev
     }
   }
 
-  // The cost model ranks the whole space; the best few are compiled and timed. Without an explicit
-  // keep_after_model: a sixth of the space, 24 to 48 (enough to cover the model's blind spots, few enough
-  // to compile in seconds).
-  const target::Target target = device_target(device.info());
+  // The cost model ranks the whole space; the best few are compiled and timed (default_keep_after_model
+  // of them unless the caller says).
+  const target::Target target = exec::device_target(device.info());
   const std::vector<C> space = kernel.space(problem, target);
   if (space.empty()) fail("no valid {} configuration for {}", kernel.name(), key.problem);
-  int keep = options.keep_after_model > 0 ? options.keep_after_model
-                                          : std::clamp(static_cast<int>(space.size()) / 6, 24, 48);
+  int keep = options.keep_after_model > 0 ? options.keep_after_model : default_keep_after_model(space.size());
   keep = std::min(keep, std::max(options.max_candidates, 1));
   const std::vector<C> candidates = prune(kernel, problem, space, target, keep);
 
   std::vector<std::function<X()>> builds;
   for (const C& c : candidates)
-    builds.push_back(
-        [&kernel, &problem, c, arch = device.arch()] { return kernel.compile(problem, c, arch); });
+    builds.push_back([&kernel, &problem, &target, c] { return kernel.compile(problem, c, target); });
   TuneResult<C> result;
   const auto compile_start = std::chrono::steady_clock::now();
   const std::vector<Compiled<X>> outcomes =

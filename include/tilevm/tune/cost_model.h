@@ -30,6 +30,14 @@ struct CostEstimate {
   int64_t waves = 0;
 };
 
+// How many of a space of `space_size` configurations the tuner compiles and times when the caller does not
+// say (TuneOptions::keep_after_model): a sixth of the space, 24 to 48 (enough to cover the model's blind
+// spots, few enough to compile in seconds). tools/emit_corpus uses it too, to fingerprint exactly the
+// configurations the tuner can pick.
+inline int default_keep_after_model(size_t space_size) {
+  return std::clamp(static_cast<int>(space_size) / 6, 24, 48);
+}
+
 // The `keep` configurations of `configs` with the smallest estimates, fastest first (ties: less padded
 // work, then fewer threads, then the name, so the order is deterministic). keep <= 0 keeps none.
 // `kernel` is a KernelTemplate (estimate, config_name). @throws as its estimate().

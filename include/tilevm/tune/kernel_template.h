@@ -61,7 +61,8 @@ class KernelTemplate {
 
   virtual std::vector<ir::Program> build(const Problem& problem, const Config& config) const = 0;
   // @throws tilevm::Error on an invalid configuration or a compile failure. Called from many threads.
-  virtual Compiled compile(const Problem& problem, const Config& config, const std::string& arch) const = 0;
+  virtual Compiled compile(const Problem& problem, const Config& config,
+                           const target::Target& target) const = 0;
 
   // @throws tilevm::Error on an invalid configuration.
   virtual CostEstimate estimate(const Problem& problem, const Config& config,

@@ -62,9 +62,9 @@ std::vector<Compiled<T>> compile_parallel(const std::vector<std::function<T()>>&
   return out;
 }
 
-// Each program (verified) emitted and compiled for `arch` (exec::compile_program).
+// Each program (verified) emitted and compiled for `target` (exec::compile_program).
 std::vector<Compiled<exec::CompiledProgram>> compile_parallel(const std::vector<ir::Program>& programs,
-                                                              const std::string& arch,
+                                                              const target::Target& target,
                                                               ParallelCompileOptions options = {
                                                                   .noun = "program"});
 

@@ -1,4 +1,4 @@
-// Timing GPU work the way PERFORMANCE.md asks: CUDA events around each run, warm-up first, the L2 cache
+// Timing GPU work the way docs/performance.md asks: CUDA events around each run, warm-up first, the L2 cache
 // flushed before every timed run (a write of twice its size), the median of many runs.
 //
 //   Timing t = time_gpu(device, stream, [&] { kernel.launch(...); });

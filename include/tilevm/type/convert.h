@@ -1,9 +1,9 @@
 // Scalar conversion between codes (raw bit patterns, see data_type.h) and values, with the Cast semantics of
-// LANGUAGE.md section 2. Every code of every type has an exact double value, so decode is exact, and
+// docs/language.md section 2. Every code of every type has an exact double value, so decode is exact, and
 // encode(t, decode(s, c)) is the one correctly rounded Cast from s to t (single rounding) for every source
 // except wide integers, which cast_code handles exactly.
 //
-// Cast rules, including the decisions where the spec is silent:
+// Cast rules, including tilevm's decisions (docs/language.md section 2):
 //   to a float    round to nearest, ties to even; finite values beyond the range saturate to +-max (also for
 //                 types that have infinity); +-inf stays +-inf where the type has it, else +-max; NaN becomes
 //                 the type's canonical NaN (positive, quiet) where it has one, else +max; the sign of zero

@@ -1,4 +1,4 @@
-// DataType: the element types of LANGUAGE.md section 2 as a small value type.
+// DataType: the element types of docs/language.md section 2 as a small value type.
 //
 //   name                 kind         bits  exponent/mantissa  specials
 //   i1..i8 i16 i32 i64   SignedInt    b     -                  two's complement in b bits
@@ -40,9 +40,9 @@ class DataType {
   static DataType uint(int bits);                      // 1..8, 16, 32, 64
   static DataType float_(int exponent, int mantissa);  // 1+E+M in 3..8, or one of the IEEE splits
 
-  // Parses a name of LANGUAGE.md section 2. Throws tilevm::Error naming the 0-based character position and
-  // what was expected there, e.g. "invalid data type 'f9e4m3': at position 1: a low-bit float has 3 to 8
-  // bits, got 9". Only the spec's spellings are accepted: binary16 is "f16", never "f16e5m10".
+  // Parses a name of docs/language.md section 2. Throws tilevm::Error naming the 0-based character position
+  // and what was expected there, e.g. "invalid data type 'f9e4m3': at position 1: a low-bit float has 3 to 8
+  // bits, got 9". Only the documented spellings are accepted: binary16 is "f16", never "f16e5m10".
   static DataType parse(std::string_view name);
 
   static constexpr DataType boolean() { return {8, TypeKind::Bool, 0, 0}; }

@@ -1,6 +1,6 @@
-// Dense little-endian bit streams (LANGUAGE.md section 2, "Packed storage"): element k of width b occupies
-// bits [k*b, (k+1)*b) of the stream, and bit j of the stream is bit (j % 8) of byte j / 8. An element may
-// straddle bytes. For example three u3 codes 5, 2, 7 (binary 101, 010, 111) fill stream bits 0..8 as
+// Dense little-endian bit streams (docs/language.md section 2, "Packed storage"): element k of width b
+// occupies bits [k*b, (k+1)*b) of the stream, and bit j of the stream is bit (j % 8) of byte j / 8. An
+// element may straddle bytes. For example three u3 codes 5, 2, 7 (binary 101, 010, 111) fill bits 0..8 as
 //
 //   stream bit  0 1 2 | 3 4 5 | 6 7 8
 //   value       1 0 1 | 0 1 0 | 1 1 1      -> bytes 0b11010101 = 0xd5, 0b00000001 = 0x01

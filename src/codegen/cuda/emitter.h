@@ -72,7 +72,7 @@ CExpr operator%(const CExpr& a, const CExpr& b);
 CExpr operator^(const CExpr& a, const CExpr& b);
 CExpr shr(const CExpr& a, int64_t s);
 
-// f(t, i) per dimension (LANGUAGE.md section 3), for any layout (mode factors and swizzles).
+// f(t, i) per dimension (docs/language.md section 3), for any layout (mode factors and swizzles).
 std::vector<CExpr> layout_index(const layout::Layout& f, const CExpr& t, const CExpr& i);
 // The storage offset of a logical index in a T = 1 layout without replication (the inverse of f(0, .)).
 CExpr layout_offset(const layout::Layout& f, const std::vector<CExpr>& index);
@@ -116,6 +116,8 @@ class Emitter {
  public:
   Emitter(const ir::Program& program, const EmitOptions& options);
   EmittedKernel run();
+  // @throws tilevm::Error when the kernel exceeds options_.target's per-block limits.
+  void check_target_limits(const EmittedKernel& k) const;
 
   // ---- output ----
   void line(const std::string& text);

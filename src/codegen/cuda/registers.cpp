@@ -1,8 +1,8 @@
 // Register tensors. Every register tensor is one per-thread array of 32-bit words holding the thread's
 // elements as a packed little-endian bit stream in slot order: slot i of a b-bit type is bits
-// [i*b, (i+1)*b) (the prelude's tv_get/tv_set). This is exactly LANGUAGE.md's View semantics, so View
-// is a copy of words that the compiler removes, and 16-bit pairs, int8 quadruples and f32 values sit in the
-// words exactly as mma.sync and ldmatrix want their registers.
+// [i*b, (i+1)*b) (the prelude's tv_get/tv_set). This is exactly View's semantics (docs/language.md section
+// 5), so View is a copy of words that the compiler removes, and 16-bit pairs, int8 quadruples and f32 values
+// sit in the words exactly as mma.sync and ldmatrix want their registers.
 #include <fmt/format.h>
 
 #include "emitter.h"

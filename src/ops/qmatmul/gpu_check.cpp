@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "tilevm/exec/device_target.h"
 #include "tilevm/ops/qmatmul/qmatmul_gpu.h"
 #include "tilevm/ops/qmatmul/qmatmul_reference.h"
 #include "tilevm/ops/quantize.h"
@@ -36,7 +37,8 @@ bool check_qmatmul_on_gpu(const runtime::Device& device, const QMatmulProblem& p
   std::vector<uint16_t> a(static_cast<size_t>(p.m * p.k));
   for (uint16_t& v : a) v = static_cast<uint16_t>(encode(p.atype, unit(rng)));
 
-  const QMatmulGpu q = QMatmulGpu::load(device, compile_qmatmul(p, config, device.arch()));
+  const QMatmulGpu q =
+      QMatmulGpu::load(device, compile_qmatmul(p, config, exec::device_target(device.info())));
   auto upload = [&](const void* src, size_t bytes, size_t capacity) {
     runtime::DeviceBuffer b = device.allocate(std::max({bytes, capacity, size_t{16}}));
     if (bytes) b.copy_from_host(src, bytes);

@@ -10,14 +10,14 @@ using exec::ProgramArgs;
 
 // compile_program lowers each program (transform::lower), which verifies it before anything is emitted.
 CompiledQMatmul compile_qmatmul(const QMatmulProblem& problem, const QMatmulConfig& config,
-                                const std::string& arch) {
+                                const target::Target& target) {
   check_config(problem, config);
   if (config.dequant_gemm)
-    return {problem, config, exec::compile_program(build_qmatmul_copy(problem), arch),
-            exec::compile_program(build_dequantize(problem), arch), std::nullopt};
-  CompiledQMatmul c{problem, config, exec::compile_program(build_qmatmul_transform(problem, config), arch),
-                    exec::compile_program(build_qmatmul(problem, config), arch), std::nullopt};
-  if (config.split_k > 1) c.reduce = exec::compile_program(build_qmatmul_reduce(problem, config), arch);
+    return {problem, config, exec::compile_program(build_qmatmul_copy(problem), target),
+            exec::compile_program(build_dequantize(problem), target), std::nullopt};
+  CompiledQMatmul c{problem, config, exec::compile_program(build_qmatmul_transform(problem, config), target),
+                    exec::compile_program(build_qmatmul(problem, config), target), std::nullopt};
+  if (config.split_k > 1) c.reduce = exec::compile_program(build_qmatmul_reduce(problem, config), target);
   return c;
 }
 

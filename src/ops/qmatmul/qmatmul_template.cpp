@@ -137,8 +137,8 @@ std::vector<ir::Program> QMatmulTemplate::build(const QMatmulProblem& problem,
 }
 
 CompiledQMatmul QMatmulTemplate::compile(const QMatmulProblem& problem, const QMatmulConfig& config,
-                                         const std::string& arch) const {
-  return compile_qmatmul(problem, config, arch);
+                                         const target::Target& target) const {
+  return compile_qmatmul(problem, config, target);
 }
 
 tune::CostEstimate QMatmulTemplate::estimate(const QMatmulProblem& problem, const QMatmulConfig& config,

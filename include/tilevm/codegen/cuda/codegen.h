@@ -1,14 +1,15 @@
 // CUDA C++ code generation: a lowered ir::Program (transform::lower) becomes one __global__ kernel
-// (LANGUAGE.md section 5).
+// (docs/language.md section 5).
 //
 // Each thread computes from the layouts which elements it owns; instructions are selected by layout
-// division (DESIGN.md): 16-byte vector accesses where the register layout and the memory are contiguous,
+// division (docs/design.md): 16-byte vector accesses where the register layout and the memory are contiguous,
 // cp.async for CopyAsync, mma.sync when Dot's layouts divide an atom of target/atoms.h, and a simple
 // per-element or shared-memory (SIMT) path for everything else, which is correct for every layout the
 // verifier accepts. docs of the choices: src/codegen/cuda/README.md.
 //
-//   EmittedKernel k = emit_cuda(transform::lower(program, {.arch = "sm_90"}), {.arch = "sm_90"});
-//   runtime::compile_cuda(k.source, k.kernel_name + ".cu", {.arch = "sm_90"});
+//   const target::Target h100 = target::Target::h100_sxm();
+//   EmittedKernel k = emit_cuda(transform::lower(program, {.target = h100}), {.target = h100});
+//   runtime::compile_cuda(k.source, k.kernel_name + ".cu", {.arch = h100.arch});
 //
 // Kernel parameters, in order: the program's parameters (pointers as `void*`, scalars by their C type, see
 // scalar_c_type), then `void* tv_workspace` (the AllocateGlobal workspace, possibly null when
@@ -22,11 +23,15 @@
 #include <vector>
 
 #include "tilevm/ir/program.h"
+#include "tilevm/target/target.h"
 
 namespace tilevm::codegen::cuda {
 
 struct EmitOptions {
-  std::string arch = "sm_80";  // the target; sm_80 and newer
+  // The GPU the kernel is for: its arch names the kernel's target in the source, and its limits are checked
+  // (a kernel needing more threads or shared memory per block than the target has is an error here, with
+  // the numbers, not a launch failure later). Target::for_arch("sm_90a") when only the arch is known.
+  target::Target target = target::Target::generic_sm80();
 };
 
 // One AllocateGlobal of the program: its bytes in the workspace, as a C expression over the scalar
@@ -61,8 +66,8 @@ struct EmittedKernel {
   std::vector<std::string> selections;
 };
 
-// @throws tilevm::Error when the program is not lowered or cannot be compiled (the message names the
-// instruction's line).
+// @throws tilevm::Error when the program is not lowered, cannot be compiled (the message names the
+// instruction's line), or needs more threads or shared memory per block than options.target has.
 EmittedKernel emit_cuda(const ir::Program& program, const EmitOptions& options = {});
 
 // The C type of a scalar parameter of `type` in the kernel signature ("int", "long long", "float", ...).

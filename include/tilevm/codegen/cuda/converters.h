@@ -1,11 +1,11 @@
 // Generated register converters from every type of 8 bits or fewer to f16, bf16 and f32, and a scalar
-// conversion library for every other cast (DESIGN.md: "sub-byte casts are generated, not special-cased").
+// conversion library for every other cast: sub-byte casts are generated, not special-cased (docs/design.md).
 //
 // A vectorized converter is a straight-line CUDA function that turns `count` packed source codes into
 // `count` destination values, two elements per 32-bit register word, with integer tricks instead of
 // per-element decoding:
 //
-//   source (count codes, LANGUAGE.md section 2 packing)     destination
+//   source (count codes, docs/language.md packing)   destination
 //   in_words[i] holds stream bits [32i, 32i+32):             f16/bf16: out_words[k/2] holds element k in its
 //   element k is bits [k*b, (k+1)*b), possibly straddling    low half (k even) or high half (k odd);
 //   two words; bits after count*b are ignored                f32: out_words[k] holds element k
@@ -119,7 +119,7 @@ std::string emit_converter(const ConverterSpec& spec, const std::string& functio
 
 // ---------------------------------------------------------------------------------------------------------
 // The scalar conversion library: plain device functions, one decoder and one encoder per type, with the Cast
-// semantics of LANGUAGE.md section 2 (exactly tilevm::decode / tilevm::encode, see type/convert.h):
+// semantics of docs/language.md section 2 (exactly tilevm::decode / tilevm::encode, see type/convert.h):
 //
 //   float tvm_decode_NAME(unsigned int code)          every type of 16 bits or fewer, and f32: the exact
 //   value

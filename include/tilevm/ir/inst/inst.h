@@ -1,4 +1,4 @@
-// Instructions: the thread-block-level operations of LANGUAGE.md section 5, one typed node each, grouped
+// Instructions: the thread-block-level operations of docs/language.md section 5, one typed node each, grouped
 // one header per family (control.h, memory_global.h, memory_shared.h, async_copy.h, register_tensor.h,
 // elementwise.h, reduce.h, dot.h; all.h includes them all).
 //

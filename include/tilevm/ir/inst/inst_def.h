@@ -169,7 +169,7 @@ struct InstDef {
   bool has_effects() const;
 };
 
-// Every definition, in the order of LANGUAGE.md's instruction table.
+// Every definition, in the order of the instruction table of docs/language.md section 5.
 const std::vector<InstDef>& inst_defs();
 // The definition named `name` (or an alias of it), or null.
 const InstDef* find_inst_def(std::string_view name);

@@ -20,8 +20,8 @@ struct AllocateRegisterInst : InstNode {
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
-// r = Cast(a, dtype=, [layout=]): value conversion (LANGUAGE.md section 2). The result has a's layout, or
-// `layout`: the same elements in every thread in another slot order, the same for every thread
+// r = Cast(a, dtype=, [layout=]): value conversion (docs/language.md section 2). The result has a's layout,
+// or `layout`: the same elements in every thread in another slot order, the same for every thread
 // (layout/slot_permutation.h), so that a conversion and a register renaming are one step.
 struct CastInst : InstNode {
   static constexpr InstKind kKind = InstKind::Cast;

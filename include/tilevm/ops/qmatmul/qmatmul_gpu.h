@@ -1,6 +1,7 @@
 // The quantized matmul on the GPU: its programs (qmatmul.h) compiled once, then launched on device memory.
 //
-//   CompiledQMatmul c = compile_qmatmul(problem, config, device.arch());   // thread-safe, no device needed
+//   CompiledQMatmul c = compile_qmatmul(problem, config, target);   // thread-safe, no device needed
+//                                   // (target: exec::device_target(device.info()) or Target::for_arch)
 //   QMatmulGpu q = QMatmulGpu::load(device, c);
 //   q.transform(stream, codes.device_ptr(), transformed.device_ptr());    // once per weight
 //   q.run(stream, {.a = ..., .transformed = ..., .scales = ..., .c = ..., .workspace = ...});
@@ -27,7 +28,7 @@ struct CompiledQMatmul {
 
 // @throws tilevm::Error on an invalid problem/config or a compile failure.
 CompiledQMatmul compile_qmatmul(const QMatmulProblem& problem, const QMatmulConfig& config,
-                                const std::string& arch);
+                                const target::Target& target);
 
 struct QMatmulBuffers {
   std::uint64_t a = 0;            // ATYPE[m, k]

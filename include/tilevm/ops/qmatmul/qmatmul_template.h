@@ -1,7 +1,7 @@
 // The quantized matmul as a kernel template (tune/kernel_template.h): the tuner's first instance.
 //
 //   TuneResult<QMatmulConfig> r = autotune_qmatmul(device, problem);   // tune::autotune(QMatmulTemplate())
-//   CompiledQMatmul c = compile_qmatmul(problem, r.config, device.arch());
+//   CompiledQMatmul c = compile_qmatmul(problem, r.config, target);
 //
 //   key       QMatmulProblem::key()              space     qmatmul_config_space (config_space.h)
 //   build     transform, matmul (, reduce), or copy and dequantize for dequant_gemm (qmatmul.h)
@@ -39,7 +39,7 @@ class QMatmulTemplate : public tune::KernelTemplate<QMatmulProblem, QMatmulConfi
   QMatmulConfig parse_config(const QMatmulProblem& problem, const std::string& name) const override;
   std::vector<ir::Program> build(const QMatmulProblem& problem, const QMatmulConfig& config) const override;
   CompiledQMatmul compile(const QMatmulProblem& problem, const QMatmulConfig& config,
-                          const std::string& arch) const override;
+                          const target::Target& target) const override;
   tune::CostEstimate estimate(const QMatmulProblem& problem, const QMatmulConfig& config,
                               const target::Target& target) const override;
   std::unique_ptr<tune::Timer<CompiledQMatmul>> timer(

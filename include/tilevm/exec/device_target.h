@@ -5,8 +5,8 @@
 #include "tilevm/runtime/device.h"
 #include "tilevm/target/target.h"
 
-namespace tilevm::tune {
+namespace tilevm::exec {
 
 target::Target device_target(const runtime::DeviceInfo& info);
 
-}  // namespace tilevm::tune
+}  // namespace tilevm::exec

@@ -1,7 +1,7 @@
 // A device's target (device_target.h).
-#include "tilevm/tune/device_target.h"
+#include "tilevm/exec/device_target.h"
 
-namespace tilevm::tune {
+namespace tilevm::exec {
 
 target::Target device_target(const runtime::DeviceInfo& info) {
   return target::Target::from_properties({.name = info.name,
@@ -14,4 +14,4 @@ target::Target device_target(const runtime::DeviceInfo& info) {
                                           .total_memory = info.total_memory});
 }
 
-}  // namespace tilevm::tune
+}  // namespace tilevm::exec
