@@ -54,6 +54,9 @@ def test_opcheck_launch_of_a_compiled_program():
     c2 = torch.zeros_like(c)
     k(a.numpy(), b.numpy(), c2.numpy())  # the same program from NumPy: the same bits
     assert torch.equal(c, c2)
+    c_mixed = torch.zeros_like(c)
+    k(a.numpy(), b, c_mixed)  # NumPy and CPU tensors mixed: the host path
+    assert torch.equal(c_mixed, c)
     torch.library.opcheck(torch.ops.tilevm.launch.default, (k._id, [a, b, c], [], []))
     # under torch.compile the call is the registered op, traced whole
     c3 = torch.zeros_like(c)

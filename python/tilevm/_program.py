@@ -139,8 +139,8 @@ class Kernel:
                                  f"{[str(a.device) if is_tensor(a) else 'numpy' for a in arrays.values()]}")
             return self._launch_op(arrays, ints, floats)
         backend = backend or "interp"
-        if tensors and backend == "interp":
-            return self._launch_op(arrays, ints, floats)
+        if tensors and len(tensors) == len(arrays) and backend == "interp":
+            return self._launch_op(arrays, ints, floats)  # CPU tensors: the registered op (interpreter)
         self._run_host(arrays, ints, floats, gpu=backend == "gpu")
 
     def _run_host(self, arrays, ints, floats, gpu):
