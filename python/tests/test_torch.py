@@ -141,6 +141,8 @@ def test_input_checks():
     # the registered op checks too, when called directly
     with pytest.raises(ValueError, match="group 64 and N 8"):
         torch.ops.tilevm.qmatmul(x, qw.codes, qw.scales, None, "u4", 64, 8)
+    with pytest.raises(ValueError, match="the codes hold 256 bytes but a \\[64, 16\\] u4 weight needs 512"):
+        torch.ops.tilevm.qmatmul(x, qw.codes[:256], qw.scales, None, "u4", 64, 16)
     assert tilevm.qmatmul(x[:0], qw).shape == (0, 16)
 
 

@@ -24,6 +24,18 @@ def _describe(t: Tensor) -> str:
     return f"{t.dtype} {tuple(t.shape)} on {t.device}"
 
 
+_CODES_BYTES = {}
+
+
+def _codes_bytes(wtype: str, k: int, n: int) -> int:
+    """The bytes of a [k, n] weight's packed codes, padded to 16 (what tilevm.quantize stores)."""
+    key = (wtype, k, n)
+    if key not in _CODES_BYTES:
+        bits = _C.dtype_info(wtype)["bits"]
+        _CODES_BYTES[key] = (k * n * bits + 127) // 128 * 16
+    return _CODES_BYTES[key]
+
+
 def check_qmatmul_args(x: Tensor, codes: Tensor, scales: Tensor, zeros: Optional[Tensor], wtype: str,
                        group: int, n: int) -> None:
     """The checks every qmatmul call makes before it launches: TypeError for a wrong dtype, ValueError for a
@@ -49,6 +61,11 @@ def check_qmatmul_args(x: Tensor, codes: Tensor, scales: Tensor, zeros: Optional
     if scales.dim() != 2 or scales.shape[1] != n or group <= 0 or k % group or scales.shape[0] != k // group:
         raise ValueError(f"qmatmul: x is [..., {k}] but the weight's scales are {tuple(scales.shape)} with "
                          f"group {group} and N {n}: x's last dimension must be the weight's K")
+    # (while tracing for torch.compile the op's body checks this when it runs: dtype_info is not traceable)
+    need = 0 if torch.compiler.is_compiling() else _codes_bytes(wtype, k, n)
+    if codes.numel() < need:
+        raise ValueError(f"qmatmul: the codes hold {codes.numel()} bytes but a [{k}, {n}] {wtype} weight needs {need} "
+                         "(packed, padded to 16 bytes): pass the codes tilevm.quantize made")
     if zeros is not None and zeros.shape != scales.shape:
         raise ValueError(f"qmatmul: zeros {tuple(zeros.shape)} and scales {tuple(scales.shape)} differ in shape")
     for name, t in (("x", x), ("codes", codes), ("scales", scales), ("zeros", zeros)):
