@@ -25,6 +25,12 @@ grep -q "SKIPPED" "$OUT/gpu_tests.log" && { echo "gpu.sh: some GPU tests skipped
 # compute-sanitizer over the codegen differential test, and tilevm run --gpu == --interp (SANITIZER=0: skip
 # the sanitizer, which takes minutes).
 if [ -f bench/gpu_extra.sh ]; then bash bench/gpu_extra.sh "$BIN" "$OUT" || status=1; fi
+# The Python package (bench/prepare_gpu_python.sh built its wheel): its GPU tests and latency benchmark.
+if [ -d .gpu/wheels ]; then
+  bash bench/gpu_python.sh "$OUT" || status=1
+else
+  echo "gpu.sh: no .gpu/wheels: the Python package is not tested (bench/prepare_gpu_python.sh)"
+fi
 # The benchmarks of docs/performance.md: BENCH="decode dtypes prefill" (the default) or a subset,
 # BENCH_ARGS extra options for each (e.g. --quick). Every table goes to $OUT/bench_<workloads>.txt and .csv.
 export TILEVM_TUNE_CACHE=$OUT/tuning.json

@@ -16,6 +16,9 @@ done
 ctest --test-dir "$build" -L gpu --show-only=json-v1 | grep -o '"--gtest_filter=[^"]*"' |
   sed 's/^"--gtest_filter=//; s/"$//' > .gpu/gpu_tests.txt
 [ -s .gpu/gpu_tests.txt ] || { echo "prepare_gpu.sh: ctest -L gpu lists no test" >&2; exit 1; }
+# The Python package's wheel for the GPU machine (.gpu/wheels; bench/gpu.sh runs its GPU tests). It needs a
+# Python of the GPU machine's version here; without one the C++ binaries still go, and gpu.sh says so.
+bench/prepare_gpu_python.sh "$build" || echo "prepare_gpu.sh: WARNING: no Python wheel; bench/gpu.sh will not test python/" >&2
 git rev-parse HEAD > .gpu/commit
 git status --porcelain | grep -q . && echo "dirty" >> .gpu/commit || true
 ls -la .gpu/bin

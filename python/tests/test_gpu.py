@@ -1,0 +1,136 @@
+"""On a CUDA GPU (skipped elsewhere; bench/gpu.sh runs them): the quantized matmul against the float64
+reference, streams, CUDA graphs, torch.compile, compiled programs on CUDA tensors, and the GPU-only checks."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tilevm  # noqa: E402
+from conftest import EXAMPLES, assert_close_to_reference  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+def rand(*shape, dtype=torch.float16, seed=0, device="cuda"):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(*shape, generator=g) * 2 - 1).to(dtype).to(device)
+
+
+CASES = [("u4", 1, False), ("u4", 16, True), ("u4", 64, False), ("u3", 16, False), ("u2", 1, True),
+         ("u1", 16, False), ("u8", 64, False), ("i4", 1, False), ("f4e2m1", 16, False), ("f6e3m2", 1, False),
+         ("f8e4m3", 64, False), ("f8e5m2", 16, False), ("f16", 16, False)]
+
+
+@pytest.mark.parametrize("wtype,m,zero_point", CASES)
+def test_qmatmul_matches_float64(wtype, m, zero_point):
+    k, n = 1024, 320  # N not a multiple of every block_n: edge tiles
+    qw = tilevm.quantize(rand(k, n, dtype=torch.float32, seed=1), wtype, group=128, zero_point=zero_point)
+    assert qw.codes.is_cuda
+    x = rand(m, k, seed=2)
+    y = tilevm.qmatmul(x, qw)
+    torch.cuda.synchronize()
+    assert y.shape == (m, n) and y.is_cuda
+    assert_close_to_reference(y, x, qw)
+
+
+def test_bf16_on_the_gpu():
+    qw = tilevm.quantize(rand(512, 256, dtype=torch.float32, seed=3), "u4", group=64, zero_point=True,
+                         scale_dtype=torch.bfloat16)
+    x = rand(8, 512, dtype=torch.bfloat16, seed=4)
+    assert_close_to_reference(tilevm.qmatmul(x, qw), x, qw, atype="bf16")
+
+
+def test_gpu_equals_the_interpreter_bits_free_check():
+    qw = tilevm.quantize(rand(256, 64, dtype=torch.float32, seed=5), "i3", group=64)
+    x = rand(2, 256, seed=6)
+    gpu = tilevm.qmatmul(x, qw).cpu()
+    cpu = tilevm.qmatmul(x.cpu(), qw.to("cpu"))
+    assert torch.allclose(gpu.float(), cpu.float(), rtol=2e-3, atol=2e-3)
+
+
+def test_runs_on_the_current_stream():
+    qw = tilevm.quantize(rand(1024, 256, dtype=torch.float32, seed=7), "u4", group=128)
+    x = rand(16, 1024, seed=8)
+    expected = tilevm.qmatmul(x, qw)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        y = tilevm.qmatmul(x, qw)
+        y2 = y * 1  # ordered after the launch on the same stream
+    side.synchronize()
+    assert torch.equal(y2, expected)
+
+
+def test_cuda_graph_capture_and_replay():
+    layer = tilevm.nn.QuantizedLinear.from_linear(torch.nn.Linear(1024, 512).half().cuda(), "f4e2m1", group=128)
+    static_x = rand(4, 1024, seed=9)
+    layer(static_x)  # warm-up: compiles the kernel and reorders the weight
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_y = layer(static_x)
+    for seed in (10, 11):
+        static_x.copy_(rand(4, 1024, seed=seed))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(static_y, layer(static_x))
+
+
+def test_capture_without_warm_up_is_a_clear_error():
+    qw = tilevm.quantize(rand(512, 128, dtype=torch.float32, seed=12), "u4", group=128)
+    x = rand(3, 512, seed=13)  # no kernel for M = 3 yet
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="CUDA graph is being captured"):
+        with torch.cuda.graph(graph):
+            tilevm.qmatmul(x, qw)
+    tilevm.precompile_qmatmul(qw, 3)
+    graph = torch.cuda.CUDAGraph()  # a failed capture leaves its graph unusable
+    with torch.cuda.graph(graph):
+        y = tilevm.qmatmul(x, qw)
+    graph.replay()
+    assert_close_to_reference(y, x, qw)
+
+
+def test_torch_compile_with_cuda_graphs():
+    layer = tilevm.nn.QuantizedLinear.from_linear(torch.nn.Linear(512, 256).half().cuda(), "u3", group=128)
+    x = rand(2, 512, seed=14)
+    eager = layer(x)
+    compiled = torch.compile(layer, fullgraph=True, mode="reduce-overhead")
+    for _ in range(3):
+        out = compiled(x)
+    assert torch.equal(out, eager)
+
+
+def test_gpu_input_checks():
+    qw = tilevm.quantize(rand(256, 64, dtype=torch.float32, seed=15), "u4", group=128)
+    base = rand(1, 256 + 8, seed=16)
+    misaligned = base[0, 1:257].reshape(1, 256)  # contiguous, 2 bytes past a 16-byte boundary
+    with pytest.raises(ValueError, match="not 16-byte aligned"):
+        tilevm.qmatmul(misaligned, qw)
+    with pytest.raises(ValueError, match="x is on cuda:0 but the weight's codes on cpu"):
+        tilevm.qmatmul(rand(1, 256, seed=17), qw.to("cpu"))
+
+
+def test_compiled_program_on_cuda_tensors():
+    transform = tilevm.compile(EXAMPLES / "matmul_f16_i6_transform.tile", K=128, N=64)
+    matmul = tilevm.compile(EXAMPLES / "matmul_f16_i6.tile", M=64, N=64, K=128)
+    rng = np.random.default_rng(18)
+    w = rng.integers(-32, 32, size=(128, 64))
+    codes = w.reshape(-1) & 63
+    b = np.packbits(((codes[:, None] >> np.arange(6)) & 1).astype(np.uint8).reshape(-1), bitorder="little")
+    bt = np.zeros_like(b)
+    transform(b, bt)  # interpreter
+    a = rand(64, 128, seed=19)
+    c = torch.full((64, 64), float("nan"), dtype=torch.float16, device="cuda")
+    matmul.precompile("cuda")
+    matmul(a, torch.from_numpy(bt).cuda(), c)  # GPU, current stream, through torch.ops.tilevm.launch
+    c_host = np.zeros((64, 64), np.float16)
+    matmul(a.cpu().numpy(), bt, c_host, backend="interp")
+    torch.cuda.synchronize()
+    assert np.allclose(c.cpu().numpy().astype(np.float64), c_host.astype(np.float64), rtol=2e-3, atol=2e-2)
+    c_gpu_host = np.zeros((64, 64), np.float16)
+    matmul(a.cpu().numpy(), bt, c_gpu_host, backend="gpu")  # host arrays copied to the GPU and back
+    assert np.array_equal(c_gpu_host, c.cpu().numpy())
+    with pytest.raises(ValueError, match="backend='interp' runs on host memory"):
+        matmul(a, torch.from_numpy(bt).cuda(), c, backend="interp")
