@@ -492,6 +492,31 @@ void ProgramBuilder::copy_async(const TensorRef& dst, const TensorRef& src) {
   emit(std::make_shared<CopyAsyncInst>(dst.arg(), src.arg()), {});
 }
 
+Tensor ProgramBuilder::allocate_barrier(const std::string& name, int64_t count, int64_t n) {
+  if (n < 1) fail("AllocateBarrier '{}' needs at least one barrier, got {}", name, n);
+  return Tensor(
+      emit(std::make_shared<AllocateBarrierInst>(count, std::vector<Expr>{Scalar(n).expr()}), {name}).at(0));
+}
+
+void ProgramBuilder::barrier_arrive(const TensorRef& barrier, const std::optional<Scalar>& tx) {
+  check_ref(barrier, "the barrier of BarrierArrive", Scope::Barrier);
+  if (tx) check_expr(tx->expr(), "the tx byte count");
+  emit(std::make_shared<BarrierArriveInst>(barrier.arg(), tx ? tx->expr() : Expr()), {});
+}
+
+void ProgramBuilder::barrier_wait(const TensorRef& barrier, const Scalar& parity) {
+  check_ref(barrier, "the barrier of BarrierWait", Scope::Barrier);
+  check_expr(parity.expr(), "the parity");
+  emit(std::make_shared<BarrierWaitInst>(barrier.arg(), parity.expr()), {});
+}
+
+void ProgramBuilder::copy_tma(const TensorRef& dst, const TensorRef& src, const TensorRef& barrier) {
+  check_ref(dst, "the destination of CopyTma", Scope::Shared);
+  check_ref(src, "the source of CopyTma", Scope::Global);
+  check_ref(barrier, "the barrier of CopyTma", Scope::Barrier);
+  emit(std::make_shared<CopyTmaInst>(dst.arg(), src.arg(), barrier.arg()), {});
+}
+
 void ProgramBuilder::copy_async_commit_group() {
   emit(std::make_shared<CopyAsyncCommitGroupInst>(), {});
 }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tilevm/ir/printer.h"
 #include "tilevm/layout/layout_text.h"
 #include "tilevm/support/error.h"
 
@@ -298,6 +299,29 @@ TEST(Builder, RejectsMisplacedControlFlow) {
   pb.for_range("i", 4, [&](Scalar) { pb.break_(); });
   EXPECT_EQ(pb.build().body.size(), 5u);
   expect_error([&] { pb.copy_async_wait_group(x); }, "needs a constant count");
+}
+
+TEST(Builder, BarriersAndTmaCopiesPrintAsTheirText) {
+  ProgramBuilder pb("tma");
+  Pointer x_ptr = pb.pointer_param("x_ptr", f16);
+  pb.grid({1});
+  pb.threads(32);
+  Tensor gx = pb.view_global("gx", x_ptr, f16, {32, 8});
+  Tensor tiles = pb.allocate_shared("tiles", f16, {2, 8, 8});
+  Tensor full = pb.allocate_barrier("full", 1, 2);
+  pb.barrier_arrive(full[0], 128);
+  pb.copy_tma(tiles[0], gx(from(8), all), full[0]);
+  pb.barrier_wait(full[0], 0);
+  const std::string text = print_program(pb.build());
+  EXPECT_NE(text.find("    full = AllocateBarrier(count=1, shape=[2])\n"
+                      "    BarrierArrive(full[0], tx=128)\n"
+                      "    CopyTma(tiles[0], gx[8:, :], barrier=full[0])\n"
+                      "    BarrierWait(full[0], parity=0)\n"),
+            std::string::npos)
+      << text;
+  expect_error([&] { pb.barrier_arrive(tiles[0]); }, "the barrier of BarrierArrive");
+  expect_error([&] { pb.copy_tma(tiles[1], gx, tiles[0]); }, "the barrier of CopyTma");
+  expect_error([&] { pb.allocate_barrier("none", 1, 0); }, "needs at least one barrier");
 }
 
 }  // namespace

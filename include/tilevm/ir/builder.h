@@ -279,6 +279,11 @@ class ProgramBuilder {
   void copy_async(const TensorRef& dst, const TensorRef& src);
   void copy_async_commit_group();
   void copy_async_wait_group(const Scalar& n);
+  // Barriers and TMA copies (ir/inst/tma.h, sm_90): `count` arrivals per phase, n barriers.
+  Tensor allocate_barrier(const std::string& name, int64_t count, int64_t n);
+  void barrier_arrive(const TensorRef& barrier, const std::optional<Scalar>& tx = std::nullopt);
+  void barrier_wait(const TensorRef& barrier, const Scalar& parity);
+  void copy_tma(const TensorRef& dst, const TensorRef& src, const TensorRef& barrier);
   Tensor cast(const Dest& dest, const TensorRef& src, DataType dtype);
   // Cast into `layout`: the operand's elements in another slot order (CastInst).
   Tensor cast(const Dest& dest, const TensorRef& src, DataType dtype, const LayoutArg& layout);
