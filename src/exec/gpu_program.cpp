@@ -109,6 +109,35 @@ std::uint64_t GpuProgram::workspace_bytes(const ProgramArgs& args) const {
   return slots.empty() ? 0 : (slots.back().offset + slots.back().bytes + 255) / 256 * 256;
 }
 
+// The tensor map of a CopyTma source: its view's shape and strides evaluated with the launch's scalars, over
+// the launch's pointer (tilevm::Error names the view and the rule it breaks).
+runtime::TensorMap GpuProgram::tensor_map(const KernelParam& p, const ProgramArgs& args) const {
+  const ir::Program& program = compiled_->program;
+  auto ptr = args.pointers.find(p.pointer);
+  if (ptr == args.pointers.end())
+    fail("no device pointer for parameter '{}' of '{}'", p.pointer, program.name);
+  const ScalarLookup lookup = lookup_in(args);
+  const ir::ViewGlobalInst& view = *p.view;
+  const auto element = static_cast<std::uint64_t>(view.dtype.bits() / 8);
+  runtime::TensorMapDesc d;
+  d.address = ptr->second;
+  d.element_bytes = static_cast<int>(element);
+  for (const ir::Expr& e : view.shape) d.dims.push_back(static_cast<std::uint64_t>(eval_host_int(e, lookup)));
+  d.strides.assign(d.dims.size(), element);
+  if (view.strides.empty()) {
+    for (size_t i = d.dims.size(); i-- > 1;) d.strides[i - 1] = d.strides[i] * d.dims[i];
+  } else {
+    for (size_t i = 0; i < view.strides.size(); ++i)
+      d.strides[i] = static_cast<std::uint64_t>(eval_host_int(view.strides[i], lookup)) * element;
+  }
+  for (int64_t b : p.box) d.box.push_back(static_cast<std::uint32_t>(b));
+  try {
+    return runtime::encode_tensor_map(d);
+  } catch (const Error& e) {
+    fail("'{}': the CopyTma source '{}' (parameter '{}'): {}", program.name, p.name, p.pointer, e.what());
+  }
+}
+
 void GpuProgram::launch(const runtime::Stream& stream, const ProgramArgs& args) const {
   const ir::Program& program = compiled_->program;
   if (!args.workspace_initialized)
@@ -124,6 +153,7 @@ void GpuProgram::launch(const runtime::Stream& stream, const ProgramArgs& args) 
   // hold every scalar C type and every pointer.
   const std::vector<KernelParam>& signature = compiled_->kernel.params;
   std::vector<std::uint64_t> storage(signature.size(), 0);
+  std::vector<runtime::TensorMap> maps(signature.size());  // TensorMap parameters: 128 bytes by value
   std::vector<void*> pointers;
   for (size_t i = 0; i < signature.size(); ++i) {
     const KernelParam& p = signature[i];
@@ -144,6 +174,10 @@ void GpuProgram::launch(const runtime::Stream& stream, const ProgramArgs& args) 
       case KernelParam::Kind::Workspace:
         storage[i] = args.workspace;
         break;
+      case KernelParam::Kind::TensorMap:
+        maps[i] = tensor_map(p, args);
+        pointers.push_back(maps[i].bytes.data());
+        continue;
     }
     pointers.push_back(&storage[i]);
   }

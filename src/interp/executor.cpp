@@ -70,6 +70,14 @@ void Machine::run_block(const Index& block) {
   committed_groups_ = 0;
   epoch_ = 1;
   exec_block(program_.body);
+  // A block that ends while a TMA copy still writes its shared memory: on the GPU the memory may already
+  // belong to the next block.
+  for (const PendingCopy& c : copies_)
+    if (c.barrier && !c.landed)
+      raise(*c.loc,
+            "the block ends with this CopyTma still in flight: no BarrierWait waited for the phase of {}[{}] "
+            "it completes on",
+            c.barrier->name, c.barrier_index);
 }
 
 Flow Machine::exec_block(const ir::Block& block) {

@@ -38,6 +38,7 @@ namespace tilevm::runtime::detail {
   X(cuFuncGetAttribute)                 \
   X(cuFuncSetAttribute)                 \
   X(cuLaunchKernel)                     \
+  X(cuTensorMapEncodeTiled)             \
   X(cuStreamCreate)                     \
   X(cuStreamDestroy)                    \
   X(cuStreamSynchronize)                \

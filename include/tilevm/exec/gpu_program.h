@@ -29,6 +29,7 @@
 #include "tilevm/runtime/launch.h"
 #include "tilevm/runtime/module.h"
 #include "tilevm/runtime/nvrtc.h"
+#include "tilevm/runtime/tensor_map.h"
 #include "tilevm/target/target.h"
 
 namespace tilevm::exec {
@@ -88,6 +89,7 @@ class GpuProgram {
   void launch(const runtime::Stream& stream, const ProgramArgs& args) const;
 
  private:
+  runtime::TensorMap tensor_map(const KernelParam& p, const ProgramArgs& args) const;
   GpuProgram(std::shared_ptr<const CompiledProgram> compiled, runtime::Module module, runtime::Kernel kernel)
       : compiled_(std::move(compiled)), module_(std::move(module)), kernel_(std::move(kernel)) {}
   std::shared_ptr<const CompiledProgram> compiled_;

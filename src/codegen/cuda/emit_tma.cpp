@@ -1,18 +1,141 @@
-// Barriers and TMA copies (ir/inst/tma.h). They need sm_90; for older targets the emitter says so. The sm_90
-// code generator for them is the next step of the Hopper work (docs/language.md section 5 records the
-// state); until it lands the emitter refuses them with a located message, and the interpreter runs them.
+// Barriers and TMA copies (ir/inst/tma.h), sm_90. A barrier is an mbarrier word in the planned shared memory;
+// the block's arrival is one elected thread's, after a __syncthreads() so that it stands for every thread's
+// earlier instructions (an arrival often says "this stage has been read"). A CopyTma is issued by thread 0
+// through a tensor map that the runtime encodes at launch from the source view (a __grid_constant__ kernel
+// parameter, KernelParam::Kind::TensorMap) and completes on its barrier; every thread spins on
+// mbarrier.try_wait.parity in BarrierWait. For targets without Hopper the emitter refuses them.
+#include <fmt/format.h>
+
 #include "emitter.h"
 
 namespace tilevm::codegen::cuda {
+
+namespace {
+
+// The CUtensorMap a kernel receives by value: 128 opaque bytes, 64-byte aligned.
+constexpr const char* kTensorMapType =
+    "struct __align__(64) tv_tensor_map { unsigned long long opaque[16]; };\n";
+
+}  // namespace
+
+std::string Emitter::barrier_address(const ir::TensorArg& arg) {
+  const MemTensor& m = mem(arg.tensor);
+  const ElementAccess a = access(m, arg, {}, {});
+  return fmt::format("((unsigned)__cvta_generic_to_shared({}) + 8u * (unsigned)({}))", m.ptr, a.offset.text);
+}
 
 void Emitter::emit_barrier_tma(const ir::InstStmt& s) {
   if (!options_.target.features.hopper)
     unsupported(s, fmt::format("{} needs sm_90 or newer (the tensor-memory accelerator and transaction "
                                "barriers); the target is {}",
                                s.inst->name(), options_.target.arch));
-  unsupported(s,
-              "barriers and TMA copies run on the interpreter only so far; their sm_90 code generator is "
-              "not written yet");
+  const ir::InstNode& n = *s.inst;
+  if (const auto* a = n.as<ir::AllocateBarrierInst>()) {
+    if (s.results.empty()) return;
+    if (!a->placement) unsupported(s, "the barriers are not placed (run transform::lower first)");
+    const ir::Var& var = s.results[0];
+    MemTensor m;
+    m.scope = ir::Scope::Barrier;
+    m.dtype = DataType::uint(64);
+    m.layout = *var->type.tensor->layout;
+    for (int64_t e : m.layout->shape()) m.shape.push_back(cconst(e));
+    m.ptr = fmt::format("(tv_smem + {})", a->placement->offset);
+    m.ptr_align = 16;
+    mems_[var.get()] = m;
+    note(s, fmt::format("barriers: shared bytes [{}, {})", a->placement->offset,
+                        a->placement->offset + a->placement->bytes));
+    open("if (t == 0)");
+    open(fmt::format("for (int i = 0; i < {}; ++i)", m.layout->num_locals()));
+    line(
+        fmt::format("asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"((unsigned)"
+                    "__cvta_generic_to_shared({}) + 8u * (unsigned)i), \"r\"({}) : \"memory\");",
+                    m.ptr, a->count));
+    close();
+    line("asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");");
+    close();
+    line("__syncthreads();  // the barriers are initialized before any thread uses them");
+    return;
+  }
+  if (const auto* a = n.as<ir::BarrierArriveInst>()) {
+    const std::string addr = barrier_address(a->barrier);
+    line("__syncthreads();  // the block's arrival: every thread's earlier instructions are done");
+    if (a->tx)
+      line(
+          fmt::format("if (t == 0) asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" "
+                      ":: \"r\"({}), \"r\"((unsigned)({})) : \"memory\");",
+                      addr, int_expr(a->tx).text));
+    else
+      line(
+          fmt::format("if (t == 0) asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"({}) : "
+                      "\"memory\");",
+                      addr));
+    return;
+  }
+  if (const auto* w = n.as<ir::BarrierWaitInst>()) {
+    line("{");
+    ++indent_;
+    line(fmt::format("const unsigned tv_bar = {};", barrier_address(w->barrier)));
+    line(fmt::format("const unsigned tv_parity = (unsigned)({});", int_expr(w->parity).text));
+    line("unsigned tv_done = 0;");
+    open("do");
+    line(
+        "asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, "
+        "1, 0, p; }\" : \"=r\"(tv_done) : \"r\"(tv_bar), \"r\"(tv_parity) : \"memory\");");
+    close("} while (!tv_done);");
+    close();
+    return;
+  }
+  const auto& c = *n.as<ir::CopyTmaInst>();
+  emit_copy_tma(s, c);
+}
+
+void Emitter::emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c) {
+  const MemTensor& dst = mem(c.dst.tensor);
+  const MemTensor& src = mem(c.src.tensor);
+  const ir::ViewGlobalInst* view =
+      global_view_insts_.count(c.src.tensor.get()) ? global_view_insts_.at(c.src.tensor.get()) : nullptr;
+  if (!view) unsupported(s, "the source of CopyTma must be a ViewGlobal (the verifier checks this)");
+  // The box: the destination tile's extents on the source's kept dimensions, 1 on its indexed ones.
+  const std::vector<int> kept = kept_dims(src, c.src);
+  const std::vector<int> dst_kept = kept_dims(dst, c.dst);
+  if (kept.size() != dst_kept.size()) unsupported(s, "CopyTma views of different ranks");
+  std::vector<int64_t> box(src.shape.size(), 1);
+  for (size_t k = 0; k < kept.size(); ++k)
+    box[static_cast<size_t>(kept[k])] = dst.layout->shape()[static_cast<size_t>(dst_kept[k])];
+  // One tensor map per (view, box).
+  const ir::VarRef* ptr = view->ptr->as<ir::VarRef>();
+  std::string map;
+  for (const KernelParam& p : tensor_maps_)
+    if (p.view == view && p.box == box) map = p.name;
+  if (map.empty()) {
+    map = fresh(fmt::format("tv_tmap_{}", tensor_maps_.size()));
+    KernelParam p;
+    p.kind = KernelParam::Kind::TensorMap;
+    p.name = map;
+    p.dtype = view->dtype;
+    p.c_type = "const __grid_constant__ tv_tensor_map";
+    p.view = view;
+    p.pointer = ptr->var->name;
+    p.box = box;
+    tensor_maps_.push_back(p);
+    helper_functions_["tv_tensor_map"] = kTensorMapType;
+  }
+  const ElementAccess origin = access(src, c.src, {}, std::vector<CExpr>(kept.size(), cconst(0)));
+  const ElementAccess at = access(dst, c.dst, {}, std::vector<CExpr>(dst_kept.size(), cconst(0)));
+  const int64_t bytes = dst.dtype.bits() / 8;
+  std::string coords, operands;
+  const int rank = static_cast<int>(origin.base.size());
+  for (int d = rank - 1, k = 0; d >= 0; --d, ++k) {  // innermost first
+    coords += fmt::format("{}%{}", k ? ", " : "", k + 3);
+    operands += fmt::format(", \"r\"((int)({}))", origin.base[static_cast<size_t>(d)].text);
+  }
+  note(s, fmt::format("TMA {}-D box [{}] through {}", rank, fmt::join(box, ", "), map));
+  line(fmt::format(
+      "if (t == 0) asm "
+      "volatile(\"cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::"
+      "bytes [%0], [%1, {{{}}}], [%2];\" :: \"r\"((unsigned)__cvta_generic_to_shared({} + ({}) * {})), "
+      "\"l\"((unsigned long long)&{}), \"r\"({}){} : \"memory\");",
+      rank, coords, dst.ptr, at.offset.text, bytes, map, barrier_address(c.barrier), operands));
 }
 
 }  // namespace tilevm::codegen::cuda

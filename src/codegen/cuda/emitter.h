@@ -85,6 +85,9 @@ std::string type_args(DataType t);
 int64_t reg_words(DataType t, const layout::Layout& f);
 
 // A global or shared tensor as the kernel sees it.
+struct MemTensor;
+// The dimensions of m that the view `arg` keeps (not selected by an index subscript).
+std::vector<int> kept_dims(const MemTensor& m, const ir::TensorArg& arg);
 struct MemTensor {
   ir::Scope scope = ir::Scope::Global;
   DataType dtype = DataType::f32();
@@ -186,6 +189,9 @@ class Emitter {
   bool try_ldmatrix(const ir::InstStmt& s, const ir::LoadInst& n, const MemTensor& m, const RegInfo& out);
   void emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n);
   void emit_barrier_tma(const ir::InstStmt& s);
+  void emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c);
+  // The shared-window address of one barrier (b[i]) as a C expression.
+  std::string barrier_address(const ir::TensorArg& arg);
   void emit_allocate_register(const ir::InstStmt& s, const ir::AllocateRegisterInst& n);
   void emit_view(const ir::InstStmt& s, const ir::ViewInst& n);
   void emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst& n);
@@ -222,6 +228,9 @@ class Emitter {
   std::vector<std::string> selections_;
   // Device functions emitted once after the prelude (the vectorized converters), by name.
   std::map<std::string, std::string> helper_functions_;
+  // CopyTma: the ViewGlobal of each global view, and the tensor-map parameters (after tv_workspace).
+  std::unordered_map<const ir::VarNode*, const ir::ViewGlobalInst*> global_view_insts_;
+  std::vector<KernelParam> tensor_maps_;
   // The order each emitted reordering converter was made for: two orders whose names' hashes collide get
   // distinct names (emit_cast.cpp).
   std::map<std::string, std::vector<int>> converter_orders_;

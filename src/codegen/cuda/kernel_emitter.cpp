@@ -369,6 +369,10 @@ EmittedKernel Emitter::run() {
   signature.push_back({KernelParam::Kind::Workspace, "tv_workspace", DataType::uint(8), "void*"});
   params.push_back("void* tv_workspace");
   emit_block(program_.body);
+  for (const KernelParam& p : tensor_maps_) {
+    signature.push_back(p);
+    params.push_back(p.c_type + " " + p.name);
+  }
 
   EmittedKernel k;
   k.kernel_name = "tilevm_" + program_.name;

@@ -30,8 +30,6 @@ CExpr Emitter::index_expr(const ir::Expr& e) {
   return x;
 }
 
-namespace {
-
 // The dimensions of m that the view `arg` keeps (not selected by an index subscript).
 std::vector<int> kept_dims(const MemTensor& m, const ir::TensorArg& arg) {
   std::vector<int> kept;
@@ -40,8 +38,6 @@ std::vector<int> kept_dims(const MemTensor& m, const ir::TensorArg& arg) {
       kept.push_back(static_cast<int>(d));
   return kept;
 }
-
-}  // namespace
 
 std::vector<int> Emitter::tile_dims(const MemTensor& m, const ir::TensorArg& arg, size_t r) {
   const std::vector<int> kept = kept_dims(m, arg);

@@ -25,6 +25,10 @@
 #include "tilevm/ir/program.h"
 #include "tilevm/target/target.h"
 
+namespace tilevm::ir {
+struct ViewGlobalInst;
+}
+
 namespace tilevm::codegen::cuda {
 
 struct EmitOptions {
@@ -47,11 +51,17 @@ struct KernelParam {
     Pointer,    // a global-memory pointer parameter of the program: a device address
     Scalar,     // a scalar parameter of the program, passed as c_type
     Workspace,  // the AllocateGlobal workspace's device address (0 when the program needs none)
+    TensorMap,  // a CUtensorMap (128 bytes, by value) for CopyTma, encoded at launch from `view`
   };
   Kind kind = Kind::Pointer;
   std::string name;                    // the program's parameter name; "tv_workspace" for the workspace
   DataType dtype = DataType::uint(8);  // the pointee (Pointer) or scalar (Scalar) type; u8 for Workspace
   std::string c_type;  // the C type in the signature: "void*", "int", "long long", "float", ...
+  // TensorMap only: the global view it describes (shape and strides over scalar parameters), its pointer
+  // parameter's name, and the box (the tile copied), outermost dimension first.
+  const ir::ViewGlobalInst* view = nullptr;
+  std::string pointer;
+  std::vector<int64_t> box;
 };
 
 struct EmittedKernel {
