@@ -1,25 +1,18 @@
 // Option parsing shared by the subcommands (commands.h).
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "commands.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
+#include "tilevm/support/file_io.h"
 
 namespace tilevm::cli {
 
 std::string read_source_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read '{}': {}", path, std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail("cannot read '{}': {}", path, std::strerror(errno));
-  return text.str();
+  const std::vector<uint8_t> bytes = read_file(path, kMaxSourceBytes);
+  return std::string(bytes.begin(), bytes.end());
 }
 
 ir::ParseOptions parse_defines(const std::vector<std::string>& defines) {
