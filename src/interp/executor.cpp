@@ -6,6 +6,7 @@
 #include "tilevm/support/error.h"
 #include "tilevm/support/file_io.h"
 #include "tilevm/support/int_math.h"
+#include "tilevm/target/limits.h"
 #include "tilevm/type/convert.h"
 
 namespace tilevm::interp {
@@ -44,10 +45,10 @@ Machine::Machine(const ir::Program& program, Arguments& args, const RunOptions& 
     const int64_t g = grid_[d];
     if (g < 0) raise(program.loc, "the grid extent {} is negative", g);
     // The limits of every CUDA GPU since compute capability 3.0: what a GPU could not launch is no run.
-    const int64_t limit = d == 0 ? int64_t{1} << 31 : 65536;
-    if (g >= limit) {
+    const int64_t limit = d == 0 ? target::kMaxGridX : target::kMaxGridYZ;
+    if (g > limit) {
       raise(program.loc, "the grid {} has extent {} in dimension {}; a GPU launches at most {}",
-            format_index(grid_), g, "xyz"[d], limit - 1);
+            format_index(grid_), g, "xyz"[d], limit);
     }
     total_blocks_ *= g;
   }

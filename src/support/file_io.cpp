@@ -105,7 +105,7 @@ void write_file(const std::string& path, std::span<const uint8_t> bytes) {
   // The temporary file sits in the target's directory so that rename() cannot cross file systems.
   std::string temp = path + ".tmp.XXXXXX";
   Fd out{::mkstemp(temp.data())};
-  if (out.fd < 0) write_error(path, fmt::format("cannot create '{}': {}", temp, std::strerror(errno)));
+  if (out.fd < 0) write_error(path, std::strerror(errno));
   const auto give_up = [&](const std::string& why) {
     ::unlink(temp.c_str());
     write_error(path, why);

@@ -14,3 +14,6 @@ def write_npy(path, descr, shape, data):
 values = [0.5 * (k + 1) for k in range(8)]
 write_npy("x.npy", "<f2", [2, 4], struct.pack("<8e", *values))
 write_npy("x_f32.npy", "<f4", [2, 4], struct.pack("<8f", *values))
+# overflow.npy  f16 (2^32, 2^32, 2^32) and no data: the element count overflows int64 (must be refused, not
+#               wrapped to 0 elements)
+write_npy("overflow.npy", "<f2", [2**32, 2**32, 2**32], b"")
