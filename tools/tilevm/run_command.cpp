@@ -1,17 +1,21 @@
 // tilevm run FILE.tile [--interp|--gpu] [-D NAME=VALUE]... [--arg NAME=VALUE]... [--in NAME=FILE.npy]...
-//                      [--out NAME=FILE.npy]...
+//                      [--out NAME=FILE.npy]... [--max-memory BYTES]
 //
 // Parses and lowers the program (transform/lower.h, which verifies it first), then runs it (docs/language.md
 // section 6). Every pointer parameter needs --in NAME=FILE.npy: its content is the buffer's initial content
 // and fixes its size; the .npy dtype must be the host form of the pointee type (npy::descr_for: `<f2` for
 // f16, `<u2` for bf16, `|u1` raw packed bytes for sub-byte and 8-bit float types, ...); any shape is
 // accepted, the bytes are what counts. Every scalar parameter needs --arg NAME=VALUE. --out NAME=FILE.npy
-// writes that buffer after the run, with the dtype and shape of its --in file. Print() output goes to stdout.
+// writes that buffer after the run, with the dtype and shape of its --in file (atomically: npy::write).
+// Print() output goes to stdout. --max-memory is the interpreter's budget (interp::RunOptions::max_memory)
+// and the largest --in file. A scalar outside its parameter's type is refused with the type's range.
 //
 // Exit status: 0 on success; 1 on a program error (parse, verify or run diagnostics on stderr as
 // FILE:LINE:COL: error: ...) or bad input data (an unreadable or mismatched .npy file); 2 on bad
-// command-line use (a malformed NAME=VALUE, an unknown parameter, a missing --in or --arg).
+// command-line use (a malformed NAME=VALUE, an unknown parameter or -D constant, a missing --in or --arg, a
+// value out of its type's range).
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -119,6 +123,11 @@ interp::ScalarValue parse_scalar(const std::string& name, const std::string& tex
     } else if (type.is_float()) {
       v.is_float = true;
       v.f = std::stod(text, &used);
+      // A finite value past the type's largest would become inf or saturate: refused, as for integers.
+      if (used == text.size() && std::isfinite(v.f) && std::abs(v.f) > type.max_value()) {
+        throw UsageError(fmt::format("--arg {}: {} does not fit the parameter's type {} (largest finite {})",
+                                     name, text, type.name(), type.max_value()));
+      }
     } else {
       // The magnitude as unsigned 64 bits (stoull alone would accept "-1" and wrap it), then the range.
       const bool negative = !text.empty() && text[0] == '-';
