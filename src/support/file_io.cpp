@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "tilevm/support/error.h"
@@ -102,8 +103,14 @@ void write_file(const std::string& path, std::span<const uint8_t> bytes) {
     if (out.release() != 0) write_error(path, std::strerror(errno));
     return;
   }
+  // A symbolic link is written through, as a plain open() would: the file it names is the one replaced.
+  std::string target = path;
+  if (char* resolved = ::realpath(path.c_str(), nullptr)) {
+    target = resolved;
+    std::free(resolved);
+  }
   // The temporary file sits in the target's directory so that rename() cannot cross file systems.
-  std::string temp = path + ".tmp.XXXXXX";
+  std::string temp = target + ".tmp.XXXXXX";
   Fd out{::mkstemp(temp.data())};
   if (out.fd < 0) write_error(path, std::strerror(errno));
   const auto give_up = [&](const std::string& why) {
@@ -116,7 +123,7 @@ void write_file(const std::string& path, std::span<const uint8_t> bytes) {
   ::umask(mask);
   ::fchmod(out.fd, 0666 & ~mask);
   if (out.release() != 0) give_up(std::strerror(errno));
-  if (::rename(temp.c_str(), path.c_str()) != 0) give_up(std::strerror(errno));
+  if (::rename(temp.c_str(), target.c_str()) != 0) give_up(std::strerror(errno));
 }
 
 void write_file(const std::string& path, std::string_view text) {

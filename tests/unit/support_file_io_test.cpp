@@ -32,6 +32,17 @@ TEST(SupportFileIo, WriteReplacesTheFileAndLeavesNoTemporary) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(SupportFileIo, ASymbolicLinkIsWrittenThrough) {
+  const std::string dir = temp_dir();
+  write_file(dir + "/real.bin", std::string_view("old"));
+  std::filesystem::create_symlink(dir + "/real.bin", dir + "/link.bin");
+  write_file(dir + "/link.bin", std::string_view("new"));
+  EXPECT_TRUE(std::filesystem::is_symlink(dir + "/link.bin"));
+  const std::vector<uint8_t> bytes = read_file(dir + "/real.bin", 100);
+  EXPECT_EQ(std::string(bytes.begin(), bytes.end()), "new");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(SupportFileIo, AFullDiskIsAnError) {
   expect_error([] { write_file("/dev/full", std::string_view("data")); },
                "cannot write '/dev/full': No space left on device");

@@ -19,7 +19,8 @@ namespace tilevm {
 std::vector<uint8_t> read_file(const std::string& path, int64_t max_bytes);
 
 // Replaces the file at `path` by `bytes` atomically (temporary file + rename). A target that exists and is
-// not a regular file (a device, a pipe) cannot be replaced and is written in place, still checked.
+// not a regular file (a device, a pipe) cannot be replaced and is written in place, still checked; a
+// symbolic link is written through (the file it names is replaced).
 // @throws tilevm::Error "cannot write 'PATH': REASON".
 void write_file(const std::string& path, std::span<const uint8_t> bytes);
 void write_file(const std::string& path, std::string_view text);
