@@ -9,6 +9,7 @@
 #include "tilevm/ir/printer.h"
 #include "tilevm/runtime/kernel_cache.h"
 #include "tilevm/support/error.h"
+#include "tilevm/target/limits.h"
 #include "tilevm/transform/lower.h"
 #include "tilevm/type/packing.h"
 
@@ -78,8 +79,11 @@ runtime::LaunchConfig GpuProgram::launch_config(const ProgramArgs& args) const {
   unsigned* dims[] = {&config.grid.x, &config.grid.y, &config.grid.z};
   for (size_t d = 0; d < program.grid.size() && d < 3; ++d) {
     const int64_t g = eval_host_int(program.grid[d], lookup_in(args));
-    if (g <= 0 || g > std::numeric_limits<int32_t>::max())
-      fail("grid extent {} of '{}' is {}", d, program.name, g);
+    // The hardware's limits (target/limits.h), which a grid from scalar parameters meets only now.
+    const int64_t limit = d == 0 ? target::kMaxGridX : target::kMaxGridYZ;
+    if (g <= 0 || g > limit)
+      fail("grid extent {} of '{}' is {}; a GPU launches 1 to {} blocks in dimension {}", d, program.name, g,
+           limit, "xyz"[d]);
     *dims[d] = static_cast<unsigned>(g);
   }
   config.block.x = static_cast<unsigned>(compiled_->kernel.threads);

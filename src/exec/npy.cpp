@@ -1,10 +1,11 @@
 #include "tilevm/exec/npy.h"
 
 #include <cctype>
-#include <fstream>
-#include <iterator>
+
+#include <fmt/ranges.h>
 
 #include "tilevm/support/error.h"
+#include "tilevm/support/file_io.h"
 
 namespace tilevm::npy {
 
@@ -151,8 +152,19 @@ Array parse(std::span<const uint8_t> bytes, std::string_view name) {
   for (int64_t e : out.shape)
     if (e < 0) fail("{}: negative dimension in the .npy shape", name);
   const size_t data_start = start + header_len;
-  const int64_t need = out.count() * out.item_size();
   const int64_t have = static_cast<int64_t>(bytes.size() - data_start);
+  // The element count and byte size in checked arithmetic: a shape whose product wraps to the file's size
+  // would otherwise be accepted with a wrong count.
+  int64_t count = 1, need = 0;
+  for (int64_t e : out.shape) {
+    if (__builtin_mul_overflow(count, e, &count)) {
+      fail("{}: the .npy shape ({}) has more than 2^63 elements", name, fmt::join(out.shape, ", "));
+    }
+  }
+  if (__builtin_mul_overflow(count, static_cast<int64_t>(out.item_size()), &need)) {
+    fail("{}: the .npy shape ({}) of {} needs more than 2^63 bytes", name, fmt::join(out.shape, ", "),
+         out.descr);
+  }
   if (have != need) {
     fail("{}: the .npy data has {} bytes but {} elements of {} need {}", name, have, out.count(), out.descr,
          need);
@@ -161,11 +173,8 @@ Array parse(std::span<const uint8_t> bytes, std::string_view name) {
   return out;
 }
 
-Array read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open '{}'", path);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse(bytes, path);
+Array read(const std::string& path, int64_t max_bytes) {
+  return parse(read_file(path, max_bytes), path);
 }
 
 std::vector<uint8_t> serialize(const Array& array) {
@@ -199,11 +208,7 @@ std::vector<uint8_t> serialize(const Array& array) {
 }
 
 void write(const std::string& path, const Array& array) {
-  std::vector<uint8_t> bytes = serialize(array);
-  std::ofstream out(path, std::ios::binary);
-  if (!out) fail("cannot write '{}'", path);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!out) fail("cannot write '{}'", path);
+  write_file(path, serialize(array));
 }
 
 std::string descr_for(DataType type) {

@@ -4,6 +4,9 @@
 
 #include "machine.h"
 #include "tilevm/support/error.h"
+#include "tilevm/support/file_io.h"
+#include "tilevm/support/int_math.h"
+#include "tilevm/target/limits.h"
 #include "tilevm/type/convert.h"
 
 namespace tilevm::interp {
@@ -38,8 +41,15 @@ Machine::Machine(const ir::Program& program, Arguments& args, const RunOptions& 
   env_ = params_;
   current_loc_ = program.loc;
   grid_ = eval_ints(program.grid, "a grid extent");
-  for (int64_t g : grid_) {
+  for (size_t d = 0; d < grid_.size(); ++d) {
+    const int64_t g = grid_[d];
     if (g < 0) raise(program.loc, "the grid extent {} is negative", g);
+    // The limits of every CUDA GPU since compute capability 3.0: what a GPU could not launch is no run.
+    const int64_t limit = d == 0 ? target::kMaxGridX : target::kMaxGridYZ;
+    if (g > limit) {
+      raise(program.loc, "the grid {} has extent {} in dimension {}; a GPU launches at most {}",
+            format_index(grid_), g, "xyz"[d], limit);
+    }
     total_blocks_ *= g;
   }
   threads_ = program.threads;
@@ -65,6 +75,7 @@ void Machine::run_block(const Index& block) {
   block_index_ = block;
   env_ = params_;
   shared_.clear();
+  shared_bytes_ = 0;
   copies_.clear();
   open_group_ = 0;
   committed_groups_ = 0;
@@ -314,7 +325,16 @@ RegPtr Machine::new_reg(DataType dtype, const layout::Layout& lay) {
   if (threads_ > 0 && r->table->threads != threads_) {
     raise(current_loc_, "layout has {} threads but the program has {}", r->table->threads, threads_);
   }
-  const size_t n = static_cast<size_t>(r->table->threads * r->table->locals);
+  const int64_t slots = r->table->threads * r->table->locals;
+  // A code and an initialized flag per slot, only checked: register tensors come and go with their values.
+  // (The message is formatted only when the check fails: this is the interpreter's hot path.)
+  const int64_t bytes = slots * static_cast<int64_t>(sizeof(uint64_t) + 1);
+  if (bytes + workspace_bytes_ + shared_bytes_ > options_.max_memory) {
+    charge_memory(bytes, nullptr, current_loc_,
+                  fmt::format("a register tensor of {}{} ({} threads x {} slots)", dtype.name(),
+                              format_index(r->table->shape), r->table->threads, r->table->locals));
+  }
+  const size_t n = static_cast<size_t>(slots);
   r->codes.assign(n, 0);
   r->init.assign(n, 0);
   return r;
@@ -352,6 +372,11 @@ bool run_program(const ir::Program& program, Arguments& args, Diagnostics& diags
   } catch (const Error& e) {
     loc = machine ? machine->current_loc() : program.loc;
     diags.error(loc, "{}", e.what());
+  } catch (const std::bad_alloc&) {
+    // What charge_memory does not count (layout tables, temporaries) can still exhaust the host.
+    loc = machine ? machine->current_loc() : program.loc;
+    diags.error(loc, "the interpreter ran out of host memory here (the budget is {})",
+                format_bytes(options.max_memory));
   }
   if (machine && machine->multi_block()) {
     diags.add(Severity::Note, loc,

@@ -223,8 +223,10 @@ class Machine {
   // Storage addresses of every element of a tile (row-major over tile_shape) placed at `offset` of the
   // view: the element offset in the global tensor's storage (-1 outside the tensor) or the shared storage
   // offset (out-of-bounds shared accesses raise).
+  // Global elements inside the tensor but outside its buffer raise, naming `action` ("read", "write").
   std::vector<int64_t> global_addresses(const ir::TensorArg& arg, const GlobalTensor& g,
-                                        const Index& tile_shape, const Index& offset);
+                                        const Index& tile_shape, const Index& offset,
+                                        const char* action = "read");
   std::vector<int64_t> shared_addresses(const ir::TensorArg& arg, const SharedBuffer& s,
                                         const Index& tile_shape, const Index& offset, const char* action);
   Value view_global(const ir::ViewGlobalInst& n);
@@ -236,6 +238,10 @@ class Machine {
   void store_shared(const ir::StoreInst& n);
   GlobalTensor& global_operand(const ir::TensorArg& arg);
   SharedBuffer& shared_operand(const ir::TensorArg& arg);
+  // Counts `bytes` more of the run's memory in `pool` (workspace_bytes_ or shared_bytes_; nullptr: a
+  // temporary that is only checked) and raises, naming `what` and the bytes needed, when the total would
+  // pass RunOptions::max_memory. -1 bytes: more than 2^63.
+  void charge_memory(int64_t bytes, int64_t* pool, SourceLoc loc, const std::string& what);
   uint64_t read_global(const GlobalTensor& g, int64_t address, SourceLoc loc);
   void write_global(GlobalTensor& g, int64_t address, uint64_t code, SourceLoc loc);
 
@@ -284,6 +290,8 @@ class Machine {
   std::map<const ir::InstNode*, std::unique_ptr<GlobalBuffer>> workspace_;  // AllocateGlobal, per launch
   std::vector<std::unique_ptr<SharedBuffer>> shared_;                       // the current block's
   std::vector<PendingCopy> copies_;                                         // the current block's
+  int64_t workspace_bytes_ = 0;  // charge_memory's pools: for the launch, for the current block
+  int64_t shared_bytes_ = 0;
   int64_t open_group_ = 0;        // the id of the group that copies join
   int64_t committed_groups_ = 0;  // groups with id < committed_groups_ are committed
 

@@ -4,11 +4,14 @@
 // subscripted dimension, 0 elsewhere) and keeps the dimensions that are not indexed. A tile placed at
 // `offset` of that view addresses the view's trailing dimensions: base[kept[v]] = origin + offset[v] +
 // tile_index[v - (V - r)]. Outside a global tensor reads give 0 and writes are dropped; outside its buffer
-// (the memory behind the pointer) both are errors. Outside a shared tensor both are errors.
+// (the memory behind the pointer, checked for every element in global_addresses) both are errors. Outside a
+// shared tensor both are errors.
 #include <fmt/format.h>
 
 #include "machine.h"
 #include "tilevm/support/error.h"
+#include "tilevm/support/file_io.h"
+#include "tilevm/support/int_math.h"
 #include "tilevm/type/convert.h"
 #include "tilevm/type/packing.h"
 
@@ -95,19 +98,36 @@ int64_t linearize(const Index& index, const Index& shape) {
 }  // namespace
 
 std::vector<int64_t> Machine::global_addresses(const ir::TensorArg& arg, const GlobalTensor& g,
-                                               const Index& tile_shape, const Index& offset) {
+                                               const Index& tile_shape, const Index& offset,
+                                               const char* action) {
   MemView v = resolve_view(arg, g.shape);
   std::vector<int64_t> out;
   for_each_tile_element(v, tile_shape, offset, current_loc_, [&](int64_t, const Index& base) {
     if (!inside(base, g.shape)) {
-      out.push_back(-1);
-    } else if (g.layout) {
-      out.push_back(g.layout->offset_of[static_cast<size_t>(linearize(base, g.shape))]);
-    } else {
-      int64_t a = 0;
-      for (size_t d = 0; d < base.size(); ++d) a += base[d] * g.strides[d];
-      out.push_back(a);
+      out.push_back(-1);  // outside the tensor: reads give 0, writes are dropped
+      return;
     }
+    std::optional<int64_t> a = 0;
+    if (g.layout) {
+      a = g.layout->offset_of[static_cast<size_t>(linearize(base, g.shape))];
+    } else {
+      for (size_t d = 0; d < base.size() && a; ++d) {
+        const std::optional<int64_t> term = checked_mul(base[d], g.strides[d]);
+        a = term ? checked_add(*a, *term) : std::nullopt;
+      }
+    }
+    // Inside the tensor but outside the memory behind its pointer: strides or a shape that do not fit the
+    // buffer. On a GPU this reads or writes another allocation, so it is an error, never a 0.
+    if (!a || *a < 0 || *a >= g.capacity) {
+      const std::string where = a ? fmt::format("at element {}", *a) : std::string("beyond element 2^63");
+      const std::string view =
+          g.layout ? fmt::format("a layout of shape {}", format_index(g.shape))
+                   : fmt::format("shape {}, strides {}", format_index(g.shape), format_index(g.strides));
+      raise(current_loc_,
+            "{} of global '{}' element {} is {}, outside its buffer of {} {} elements (view {})", action,
+            g.name, format_index(base), where, g.capacity, g.dtype.name(), view);
+    }
+    out.push_back(*a);
   });
   return out;
 }
@@ -195,6 +215,32 @@ Value Machine::view_global(const ir::ViewGlobalInst& n) {
   return v;
 }
 
+void Machine::charge_memory(int64_t bytes, int64_t* pool, SourceLoc loc, const std::string& what) {
+  const int64_t used = workspace_bytes_ + shared_bytes_;
+  const std::optional<int64_t> total = bytes < 0 ? std::nullopt : checked_add(used, bytes);
+  if (!total || *total > options_.max_memory) {
+    const std::string need = bytes < 0 ? "more than 2^63 bytes" : format_bytes(bytes);
+    const std::string others =
+        used > 0 ? fmt::format(" besides the {} already in use", format_bytes(used)) : "";
+    raise(loc, "{} needs {} of interpreter memory{}; the budget is {} (tilevm run --max-memory)", what, need,
+          others, format_bytes(options_.max_memory));
+  }
+  if (pool) *pool += bytes;
+}
+
+namespace {
+
+// The bytes of `count` elements of `bits` bits packed, plus `per_element` bytes of bookkeeping each; -1 when
+// that passes 2^63.
+int64_t storage_bytes(int bits, int64_t count, int64_t per_element) {
+  const std::optional<int64_t> data = checked_mul(count, bits);
+  const std::optional<int64_t> extra = checked_mul(count, per_element);
+  if (!data || !extra) return -1;
+  return checked_add((*data + 7) / 8, *extra).value_or(-1);
+}
+
+}  // namespace
+
 Value Machine::allocate_global(const ir::AllocateGlobalInst& n, const std::string& name) {
   auto g = std::make_shared<GlobalTensor>();
   g->name = name;
@@ -208,14 +254,16 @@ Value Machine::allocate_global(const ir::AllocateGlobalInst& n, const std::strin
     g->shape = eval_ints(n.shape, "a shape extent");
     g->strides.assign(g->shape.size(), 1);
     for (size_t d = g->shape.size(); d-- > 1;) g->strides[d - 1] = g->strides[d] * g->shape[d];
-    for (int64_t e : g->shape) {
+    for (int64_t e : g->shape)
       if (e < 0) raise(n.loc, "AllocateGlobal shape {} has a negative extent", format_index(g->shape));
-      size *= e;
-    }
+    size = checked_product(g->shape).value_or(-1);
   }
   // One workspace tensor per AllocateGlobal for the whole launch, made (and filled) when first reached.
   auto& buf = workspace_[&n];
   if (!buf) {
+    charge_memory(size < 0 ? -1 : storage_bytes(n.dtype.bits(), size, n.init ? 0 : 1), &workspace_bytes_,
+                  n.loc,
+                  fmt::format("AllocateGlobal '{}' of {}{}", name, n.dtype.name(), format_index(g->shape)));
     buf = std::make_unique<GlobalBuffer>();
     buf->name = name;
     buf->owned.assign(static_cast<size_t>(packed_bytes(n.dtype, size)), 0);
@@ -245,6 +293,10 @@ Value Machine::allocate_shared(const ir::AllocateSharedInst& n, const ir::Var& v
   s->dtype = n.dtype;
   s->table = &layouts_.get_memory(*t.layout);
   const int64_t size = s->table->elements;
+  // Per element: the initialized flag, the pending copy and the race checker's record.
+  charge_memory(
+      storage_bytes(n.dtype.bits(), size, 1 + sizeof(int32_t) + sizeof(RaceMeta)), &shared_bytes_, n.loc,
+      fmt::format("AllocateShared '{}' of {}{}", var->name, n.dtype.name(), format_index(s->table->shape)));
   s->bytes.assign(static_cast<size_t>(packed_bytes(n.dtype, size)), 0);
   s->init.assign(static_cast<size_t>(size), 0);
   s->pending.assign(static_cast<size_t>(size), -1);
@@ -331,7 +383,7 @@ void Machine::store_global(const ir::StoreInst& n, bool atomic_add) {
     raise(n.loc, "{} of a {} tile into global '{}' of {}", n.name(), r.dtype.name(), g.name, g.dtype.name());
   }
   const Index offset = eval_ints(n.offset, "an offset");
-  const std::vector<int64_t> addrs = global_addresses(n.dst, g, r.table->shape, offset);
+  const std::vector<int64_t> addrs = global_addresses(n.dst, g, r.table->shape, offset, "write");
   for_each_distinct(r, n.src.tensor->name, n.loc, [&](int64_t l, uint64_t code) {
     const int64_t a = addrs[static_cast<size_t>(l)];
     if (a < 0) return;

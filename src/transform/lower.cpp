@@ -3,9 +3,12 @@
 
 #include <fmt/format.h>
 
+#include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/printer.h"
 #include "tilevm/ir/verifier.h"
+#include "tilevm/ir/visitor.h"
 #include "tilevm/support/error.h"
+#include "tilevm/target/limits.h"
 #include "tilevm/transform/analyze_nan_payload.h"
 #include "tilevm/transform/infer_threads.h"
 #include "tilevm/transform/plan_shared_memory.h"
@@ -24,6 +27,33 @@ constexpr Pass kPipeline[] = {
     {"infer_threads", infer_threads},
     {"analyze_nan_payload", analyze_nan_payload},
     {"plan_shared_memory", plan_shared_memory},
+};
+
+// After plan_shared_memory: the shared tensors live at once against the most any GPU offers a block (the
+// verifier checks each tensor alone; only the plan knows which ones overlap). Reported at the first
+// allocation whose range ends past the limit.
+class SharedLimitCheck : public ir::IRVisitor {
+ public:
+  SharedLimitCheck(const ir::Program& program, Diagnostics& diags) : program_(program), diags_(diags) {}
+  void visit_inst_stmt(const ir::InstStmt& s) override {
+    const auto* a = s.inst->as<ir::AllocateSharedInst>();
+    const int64_t end = a && a->placement ? a->placement->offset + a->placement->bytes : 0;
+    if (a && !reported_ && end > target::kMaxSharedPerBlock) {
+      reported_ = true;
+      diags_.error(
+          a->loc,
+          "'{}' needs {} bytes of shared memory per block: this tensor ({} bytes) is placed at bytes "
+          "[{}, {}) beside the shared tensors live with it; a GPU block has at most {} ({} KiB)",
+          program_.name, program_.shared_bytes.value_or(0), a->placement->bytes, a->placement->offset, end,
+          target::kMaxSharedPerBlock, target::kMaxSharedPerBlock / 1024);
+    }
+    ir::IRVisitor::visit_inst_stmt(s);
+  }
+
+ private:
+  const ir::Program& program_;
+  Diagnostics& diags_;
+  bool reported_ = false;
 };
 
 }  // namespace
@@ -48,6 +78,10 @@ std::optional<ir::Program> lower(ir::Program program, Diagnostics& diags, const 
                                         after.render(program.name, ""), ir::print_program(program)));
     }
     if (options.after_pass) options.after_pass(pass.name, program);
+  }
+  if (program.shared_bytes.value_or(0) > target::kMaxSharedPerBlock) {
+    SharedLimitCheck(program, diags).visit_program(program);
+    return std::nullopt;
   }
   return program;
 }

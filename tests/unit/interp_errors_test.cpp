@@ -69,7 +69,8 @@ TEST(InterpErrors, GlobalOutsideTheViewReadsZeroOutsideTheBufferFails) {
       "    x = LoadGlobal(g, layout=spatial(4))\n",
       {{"in_ptr", &in}});
   EXPECT_EQ(bad.errors,
-            "3:9: read of global 'in_ptr' at element 3 is outside its buffer of 3 f32 elements\n");
+            "3:9: read of global 'in_ptr' element [3] is at element 3, outside its buffer of 3 f32 elements "
+            "(view shape [4], strides [1])\n");
 }
 
 TEST(InterpErrors, MissingArguments) {

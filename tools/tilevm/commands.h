@@ -22,7 +22,12 @@ class UsageError : public std::runtime_error {
   explicit UsageError(const std::string& message) : std::runtime_error(message) {}
 };
 
-// A .tile file read whole. @throws tilevm::Error "cannot read 'PATH': REASON".
+// The largest .tile file accepted: far above any real program, small enough that a wrong path (a log, a
+// data file) is refused at once.
+inline constexpr int64_t kMaxSourceBytes = int64_t{16} << 20;
+
+// A .tile file read whole (support/file_io.h: a directory, a device or a file over kMaxSourceBytes is
+// refused). @throws tilevm::Error "cannot read 'PATH': REASON".
 std::string read_source_file(const std::string& path);
 
 // `-D NAME=VALUE` strings into parse options; a malformed one is a UsageError.

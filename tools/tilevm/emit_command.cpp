@@ -17,6 +17,7 @@
 #include "tilevm/ir/parser.h"
 #include "tilevm/runtime/nvrtc.h"
 #include "tilevm/support/error.h"
+#include "tilevm/support/file_io.h"
 #include "tilevm/target/target.h"
 
 namespace tilevm::cli {
@@ -41,9 +42,7 @@ void run_emit(const EmitRequest& req) {
   if (req.output.empty()) {
     std::cout << k.source;
   } else {
-    std::ofstream out(req.output, std::ios::binary);
-    out << k.source;
-    if (!out) fail("cannot write '{}': {}", req.output, std::strerror(errno));
+    write_file(req.output, k.source);
   }
   if (req.compile) {
     runtime::CompileOptions options{.arch = req.arch};

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "tilevm/layout/layout_text.h"
 #include "tilevm/support/error.h"
+#include "tilevm/support/file_io.h"
 
 namespace tilevm::cli {
 namespace {
@@ -23,13 +24,6 @@ struct LayoutOptions {
   bool map = false;
   std::string svg_path;
 };
-
-void write_file(const std::string& path, const std::string& content) {
-  std::ofstream file(path, std::ios::binary);
-  if (file) file << content;
-  if (file) file.close();
-  if (!file) fail("cannot write '{}': {}", path, std::strerror(errno));
-}
 
 // Pictures and maps are built in memory and have a line or a cell per (t, i) pair: beyond this many the
 // output is unreadable anyway, and a typo such as local(65536, 32768) should not exhaust memory.

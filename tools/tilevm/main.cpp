@@ -2,6 +2,8 @@
 // stderr), 2 on bad command-line use.
 #include <cstdio>
 #include <iostream>
+#include <new>
+#include <string>
 
 #include "commands.h"
 #include "tilevm/support/error.h"
@@ -18,6 +20,19 @@ int main(int argc, char** argv) {
   tilevm::cli::add_run_command(app);
   tilevm::cli::add_qmatmul_command(app);
   tilevm::cli::add_bench_command(app);
+  // CLI11 reports a misspelled subcommand as "A subcommand is required"; name it and the valid ones.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->check_name(argv[1]);
+    }
+    if (!known) {
+      std::cerr << "tilevm: unknown subcommand '" << argv[1] << "' (one of: " << names << ")\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -33,6 +48,11 @@ int main(int argc, char** argv) {
   } catch (const tilevm::Error& e) {
     std::cout.flush();
     std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // The input asked for more memory than the host has, past every size check: still a located exit.
+    std::cout.flush();
+    std::cerr << "error: out of host memory\n";
     return 1;
   } catch (const tilevm::InternalError& e) {
     std::cout.flush();

@@ -1,25 +1,18 @@
 // Option parsing shared by the subcommands (commands.h).
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "commands.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
+#include "tilevm/support/file_io.h"
 
 namespace tilevm::cli {
 
 std::string read_source_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read '{}': {}", path, std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail("cannot read '{}': {}", path, std::strerror(errno));
-  return text.str();
+  const std::vector<uint8_t> bytes = read_file(path, kMaxSourceBytes);
+  return std::string(bytes.begin(), bytes.end());
 }
 
 ir::ParseOptions parse_defines(const std::vector<std::string>& defines) {
@@ -30,6 +23,7 @@ ir::ParseOptions parse_defines(const std::vector<std::string>& defines) {
       throw UsageError("-D expects NAME=VALUE, got '" + d + "'");
     options.defines[d.substr(0, eq)] = d.substr(eq + 1);
   }
+  options.unknown_define_is_error = false;  // load_program reports it as a usage error
   return options;
 }
 
@@ -39,6 +33,16 @@ ir::Program load_program(const std::string& path, const ir::ParseOptions& option
   if (source_out) *source_out = source;
   Diagnostics diags;
   std::optional<ir::Program> program = ir::parse_program(source, diags, options);
+  // A -D naming no constant is a mistake on the command line, as an unknown --arg is (exit status 2).
+  if (program && !diags.has_errors()) {
+    for (const auto& [name, value] : options.defines) {
+      bool known = false;
+      for (const auto& constant : program->constants) known = known || constant.first == name;
+      if (!known)
+        throw UsageError(
+            fmt::format("-D {}={}: the program has no top-level constant '{}'", name, value, name));
+    }
+  }
   if (lower && program && !diags.has_errors()) program = transform::lower(*std::move(program), diags, *lower);
   std::cout.flush();
   std::cerr << diags.render(path, source);

@@ -1,16 +1,21 @@
 // tilevm run FILE.tile [--interp|--gpu] [-D NAME=VALUE]... [--arg NAME=VALUE]... [--in NAME=FILE.npy]...
-//                      [--out NAME=FILE.npy]...
+//                      [--out NAME=FILE.npy]... [--max-memory BYTES]
 //
 // Parses and lowers the program (transform/lower.h, which verifies it first), then runs it (docs/language.md
 // section 6). Every pointer parameter needs --in NAME=FILE.npy: its content is the buffer's initial content
 // and fixes its size; the .npy dtype must be the host form of the pointee type (npy::descr_for: `<f2` for
 // f16, `<u2` for bf16, `|u1` raw packed bytes for sub-byte and 8-bit float types, ...); any shape is
 // accepted, the bytes are what counts. Every scalar parameter needs --arg NAME=VALUE. --out NAME=FILE.npy
-// writes that buffer after the run, with the dtype and shape of its --in file. Print() output goes to stdout.
+// writes that buffer after the run, with the dtype and shape of its --in file (atomically: npy::write).
+// Print() output goes to stdout. --max-memory is the interpreter's budget (interp::RunOptions::max_memory)
+// and the largest --in file. A scalar outside its parameter's type is refused with the type's range.
 //
 // Exit status: 0 on success; 1 on a program error (parse, verify or run diagnostics on stderr as
 // FILE:LINE:COL: error: ...) or bad input data (an unreadable or mismatched .npy file); 2 on bad
-// command-line use (a malformed NAME=VALUE, an unknown parameter, a missing --in or --arg).
+// command-line use (a malformed NAME=VALUE, an unknown parameter or -D constant, a missing --in or --arg, a
+// value out of its type's range).
+#include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -37,7 +42,35 @@ struct RunRequest {
   bool interp = false;
   bool gpu = false;
   std::vector<std::string> defines, args, ins, outs;
+  std::string max_memory;
 };
+
+// `--max-memory 8G`: bytes, or a number with a binary suffix K, M, G or T.
+int64_t parse_memory_size(const std::string& text) {
+  size_t used = 0;
+  int64_t value = -1;
+  try {
+    value = std::stoll(text, &used, 10);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  int shift = 0;
+  if (used + 1 == text.size()) {
+    const std::string units = "KMGT";
+    const size_t u = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(text[used]))));
+    if (u != std::string::npos) {
+      shift = 10 * static_cast<int>(u + 1);
+      ++used;
+    }
+  }
+  if (text.empty() || used != text.size() || value <= 0 || value > (INT64_MAX >> shift)) {
+    throw UsageError(
+        fmt::format("--max-memory '{}': expected a positive number of bytes, optionally with K, M, "
+                    "G or T (8G)",
+                    text));
+  }
+  return value << shift;
+}
 
 std::pair<std::string, std::string> split_assignment(const std::string& text, const char* option) {
   const size_t eq = text.find('=');
@@ -53,6 +86,29 @@ const ir::Var* find_param(const ir::Program& p, const std::string& name) {
   return nullptr;
 }
 
+// Whether the integer -magnitude (negative) or +magnitude fits the integer type.
+bool fits_integer(DataType type, bool negative, uint64_t magnitude) {
+  const int bits = type.bits();
+  if (type.kind() == TypeKind::SignedInt) {
+    const uint64_t max_positive = (uint64_t{1} << (bits - 1)) - 1;
+    return magnitude <= max_positive + (negative ? 1 : 0);
+  }
+  if (negative) return magnitude == 0;
+  return bits >= 64 || magnitude <= (uint64_t{1} << bits) - 1;
+}
+
+// The type's range for messages: `-128..127`, `0..255`.
+std::string integer_range(DataType type) {
+  const int bits = type.bits();
+  if (type.kind() == TypeKind::SignedInt) {
+    const uint64_t max = (uint64_t{1} << (bits - 1)) - 1;
+    return fmt::format("-{}..{}", max + 1, max);
+  }
+  return fmt::format("0..{}", bits >= 64 ? UINT64_MAX : (uint64_t{1} << bits) - 1);
+}
+
+// A scalar argument as the parameter's type holds it: an integer outside the type's range is refused
+// rather than wrapped (the program would silently see another value).
 interp::ScalarValue parse_scalar(const std::string& name, const std::string& text, DataType type) {
   interp::ScalarValue v;
   size_t used = 0;
@@ -67,9 +123,33 @@ interp::ScalarValue parse_scalar(const std::string& name, const std::string& tex
     } else if (type.is_float()) {
       v.is_float = true;
       v.f = std::stod(text, &used);
+      // A finite value past the type's largest would become inf or saturate: refused, as for integers.
+      if (used == text.size() && std::isfinite(v.f) && std::abs(v.f) > type.max_value()) {
+        throw UsageError(fmt::format("--arg {}: {} does not fit the parameter's type {} (largest finite {})",
+                                     name, text, type.name(), type.max_value()));
+      }
     } else {
-      v.i = std::stoll(text, &used, 0);
+      // The magnitude as unsigned 64 bits (stoull alone would accept "-1" and wrap it), then the range.
+      const bool negative = !text.empty() && text[0] == '-';
+      const std::string digits = negative || (!text.empty() && text[0] == '+') ? text.substr(1) : text;
+      if (digits.empty() || !std::isalnum(static_cast<unsigned char>(digits[0])))
+        throw std::invalid_argument("");
+      const uint64_t magnitude = std::stoull(digits, &used, 0);
+      used += text.size() - digits.size();
+      if (used == text.size() && !fits_integer(type, negative, magnitude)) {
+        throw UsageError(fmt::format("--arg {}: {} does not fit the parameter's type {} ({})", name, text,
+                                     type.name(), integer_range(type)));
+      }
+      v.i = static_cast<int64_t>(negative ? 0 - magnitude : magnitude);
     }
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::out_of_range&) {
+    if (!type.is_float()) {
+      throw UsageError(fmt::format("--arg {}: {} does not fit the parameter's type {} ({})", name, text,
+                                   type.name(), integer_range(type)));
+    }
+    throw UsageError(fmt::format("--arg {}: {} is out of the range of {}", name, text, type.name()));
   } catch (const std::exception&) {
     used = 0;
   }
@@ -81,6 +161,8 @@ interp::ScalarValue parse_scalar(const std::string& name, const std::string& tex
 
 void run(const RunRequest& req) {
   const ir::ParseOptions parse_options = parse_defines(req.defines);
+  interp::RunOptions options;
+  if (!req.max_memory.empty()) options.max_memory = parse_memory_size(req.max_memory);
   // Check the command line's shape before reading anything.
   std::map<std::string, std::string> scalar_args, in_files, out_files;
   for (const std::string& a : req.args) {
@@ -133,7 +215,7 @@ void run(const RunRequest& req) {
   // Load the buffers.
   std::map<std::string, npy::Array> arrays;
   for (const auto& [name, file] : in_files) {
-    npy::Array a = npy::read(file);
+    npy::Array a = npy::read(file, options.max_memory);
     const DataType pointee = (*find_param(*program, name))->type.dtype;
     const std::string want = npy::descr_for(pointee);
     if (a.descr != want) {
@@ -144,7 +226,6 @@ void run(const RunRequest& req) {
   }
   for (auto& [name, a] : arrays) args.buffers[name] = &a.data;
 
-  interp::RunOptions options;
   options.print_stream = &std::cout;
   // The GPU if asked for, or by default if one is present (docs/language.md section 6); else the interpreter.
   const bool use_gpu = req.gpu || (!req.interp && exec::gpu_available());
@@ -175,6 +256,8 @@ void add_run_command(CLI::App& app) {
   command->add_option("--arg", req->args, "a scalar parameter: NAME=VALUE");
   command->add_option("--in", req->ins, "a pointer parameter's initial content: NAME=FILE.npy");
   command->add_option("--out", req->outs, "save a pointer parameter's buffer after the run: NAME=FILE.npy");
+  command->add_option("--max-memory", req->max_memory,
+                      "the interpreter's memory budget, e.g. 8G (default 4G; also the largest --in file)");
   command->callback([req] { run(*req); });
 }
 

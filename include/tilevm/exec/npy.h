@@ -34,13 +34,18 @@ struct Array {
   int item_size() const;  // bytes per element of descr
 };
 
+// The largest .npy file read by default: the interpreter's default memory budget (interp::RunOptions).
+inline constexpr int64_t kDefaultMaxBytes = int64_t{4} << 30;
+
 // Parses the bytes of a .npy file; `name` is used in error messages.
 Array parse(std::span<const uint8_t> bytes, std::string_view name);
-// Reads a .npy file (tilevm::Error when it cannot be read or parsed).
-Array read(const std::string& path);
+// Reads a .npy file of at most `max_bytes` (tilevm::Error when it cannot be read or parsed: a directory, a
+// device, a larger file, a malformed header, a shape whose size overflows or disagrees with the data).
+Array read(const std::string& path, int64_t max_bytes = kDefaultMaxBytes);
 // The bytes of a version 1.0 .npy file (version 2.0 when the header needs it).
 std::vector<uint8_t> serialize(const Array& array);
-// Writes a .npy file (tilevm::Error when it cannot be written).
+// Writes a .npy file atomically (support/file_io.h: a temporary file renamed over `path` once every write
+// and the close succeeded; tilevm::Error otherwise, and the old file is left as it was).
 void write(const std::string& path, const Array& array);
 
 // The descr of the host array that holds elements of `type` (see the table above): f16 `<f2`, bf16 `<u2`,

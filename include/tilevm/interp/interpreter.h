@@ -5,7 +5,8 @@
 // computing silently wrong results it reports, with the instruction's source location: shared-memory races
 // (read-after-write, write-after-read, write-after-write between threads without a Synchronize), reads of a
 // CopyAsync destination before its group was waited, out-of-bounds shared accesses, reads of uninitialized
-// registers or shared memory, and non-uniform branches.
+// registers or shared memory, non-uniform branches, global accesses outside the buffer behind a pointer,
+// grids beyond the hardware's limits, and programs that need more memory than RunOptions::max_memory.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,11 @@ struct RunOptions {
   // Only the blocks whose linear index is in [first_block, first_block + num_blocks) run (-1: all).
   int64_t first_block = 0;
   int64_t num_blocks = -1;
+  // The most host memory the run may allocate for the program's own storage (workspace, shared and register
+  // tensors, with the interpreter's per-element bookkeeping), in bytes. A program that needs more is
+  // reported at the allocation with what it would need, instead of exhausting the machine.
+  int64_t max_memory = kDefaultMaxMemory;
+  static constexpr int64_t kDefaultMaxMemory = int64_t{4} << 30;
 };
 
 // Runs the program (which must have passed verify_program). Reports problems to `diags` and stops at the

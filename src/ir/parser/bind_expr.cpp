@@ -4,6 +4,7 @@
 // needed, is an error naming both. Top-level constants are substituted as literals (located at the use), so
 // the IR never refers to them.
 #include <cmath>
+#include <optional>
 
 #include "parser_impl.h"
 
@@ -85,6 +86,63 @@ Expr fold(const Expr& e, std::string& error) {
   return nullptr;
 }
 
+// Integer literals combined by + - * << or negated are folded exactly. At run time integers wrap
+// (docs/language.md section 4), but a constant that wraps (M * N past 2^31) is a mistake whose symptom shows
+// up far away (an extent of 0). So a result past its i32 type becomes an i64 literal, as a literal of that
+// value would be (and as Python computes it), and a result past i64 is an error where it happens.
+struct ExactFold {
+  Expr literal;       // the i64 literal of a result that does not fit its narrower type
+  std::string error;  // the result does not fit i64
+};
+// Empty when the result fits its type (or the operands are not integer literals): make_binary folds it.
+ExactFold fold_exact(std::optional<BinaryOp> op, const Expr& a, const Expr& b, SourceLoc loc) {
+  const auto* x = a->as<IntImm>();
+  const auto* y = b ? b->as<IntImm>() : nullptr;
+  if (!x || (op && !y)) return {};
+  const DataType type = op ? binary_result_type(*op, a->type, b->type) : a->type;
+  if (!type.is_integer()) return {};
+  // int64 operands: products and shifts up to 2^126 fit __int128 exactly.
+  __extension__ using Wide = __int128;
+  const Wide p = x->value, q = y ? y->value : 0;
+  Wide r = 0;
+  std::string text;
+  if (!op) {
+    r = -p;
+    text = fmt::format("-({})", x->value);
+  } else {
+    switch (*op) {
+      case BinaryOp::Add:
+        r = p + q;
+        break;
+      case BinaryOp::Sub:
+        r = p - q;
+        break;
+      case BinaryOp::Mul:
+        r = p * q;
+        break;
+      case BinaryOp::Shl:
+        if (q < 0 || q > 63) return {};  // not folded
+        r = p * (Wide{1} << static_cast<int>(q));
+        break;
+      default:
+        return {};  // / % >> & | ^ min max cannot leave the operands' range
+    }
+    text = fmt::format("{} {} {}", x->value, to_string(*op), y->value);
+  }
+  const int bits = type.bits();
+  const Wide lo = type.is_signed() ? -(Wide{1} << (bits - 1)) : Wide{0};
+  const Wide hi = type.is_signed() ? (Wide{1} << (bits - 1)) - 1 : (Wide{1} << bits) - 1;
+  if (r >= lo && r <= hi) return {};
+  if (type.is_signed()) {
+    if (r >= INT64_MIN && r <= INT64_MAX)
+      return {make_int(static_cast<int64_t>(r), loc, DataType::i64()), {}};
+    return {nullptr,
+            fmt::format("the constant expression {} overflows i64 ({}..{})", text, INT64_MIN, INT64_MAX)};
+  }
+  return {nullptr, fmt::format("the constant expression {} overflows {} ({}..{})", text, type.name(),
+                               static_cast<int64_t>(lo), static_cast<uint64_t>(hi))};
+}
+
 // The same literal at another location (a constant substituted where it is used).
 Expr relocate(const Expr& literal, SourceLoc loc) {
   if (const auto* i = literal->as<IntImm>()) return make_int(i->value, loc, i->type);
@@ -132,11 +190,25 @@ Expr Parser::bind_scalar(const Syn& syn) {
       }
       return make_var_ref(s.var, syn.loc);
     }
-    case SynKind::Binary:
-      return make_binary(syn.binary_op, bind_scalar(*syn.operands[0]), bind_scalar(*syn.operands[1]),
-                         syn.loc);
-    case SynKind::Unary:
-      return make_unary(syn.unary_op, bind_scalar(*syn.operands[0]), syn.loc);
+    case SynKind::Binary: {
+      // The right operand first, as GCC evaluated the arguments of make_binary before: an unknown name on the
+      // right is still reported when the left one is a constant whose definition failed (silent).
+      Expr b = bind_scalar(*syn.operands[1]);
+      Expr a = bind_scalar(*syn.operands[0]);
+      ExactFold exact = fold_exact(syn.binary_op, a, b, syn.loc);
+      if (!exact.error.empty()) fail(syn.loc, exact.error);
+      if (exact.literal) return exact.literal;
+      return make_binary(syn.binary_op, std::move(a), std::move(b), syn.loc);
+    }
+    case SynKind::Unary: {
+      Expr a = bind_scalar(*syn.operands[0]);
+      if (syn.unary_op == UnaryOp::Neg) {
+        ExactFold exact = fold_exact(std::nullopt, a, nullptr, syn.loc);
+        if (!exact.error.empty()) fail(syn.loc, exact.error);
+        if (exact.literal) return exact.literal;
+      }
+      return make_unary(syn.unary_op, std::move(a), syn.loc);
+    }
     case SynKind::Call: {
       BinaryOp op = BinaryOp::Min;
       if (syn.name == "max") {

@@ -8,6 +8,7 @@
 #include "tilevm/ir/parser.h"
 
 #include "parser_impl.h"
+#include "tilevm/target/limits.h"
 
 namespace tilevm::ir {
 namespace parser {
@@ -146,7 +147,7 @@ std::optional<Program> Parser::run() {
   }
   if (!seen_def) report(cur().loc, "expected a program: 'def NAME<grid>(params):'");
   for (const auto& [name, value] : options_.defines) {
-    if (!used_defines_.count(name)) {
+    if (!used_defines_.count(name) && options_.unknown_define_is_error) {
       report({}, fmt::format("-D {}={}: the program has no top-level constant '{}'", name, value, name));
     }
   }
@@ -242,7 +243,13 @@ void Parser::parse_def() {
       SynPtr threads = parse_expr();
       expect_punct("]");
       int64_t t = bind_const_int(*threads, "threads");
-      if (t < 1 || t > 1024 * 1024) fail(threads->loc, fmt::format("threads must be positive, got {}", t));
+      if (t < 1) fail(threads->loc, fmt::format("threads must be positive, got {}", t));
+      if (t > target::kMaxThreadsPerBlock) {
+        // Reported without aborting the header, so that the parameters are still defined for the body.
+        report(threads->loc, fmt::format("threads={} is more than a GPU block can have ({})", t,
+                                         target::kMaxThreadsPerBlock));
+        t = target::kMaxThreadsPerBlock;
+      }
       program_.threads = static_cast<int>(t);
     }
     expect_punct("(");

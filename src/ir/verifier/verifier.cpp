@@ -7,6 +7,7 @@
 
 #include "tilevm/layout/layout_text.h"
 #include "tilevm/support/error.h"
+#include "tilevm/target/limits.h"
 #include "verifier_impl.h"
 
 namespace tilevm::ir {
@@ -158,13 +159,22 @@ bool Verifier::run() {
     diags_.error(p.loc,
                  "'{}' has no register layout to take its thread count from; write [threads=T] in the header",
                  p.name);
+  // No GPU runs a larger block (and the interpreter would simulate every thread of it).
+  if (threads_ > target::kMaxThreadsPerBlock) {
+    const std::string from =
+        threads_given_ || !threads_from_.known()
+            ? std::string()
+            : fmt::format(" (from the layout at {}:{})", threads_from_.line, threads_from_.col);
+    diags_.error(p.loc, "'{}' has {} threads per block{}; a GPU block has at most {}", p.name, threads_, from,
+                 target::kMaxThreadsPerBlock);
+  }
   return diags_.error_count() == errors_before;
 }
 
 void Verifier::note_threads(const layout::Layout& lay, SourceLoc loc) {
   const int64_t t = lay.num_threads();
   if (threads_ == 0) {
-    threads_ = static_cast<int>(t);
+    threads_ = t;
     threads_from_ = loc;
     return;
   }

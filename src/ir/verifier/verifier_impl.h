@@ -121,7 +121,7 @@ class Verifier {
   const Program& program_;
   Diagnostics& diags_;
 
-  int threads_ = 0;
+  int64_t threads_ = 0;
   SourceLoc threads_from_;  // the layout that fixed threads_ when the program left it out
   bool threads_given_ = false;
 

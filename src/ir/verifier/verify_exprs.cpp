@@ -1,6 +1,7 @@
 // Scalar expressions: operand types, variables, division by a constant zero, grid extents.
 #include <fmt/format.h>
 
+#include "tilevm/target/limits.h"
 #include "verifier_impl.h"
 
 namespace tilevm::ir::verifier_detail {
@@ -184,6 +185,12 @@ void Verifier::check_grid_expr(const Expr& e, SourceLoc fallback, int index) {
   check_int_expr(e, fallback, what);
   auto v = as_const_int(e);
   if (v && *v < 1) diags_.error(pick(e->loc, fallback), "{} is {}; it must be at least 1", what, *v);
+  // The launch limits of every GPU (a grid from parameters is checked when it is launched or interpreted).
+  const int64_t limit = index == 0 ? target::kMaxGridX : target::kMaxGridYZ;
+  if (v && *v > limit) {
+    diags_.error(pick(e->loc, fallback), "{} is {}; a GPU launches at most {} blocks in dimension {}", what,
+                 *v, limit, "xyz"[index]);
+  }
 }
 
 }  // namespace tilevm::ir::verifier_detail

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "tilevm/support/int_math.h"
+#include "tilevm/target/limits.h"
 #include "verifier_impl.h"
 
 namespace tilevm::ir::verifier_detail {
@@ -125,11 +127,31 @@ void Verifier::check_allocate_shared(const AllocateSharedInst& n) {
     diags_.error(n.loc, "AllocateShared: give shape= or layout=");
   }
   check_extents(*this, n.shape, n.loc, name);
-  for (size_t d = 0; d < n.shape.size(); ++d)
-    if (n.shape[d] && !as_const_int(n.shape[d]))
+  layout::Index extents;
+  for (size_t d = 0; d < n.shape.size(); ++d) {
+    const std::optional<int64_t> c = n.shape[d] ? as_const_int(n.shape[d]) : std::nullopt;
+    if (c) extents.push_back(*c);
+    if (n.shape[d] && !c)
       diags_.error(pick(n.shape[d]->loc, n.loc),
                    "AllocateShared: extent {} is {}; a shared tensor's shape must be constant", d,
                    expr_text(n.shape[d]));
+  }
+  if (n.layout) extents = n.layout->shape();
+  // One tensor alone past what any GPU offers a block (lower() checks the tensors live at once).
+  if (extents.empty() || (!n.layout && extents.size() != n.shape.size())) return;
+  const std::optional<int64_t> count = checked_product(extents);
+  const std::optional<int64_t> bits = count ? checked_mul(*count, n.dtype.bits()) : std::nullopt;
+  if (!bits || *bits / 8 > target::kMaxSharedPerBlock) {
+    const std::string var = current_ && !current_->results.empty() && current_->results[0]
+                                ? fmt::format(" '{}'", current_->results[0]->name)
+                                : std::string();
+    diags_.error(
+        n.loc,
+        "AllocateShared{} of {}{} needs {} bytes; a GPU block has at most {} ({} KiB) of shared memory", var,
+        n.dtype.name(), index_text(extents),
+        bits ? std::to_string((*bits + 7) / 8) : std::string("more than 2^60"), target::kMaxSharedPerBlock,
+        target::kMaxSharedPerBlock / 1024);
+  }
 }
 
 void Verifier::check_free_shared(const FreeSharedInst& n) {

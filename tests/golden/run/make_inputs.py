@@ -16,3 +16,6 @@ values = [0.5 * (k + 1) for k in range(8)]
 write_npy("x.npy", "<f2", [2, 4], struct.pack("<8e", *values))
 write_npy("x_f32.npy", "<f4", [2, 4], struct.pack("<8f", *values))
 write_npy("x32x8.npy", "<f2", [32, 8], struct.pack("<256e", *[0.25 * k for k in range(256)]))
+# overflow.npy  f16 (2^32, 2^32, 2^32) and no data: the element count overflows int64 (must be refused, not
+#               wrapped to 0 elements)
+write_npy("overflow.npy", "<f2", [2**32, 2**32, 2**32], b"")

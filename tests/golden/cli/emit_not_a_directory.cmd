@@ -1,0 +1,1 @@
+emit /dev/null/x.tile

@@ -1,0 +1,1 @@
+layout 'local(2)' --svg /dev/full

@@ -1,0 +1,1 @@
+frob scale.tile

@@ -1,0 +1,1 @@
+qmatmul --m sixteen --n 64 --k 64 --wtype u4

@@ -1,0 +1,1 @@
+check constant_overflow.tile

@@ -1,0 +1,1 @@
+print wide_constants.tile

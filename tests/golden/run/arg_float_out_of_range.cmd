@@ -1,0 +1,1 @@
+run scale.tile --interp --in x_ptr=x.npy --arg s=1e39

@@ -1,0 +1,1 @@
+run scale.tile --interp --in x_ptr=overflow.npy --arg s=2
