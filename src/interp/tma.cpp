@@ -18,6 +18,13 @@ std::string barrier_text(const SharedBuffer& b, int64_t index) {
   return fmt::format("{}[{}]", b.name, index);
 }
 
+// The phase's arrivals and bytes are all in: the barrier starts the next phase.
+void complete_phase(BarrierState& st) {
+  ++st.phase;
+  st.pending = st.count;
+  st.tx = 0;
+}
+
 }  // namespace
 
 Value Machine::allocate_barrier(const ir::AllocateBarrierInst& n, const ir::Var& var) {
@@ -82,9 +89,7 @@ void Machine::barrier_arrive(const ir::BarrierArriveInst& n) {
     raise(n.loc, "phase {} of barrier {}: its copies brought {} bytes more than its arrivals announced (tx=)",
           st.phase, barrier_text(*b, i), -st.tx);
   }
-  ++st.phase;
-  st.pending = st.count;
-  st.tx = 0;
+  complete_phase(st);
 }
 
 void Machine::barrier_wait(const ir::BarrierWaitInst& n) {
@@ -119,9 +124,7 @@ void Machine::barrier_wait(const ir::BarrierWaitInst& n) {
         "issued will bring them (a deadlock on the GPU)",
         barrier_text(*b, i), parity, st.phase, missing);
   }
-  ++st.phase;
-  st.pending = st.count;
-  st.tx = 0;
+  complete_phase(st);
 }
 
 void Machine::copy_tma(const ir::CopyTmaInst& n) {

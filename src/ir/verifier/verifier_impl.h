@@ -29,6 +29,9 @@ std::string type_text(const ValueType& type);
 inline SourceLoc pick(SourceLoc loc, SourceLoc fallback) {
   return loc.known() ? loc : fallback;
 }
+// True when `e` reads only constants and scalar parameters (a value the host knows at launch: grid extents,
+// a tensor map's shape); otherwise `offender` names the first other variable.
+bool host_known(const Program& program, const Expr& e, std::string* offender);
 // The tensor type of a variable, or null when it is not a (well-formed) tensor variable.
 const TensorType* tensor_type_of(const Var& v);
 

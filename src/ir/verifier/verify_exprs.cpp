@@ -148,15 +148,7 @@ void Verifier::check_bool_expr(const Expr& e, SourceLoc fallback, const std::str
                  t->name(), expr_text(e), expr_text(e));
 }
 
-void Verifier::check_grid_expr(const Expr& e, SourceLoc fallback, int index) {
-  const std::string what = fmt::format("grid extent {}", index);
-  if (!e) {
-    diags_.error(fallback, "{} is missing", what);
-    return;
-  }
-  // Only constants and scalar parameters: the grid is known at launch.
-  bool params_only = true;
-  std::string offender;
+bool host_known(const Program& program, const Expr& e, std::string* offender) {
   std::vector<Expr> todo{e};
   while (!todo.empty()) {
     Expr x = todo.back();
@@ -164,11 +156,11 @@ void Verifier::check_grid_expr(const Expr& e, SourceLoc fallback, int index) {
     if (!x) continue;
     if (const auto* r = x->as<VarRef>()) {
       bool is_param = false;
-      for (const Var& p : program_.params)
-        if (p && p == r->var) is_param = true;
-      if (!is_param && params_only) {
-        params_only = false;
-        offender = r->var ? r->var->name : "?";
+      for (const Var& p : program.params)
+        if (p && p == r->var && p->type.is_scalar()) is_param = true;
+      if (!is_param) {
+        *offender = r->var ? r->var->name : "?";
+        return false;
       }
     } else if (const auto* b = x->as<BinaryExpr>()) {
       todo.push_back(b->a);
@@ -177,7 +169,18 @@ void Verifier::check_grid_expr(const Expr& e, SourceLoc fallback, int index) {
       todo.push_back(u->a);
     }
   }
-  if (!params_only) {
+  return true;
+}
+
+void Verifier::check_grid_expr(const Expr& e, SourceLoc fallback, int index) {
+  const std::string what = fmt::format("grid extent {}", index);
+  if (!e) {
+    diags_.error(fallback, "{} is missing", what);
+    return;
+  }
+  // Only constants and scalar parameters: the grid is known at launch.
+  std::string offender;
+  if (!host_known(program_, e, &offender)) {
     diags_.error(pick(e->loc, fallback),
                  "{} uses '{}'; the grid may use only constants and scalar parameters", what, offender);
     return;

@@ -332,31 +332,6 @@ namespace {
 // The largest arrival count of an mbarrier (PTX ISA: 2^20 - 1).
 constexpr int64_t kMaxBarrierCount = (int64_t{1} << 20) - 1;
 
-// True when `e` reads only constants and scalar parameters (a value the host knows at launch).
-bool host_known(const Program& program, const Expr& e, std::string* offender) {
-  std::vector<Expr> todo{e};
-  while (!todo.empty()) {
-    Expr x = todo.back();
-    todo.pop_back();
-    if (!x) continue;
-    if (const auto* r = x->as<VarRef>()) {
-      bool is_param = false;
-      for (const Var& p : program.params)
-        if (p && p == r->var && p->type.is_scalar()) is_param = true;
-      if (!is_param) {
-        *offender = r->var ? r->var->name : "?";
-        return false;
-      }
-    } else if (const auto* b = x->as<BinaryExpr>()) {
-      todo.push_back(b->a);
-      todo.push_back(b->b);
-    } else if (const auto* u = x->as<UnaryExpr>()) {
-      todo.push_back(u->a);
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 void Verifier::check_allocate_barrier(const AllocateBarrierInst& n) {
