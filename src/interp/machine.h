@@ -255,7 +255,7 @@ class Machine {
 
   // Barriers and TMA copies (tma.cpp).
   Value allocate_barrier(const ir::AllocateBarrierInst& n, const ir::Var& var);
-  // The barrier an operand names (b[i]) and its text for messages.
+  // The barrier an operand names (b[i]): its state, and its buffer and index through the out-parameters.
   BarrierState& barrier_operand(const ir::TensorArg& arg, SharedBuffer** buffer, int64_t* index);
   void barrier_arrive(const ir::BarrierArriveInst& n);
   void barrier_wait(const ir::BarrierWaitInst& n);

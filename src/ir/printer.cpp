@@ -213,12 +213,10 @@ class ProgramPrinter {
 
   // The lowering passes' results on an instruction, as a trailing comment (empty before they ran).
   static std::string recorded(const InstNode& n) {
-    if (const auto* a = n.as<AllocateSharedInst>(); a && a->placement)
-      return fmt::format("  # shared [{}, {})", a->placement->offset,
-                         a->placement->offset + a->placement->bytes);
-    if (const auto* a = n.as<AllocateBarrierInst>(); a && a->placement)
-      return fmt::format("  # shared [{}, {})", a->placement->offset,
-                         a->placement->offset + a->placement->bytes);
+    std::optional<SharedPlacement> placed;
+    if (const auto* a = n.as<AllocateSharedInst>()) placed = a->placement;
+    if (const auto* a = n.as<AllocateBarrierInst>()) placed = a->placement;
+    if (placed) return fmt::format("  # shared [{}, {})", placed->offset, placed->offset + placed->bytes);
     const auto* e = n.as<ElementwiseInst>();
     const auto* c = n.as<CastInst>();
     if ((e && e->nan_payload_unobserved) || (c && c->nan_payload_unobserved))

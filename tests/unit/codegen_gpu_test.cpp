@@ -35,7 +35,7 @@ bool expected_to_fail(const std::filesystem::path& path) {
 
 TEST(CodegenGpu, InterpreterAndGpuAgree) {
   if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
-  std::vector<std::string> ran, rejected, not_emitted;
+  std::vector<std::string> ran, rejected;
   for (const auto& path : codegen_test::verifying_programs()) {
     if (expected_to_fail(path)) continue;
     SCOPED_TRACE(path.filename().string());
@@ -62,16 +62,8 @@ TEST(CodegenGpu, InterpreterAndGpuAgree) {
       rejected.push_back(path.filename().string());  // e.g. reads past these fixed-size buffers
       continue;
     }
-    if (!exec::run_on_gpu(*p, gpu, gd)) {
-      const std::string report = gd.render(path.string(), codegen_test::read_text(path));
-      // Barriers and TMA copies: their sm_90 emitter is not written yet (issue 14), and the refusal says so.
-      if (report.find("their sm_90 code generator is not written yet") != std::string::npos) {
-        not_emitted.push_back(path.filename().string());
-        continue;
-      }
-      FAIL() << report;
-    }
     ran.push_back(path.filename().string());
+    ASSERT_TRUE(exec::run_on_gpu(*p, gpu, gd)) << gd.render(path.string(), codegen_test::read_text(path));
     for (const ir::Var& v : p->params) {
       if (!v->type.is_pointer()) continue;
       const DataType t = v->type.dtype;
@@ -93,8 +85,6 @@ TEST(CodegenGpu, InterpreterAndGpuAgree) {
   }
   std::cout << "ran on both: " << ran.size() << " programs:";
   for (const std::string& n : ran) std::cout << " " << n;
-  std::cout << "\nnot emitted yet (Hopper instructions): " << not_emitted.size() << ":";
-  for (const std::string& n : not_emitted) std::cout << " " << n;
   std::cout << "\nrejected by the interpreter with these inputs: " << rejected.size() << ":";
   for (const std::string& n : rejected) std::cout << " " << n;
   std::cout << "\n";

@@ -1,17 +1,15 @@
 // Barriers and TMA copies on the GPU against the interpreter: examples/tma_scale.tile (a two-stage TMA
 // pipeline) on fresh random matrices, the output poisoned with NaN first, for shapes with a partial last
 // row tile (the tensor map fills the rows past M with zeros and the store clips them) and several blocks.
-// Also the launch-time tensor-map checks. Skipped (and reported) without a GPU.
+// Skipped (and reported) without a GPU; the tensor-map rules are runtime_tensor_map_test.cpp's.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 
 #include "codegen_test_util.h"
-#include "expect_error.h"
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
-#include "tilevm/runtime/tensor_map.h"
 #include "tilevm/type/convert.h"
 
 namespace tilevm {
@@ -55,28 +53,6 @@ TEST(TmaGpu, PipelineMatchesTheInterpreter) {
     }
     EXPECT_EQ(y_gpu, y_cpu);
   }
-}
-
-TEST(TmaGpu, TensorMapRulesAreCheckedWithTheirNumbers) {
-  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
-  expect_error(
-      [] {
-        runtime::encode_tensor_map(
-            {.address = 0x1008, .element_bytes = 2, .dims = {8, 8}, .strides = {16, 2}, .box = {8, 8}});
-      },
-      "16-byte aligned global address, got 0x1008");
-  expect_error(
-      [] {
-        runtime::encode_tensor_map(
-            {.address = 0x1000, .element_bytes = 2, .dims = {8, 12}, .strides = {24, 2}, .box = {8, 8}});
-      },
-      "stride of 24 bytes");
-  expect_error(
-      [] {
-        runtime::encode_tensor_map(
-            {.address = 0x1000, .element_bytes = 2, .dims = {8, 8}, .strides = {16, 2}, .box = {8, 512}});
-      },
-      "extent 512 is not 1 to 256");
 }
 
 }  // namespace

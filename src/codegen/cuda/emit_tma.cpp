@@ -1,9 +1,10 @@
-// Barriers and TMA copies (ir/inst/tma.h), sm_90. A barrier is an mbarrier word in the planned shared memory;
-// the block's arrival is one elected thread's, after a __syncthreads() so that it stands for every thread's
-// earlier instructions (an arrival often says "this stage has been read"). A CopyTma is issued by thread 0
-// through a tensor map that the runtime encodes at launch from the source view (a __grid_constant__ kernel
-// parameter, KernelParam::Kind::TensorMap) and completes on its barrier; every thread spins on
-// mbarrier.try_wait.parity in BarrierWait. For targets without Hopper the emitter refuses them.
+// Barriers and TMA copies (ir/inst/tma.h), sm_90: one emit_* per instruction. A barrier is an mbarrier word
+// in the planned shared memory; the block's arrival is one elected thread's, after a __syncthreads() so that
+// it stands for every thread's earlier instructions (an arrival often says "this stage has been read"). A
+// CopyTma is issued by thread 0 through a tensor map that the runtime encodes at launch from the source view
+// (a __grid_constant__ kernel parameter, KernelParam::Kind::TensorMap) and completes on its barrier; every
+// thread spins on mbarrier.try_wait.parity in BarrierWait. For targets without Hopper the emitter refuses
+// them.
 #include <fmt/format.h>
 
 #include "emitter.h"
@@ -24,77 +25,79 @@ std::string Emitter::barrier_address(const ir::TensorArg& arg) {
   return fmt::format("((unsigned)__cvta_generic_to_shared({}) + 8u * (unsigned)({}))", m.ptr, a.offset.text);
 }
 
-void Emitter::emit_barrier_tma(const ir::InstStmt& s) {
+void Emitter::require_hopper(const ir::InstStmt& s) {
   if (!options_.target.features.hopper)
     unsupported(s, fmt::format("{} needs sm_90 or newer (the tensor-memory accelerator and transaction "
                                "barriers); the target is {}",
                                s.inst->name(), options_.target.arch));
-  const ir::InstNode& n = *s.inst;
-  if (const auto* a = n.as<ir::AllocateBarrierInst>()) {
-    if (s.results.empty()) return;
-    if (!a->placement) unsupported(s, "the barriers are not placed (run transform::lower first)");
-    const ir::Var& var = s.results[0];
-    MemTensor m;
-    m.scope = ir::Scope::Barrier;
-    m.dtype = DataType::uint(64);
-    m.layout = *var->type.tensor->layout;
-    for (int64_t e : m.layout->shape()) m.shape.push_back(cconst(e));
-    m.ptr = fmt::format("(tv_smem + {})", a->placement->offset);
-    m.ptr_align = 16;
-    mems_[var.get()] = m;
-    note(s, fmt::format("barriers: shared bytes [{}, {})", a->placement->offset,
-                        a->placement->offset + a->placement->bytes));
-    open("if (t == 0)");
-    open(fmt::format("for (int i = 0; i < {}; ++i)", m.layout->num_locals()));
+}
+
+void Emitter::emit_allocate_barrier(const ir::InstStmt& s, const ir::AllocateBarrierInst& n) {
+  require_hopper(s);
+  if (s.results.empty()) return;
+  if (!n.placement) unsupported(s, "the barriers are not placed (run transform::lower first)");
+  const ir::Var& var = s.results[0];
+  MemTensor m;
+  m.scope = ir::Scope::Barrier;
+  m.dtype = DataType::uint(64);
+  m.layout = *var->type.tensor->layout;
+  for (int64_t e : m.layout->shape()) m.shape.push_back(cconst(e));
+  m.ptr = fmt::format("(tv_smem + {})", n.placement->offset);
+  m.ptr_align = 16;
+  mems_[var.get()] = m;
+  note(s, fmt::format("barriers: shared bytes [{}, {})", n.placement->offset,
+                      n.placement->offset + n.placement->bytes));
+  open("if (t == 0)");
+  open(fmt::format("for (int i = 0; i < {}; ++i)", m.layout->num_locals()));
+  line(
+      fmt::format("asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"((unsigned)"
+                  "__cvta_generic_to_shared({}) + 8u * (unsigned)i), \"r\"({}) : \"memory\");",
+                  m.ptr, n.count));
+  close();
+  line("asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");");
+  close();
+  line("__syncthreads();  // the barriers are initialized before any thread uses them");
+}
+
+void Emitter::emit_barrier_arrive(const ir::InstStmt& s, const ir::BarrierArriveInst& n) {
+  require_hopper(s);
+  const std::string addr = barrier_address(n.barrier);
+  line("__syncthreads();  // the block's arrival: every thread's earlier instructions are done");
+  if (n.tx)
     line(
-        fmt::format("asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"((unsigned)"
-                    "__cvta_generic_to_shared({}) + 8u * (unsigned)i), \"r\"({}) : \"memory\");",
-                    m.ptr, a->count));
-    close();
-    line("asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");");
-    close();
-    line("__syncthreads();  // the barriers are initialized before any thread uses them");
-    return;
-  }
-  if (const auto* a = n.as<ir::BarrierArriveInst>()) {
-    const std::string addr = barrier_address(a->barrier);
-    line("__syncthreads();  // the block's arrival: every thread's earlier instructions are done");
-    if (a->tx)
-      line(
-          fmt::format("if (t == 0) asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" "
-                      ":: \"r\"({}), \"r\"((unsigned)({})) : \"memory\");",
-                      addr, int_expr(a->tx).text));
-    else
-      line(
-          fmt::format("if (t == 0) asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"({}) : "
-                      "\"memory\");",
-                      addr));
-    return;
-  }
-  if (const auto* w = n.as<ir::BarrierWaitInst>()) {
-    line("{");
-    ++indent_;
-    line(fmt::format("const unsigned tv_bar = {};", barrier_address(w->barrier)));
-    line(fmt::format("const unsigned tv_parity = (unsigned)({});", int_expr(w->parity).text));
-    line("unsigned tv_done = 0;");
-    open("do");
+        fmt::format("if (t == 0) asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" "
+                    ":: \"r\"({}), \"r\"((unsigned)({})) : \"memory\");",
+                    addr, int_expr(n.tx).text));
+  else
     line(
-        "asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, "
-        "1, 0, p; }\" : \"=r\"(tv_done) : \"r\"(tv_bar), \"r\"(tv_parity) : \"memory\");");
-    close("} while (!tv_done);");
-    close();
-    return;
-  }
-  const auto& c = *n.as<ir::CopyTmaInst>();
-  emit_copy_tma(s, c);
+        fmt::format("if (t == 0) asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"({}) : "
+                    "\"memory\");",
+                    addr));
+}
+
+void Emitter::emit_barrier_wait(const ir::InstStmt& s, const ir::BarrierWaitInst& n) {
+  require_hopper(s);
+  line("{");  // a scope for the loop's names
+  ++indent_;
+  line(fmt::format("const unsigned tv_bar = {};", barrier_address(n.barrier)));
+  line(fmt::format("const unsigned tv_parity = (unsigned)({});", int_expr(n.parity).text));
+  line("unsigned tv_done = 0;");
+  open("do");
+  line(
+      "asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, "
+      "1, 0, p; }\" : \"=r\"(tv_done) : \"r\"(tv_bar), \"r\"(tv_parity) : \"memory\");");
+  close("} while (!tv_done);");
+  close();
 }
 
 void Emitter::emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c) {
+  require_hopper(s);
   const MemTensor& dst = mem(c.dst.tensor);
   const MemTensor& src = mem(c.src.tensor);
-  const ir::ViewGlobalInst* view =
-      global_view_insts_.count(c.src.tensor.get()) ? global_view_insts_.at(c.src.tensor.get()) : nullptr;
-  if (!view) unsupported(s, "the source of CopyTma must be a ViewGlobal (the verifier checks this)");
+  const auto found = global_view_insts_.find(c.src.tensor.get());
+  if (found == global_view_insts_.end())
+    unsupported(s, "the source of CopyTma must be a ViewGlobal (the verifier checks this)");
+  const ir::ViewGlobalInst* view = found->second;
   // The box: the destination tile's extents on the source's kept dimensions, 1 on its indexed ones.
   const std::vector<int> kept = kept_dims(src, c.src);
   const std::vector<int> dst_kept = kept_dims(dst, c.dst);

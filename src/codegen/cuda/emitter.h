@@ -7,6 +7,7 @@
 //   emit_global.cpp      ViewGlobal, AllocateGlobal, LoadGlobal, StoreGlobal, AtomicAddGlobal
 //   emit_shared.cpp      AllocateShared, FreeShared, LoadShared, StoreShared (ldmatrix)
 //   emit_async_copy.cpp  CopyAsync (cp.async 16/8/4 B), commit and wait groups
+//   emit_tma.cpp         barriers (mbarrier) and CopyTma (cp.async.bulk.tensor through a tensor map)
 //   emit_elementwise.cpp arithmetic, comparisons, Where
 //   emit_cast.cpp        Cast (the converters' single plug-in point)
 //   emit_reduce.cpp      ReduceSum/Max/Min: warp shuffles, or shared memory
@@ -188,7 +189,11 @@ class Emitter {
   void emit_allocate_shared(const ir::InstStmt& s, const ir::AllocateSharedInst& n);
   bool try_ldmatrix(const ir::InstStmt& s, const ir::LoadInst& n, const MemTensor& m, const RegInfo& out);
   void emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n);
-  void emit_barrier_tma(const ir::InstStmt& s);
+  // Barriers and TMA copies (emit_tma.cpp): refused with the reason unless the target has Hopper's.
+  void require_hopper(const ir::InstStmt& s);
+  void emit_allocate_barrier(const ir::InstStmt& s, const ir::AllocateBarrierInst& n);
+  void emit_barrier_arrive(const ir::InstStmt& s, const ir::BarrierArriveInst& n);
+  void emit_barrier_wait(const ir::InstStmt& s, const ir::BarrierWaitInst& n);
   void emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c);
   // The shared-window address of one barrier (b[i]) as a C expression.
   std::string barrier_address(const ir::TensorArg& arg);

@@ -312,10 +312,16 @@ void Emitter::emit_inst(const ir::InstStmt& s) {
       return;
     }
     case ir::InstKind::AllocateBarrier:
+      emit_allocate_barrier(s, *n.as<ir::AllocateBarrierInst>());
+      return;
     case ir::InstKind::BarrierArrive:
+      emit_barrier_arrive(s, *n.as<ir::BarrierArriveInst>());
+      return;
     case ir::InstKind::BarrierWait:
+      emit_barrier_wait(s, *n.as<ir::BarrierWaitInst>());
+      return;
     case ir::InstKind::CopyTma:
-      emit_barrier_tma(s);
+      emit_copy_tma(s, *n.as<ir::CopyTmaInst>());
       return;
     case ir::InstKind::AllocateRegister:
       emit_allocate_register(s, *n.as<ir::AllocateRegisterInst>());
