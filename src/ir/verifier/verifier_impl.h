@@ -76,6 +76,7 @@ class Verifier {
   // Marks a variable used: reports a use before its definition or after FreeShared.
   void use_var(const Var& v, SourceLoc loc);
   void define_var(const Var& v);
+  const VarNode* loop_rebound(const VarNode& v) const;
 
   // ---- verify_memory.cpp
   void check_view_global(const ViewGlobalInst& n);
@@ -132,7 +133,10 @@ class Verifier {
   std::set<const VarNode*> ever_defined_;
   std::map<const VarNode*, const ViewGlobalInst*> global_views_;  // the ViewGlobal defining each global view
   std::map<const VarNode*, int> loop_of_;  // the loop nesting id where a shared tensor was allocated
-  std::vector<int> loops_;                 // the stack of open loop ids
+  // Register tensors that an instruction result defines inside a loop, with the instruction: a use after
+  // the loop that finds only them is most often `acc = Add(acc, x)` meant as an update (use_var's hint).
+  std::map<const VarNode*, const InstNode*> loop_results_;
+  std::vector<int> loops_;  // the stack of open loop ids
   int next_loop_id_ = 1;
 
   // Set by the instruction checks for the InstStmt being checked.

@@ -17,16 +17,34 @@ std::string at(SourceLoc loc) {
 void Verifier::use_var(const Var& v, SourceLoc loc) {
   if (!v) return;
   if (!state_.defined.count(v.get())) {
-    if (ever_defined_.count(v.get()))
+    if (const VarNode* before = loop_rebound(*v)) {
+      diags_.error(
+          loc,
+          "'{}' may be undefined here: the '{}' defined{} is a new tensor, made inside a loop that may "
+          "not run; to update the '{}' defined{} in the loop instead, write {}(..., out={})",
+          v->name, v->name, at(v->loc), v->name, at(before->loc), loop_results_.at(v.get())->name(), v->name);
+    } else if (ever_defined_.count(v.get())) {
       diags_.error(loc,
                    "'{}' may be undefined here: it is defined{} inside a branch or loop that may not run",
                    v->name, at(v->loc));
-    else
+    } else {
       diags_.error(loc, "'{}' is used before it is defined", v->name);
+    }
     state_.defined.insert(v.get());  // one report per path
   }
   auto f = state_.freed.find(v.get());
   if (f != state_.freed.end()) diags_.error(loc, "'{}' is used after FreeShared{}", v->name, at(f->second));
+}
+
+// `acc = Add(acc, x)` in a loop defines a new tensor named acc rather than updating the acc defined before
+// the loop. When `v` is such a loop result and a tensor of its name is defined here, returns that tensor
+// (the latest), so that the message can say how to write the update.
+const VarNode* Verifier::loop_rebound(const VarNode& v) const {
+  if (!loop_results_.count(&v)) return nullptr;
+  const VarNode* before = nullptr;
+  for (const VarNode* d : state_.defined)
+    if (d->name == v.name && d->type.is_tensor() && (!before || before->loc.line < d->loc.line)) before = d;
+  return before;
 }
 
 void Verifier::define_var(const Var& v) {
@@ -182,6 +200,12 @@ void Verifier::check_stmt(const Stmt& s) {
       }
       for (const Var& r : is.results) {
         define_var(r);
+        if (r && !loops_.empty()) {
+          const TensorType* t = tensor_type_of(r);
+          const InstDef* def = find_inst_def(inst.name());
+          if (t && t->scope == Scope::Register && def && def->param_index("out") >= 0)
+            loop_results_[r.get()] = &inst;
+        }
         if (r && inst.kind == InstKind::AllocateShared)
           loop_of_[r.get()] = loops_.empty() ? 0 : loops_.back();
         if (r && inst.kind == InstKind::ViewGlobal) global_views_[r.get()] = inst.as<ViewGlobalInst>();
@@ -253,7 +277,9 @@ void Verifier::check_stmt(const Stmt& s) {
     case StmtKind::While: {
       const auto& n = *s->as<WhileStmt>();
       check_bool_expr(n.condition, s->loc, "the while condition");
-      check_loop_body(n.body, state_);
+      // A copy: check_loop_body changes state_ while it checks the body.
+      const FlowState before = state_;
+      check_loop_body(n.body, before);
       return;
     }
     case StmtKind::Break:
