@@ -22,9 +22,10 @@ filter=${GPU_TEST_FILTER:-$(paste -sd: .gpu/gpu_tests.txt 2>/dev/null)}
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 grep -q "^\[  PASSED  \] [1-9]" "$OUT/gpu_tests.log" || { echo "gpu.sh: no GPU test passed"; status=1; }
 grep -q "SKIPPED" "$OUT/gpu_tests.log" && { echo "gpu.sh: some GPU tests skipped on a GPU machine"; status=1; }
-# compute-sanitizer over the codegen differential test, and tilevm run --gpu == --interp (SANITIZER=0: skip
-# the sanitizer, which takes minutes).
-if [ -f bench/gpu_extra.sh ]; then bash bench/gpu_extra.sh "$BIN" "$OUT" || status=1; fi
+# compute-sanitizer (memcheck, racecheck, synccheck) over the same GPU tests, and tilevm run --gpu ==
+# --interp (bench/gpu_extra.sh: SANITIZER=0 skips the sanitizer, which takes minutes; SANITIZER_TOOLS and
+# SANITIZER_FILTER choose a subset).
+if [ -f bench/gpu_extra.sh ]; then bash bench/gpu_extra.sh "$BIN" "$OUT" "$filter" || status=1; fi
 # The Python package (bench/prepare_gpu_python.sh built its wheel): its GPU tests and latency benchmark.
 if [ -d .gpu/wheels ]; then
   bash bench/gpu_python.sh "$OUT" || status=1

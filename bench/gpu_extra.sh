@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
-# Called by bench/gpu.sh: compute-sanitizer memcheck and racecheck over the interpreter-vs-GPU test (every
-# example and test program on the GPU). Logs under $2.
+# Called by bench/gpu.sh: compute-sanitizer's memcheck (out-of-bounds and misaligned device accesses, leaks),
+# racecheck (shared-memory hazards between threads) and synccheck (barriers in divergent code, invalid
+# syncs) over the GPU tests, each tool a separate run of tilevm_unit_tests. Logs under $2.
+#
+#   SANITIZER=0                 skip the sanitizer (the three runs take minutes: racecheck is the slowest)
+#   SANITIZER_TOOLS="memcheck"  a subset of the tools (default: memcheck racecheck synccheck)
+#   SANITIZER_FILTER='TmaGpu.*' a --gtest_filter (default: $3, the GPU tests gpu.sh runs)
+#   SANITIZER_TIMEOUT=600       seconds per tool; a run past it fails, naming the tool
 BIN=$1
 OUT=$2
 status=0
 if [ "${SANITIZER:-1}" = 0 ]; then
   echo "compute-sanitizer: skipped (SANITIZER=0)"
 elif command -v compute-sanitizer >/dev/null; then
-  for tool in memcheck racecheck; do
-    timeout 400 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$BIN/tilevm_unit_tests" --gtest_filter="${SANITIZER_FILTER:-CodegenGpu*}" > "$OUT/sanitizer_$tool.log" 2>&1
+  filter=${SANITIZER_FILTER:-${3:-CodegenGpu*}}
+  for tool in ${SANITIZER_TOOLS:-memcheck racecheck synccheck}; do
+    timeout "${SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      "$BIN/tilevm_unit_tests" --gtest_filter="$filter" > "$OUT/sanitizer_$tool.log" 2>&1
     rc=$?
-    echo "compute-sanitizer $tool: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_$tool.log" | tail -1)"
-    [ $rc -eq 0 ] || status=1
+    summary=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_$tool.log" | tail -1)
+    [ $rc -eq 124 ] && summary="timed out after ${SANITIZER_TIMEOUT:-600} s (SANITIZER_FILTER narrows the tests)"
+    echo "compute-sanitizer $tool: exit $rc; $summary"
+    [ $rc -eq 0 ] || { status=1; grep -E '^=+ (Invalid|Race|Barrier|Error)' "$OUT/sanitizer_$tool.log" | head -5; }
   done
 else
   echo "compute-sanitizer not found"

@@ -8,7 +8,7 @@ if ! command -v clang-format >/dev/null; then
   exit 1
 fi
 # Source files only: the golden expectations are output, not code.
-mapfile -t files < <(find cmake include src tools tests examples bench python -type f \( -name '*.cpp' -o -name '*.h' \) \
+mapfile -t files < <(find cmake include src tools tests examples bench python fuzz -type f \( -name '*.cpp' -o -name '*.h' \) \
                        -not -path 'tests/golden/*' -not -path '*/build/*' 2>/dev/null | sort)
 if [ "${1:-}" = "--fix" ]; then
   clang-format -i "${files[@]}"

@@ -26,6 +26,7 @@ size_t Machine::issue_copy(const ir::TensorArg& dst_arg, const ir::TensorArg& sr
   for (int d : dv.kept) tile.push_back(s.table->shape[static_cast<size_t>(d)]);
   const std::vector<int64_t> dst = shared_addresses(dst_arg, s, tile, {}, "write");
   const std::vector<int64_t> src = global_addresses(src_arg, g, tile, {});
+  charge_steps(static_cast<int64_t>(dst.size()));
   PendingCopy copy;
   copy.dst = &s;
   copy.loc = current_loc_ptr_;

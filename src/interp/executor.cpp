@@ -101,6 +101,7 @@ Flow Machine::exec_block(const ir::Block& block) {
 
 Flow Machine::exec_stmt(const ir::Stmt& s) {
   current_loc_ = s->loc;
+  charge_steps(1);
   switch (s->kind) {
     case ir::StmtKind::Assign: {
       const auto& a = *s->as<ir::AssignStmt>();
@@ -131,6 +132,7 @@ Flow Machine::exec_stmt(const ir::Stmt& s) {
         iv.kind = Value::Kind::Scalar;
         iv.scalar = convert_scalar(ScalarValue{false, v, 0.0}, n.var->type.dtype);
         bind(n.var, std::move(iv));
+        charge_steps(1);  // an iteration of an empty body (`pass`) is work too
         Flow f = exec_block(n.body);
         if (f == Flow::Break) break;
         if (f == Flow::Stop) return f;
@@ -142,6 +144,7 @@ Flow Machine::exec_stmt(const ir::Stmt& s) {
       while (true) {
         ScalarValue c = eval(n.condition);
         if (!(c.is_float ? c.f != 0.0 : c.i != 0)) break;
+        charge_steps(1);
         Flow f = exec_block(n.body);
         if (f == Flow::Break) break;
         if (f == Flow::Stop) return f;
@@ -315,7 +318,15 @@ RegTensor& Machine::reg_operand(const ir::TensorArg& arg) {
   Value& v = lookup(arg.tensor);
   if (v.kind != Value::Kind::Register) raise(current_loc_, "'{}' is not a register tensor", arg.tensor->name);
   if (!arg.slices.empty()) raise(current_loc_, "register tensor '{}' cannot be sliced", arg.tensor->name);
+  charge_steps(static_cast<int64_t>(v.reg->codes.size()));
   return *v.reg;
+}
+
+void Machine::steps_exceeded() {
+  raise(current_loc_,
+        "the run has taken more than {} steps, its budget (RunOptions::max_steps, tilevm run --max-steps; a "
+        "step is a statement or an element an instruction touches)",
+        options_.max_steps);
 }
 
 RegPtr Machine::new_reg(DataType dtype, const layout::Layout& lay) {
@@ -326,6 +337,7 @@ RegPtr Machine::new_reg(DataType dtype, const layout::Layout& lay) {
     raise(current_loc_, "layout has {} threads but the program has {}", r->table->threads, threads_);
   }
   const int64_t slots = r->table->threads * r->table->locals;
+  charge_steps(slots);
   // A code and an initialized flag per slot, only checked: register tensors come and go with their values.
   // (The message is formatted only when the check fails: this is the interpreter's hot path.)
   const int64_t bytes = slots * static_cast<int64_t>(sizeof(uint64_t) + 1);

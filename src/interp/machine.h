@@ -242,6 +242,14 @@ class Machine {
   // temporary that is only checked) and raises, naming `what` and the bytes needed, when the total would
   // pass RunOptions::max_memory. -1 bytes: more than 2^63.
   void charge_memory(int64_t bytes, int64_t* pool, SourceLoc loc, const std::string& what);
+  // Counts `n` more steps of RunOptions::max_steps and raises at the current instruction past the budget.
+  // Called where the work is: every statement, every register operand and result (its slots), a Dot's
+  // multiply-adds, the elements of a copy and of an allocation.
+  void charge_steps(int64_t n) {
+    steps_ = n > INT64_MAX - steps_ ? INT64_MAX : steps_ + n;
+    if (options_.max_steps > 0 && steps_ > options_.max_steps) steps_exceeded();
+  }
+  [[noreturn]] void steps_exceeded();
   uint64_t read_global(const GlobalTensor& g, int64_t address, SourceLoc loc);
   void write_global(GlobalTensor& g, int64_t address, uint64_t code, SourceLoc loc);
 
@@ -301,6 +309,7 @@ class Machine {
   int64_t threads_ = 0;
   uint32_t epoch_ = 1;
   uint64_t exec_ = 0;  // counts instruction executions
+  int64_t steps_ = 0;  // charge_steps: the work done so far, over every block
   SourceLoc current_loc_;
   const SourceLoc* current_loc_ptr_ = nullptr;
 };

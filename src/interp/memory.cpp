@@ -264,6 +264,7 @@ Value Machine::allocate_global(const ir::AllocateGlobalInst& n, const std::strin
     charge_memory(size < 0 ? -1 : storage_bytes(n.dtype.bits(), size, n.init ? 0 : 1), &workspace_bytes_,
                   n.loc,
                   fmt::format("AllocateGlobal '{}' of {}{}", name, n.dtype.name(), format_index(g->shape)));
+    charge_steps(size);
     buf = std::make_unique<GlobalBuffer>();
     buf->name = name;
     buf->owned.assign(static_cast<size_t>(packed_bytes(n.dtype, size)), 0);
@@ -297,6 +298,7 @@ Value Machine::allocate_shared(const ir::AllocateSharedInst& n, const ir::Var& v
   charge_memory(
       storage_bytes(n.dtype.bits(), size, 1 + sizeof(int32_t) + sizeof(RaceMeta)), &shared_bytes_, n.loc,
       fmt::format("AllocateShared '{}' of {}{}", var->name, n.dtype.name(), format_index(s->table->shape)));
+  charge_steps(size);
   s->bytes.assign(static_cast<size_t>(packed_bytes(n.dtype, size)), 0);
   s->init.assign(static_cast<size_t>(size), 0);
   s->pending.assign(static_cast<size_t>(size), -1);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "machine.h"
+#include "tilevm/support/int_math.h"
 #include "tilevm/type/convert.h"
 
 namespace tilevm::interp::detail {
@@ -134,6 +135,7 @@ RegPtr Machine::dot(const ir::DotInst& n) {
           format_index(cs));
   }
   RegPtr out = new_reg(c.dtype, c.table->layout);
+  charge_steps(checked_product(Index{B, M, N, K}).value_or(INT64_MAX));
   const bool integer = !a.dtype.is_float() && !b.dtype.is_float() && !c.dtype.is_float();
   auto run = [&](auto zero) {
     using T = decltype(zero);

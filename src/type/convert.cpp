@@ -11,9 +11,6 @@ namespace tilevm {
 
 namespace {
 
-constexpr uint64_t kF32QuietNan = 0x7fc00000;
-constexpr uint64_t kF64QuietNan = 0x7ff8000000000000;
-
 uint64_t sign_mask(DataType type) {
   return uint64_t{1} << (type.bits() - 1);
 }

@@ -1,5 +1,5 @@
 // tilevm run FILE.tile [--interp|--gpu] [-D NAME=VALUE]... [--arg NAME=VALUE]... [--in NAME=FILE.npy]...
-//                      [--out NAME=FILE.npy]... [--max-memory BYTES]
+//                      [--out NAME=FILE.npy]... [--max-memory BYTES] [--max-steps N]
 //
 // Parses and lowers the program (transform/lower.h, which verifies it first), then runs it (docs/language.md
 // section 6). Every pointer parameter needs --in NAME=FILE.npy: its content is the buffer's initial content
@@ -8,7 +8,8 @@
 // accepted, the bytes are what counts. Every scalar parameter needs --arg NAME=VALUE. --out NAME=FILE.npy
 // writes that buffer after the run, with the dtype and shape of its --in file (atomically: npy::write).
 // Print() output goes to stdout. --max-memory is the interpreter's budget (interp::RunOptions::max_memory)
-// and the largest --in file. A scalar outside its parameter's type is refused with the type's range.
+// and the largest --in file; --max-steps its work budget (interp::RunOptions::max_steps; no limit by
+// default). A scalar outside its parameter's type is refused with the type's range.
 //
 // Exit status: 0 on success; 1 on a program error (parse, verify or run diagnostics on stderr as
 // FILE:LINE:COL: error: ...) or bad input data (an unreadable or mismatched .npy file); 2 on bad
@@ -43,6 +44,7 @@ struct RunRequest {
   bool gpu = false;
   std::vector<std::string> defines, args, ins, outs;
   std::string max_memory;
+  int64_t max_steps = 0;
 };
 
 // `--max-memory 8G`: bytes, or a number with a binary suffix K, M, G or T.
@@ -163,6 +165,9 @@ void run(const RunRequest& req) {
   const ir::ParseOptions parse_options = parse_defines(req.defines);
   interp::RunOptions options;
   if (!req.max_memory.empty()) options.max_memory = parse_memory_size(req.max_memory);
+  if (req.max_steps < 0)
+    throw UsageError(fmt::format("--max-steps {}: expected a count >= 0", req.max_steps));
+  options.max_steps = req.max_steps;
   // Check the command line's shape before reading anything.
   std::map<std::string, std::string> scalar_args, in_files, out_files;
   for (const std::string& a : req.args) {
@@ -258,6 +263,8 @@ void add_run_command(CLI::App& app) {
   command->add_option("--out", req->outs, "save a pointer parameter's buffer after the run: NAME=FILE.npy");
   command->add_option("--max-memory", req->max_memory,
                       "the interpreter's memory budget, e.g. 8G (default 4G; also the largest --in file)");
+  command->add_option("--max-steps", req->max_steps,
+                      "the interpreter's work budget: statements and tile elements (default 0: no limit)");
   command->callback([req] { run(*req); });
 }
 

@@ -6,7 +6,8 @@
 // (read-after-write, write-after-read, write-after-write between threads without a Synchronize), reads of a
 // CopyAsync destination before its group was waited, out-of-bounds shared accesses, reads of uninitialized
 // registers or shared memory, non-uniform branches, global accesses outside the buffer behind a pointer,
-// grids beyond the hardware's limits, and programs that need more memory than RunOptions::max_memory.
+// grids beyond the hardware's limits, programs that need more memory than RunOptions::max_memory, and runs
+// longer than RunOptions::max_steps.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +46,12 @@ struct RunOptions {
   // reported at the allocation with what it would need, instead of exhausting the machine.
   int64_t max_memory = kDefaultMaxMemory;
   static constexpr int64_t kDefaultMaxMemory = int64_t{4} << 30;
+  // The most work the run may do, in steps (0: no limit). A step is one statement executed, or one element
+  // that an instruction reads, writes or allocates (a Dot also counts its multiply-adds), so the count grows
+  // with the time the run takes, whether the program loops long or computes on large tiles. A run past it
+  // stops with an error at the instruction it reached: a program that would never end (a fuzzer's input, a
+  // `while` whose condition never changes) is cut off instead of hanging.
+  int64_t max_steps = 0;
 };
 
 // Runs the program (which must have passed verify_program). Reports problems to `diags` and stops at the

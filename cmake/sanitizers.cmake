@@ -1,0 +1,25 @@
+# Sanitizer and fuzzing builds, each in its own build directory (README.md, "Fuzzing and sanitizers").
+#
+#   -DTILEVM_SANITIZE=ON   AddressSanitizer + UndefinedBehaviorSanitizer over the library, the tools and the
+#                          tests (build-asan; scripts/test-sanitizers.sh). Any report aborts the test.
+#   -DTILEVM_FUZZ=ON       the libFuzzer targets of fuzz/ (clang only; build-fuzz; scripts/fuzz.sh): the whole
+#                          library is compiled with the fuzzer's coverage instrumentation and both sanitizers.
+#
+# The flags apply to every target of the directory, so that no code a sanitizer should see is left out.
+option(TILEVM_SANITIZE "build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+option(TILEVM_FUZZ "build the libFuzzer targets of fuzz/ (needs clang; implies the sanitizers)" OFF)
+
+if(TILEVM_SANITIZE OR TILEVM_FUZZ)
+  # -fno-sanitize-recover: an undefined-behavior report fails the run instead of printing and going on.
+  # Frame pointers and line tables make the reports' stacks readable at little compile cost.
+  set(TILEVM_SANITIZER_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g1)
+  if(TILEVM_FUZZ)
+    if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+      message(FATAL_ERROR "TILEVM_FUZZ needs clang (libFuzzer): configure with -DCMAKE_CXX_COMPILER=clang++")
+    endif()
+    # Coverage for the fuzzer in every object; fuzz/CMakeLists.txt links the fuzzer's main into the targets.
+    list(APPEND TILEVM_SANITIZER_FLAGS -fsanitize=fuzzer-no-link)
+  endif()
+  add_compile_options(${TILEVM_SANITIZER_FLAGS})
+  add_link_options(-fsanitize=address,undefined)
+endif()
