@@ -178,6 +178,13 @@ bool Layout::operator==(const Layout& other) const {
     return false;
   const ModeLayout *a = mode_form(), *b = other.mode_form();
   if (a && b) return *a == *b;
+  // Equal factor lists (outer to inner, in canonical form) denote the same map: decided on the factors,
+  // whatever the number of elements. This is the common case (a layout compared with a copy of itself, the
+  // quotient of a division composed back), and what keeps the verifier and the printer from enumerating
+  // every (t, i) of a large swizzled layout. Different lists may still denote the same map.
+  if (factors_.size() == other.factors_.size() &&
+      std::equal(factors_.begin(), factors_.end(), other.factors_.begin(), same_factor))
+    return true;
   for (int64_t t = 0; t < num_threads_; ++t)
     for (int64_t i = 0; i < num_locals_; ++i)
       if (map(t, i) != other.map(t, i)) return false;

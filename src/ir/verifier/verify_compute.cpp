@@ -2,6 +2,7 @@
 // which thread holds what), reductions, Dot (shapes, dtypes, MMA or SIMT layouts) and Print.
 #include <fmt/format.h>
 
+#include "tilevm/layout/holds.h"
 #include "tilevm/layout/slot_permutation.h"
 #include "tilevm/support/error.h"
 #include "tilevm/target/mma_selection.h"
@@ -21,6 +22,63 @@ std::string operand_name(const Operand& op) {
 bool scalar_fits(DataType scalar, DataType dtype) {
   if (scalar.is_bool() != dtype.is_bool()) return false;
   return !(scalar.is_float() && !dtype.is_float());
+}
+
+// The first thread that computes an element of `res` but lacks the element of the operand `lay` (broadcast
+// to `res`'s shape) that it reads: "thread 3 computes element [1, 2] of the result but does not hold element
+// [0, 2]"; "" when every thread holds what it needs; nullopt when that cannot be decided (layout/holds.h).
+// Decided on the modes: what a thread needs of the operand is the result's layout with the broadcast
+// dimensions removed, which must be held by the operand's layout with its extent-1 dimensions removed.
+std::optional<std::string> broadcast_violation(const layout::Layout& res, const layout::Layout& lay) {
+  const layout::Index &shape = res.shape(), &s = lay.shape();
+  const size_t lead = shape.size() - s.size();
+  std::vector<int> gone_res, gone_op;
+  for (size_t d = 0; d < lead; ++d) gone_res.push_back(static_cast<int>(d));
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (s[d] != 1) continue;
+    gone_op.push_back(static_cast<int>(d));
+    gone_res.push_back(static_cast<int>(d + lead));
+  }
+  // The operand index that result element idx reads.
+  auto operand_index = [&](const layout::Index& idx) {
+    layout::Index sub(idx.begin() + static_cast<std::ptrdiff_t>(lead), idx.end());
+    for (size_t d = 0; d < s.size(); ++d)
+      if (s[d] == 1) sub[d] = 0;
+    return sub;
+  };
+  layout::HoldsAnswer answer;
+  try {
+    answer = layout::check_holds(layout::reduce(lay, gone_op), layout::reduce(res, gone_res));
+  } catch (const Error&) {  // a swizzled dimension is broadcast: element by element, when small enough
+    auto own = ownership(lay);
+    if (!own) return std::nullopt;
+    for (int64_t t = 0; t < res.num_threads(); ++t)
+      for (int64_t i = 0; i < res.num_locals(); ++i) {
+        const layout::Index idx = res.map(t, i), sub = operand_index(idx);
+        if (!own->holds(t, linear_index(s, sub)))
+          return fmt::format("thread {} computes element {} of the result but does not hold element {}", t,
+                             index_text(idx), index_text(sub));
+      }
+    return "";
+  }
+  if (!answer.known) return std::nullopt;
+  if (!answer.missing) return "";
+  // The result element of that thread that reads the missing one (a scan of one thread's slots).
+  const int64_t t = answer.missing->thread;
+  std::vector<int> kept;
+  for (size_t d = 0; d < s.size(); ++d)
+    if (s[d] != 1) kept.push_back(static_cast<int>(d));
+  for (int64_t i = 0; i < res.num_locals(); ++i) {
+    const layout::Index idx = res.map(t, i), sub = operand_index(idx);
+    bool same = true;
+    for (size_t k = 0; k < kept.size() && same; ++k)
+      same = sub[static_cast<size_t>(kept[k])] == answer.missing->element[k];
+    if (same)
+      return fmt::format("thread {} computes element {} of the result but does not hold element {}", t,
+                         index_text(idx), index_text(sub));
+  }
+  TILEVM_ASSERT(false, "thread {} of layout {} holds no element that reads {}", t, layout_text(res),
+                index_text(answer.missing->element));
 }
 
 }  // namespace
@@ -251,26 +309,16 @@ void Verifier::check_elementwise(const ElementwiseInst& n) {
     if (!tensors[k] || tensors[k] == owner) continue;
     const layout::Layout& lay = *tensors[k]->layout;
     if (lay == res || lay.num_threads() != res.num_threads()) continue;
-    auto own = ownership(lay);
-    if (!own) continue;
-    const layout::Index& s = lay.shape();
-    const size_t lead = shape.size() - s.size();
-    bool found = false;
-    for (int64_t t = 0; t < res.num_threads() && !found; ++t) {
-      for (int64_t i = 0; i < res.num_locals() && !found; ++i) {
-        layout::Index idx = res.map(t, i);
-        layout::Index sub(idx.begin() + static_cast<std::ptrdiff_t>(lead), idx.end());
-        for (size_t d = 0; d < s.size(); ++d)
-          if (s[d] == 1) sub[d] = 0;
-        if (!own->holds(t, linear_index(s, sub))) {
-          diags_.error(n.loc,
-                       "{}: thread {} computes element {} of the result but does not hold element {} of {} "
-                       "(layout {})",
-                       name, t, index_text(idx), index_text(sub), role(k), layout_text(lay));
-          found = true;
-          ok = false;
-        }
-      }
+    const std::optional<std::string> why = broadcast_violation(res, lay);
+    if (!why) {
+      diags_.error(n.loc,
+                   "{}: cannot check that each thread holds the elements of {} (layout {}) it needs: the "
+                   "layouts are swizzled and have more than 2^24 (thread, slot) pairs",
+                   name, role(k), layout_text(lay));
+      ok = false;
+    } else if (!why->empty()) {
+      diags_.error(n.loc, "{}: {} of {} (layout {})", name, *why, role(k), layout_text(lay));
+      ok = false;
     }
   }
   check_out(n.out, n, result_dtype, res);
@@ -303,32 +351,74 @@ void Verifier::check_reduce(const ReduceInst& n) {
 namespace {
 
 // The SIMT rule: a thread that computes c[..., m, n] holds a[..., m, k] and b[..., k, n] for every k.
-// Returns an explanation of the first violation, or "" when the layouts satisfy it (or are too large to
-// enumerate).
-std::string simt_violation(const layout::Layout& la, const layout::Layout& lb, const layout::Layout& lc,
-                           const char* unit) {
-  auto oa = ownership(la), ob = ownership(lb);
-  if (!oa || !ob) return "";
+// Returns an explanation of the first violation found, "" when the layouts satisfy it, or nullopt when that
+// cannot be decided (layout/holds.h). Decided on the modes: what a thread needs of a is its rows of c with
+// every k, the layout c reduced over n, given a k dimension of local digits; of b likewise.
+std::optional<std::string> simt_violation(const layout::Layout& la, const layout::Layout& lb,
+                                          const layout::Layout& lc) {
   const int r = lc.rank();
   const int64_t K = la.shape()[static_cast<size_t>(r - 1)];
-  if (lc.num_threads() * lc.num_locals() * K > (int64_t{1} << 26)) return "";
-  for (int64_t t = 0; t < lc.num_threads(); ++t) {
-    for (int64_t i = 0; i < lc.num_locals(); ++i) {
-      layout::Index ci = lc.map(t, i);
-      layout::Index ai = ci, bi = ci;
-      for (int64_t k = 0; k < K; ++k) {
-        ai[static_cast<size_t>(r - 1)] = k;
-        bi[static_cast<size_t>(r - 2)] = k;
-        if (!oa->holds(t, linear_index(oa->shape, ai)))
-          return fmt::format("{} {} computes c{} but does not hold a{}", unit, t, index_text(ci),
-                             index_text(ai));
-        if (!ob->holds(t, linear_index(ob->shape, bi)))
-          return fmt::format("{} {} computes c{} but does not hold b{}", unit, t, index_text(ci),
-                             index_text(bi));
+  layout::Index k_last(static_cast<size_t>(r), 1), k_before_last(static_cast<size_t>(r), 1);
+  k_last[static_cast<size_t>(r - 1)] = K;
+  k_before_last[static_cast<size_t>(r - 2)] = K;
+  layout::HoldsAnswer for_a, for_b;
+  try {
+    const layout::Layout need_a =
+        layout::compose(layout::insert_dim(layout::reduce(lc, {r - 1}), r - 1), layout::local(k_last));
+    const layout::Layout need_b =
+        layout::compose(layout::insert_dim(layout::reduce(lc, {r - 2}), r - 2), layout::local(k_before_last));
+    for_a = layout::check_holds(la, need_a);
+    for_b = layout::check_holds(lb, need_b);
+  } catch (const Error&) {  // c is swizzled: element by element, when small enough
+    auto oa = ownership(la), ob = ownership(lb);
+    if (!oa || !ob || lc.num_threads() * lc.num_locals() * K > (int64_t{1} << 26)) return std::nullopt;
+    for (int64_t t = 0; t < lc.num_threads(); ++t) {
+      for (int64_t i = 0; i < lc.num_locals(); ++i) {
+        layout::Index ci = lc.map(t, i);
+        layout::Index ai = ci, bi = ci;
+        for (int64_t k = 0; k < K; ++k) {
+          ai[static_cast<size_t>(r - 1)] = k;
+          bi[static_cast<size_t>(r - 2)] = k;
+          if (!oa->holds(t, linear_index(oa->shape, ai)))
+            return fmt::format("thread {} computes c{} but does not hold a{}", t, index_text(ci),
+                               index_text(ai));
+          if (!ob->holds(t, linear_index(ob->shape, bi)))
+            return fmt::format("thread {} computes c{} but does not hold b{}", t, index_text(ci),
+                               index_text(bi));
+        }
       }
     }
+    return "";
   }
-  return "";
+  if (!for_a.known || !for_b.known) return std::nullopt;
+  // A missing element's first slot of c in that thread that needs it: same batch and row (a) or column (b).
+  // A scan of one thread's slots. Of a and b, the lower (thread, slot) is reported, a first, as an
+  // enumeration in that order would meet them.
+  struct Witness {
+    int64_t thread = 0, slot = 0;
+    layout::Index ci;
+  };
+  auto witness = [&](const layout::HoldsAnswer& answer, bool of_a) -> std::optional<Witness> {
+    if (!answer.missing) return std::nullopt;
+    const int64_t t = answer.missing->thread;
+    const layout::Index& e = answer.missing->element;
+    for (int64_t i = 0; i < lc.num_locals(); ++i) {
+      layout::Index ci = lc.map(t, i);
+      bool same = true;
+      for (int d = 0; d < r && same; ++d)
+        if (d != (of_a ? r - 1 : r - 2))  // k's dimension: c's n for a, c's m for b
+          same = ci[static_cast<size_t>(d)] == e[static_cast<size_t>(d)];
+      if (same) return Witness{t, i, std::move(ci)};
+    }
+    TILEVM_ASSERT(false, "thread {} of layout {} computes no element of c that needs {}", t, layout_text(lc),
+                  index_text(e));
+  };
+  const std::optional<Witness> wa = witness(for_a, true), wb = witness(for_b, false);
+  if (!wa && !wb) return "";
+  const bool report_a = wa && (!wb || std::pair(wa->thread, wa->slot) <= std::pair(wb->thread, wb->slot));
+  const Witness& w = report_a ? *wa : *wb;
+  return fmt::format("thread {} computes c{} but does not hold {}{}", w.thread, index_text(w.ci),
+                     report_a ? "a" : "b", index_text((report_a ? for_a : for_b).missing->element));
 }
 
 }  // namespace
@@ -395,9 +485,14 @@ void Verifier::check_dot(const DotInst& n) {
   if (shapes_ok && la.num_threads() == lc.num_threads() && lb.num_threads() == lc.num_threads()) {
     const bool mma = target::select_mma(a->dtype, b->dtype, c->dtype, la, lb, lc).has_value();
     if (!mma) {
-      std::string why = simt_violation(la, lb, lc, "thread");
-      if (!why.empty()) {
-        diags_.error(n.loc, "Dot: the layouts divide no MMA atom, and for SIMT {}", why);
+      const std::optional<std::string> why = simt_violation(la, lb, lc);
+      if (!why) {
+        diags_.error(n.loc,
+                     "Dot: the layouts divide no MMA atom, and for SIMT cannot be checked: c is swizzled and "
+                     "the operands have more than 2^24 (thread, slot) pairs");
+        ok = false;
+      } else if (!why->empty()) {
+        diags_.error(n.loc, "Dot: the layouts divide no MMA atom, and for SIMT {}", *why);
         ok = false;
       }
     }

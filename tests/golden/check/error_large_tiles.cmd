@@ -1,0 +1,1 @@
+check error_large_tiles.tile
