@@ -127,7 +127,7 @@ Flow Machine::exec_stmt(const ir::Stmt& s) {
       const int64_t stop = eval_int(n.stop, "a range stop");
       const int64_t step = n.step ? eval_int(n.step, "a range step") : 1;
       if (step == 0) raise(n.step ? n.step->loc : n.loc, "range step must not be zero");
-      for (int64_t v = start; step > 0 ? v < stop : v > stop; v += step) {
+      for (int64_t v = start; step > 0 ? v < stop : v > stop;) {
         Value iv;
         iv.kind = Value::Kind::Scalar;
         iv.scalar = convert_scalar(ScalarValue{false, v, 0.0}, n.var->type.dtype);
@@ -136,6 +136,11 @@ Flow Machine::exec_stmt(const ir::Stmt& s) {
         Flow f = exec_block(n.body);
         if (f == Flow::Break) break;
         if (f == Flow::Stop) return f;
+        // A next value past the i64 range ends the loop, as range() would (v += step would wrap around
+        // into the range and loop forever).
+        const std::optional<int64_t> next = checked_add(v, step);
+        if (!next) break;
+        v = *next;
       }
       return Flow::Normal;
     }
@@ -324,8 +329,8 @@ RegTensor& Machine::reg_operand(const ir::TensorArg& arg) {
 
 void Machine::steps_exceeded() {
   raise(current_loc_,
-        "the run has taken more than {} steps, its budget (RunOptions::max_steps, tilevm run --max-steps; a "
-        "step is a statement or an element an instruction touches)",
+        "the run has taken more than {} steps, its budget (tilevm run --max-steps; a step is a statement "
+        "executed or an element an instruction touches)",
         options_.max_steps);
 }
 

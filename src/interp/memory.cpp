@@ -252,11 +252,14 @@ Value Machine::allocate_global(const ir::AllocateGlobalInst& n, const std::strin
     size = g->layout->elements;
   } else {
     g->shape = eval_ints(n.shape, "a shape extent");
-    g->strides.assign(g->shape.size(), 1);
-    for (size_t d = g->shape.size(); d-- > 1;) g->strides[d - 1] = g->strides[d] * g->shape[d];
     for (int64_t e : g->shape)
       if (e < 0) raise(n.loc, "AllocateGlobal shape {} has a negative extent", format_index(g->shape));
     size = checked_product(g->shape).value_or(-1);
+    // Row-major strides, saturated: a shape whose strides pass 2^63 has no element to address (an extent 0)
+    // or is refused by the budget below.
+    g->strides.assign(g->shape.size(), 1);
+    for (size_t d = g->shape.size(); d-- > 1;)
+      g->strides[d - 1] = checked_mul(g->strides[d], g->shape[d]).value_or(INT64_MAX);
   }
   // One workspace tensor per AllocateGlobal for the whole launch, made (and filled) when first reached.
   auto& buf = workspace_[&n];

@@ -1,5 +1,6 @@
 // The interpreter's limits (issue 18): every global element checked against the memory behind its pointer,
-// a memory budget instead of std::bad_alloc, and no grid that a GPU could not launch.
+// a memory budget instead of std::bad_alloc, a step budget instead of a run that never ends, and no grid
+// that a GPU could not launch.
 #include <gtest/gtest.h>
 
 #include "interp_test_util.h"
@@ -92,6 +93,43 @@ TEST(InterpLimits, AGridBeyondTheHardwareIsNotRun) {
       "2147483647\n");
   EXPECT_EQ(run_text(source, {}, {{"n", testing::int_arg(1)}, {"m", testing::int_arg(65536)}}).errors,
             "1:1: the grid [1, 65536] has extent 65536 in dimension y; a GPU launches at most 65535\n");
+}
+
+TEST(InterpLimits, AStepBudgetCutsOffARunThatWouldNotEnd) {
+  const std::string forever =
+      "def k<1>[threads=4](i32 n):\n"
+      "    while n > 0:\n"
+      "        n = n + 0\n";
+  RunOptions budget;
+  budget.max_steps = 1000;
+  EXPECT_EQ(run(testing::parse_verified(forever), {}, {{"n", testing::int_arg(1)}}, budget).errors,
+            "3:9: the run has taken more than 1000 steps, its budget (tilevm run --max-steps; a step is a "
+            "statement executed or an element an instruction touches)\n");
+  // Without a budget a run ends when the program does.
+  EXPECT_TRUE(run(testing::parse_verified(forever), {}, {{"n", testing::int_arg(0)}}).ok);
+  // Work on large tiles counts as well as statements: one Dot of 64 x 64 x 64 is 2^18 multiply-adds.
+  const std::string dot =
+      "def k<1>[threads=1]():\n"
+      "    a = AllocateRegister(f32, layout=local(64, 64), init=1.0)\n"
+      "    c = Dot(a, a, a)\n";
+  budget.max_steps = int64_t{1} << 18;
+  EXPECT_EQ(run(testing::parse_verified(dot), {}, {}, budget).errors,
+            "3:9: the run has taken more than 262144 steps, its budget (tilevm run --max-steps; a step is a "
+            "statement executed or an element an instruction touches)\n");
+  budget.max_steps = int64_t{1} << 19;
+  EXPECT_TRUE(run(testing::parse_verified(dot), {}, {}, budget).ok);
+}
+
+// A range whose next value passes the i64 range ends there, as range() does; the value once wrapped around
+// into the range, and the loop never ended.
+TEST(InterpLimits, ALoopEndsAtTheEndOfTheIntegerRange) {
+  auto r = run_text(
+      "def k<1>[threads=1]():\n"
+      "    for i in range(9223372036854775800, 9223372036854775807, 4):\n"
+      "        x: i64 = i\n"
+      "        Print(x)\n");
+  EXPECT_TRUE(r.ok) << r.errors;
+  EXPECT_EQ(r.printed, "x = -8\nx = -4\n");
 }
 
 }  // namespace
