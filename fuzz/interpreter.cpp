@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tile_input.h"
+#include "tile_mutator.h"
 #include "tilevm/interp/interpreter.h"
 
 namespace {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fuzz_target.h"
+#include "tile_mutator.h"  // numbers and names of the text: the same token mutations serve layouts
 #include "tilevm/layout/layout_text.h"
 #include "tilevm/support/error.h"
 

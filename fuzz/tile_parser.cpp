@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tile_input.h"
+#include "tile_mutator.h"
 #include "tilevm/ir/printer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -2,7 +2,7 @@
 # Installs what tilevm needs to build and test on a Debian 12 machine (the kind CI runs on). Safe to run
 # again: apt-get skips what is already there.
 set -euo pipefail
-packages=(cmake ninja-build g++ clang-format libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev librapidcheck-dev libxxhash-dev python3-venv python3-dev)
+packages=(cmake ninja-build g++ clang libclang-rt-dev clang-format libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev librapidcheck-dev libxxhash-dev python3-venv python3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -7,6 +7,7 @@
 
 #include "tilevm/exec/device_target.h"
 #include "tilevm/exec/gpu_program.h"
+#include "tilevm/exec/view_bounds.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/runtime/nvrtc.h"
 #include "tilevm/support/error.h"
@@ -24,6 +25,8 @@ bool gpu_available() {
 
 bool run_on_gpu(const ir::Program& program, interp::Arguments& args, Diagnostics& diags,
                 const GpuRunOptions& options) {
+  // Before anything touches the device: a view outside its buffer would make the launch write anywhere.
+  if (!check_views_in_buffers(program, args, diags)) return false;
   try {
     runtime::Device device = runtime::Device::open(options.device);
     // The device's own target (its real limits); an explicit arch keeps them and changes the instructions.

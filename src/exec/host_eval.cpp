@@ -4,6 +4,7 @@
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/type.h"
 #include "tilevm/support/error.h"
+#include "tilevm/support/int_math.h"
 
 namespace tilevm::exec {
 
@@ -26,7 +27,14 @@ int64_t workspace_elements(const WorkspaceTensor& w, const ScalarLookup& lookup)
   const auto& n = *w.inst->as<ir::AllocateGlobalInst>();
   if (n.layout) return n.layout->num_locals();
   int64_t elements = 1;
-  for (const ir::Expr& e : n.shape) elements *= eval_host_int(e, lookup);
+  for (const ir::Expr& e : n.shape) {
+    const int64_t extent = eval_host_int(e, lookup);
+    const std::optional<int64_t> product = checked_mul(elements, extent);
+    if (extent < 0 || !product)
+      fail("the workspace tensor at {}:{} has a negative extent or more than 2^63 elements", n.loc.line,
+           n.loc.col);
+    elements = *product;
+  }
   return elements;
 }
 

@@ -26,8 +26,8 @@ struct GpuRunOptions {
 // Whether a CUDA device and NVRTC are usable here; never throws.
 bool gpu_available();
 
-// Runs the (verified) program; reports problems (compile errors, launch errors, missing arguments) to
-// `diags` and returns false on failure.
+// Runs the (verified) program; reports problems (a view outside its buffer: view_bounds.h; compile errors,
+// launch errors, missing arguments) to `diags` and returns false on failure.
 bool run_on_gpu(const ir::Program& program, interp::Arguments& args, Diagnostics& diags,
                 const GpuRunOptions& options = {});
 
