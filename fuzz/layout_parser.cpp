@@ -15,7 +15,7 @@
 namespace {
 
 // Drawing is linear in (t, i) pairs and elements; bigger layouts are only parsed and printed.
-constexpr int64_t kMaxDrawn = 4096;
+constexpr int64_t kMaxDrawn = 512;
 
 void check_error_located(std::string_view input, const tilevm::Error& e) {
   const std::string_view message = e.what();

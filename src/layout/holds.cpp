@@ -141,4 +141,17 @@ HoldsAnswer check_holds(const Layout& holder, const Layout& needed, int64_t max_
   return by_elements(holder, needed, max_pairs);
 }
 
+DotHolds check_dot_holds(const Layout& la, const Layout& lb, const Layout& lc, int64_t max_pairs) {
+  const int r = lc.rank();
+  TILEVM_ASSERT(r >= 2 && la.rank() == r && lb.rank() == r, "check_dot_holds of ranks {}, {}, {}", la.rank(),
+                lb.rank(), r);
+  const int64_t K = la.shape()[static_cast<size_t>(r - 1)];
+  Index k_last(static_cast<size_t>(r), 1), k_before_last(static_cast<size_t>(r), 1);
+  k_last[static_cast<size_t>(r - 1)] = K;
+  k_before_last[static_cast<size_t>(r - 2)] = K;
+  const Layout need_a = compose(insert_dim(reduce(lc, {r - 1}), r - 1), local(k_last));
+  const Layout need_b = compose(insert_dim(reduce(lc, {r - 2}), r - 2), local(k_before_last));
+  return DotHolds{check_holds(la, need_a, max_pairs), check_holds(lb, need_b, max_pairs)};
+}
+
 }  // namespace tilevm::layout

@@ -1,5 +1,6 @@
 #include "tilevm/target/mma_selection.h"
 
+#include "tilevm/layout/holds.h"
 #include "tilevm/support/error.h"
 
 namespace tilevm::target {
@@ -14,7 +15,7 @@ int64_t slot_in(const layout::Layout& q, int64_t w, const layout::Index& index) 
 
 // The selection of one atom, or nullopt when it does not divide or is not held.
 std::optional<MmaSelection> try_atom(const MmaAtom& atom, const layout::Layout& la, const layout::Layout& lb,
-                                     const layout::Layout& lc) {
+                                     const layout::Layout& lc, MmaDetail detail) {
   MmaSelection sel;
   sel.atom = &atom;
   try {
@@ -29,6 +30,17 @@ std::optional<MmaSelection> try_atom(const MmaAtom& atom, const layout::Layout& 
   if (rank < 2 || qa.rank() != rank || qb.rank() != rank || qc.rank() != rank) return std::nullopt;
   const int64_t warps = qc.num_threads();
   if (qa.num_threads() != warps || qb.num_threads() != warps) return std::nullopt;
+  if (detail == MmaDetail::HeldOnly) {
+    try {
+      const layout::DotHolds holds = layout::check_dot_holds(qa, qb, qc);
+      if (holds.a.known && holds.b.known) {
+        if (!holds.a.holds() || !holds.b.holds()) return std::nullopt;
+        sel.warp_uniform = false;
+        return sel;
+      }
+    } catch (const Error&) {  // a swizzled quotient: the walk below decides
+    }
+  }
   const auto r = static_cast<size_t>(rank);
   const int64_t kq = qa.shape()[r - 1];
   // The a or b atom that meets result atom `ci` at (x, y) of the last two dimensions.
@@ -61,13 +73,13 @@ std::optional<MmaSelection> try_atom(const MmaAtom& atom, const layout::Layout& 
 }  // namespace
 
 std::optional<MmaSelection> select_mma(DataType a, DataType b, DataType c, const layout::Layout& la,
-                                       const layout::Layout& lb, const layout::Layout& lc) {
+                                       const layout::Layout& lb, const layout::Layout& lc, MmaDetail detail) {
   std::optional<MmaSelection> held;
   for (const MmaAtom& atom : mma_atoms()) {
     if (atom.a != a || atom.b != b || atom.c != c) continue;
-    std::optional<MmaSelection> sel = try_atom(atom, la, lb, lc);
+    std::optional<MmaSelection> sel = try_atom(atom, la, lb, lc, detail);
     if (!sel) continue;
-    if (sel->warp_uniform) return sel;
+    if (sel->warp_uniform || detail == MmaDetail::HeldOnly) return sel;
     if (!held) held = std::move(sel);
   }
   return held;

@@ -1,6 +1,6 @@
 // The verifier's cost does not grow with the number of elements of a tile where the question can be
 // answered on the layouts' modes or factors (issue 18: `check` and `print` once ran for tens of seconds on
-// such programs). The programs here took 4 and 11 s of CPU at 842e291; the bound of 2 s leaves a loaded
+// such programs). The programs here took 4 to 19 s of CPU at 842e291; the bound of 2 s leaves a loaded
 // machine room while still failing on that behavior. Dot's SIMT check was bounded by skipping large tiles
 // instead, which golden/check/error_large_tiles shows is no longer so.
 #include <gtest/gtest.h>
@@ -51,6 +51,19 @@ def f<1>[threads=4]():
     row = AllocateRegister(f32, layout=replicate(2).spatial(1, 2).local(1, 2048), init=1.0)
     z = Add(x, y)
     w = Mul(x, row)
+)"),
+            2.0);
+}
+
+// A Dot of tiles of the mma fragments, [2048, 4096] @ [4096, 4096]: whether tensor cores apply walked every
+// (k step, result atom, warp), 2^21 of them with an owners() search each (19 s of CPU at 842e291).
+TEST(IrVerifierCost, TensorCoreSelectionIsDecidedOnTheModes) {
+  EXPECT_LT(check_and_print(R"(
+def f<1>[threads=32]():
+    a = AllocateRegister(f16, layout=local(128, 256).column_local(2, 2).spatial(8, 4).local(1, 2), init=1.0)
+    b = AllocateRegister(f16, layout=local(256, 512).local(2, 1).column_spatial(4, 8).local(2, 1), init=1.0)
+    c = AllocateRegister(f32, layout=local(128, 512).local(2, 1).spatial(8, 4).local(1, 2), init=0.0)
+    d = Dot(a, b, c)
 )"),
             2.0);
 }

@@ -91,5 +91,45 @@ TEST(TargetMmaSelection, AWarpMissingAnOperandAtomSelectsNothing) {
   EXPECT_TRUE(select_mma(DataType::f16(), DataType::f16(), DataType::f32(), a, b_all, c));
 }
 
+// MmaDetail::HeldOnly (the verifier's question, decided on the quotients' modes) agrees with the walk of
+// the full selection on every triple of warp arrangements of shape [2, 2] over 2 and over 4 warps,
+// replicated ones among them, around the f16 atom's fragments.
+TEST(TargetMmaSelection, HeldOnlyAgreesWithTheWalk) {
+  const MmaAtom& atom = atom_f16_f32();
+  const std::vector<Layout> parts = {local({2, 1}), local({1, 2}),   spatial({2, 1}), spatial({1, 2}),
+                                     local({2, 2}), spatial({2, 2}), replicate(2)};
+  int held = 0, not_held = 0;
+  for (int64_t threads : {2, 4}) {
+    std::vector<Layout> warps;
+    auto keep = [&](const Layout& q) {
+      if (q.shape() != layout::Index{2, 2} || q.num_threads() != threads) return;
+      for (const Layout& w : warps)
+        if (w == q) return;
+      warps.push_back(q);
+    };
+    for (const Layout& f : parts)
+      for (const Layout& g : parts) {
+        keep(compose(f, g));
+        for (const Layout& h : parts) keep(compose(f, g, h));
+      }
+    ASSERT_GE(warps.size(), 4u);
+    for (const Layout& qa : warps)
+      for (const Layout& qb : warps)
+        for (const Layout& qc : warps) {
+          const Layout a = compose(qa, atom.layout_a), b = compose(qb, atom.layout_b),
+                       c = compose(qc, atom.layout_c);
+          const bool walk =
+              select_mma(DataType::f16(), DataType::f16(), DataType::f32(), a, b, c).has_value();
+          const bool modes =
+              select_mma(DataType::f16(), DataType::f16(), DataType::f32(), a, b, c, MmaDetail::HeldOnly)
+                  .has_value();
+          ASSERT_EQ(walk, modes);
+          (walk ? held : not_held) += 1;
+        }
+  }
+  EXPECT_GT(held, 10);
+  EXPECT_GT(not_held, 10);
+}
+
 }  // namespace
 }  // namespace tilevm::target

@@ -47,4 +47,15 @@ struct HoldsAnswer {
 // and thread counts (InternalError otherwise).
 HoldsAnswer check_holds(const Layout& holder, const Layout& needed, int64_t max_pairs = int64_t{1} << 24);
 
+// The operands of d = a @ b + c, la [.., M, K], lb [.., K, N], lc [.., M, N] (equal ranks >= 2, equal thread
+// counts): whether every thread t that holds c[.., m, n] holds a[.., m, k] and b[.., k, n] for every k. What
+// t needs of a is its rows of c with every k: c reduced over n, given a k dimension of local digits; of b
+// likewise. The same rule holds for warps over the quotients of an MMA atom (target/mma_selection.h).
+// @throws tilevm::Error when c's last two dimensions are swizzled (the caller enumerates instead).
+struct DotHolds {
+  HoldsAnswer a, b;
+};
+DotHolds check_dot_holds(const Layout& la, const Layout& lb, const Layout& lc,
+                         int64_t max_pairs = int64_t{1} << 24);
+
 }  // namespace tilevm::layout

@@ -43,7 +43,13 @@ struct MmaSelection {
 // lc [.., M, N] (equal ranks, at least 2, equal thread counts: the verifier's shape checks). nullopt when no
 // atom has these types, a layout does not divide the atom's fragment, or some warp does not hold what it
 // needs. Among several candidate atoms the first held and warp-uniform one wins, else the first held one.
+//
+// MmaDetail::HeldOnly answers only whether some atom is held (the verifier's question), decided on the
+// quotients' modes (layout/holds.h) so that the cost does not grow with the tile: the selection then has
+// warp_uniform false and no steps. The emitter asks for the steps, a walk as long as the code it emits.
+enum class MmaDetail { Steps, HeldOnly };
 std::optional<MmaSelection> select_mma(DataType a, DataType b, DataType c, const layout::Layout& la,
-                                       const layout::Layout& lb, const layout::Layout& lc);
+                                       const layout::Layout& lb, const layout::Layout& lc,
+                                       MmaDetail detail = MmaDetail::Steps);
 
 }  // namespace tilevm::target

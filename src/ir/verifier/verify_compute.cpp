@@ -352,23 +352,16 @@ namespace {
 
 // The SIMT rule: a thread that computes c[..., m, n] holds a[..., m, k] and b[..., k, n] for every k.
 // Returns an explanation of the first violation found, "" when the layouts satisfy it, or nullopt when that
-// cannot be decided (layout/holds.h). Decided on the modes: what a thread needs of a is its rows of c with
-// every k, the layout c reduced over n, given a k dimension of local digits; of b likewise.
+// cannot be decided. Decided on the modes (layout/holds.h, check_dot_holds).
 std::optional<std::string> simt_violation(const layout::Layout& la, const layout::Layout& lb,
                                           const layout::Layout& lc) {
   const int r = lc.rank();
   const int64_t K = la.shape()[static_cast<size_t>(r - 1)];
-  layout::Index k_last(static_cast<size_t>(r), 1), k_before_last(static_cast<size_t>(r), 1);
-  k_last[static_cast<size_t>(r - 1)] = K;
-  k_before_last[static_cast<size_t>(r - 2)] = K;
   layout::HoldsAnswer for_a, for_b;
   try {
-    const layout::Layout need_a =
-        layout::compose(layout::insert_dim(layout::reduce(lc, {r - 1}), r - 1), layout::local(k_last));
-    const layout::Layout need_b =
-        layout::compose(layout::insert_dim(layout::reduce(lc, {r - 2}), r - 2), layout::local(k_before_last));
-    for_a = layout::check_holds(la, need_a);
-    for_b = layout::check_holds(lb, need_b);
+    const layout::DotHolds holds = layout::check_dot_holds(la, lb, lc);
+    for_a = holds.a;
+    for_b = holds.b;
   } catch (const Error&) {  // c is swizzled: element by element, when small enough
     auto oa = ownership(la), ob = ownership(lb);
     if (!oa || !ob || lc.num_threads() * lc.num_locals() * K > (int64_t{1} << 26)) return std::nullopt;
@@ -483,7 +476,8 @@ void Verifier::check_dot(const DotInst& n) {
   // by every warp that needs them (whether in the same slots in every warp is the emitter's concern: it
   // falls back to SIMT through shared memory); else SIMT, where each thread needs them element by element.
   if (shapes_ok && la.num_threads() == lc.num_threads() && lb.num_threads() == lc.num_threads()) {
-    const bool mma = target::select_mma(a->dtype, b->dtype, c->dtype, la, lb, lc).has_value();
+    const bool mma =
+        target::select_mma(a->dtype, b->dtype, c->dtype, la, lb, lc, target::MmaDetail::HeldOnly).has_value();
     if (!mma) {
       const std::optional<std::string> why = simt_violation(la, lb, lc);
       if (!why) {
