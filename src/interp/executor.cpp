@@ -335,22 +335,24 @@ void Machine::steps_exceeded() {
 }
 
 RegPtr Machine::new_reg(DataType dtype, const layout::Layout& lay) {
+  if (threads_ > 0 && lay.num_threads() != threads_) {
+    raise(current_loc_, "layout has {} threads but the program has {}", lay.num_threads(), threads_);
+  }
+  const std::optional<int64_t> pairs = checked_mul(lay.num_threads(), lay.num_locals());
+  const int64_t slots = pairs.value_or(INT64_MAX);
+  charge_steps(slots);
+  // A code and an initialized flag per slot, only checked: register tensors come and go with their values.
+  // Checked before the layout's table (4 bytes a slot, layout_tables.cpp) is built, so that neither exhausts
+  // the host. (The message is formatted only when the check fails: this is the interpreter's hot path.)
+  const std::optional<int64_t> bytes = checked_mul(slots, static_cast<int64_t>(sizeof(uint64_t) + 1));
+  if (!bytes || *bytes + workspace_bytes_ + shared_bytes_ > options_.max_memory) {
+    charge_memory(bytes.value_or(-1), nullptr, current_loc_,
+                  fmt::format("a register tensor of {}{} ({} threads x {} slots)", dtype.name(),
+                              format_index(lay.shape()), lay.num_threads(), lay.num_locals()));
+  }
   auto r = std::make_shared<RegTensor>();
   r->dtype = dtype;
   r->table = &layouts_.get(lay);
-  if (threads_ > 0 && r->table->threads != threads_) {
-    raise(current_loc_, "layout has {} threads but the program has {}", r->table->threads, threads_);
-  }
-  const int64_t slots = r->table->threads * r->table->locals;
-  charge_steps(slots);
-  // A code and an initialized flag per slot, only checked: register tensors come and go with their values.
-  // (The message is formatted only when the check fails: this is the interpreter's hot path.)
-  const int64_t bytes = slots * static_cast<int64_t>(sizeof(uint64_t) + 1);
-  if (bytes + workspace_bytes_ + shared_bytes_ > options_.max_memory) {
-    charge_memory(bytes, nullptr, current_loc_,
-                  fmt::format("a register tensor of {}{} ({} threads x {} slots)", dtype.name(),
-                              format_index(r->table->shape), r->table->threads, r->table->locals));
-  }
   const size_t n = static_cast<size_t>(slots);
   r->codes.assign(n, 0);
   r->init.assign(n, 0);
