@@ -246,10 +246,9 @@ Value Machine::allocate_global(const ir::AllocateGlobalInst& n, const std::strin
   g->name = name;
   g->dtype = n.dtype;
   int64_t size = 1;
-  if (n.layout) {
-    g->layout = &layouts_.get_memory(*n.layout);
-    g->shape = g->layout->shape;
-    size = g->layout->elements;
+  if (n.layout) {  // its table is built below, once the budget allowed the tensor
+    g->shape = n.layout->shape();
+    size = n.layout->num_elements();
   } else {
     g->shape = eval_ints(n.shape, "a shape extent");
     for (int64_t e : g->shape)
@@ -281,6 +280,7 @@ Value Machine::allocate_global(const ir::AllocateGlobalInst& n, const std::strin
       buf->init.assign(static_cast<size_t>(size), 0);
     }
   }
+  if (n.layout) g->layout = &layouts_.get_memory(*n.layout);
   g->buffer = buf.get();
   g->capacity = buf->bytes * 8 / n.dtype.bits();
   Value v;
