@@ -40,7 +40,7 @@ void run_interp(const ir::Program& built, interp::Arguments& args) {
 
 std::vector<uint8_t> bytes_of(const std::vector<uint16_t>& v) {
   std::vector<uint8_t> out(v.size() * 2);
-  std::memcpy(out.data(), v.data(), out.size());
+  if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());  // memcpy from null is undefined, even of 0
   return out;
 }
 
