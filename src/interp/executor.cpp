@@ -79,8 +79,15 @@ void Machine::run_block(const Index& block) {
   copies_.clear();
   open_group_ = 0;
   committed_groups_ = 0;
+  dots_issued_ = dots_retired_ = 0;
+  dot_locs_.clear();
   epoch_ = 1;
   exec_block(program_.body);
+  // A block that ends with a DotAsync in flight: its accumulator is never complete (and the GPU would run
+  // the next block's code into registers the tensor cores still write).
+  if (dots_issued_ > dots_retired_)
+    raise(*dot_locs_[static_cast<size_t>(dots_retired_)],
+          "the block ends with this DotAsync still in flight: no DotAsyncWait retired it");
   // A block that ends while a TMA copy still writes its shared memory: on the GPU the memory may already
   // belong to the next block.
   for (const PendingCopy& c : copies_)
@@ -193,6 +200,10 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
   // A register result goes to `out=` when given, else to the statement's result variable.
   auto set_reg = [&](const ir::Var& out, RegPtr r) {
     if (out) {
+      // out= overwrites the registers: not while a DotAsync still accumulates into them.
+      auto it = env_.find(out.get());
+      if (it != env_.end() && it->second.kind == Value::Kind::Register && it->second.reg)
+        check_not_dot_accumulator(*it->second.reg, out->name);
       bind(out, reg_value(std::move(r)));
     } else {
       define_results(s, reg_value(std::move(r)));
@@ -307,6 +318,12 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
       set_reg(n.out, dot(n));
       break;
     }
+    case ir::InstKind::DotAsync:
+      dot_async(*inst.as<ir::DotAsyncInst>());
+      break;
+    case ir::InstKind::DotAsyncWait:
+      dot_async_wait(*inst.as<ir::DotAsyncWaitInst>());
+      break;
   }
   return Flow::Normal;
 }
@@ -315,6 +332,7 @@ RegTensor& Machine::reg_operand(const ir::TensorArg& arg) {
   Value& v = lookup(arg.tensor);
   if (v.kind != Value::Kind::Register) raise(current_loc_, "'{}' is not a register tensor", arg.tensor->name);
   if (!arg.slices.empty()) raise(current_loc_, "register tensor '{}' cannot be sliced", arg.tensor->name);
+  if (v.reg->dot_seq > dots_retired_) check_not_dot_accumulator(*v.reg, arg.tensor->name);
   return *v.reg;
 }
 

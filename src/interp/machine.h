@@ -82,6 +82,7 @@ struct RegTensor {
   std::vector<uint64_t> codes;  // [t * m + i]
   std::vector<uint8_t> init;    // 1 when initialized
   bool all_init = false;
+  int64_t dot_seq = 0;  // the last DotAsync accumulating into it (in flight while > dots_retired_)
 };
 using RegPtr = std::shared_ptr<RegTensor>;
 
@@ -114,6 +115,7 @@ struct SharedBuffer {
   std::vector<int32_t> pending;        // per storage offset: the pending async copy writing it, or -1
   std::vector<RaceMeta> meta;          // per storage offset
   std::vector<BarrierState> barriers;  // AllocateBarrier only: one per barrier
+  std::vector<int64_t> dot_seq;        // per storage offset: the last DotAsync reading it (empty: none yet)
   bool freed = false;
 };
 
@@ -275,6 +277,23 @@ class Machine {
   RegPtr allocate_register(const ir::AllocateRegisterInst& n);
   RegPtr reduce(const ir::ReduceInst& n, const layout::Layout& result_layout);
   RegPtr dot(const ir::DotInst& n);
+  // A Dot operand's codes in row-major logical order after the transpose, from registers or a shared tile;
+  // async_seq > 0 records the shared elements as read by that DotAsync.
+  struct DotValues {
+    Index shape;
+    DataType dtype = DataType::f32();
+    std::vector<uint64_t> codes;
+  };
+  DotValues dot_operand(const ir::TensorArg& arg, bool transpose, int64_t async_seq);
+  RegPtr dot_product(const ir::InstNode& n, const ir::TensorArg& a, const ir::TensorArg& b,
+                     const RegTensor& c, bool transpose_a, bool transpose_b, int64_t async_seq);
+
+  // DotAsync (dot_async.cpp): computed when issued; until a DotAsyncWait retires it, its accumulator may
+  // not be used and its shared operands not written (the checks below, called where that happens).
+  void dot_async(const ir::DotAsyncInst& n);
+  void dot_async_wait(const ir::DotAsyncWaitInst& n);
+  void check_not_dot_accumulator(const RegTensor& r, const std::string& name);
+  void check_not_dot_operand(const SharedBuffer& s, int64_t offset, const SourceLoc& loc);
 
   // Print (print.cpp).
   void print(const ir::PrintInst& n);
@@ -294,6 +313,9 @@ class Machine {
   int64_t shared_bytes_ = 0;
   int64_t open_group_ = 0;        // the id of the group that copies join
   int64_t committed_groups_ = 0;  // groups with id < committed_groups_ are committed
+  // DotAsync: issued ones are numbered 1, 2, ...; those up to dots_retired_ have been waited for.
+  int64_t dots_issued_ = 0, dots_retired_ = 0;
+  std::vector<const SourceLoc*> dot_locs_;  // by number - 1
 
   Index grid_;
   int64_t total_blocks_ = 1;

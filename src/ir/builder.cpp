@@ -554,12 +554,32 @@ Tensor ProgramBuilder::view(const std::string& name, const TensorRef& src, DataT
   return Tensor(emit(std::make_shared<ViewInst>(src.arg(), dtype, layout.layout), {name}).at(0));
 }
 
-Tensor ProgramBuilder::dot(const Dest& dest, const TensorRef& a, const TensorRef& b, const TensorRef& c) {
-  check_ref(a, "operand a of Dot", Scope::Register);
-  check_ref(b, "operand b of Dot", Scope::Register);
+Tensor ProgramBuilder::dot(const Dest& dest, const TensorRef& a, const TensorRef& b, const TensorRef& c,
+                           DotOptions options) {
+  for (const auto& [ref, role] : {std::pair{&a, "operand a of Dot"}, std::pair{&b, "operand b of Dot"}}) {
+    check_ref(*ref, role, std::nullopt);
+    const Var& v = ref->var();
+    if (v->type.tensor->scope != Scope::Register && v->type.tensor->scope != Scope::Shared)
+      fail("{} must be a register or shared tensor, '{}' is {}", role, v->name, to_string(v->type));
+  }
   check_ref(c, "operand c of Dot", Scope::Register);
   Var o = dest_out(dest, "Dot");
-  return emit_tensor(std::make_shared<DotInst>(a.arg(), b.arg(), c.arg(), o), dest);
+  return emit_tensor(std::make_shared<DotInst>(a.arg(), b.arg(), c.arg(), o, SourceLoc{}, options.transpose_a,
+                                               options.transpose_b),
+                     dest);
+}
+
+void ProgramBuilder::dot_async(const TensorRef& a, const TensorRef& b, const TensorRef& c,
+                               DotOptions options) {
+  check_ref(a, "operand a of DotAsync", Scope::Shared);
+  check_ref(b, "operand b of DotAsync", Scope::Shared);
+  check_ref(c, "operand c of DotAsync", Scope::Register);
+  emit(std::make_shared<DotAsyncInst>(a.arg(), b.arg(), c.arg(), options.transpose_a, options.transpose_b),
+       {});
+}
+
+void ProgramBuilder::dot_async_wait(int64_t pending) {
+  emit(std::make_shared<DotAsyncWaitInst>(pending), {});
 }
 
 Tensor ProgramBuilder::elementwise(const Dest& dest, ElementwiseOp op, const std::vector<Arg>& args) {

@@ -237,7 +237,8 @@ TEST(Builder, RejectsTensorsOfTheWrongScope) {
                "the source of StoreShared must be a register tensor, 'g' is global");
   expect_error([&] { pb.copy_async(g, s); }, "the destination of CopyAsync must be a shared tensor");
   expect_error([&] { pb.cast("q", g, f32); }, "the operand of Cast must be a register tensor");
-  expect_error([&] { pb.dot(out(r), r, s, r); }, "operand b of Dot must be a register tensor");
+  expect_error([&] { pb.dot(out(r), r, g, r); }, "operand b of Dot must be a register or shared tensor");
+  expect_error([&] { pb.dot_async(s, r, r); }, "operand b of DotAsync must be a shared tensor");
   expect_error([&] { pb.add(out(g), r, r); }, "out of Add must be a register tensor");
   expect_error([&] { pb.free_shared(g); }, "the operand of FreeShared must be a shared tensor");
   expect_error([&] { pb.allocate_shared("q", f16, layout_c()); }, "a shared layout has one thread");

@@ -125,6 +125,11 @@ SliceArg from(const Scalar& offset);
 
 class Tensor;
 
+// Dot and DotAsync's transposes: a given as [K, M], b as [N, K].
+struct DotOptions {
+  bool transpose_a = false, transpose_b = false;
+};
+
 // A tensor operand: a tensor or a view of one.
 class TensorRef {
  public:
@@ -290,7 +295,12 @@ class ProgramBuilder {
   Tensor view(const std::string& name, const TensorRef& src, DataType dtype);
   Tensor view(const std::string& name, const TensorRef& src, const LayoutArg& layout);
   Tensor view(const std::string& name, const TensorRef& src, DataType dtype, const LayoutArg& layout);
-  Tensor dot(const Dest& dest, const TensorRef& a, const TensorRef& b, const TensorRef& c);
+  // op(a) @ op(b) + c (DotInst): a and b register or shared tiles, transposed when asked.
+  Tensor dot(const Dest& dest, const TensorRef& a, const TensorRef& b, const TensorRef& c,
+             DotOptions options = {});
+  // c += op(a) @ op(b) asynchronously (wgmma, sm_90a; DotAsyncInst) and the wait that retires it.
+  void dot_async(const TensorRef& a, const TensorRef& b, const TensorRef& c, DotOptions options = {});
+  void dot_async_wait(int64_t pending);
   Tensor elementwise(const Dest& dest, ElementwiseOp op, const std::vector<Arg>& args);
   Tensor add(const Dest& d, const Arg& a, const Arg& b) { return elementwise(d, ElementwiseOp::Add, {a, b}); }
   Tensor sub(const Dest& d, const Arg& a, const Arg& b) { return elementwise(d, ElementwiseOp::Sub, {a, b}); }

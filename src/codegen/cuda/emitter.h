@@ -12,6 +12,7 @@
 //   emit_cast.cpp        Cast (the converters' single plug-in point)
 //   emit_reduce.cpp      ReduceSum/Max/Min: warp shuffles, or shared memory
 //   emit_dot.cpp         Dot: mma.sync by atom division, or SIMT through shared memory
+//   emit_wgmma.cpp       Dot and DotAsync on wgmma (sm_90a), DotAsyncWait
 //   emit_sync_misc.cpp   Synchronize, Exit, Print
 #pragma once
 
@@ -29,6 +30,7 @@
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/stmt.h"
 #include "tilevm/layout/layout.h"
+#include "tilevm/target/wgmma.h"
 
 namespace tilevm::codegen::cuda {
 
@@ -206,6 +208,21 @@ class Emitter {
   void emit_dot(const ir::InstStmt& s, const ir::DotInst& n);
   bool try_mma(const ir::DotInst& n, const RegInfo& a, const RegInfo& b, const RegInfo& c, const RegInfo& d);
   void emit_print(const ir::InstStmt& s, const ir::PrintInst& n);
+  // wgmma (emit_wgmma.cpp): the plan for a Dot's operands, or nullopt with the reason.
+  struct WgmmaPlan {
+    target::WgmmaTiling tiling;
+    target::WgmmaSharedForm a, b;
+    int64_t k = 0;
+  };
+  std::optional<WgmmaPlan> wgmma_plan(const ir::TensorArg& a, const ir::TensorArg& b, const RegInfo& c,
+                                      bool transpose_a, bool transpose_b, std::string* why);
+  void emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::TensorArg& a, const ir::TensorArg& b,
+                  const RegInfo& d, bool async);
+  void emit_dot_async(const ir::InstStmt& s, const ir::DotAsyncInst& n);
+  void emit_dot_async_wait(const ir::InstStmt& s, const ir::DotAsyncWaitInst& n);
+  // An empty asm naming every register of r as in-out: orders its uses after the asm statements before it.
+  void fence_registers(const RegInfo& r);
+  void collect_dot_async_accumulators();
 
   // Operand of an elementwise instruction at result slot `i` (C loop variable) of `out`: an expression of
   // the code (tensors) or nullopt for scalars.
@@ -240,6 +257,10 @@ class Emitter {
   // distinct names (emit_cast.cpp).
   std::map<std::string, std::vector<int>> converter_orders_;
   const ir::InstStmt* current_ = nullptr;
+  // The accumulators of the program's DotAsync instructions, fenced after every DotAsyncWait.
+  std::vector<ir::Var> dot_async_accumulators_;
+  // Whether some tile needs tv_smem aligned to 1024 bytes (a swizzled TMA destination or wgmma operand).
+  bool uses_swizzle_period_ = false;
 };
 
 [[noreturn]] void unsupported(const ir::InstStmt& s, const std::string& why);

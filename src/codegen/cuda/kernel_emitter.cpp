@@ -341,6 +341,12 @@ void Emitter::emit_inst(const ir::InstStmt& s) {
     case ir::InstKind::Dot:
       emit_dot(s, *n.as<ir::DotInst>());
       return;
+    case ir::InstKind::DotAsync:
+      emit_dot_async(s, *n.as<ir::DotAsyncInst>());
+      return;
+    case ir::InstKind::DotAsyncWait:
+      emit_dot_async_wait(s, *n.as<ir::DotAsyncWaitInst>());
+      return;
   }
 }
 
@@ -374,6 +380,7 @@ EmittedKernel Emitter::run() {
   }
   signature.push_back({KernelParam::Kind::Workspace, "tv_workspace", DataType::uint(8), "void*"});
   params.push_back("void* tv_workspace");
+  collect_dot_async_accumulators();
   emit_block(program_.body);
   for (const KernelParam& p : tensor_maps_) {
     signature.push_back(p);
@@ -399,7 +406,8 @@ EmittedKernel Emitter::run() {
   out << "extern \"C\" __global__ void __launch_bounds__(" << threads_ << ") " << k.kernel_name << "(";
   for (size_t i = 0; i < params.size(); ++i) out << (i ? ", " : "") << params[i];
   out << ") {\n";
-  out << "  extern __shared__ __align__(128) tv_u8 tv_smem[];\n";
+  // 1024: a swizzled TMA or wgmma tile is planned at a multiple of the swizzle's period (8 rows of 128 B).
+  out << "  extern __shared__ __align__(" << (uses_swizzle_period_ ? 1024 : 128) << ") tv_u8 tv_smem[];\n";
   out << "  const int t = (int)threadIdx.x;\n";
   out << "  (void)tv_smem; (void)tv_workspace; (void)t;\n";
   for (const std::string& d : decls_) out << "  " << d << "\n";

@@ -101,8 +101,26 @@ class Verifier {
   void check_view(const ViewInst& n);
   void check_elementwise(const ElementwiseInst& n);
   void check_reduce(const ReduceInst& n);
-  void check_dot(const DotInst& n);
   void check_print(const PrintInst& n);
+
+  // ---- verify_dot.cpp
+  // An operand of Dot or DotAsync as the product sees it: the type, whether it is shared, its shape after
+  // the transpose and (registers) its layout after the transpose.
+  struct DotOperand {
+    const TensorType* type = nullptr;
+    bool shared = false;
+    layout::Index shape;
+    std::optional<layout::Layout> layout;
+  };
+  std::optional<DotOperand> dot_operand(const TensorArg& arg, const InstNode& n, const std::string& role,
+                                        bool transpose);
+  bool check_dot_shapes(const InstNode& n, const DotOperand& a, const DotOperand& b, const DotOperand& c);
+  bool check_dot_dtypes(const InstNode& n, DataType a, DataType b, DataType c);
+  bool check_wgmma_operand(const InstNode& n, const TensorArg& arg, const DotOperand& op,
+                           const std::string& role, bool k_major);
+  void check_dot(const DotInst& n);
+  void check_dot_async(const DotAsyncInst& n);
+  void check_dot_async_wait(const DotAsyncWaitInst& n);
 
   // ---- shared helpers (verifier.cpp)
   // Records a register layout's thread count: the first one fixes the program's T when threads was left

@@ -139,6 +139,12 @@ void Verifier::check_stmt(const Stmt& s) {
         case InstKind::Dot:
           check_dot(*inst.as<DotInst>());
           break;
+        case InstKind::DotAsync:
+          check_dot_async(*inst.as<DotAsyncInst>());
+          break;
+        case InstKind::DotAsyncWait:
+          check_dot_async_wait(*inst.as<DotAsyncWaitInst>());
+          break;
       }
 
       // The names that receive the results.
