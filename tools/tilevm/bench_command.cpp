@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "commands.h"
+#include "tilevm/bench/gemm_bench.h"
 #include "tilevm/bench/qmatmul_bench.h"
+
 #include "tilevm/bench/workloads.h"
 #include "tilevm/exec/device_target.h"
 #include "tilevm/ops/qmatmul/qmatmul_gpu.h"
@@ -45,6 +47,8 @@ struct BenchRequest {
   int max_candidates = 0;  // 0: the tuner's default, or 24 with --quick
   bool no_tune = false;
   bool no_cublas = false;
+  std::string gemm;  // a GEMM program to time instead of the quantized matmul
+  std::vector<std::string> defines;  // -D for the GEMM program
 };
 
 // A weight type the quantized matmul takes (checked on a problem of the sweep's shape), or a usage error
@@ -86,8 +90,25 @@ std::string device_line(const runtime::Device& device) {
   return line;
 }
 
+// --gemm FILE: the program on the GEMM workloads beside cuBLAS.
+void run_gemm(const BenchRequest& req, const runtime::Device& device) {
+  const ir::Program program = load_program(req.gemm, parse_defines(req.defines), transform::LowerOptions{}, nullptr);
+  const exec::CompiledProgram compiled = exec::compile_program(program, exec::device_target(device.info()));
+  const exec::GpuProgram gpu = exec::GpuProgram::load(device, compiled);
+  tune::TimingOptions timing;
+  timing.repeats = req.repeats > 0 ? req.repeats : (req.quick ? 10 : 50);
+  std::cerr << device_line(device) << "\n";
+  std::cout << bench::gemm_table_header() << std::endl;
+  for (const bench::GemmShape& shape : bench::gemm_workloads()) {
+    const bench::GemmBenchResult r = bench::bench_gemm(device, gpu, shape, timing, !req.no_cublas);
+    std::cout << bench::gemm_table_row(r) << std::endl;
+    if (!r.cublas_note.empty()) std::cerr << "  no cuBLAS figure: " << r.cublas_note << "\n";
+  }
+}
+
 void run(const BenchRequest& req) {
-  const std::vector<ops::QMatmulProblem> problems = problems_of(req);
+  const std::vector<ops::QMatmulProblem> problems = req.gemm.empty() ? problems_of(req)
+                                                                     : std::vector<ops::QMatmulProblem>{};
 
   std::optional<runtime::Device> opened;
   try {
@@ -107,6 +128,10 @@ void run(const BenchRequest& req) {
       why = e.what();
     }
     fail("tilevm bench needs NVRTC: {}", why);
+  }
+  if (!req.gemm.empty()) {
+    run_gemm(req, device);
+    return;
   }
 
   bench::QMatmulBenchOptions options;
@@ -188,6 +213,12 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   cmd->add_flag("--no-tune", req->no_tune, "take the cost model's configuration without timing candidates");
   cmd->add_flag("--no-cublas", req->no_cublas, "skip the cuBLAS baseline");
+  cmd->add_option("--gemm", req->gemm,
+                  "time this GEMM program (a_ptr, b_ptr, c_ptr, M, N, K: C = A @ B^T in f16, e.g. "
+                  "examples/gemm_f16_wgmma.tile) on square and prefill shapes beside cuBLAS")
+      ->type_name("FILE");
+  cmd->add_option("-D", req->defines, "with --gemm: override a constant of the program, NAME=VALUE")
+      ->type_name("NAME=VALUE");
   cmd->callback([req] { run(*req); });
 }
 
