@@ -34,15 +34,16 @@ void upload_random(runtime::DeviceBuffer& buffer, int64_t count, std::mt19937_64
   for (int64_t first = 0; first < count; first += chunk) {
     const int64_t n = std::min(chunk, count - first);
     const size_t start = rng() % pool.size();
-    for (int64_t i = 0; i < n; ++i) host[static_cast<size_t>(i)] = pool[(start + static_cast<size_t>(i)) % pool.size()];
+    for (int64_t i = 0; i < n; ++i)
+      host[static_cast<size_t>(i)] = pool[(start + static_cast<size_t>(i)) % pool.size()];
     buffer.copy_from_host(host.data(), static_cast<size_t>(n) * 2, static_cast<size_t>(first) * 2);
   }
 }
 
 }  // namespace
 
-GemmBenchResult bench_gemm(const runtime::Device& device, const exec::GpuProgram& program, const GemmShape& shape,
-                           const tune::TimingOptions& timing, bool with_cublas) {
+GemmBenchResult bench_gemm(const runtime::Device& device, const exec::GpuProgram& program,
+                           const GemmShape& shape, const tune::TimingOptions& timing, bool with_cublas) {
   GemmBenchResult r;
   r.shape = shape;
   const int64_t m = shape.m, n = shape.n, k = shape.k;
@@ -59,7 +60,8 @@ GemmBenchResult bench_gemm(const runtime::Device& device, const exec::GpuProgram
   program.launch(stream, args);  // fails here, untimed, if the launch cannot
   stream.synchronize();
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const tune::Timing t = tune::time_gpu(device, stream, [&] { program.launch(stream, args); }, timing);
+  const tune::Timing t = tune::time_gpu(
+      device, stream, [&] { program.launch(stream, args); }, timing);
   r.latency_us = t.median_us;
   r.tflops = flops / t.median_us * 1e-6;
   if (!with_cublas) return r;
@@ -72,7 +74,8 @@ GemmBenchResult bench_gemm(const runtime::Device& device, const exec::GpuProgram
   blas.gemm(stream, DataType::f16(), m, n, k, a.device_ptr(), b.device_ptr(), c.device_ptr());
   stream.synchronize();
   const tune::Timing tc = tune::time_gpu(
-      device, stream, [&] { blas.gemm(stream, DataType::f16(), m, n, k, a.device_ptr(), b.device_ptr(), c.device_ptr()); },
+      device, stream,
+      [&] { blas.gemm(stream, DataType::f16(), m, n, k, a.device_ptr(), b.device_ptr(), c.device_ptr()); },
       timing);
   r.cublas_us = tc.median_us;
   r.cublas_tflops = flops / tc.median_us * 1e-6;
@@ -89,8 +92,8 @@ std::string gemm_table_row(const GemmBenchResult& r) {
   auto opt = [](const std::optional<double>& v, const char* f) {
     return v ? fmt::format(fmt::runtime(f), *v) : std::string("-");
   };
-  return fmt::format("{:<14} {:>6} {:>6} {:>6} {:>11.1f} {:>8.1f} {:>11} {:>8} {:>9}", r.shape.name, r.shape.m,
-                     r.shape.n, r.shape.k, r.latency_us, r.tflops, opt(r.cublas_us, "{:.1f}"),
+  return fmt::format("{:<14} {:>6} {:>6} {:>6} {:>11.1f} {:>8.1f} {:>11} {:>8} {:>9}", r.shape.name,
+                     r.shape.m, r.shape.n, r.shape.k, r.latency_us, r.tflops, opt(r.cublas_us, "{:.1f}"),
                      opt(r.cublas_tflops, "{:.1f}"), opt(r.speedup_vs_cublas, "{:.3f}"));
 }
 

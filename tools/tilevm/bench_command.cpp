@@ -47,7 +47,7 @@ struct BenchRequest {
   int max_candidates = 0;  // 0: the tuner's default, or 24 with --quick
   bool no_tune = false;
   bool no_cublas = false;
-  std::string gemm;  // a GEMM program to time instead of the quantized matmul
+  std::string gemm;                  // a GEMM program to time instead of the quantized matmul
   std::vector<std::string> defines;  // -D for the GEMM program
 };
 
@@ -92,7 +92,8 @@ std::string device_line(const runtime::Device& device) {
 
 // --gemm FILE: the program on the GEMM workloads beside cuBLAS.
 void run_gemm(const BenchRequest& req, const runtime::Device& device) {
-  const ir::Program program = load_program(req.gemm, parse_defines(req.defines), transform::LowerOptions{}, nullptr);
+  const ir::Program program =
+      load_program(req.gemm, parse_defines(req.defines), transform::LowerOptions{}, nullptr);
   const exec::CompiledProgram compiled = exec::compile_program(program, exec::device_target(device.info()));
   const exec::GpuProgram gpu = exec::GpuProgram::load(device, compiled);
   tune::TimingOptions timing;
@@ -107,8 +108,8 @@ void run_gemm(const BenchRequest& req, const runtime::Device& device) {
 }
 
 void run(const BenchRequest& req) {
-  const std::vector<ops::QMatmulProblem> problems = req.gemm.empty() ? problems_of(req)
-                                                                     : std::vector<ops::QMatmulProblem>{};
+  const std::vector<ops::QMatmulProblem> problems =
+      req.gemm.empty() ? problems_of(req) : std::vector<ops::QMatmulProblem>{};
 
   std::optional<runtime::Device> opened;
   try {

@@ -33,8 +33,8 @@ struct GemmBenchResult {
   std::string cublas_note;                  // why there is no cuBLAS figure
 };
 
-GemmBenchResult bench_gemm(const runtime::Device& device, const exec::GpuProgram& program, const GemmShape& shape,
-                           const tune::TimingOptions& timing, bool with_cublas);
+GemmBenchResult bench_gemm(const runtime::Device& device, const exec::GpuProgram& program,
+                           const GemmShape& shape, const tune::TimingOptions& timing, bool with_cublas);
 
 std::string gemm_table_header();
 std::string gemm_table_row(const GemmBenchResult& r);
