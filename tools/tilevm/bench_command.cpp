@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "tilevm/bench/gemm_bench.h"
 #include "tilevm/bench/qmatmul_bench.h"
+#include "tilevm/ops/gemm/gemm.h"
 
 #include "tilevm/bench/workloads.h"
 #include "tilevm/exec/device_target.h"
@@ -90,26 +91,52 @@ std::string device_line(const runtime::Device& device) {
   return line;
 }
 
-// --gemm FILE: the program on the GEMM workloads beside cuBLAS.
+// --gemm FILE: that program on the GEMM workloads beside cuBLAS; --workloads gemm: the GEMM template
+// (ops/gemm/gemm.h), tuned for each shape (--no-tune: the cost model's pick).
 void run_gemm(const BenchRequest& req, const runtime::Device& device) {
-  const ir::Program program =
-      load_program(req.gemm, parse_defines(req.defines), transform::LowerOptions{}, nullptr);
-  const exec::CompiledProgram compiled = exec::compile_program(program, exec::device_target(device.info()));
-  const exec::GpuProgram gpu = exec::GpuProgram::load(device, compiled);
+  const target::Target target = exec::device_target(device.info());
+  std::optional<exec::GpuProgram> fixed;
+  if (!req.gemm.empty()) {
+    const ir::Program program =
+        load_program(req.gemm, parse_defines(req.defines), transform::LowerOptions{}, nullptr);
+    fixed = exec::GpuProgram::load(device, exec::compile_program(program, target));
+  }
   tune::TimingOptions timing;
   timing.repeats = req.repeats > 0 ? req.repeats : (req.quick ? 10 : 50);
+  tune::TuneOptions tuning;
+  if (req.max_candidates > 0) tuning.max_candidates = req.max_candidates;
   std::cerr << device_line(device) << "\n";
-  std::cout << bench::gemm_table_header() << std::endl;
+  std::cout << bench::gemm_table_header() << (fixed ? "" : "  config") << std::endl;
+  std::vector<std::string> failures;
   for (const bench::GemmShape& shape : bench::gemm_workloads()) {
-    const bench::GemmBenchResult r = bench::bench_gemm(device, gpu, shape, timing, !req.no_cublas);
-    std::cout << bench::gemm_table_row(r) << std::endl;
-    if (!r.cublas_note.empty()) std::cerr << "  no cuBLAS figure: " << r.cublas_note << "\n";
+    try {
+      std::string config;
+      std::optional<exec::GpuProgram> tuned;
+      if (!fixed) {
+        const ops::GemmProblem problem{shape.m, shape.n, shape.k};
+        const ops::GemmTemplate kernel;
+        const ops::GemmConfig c =
+            req.no_tune ? tune::prune(kernel, problem, kernel.space(problem, target), target, 1).at(0)
+                        : ops::autotune_gemm(device, problem, tuning).config;
+        config = "  " + c.name();
+        tuned = exec::GpuProgram::load(device, kernel.compile(problem, c, target));
+      }
+      const bench::GemmBenchResult r =
+          bench::bench_gemm(device, fixed ? *fixed : *tuned, shape, timing, !req.no_cublas);
+      std::cout << bench::gemm_table_row(r) << config << std::endl;
+      if (!r.cublas_note.empty()) std::cerr << "  no cuBLAS figure: " << r.cublas_note << "\n";
+    } catch (const Error& e) {
+      failures.push_back(fmt::format("{} {}x{}x{}: {}", shape.name, shape.m, shape.n, shape.k, e.what()));
+      std::cerr << "error: " << failures.back() << "\n";
+    }
   }
+  if (!failures.empty()) throw ExitStatus{1};
 }
 
 void run(const BenchRequest& req) {
+  const bool gemm = !req.gemm.empty() || req.workloads == "gemm";
   const std::vector<ops::QMatmulProblem> problems =
-      req.gemm.empty() ? problems_of(req) : std::vector<ops::QMatmulProblem>{};
+      gemm ? std::vector<ops::QMatmulProblem>{} : problems_of(req);
 
   std::optional<runtime::Device> opened;
   try {
@@ -130,7 +157,7 @@ void run(const BenchRequest& req) {
     }
     fail("tilevm bench needs NVRTC: {}", why);
   }
-  if (!req.gemm.empty()) {
+  if (gemm) {
     run_gemm(req, device);
     return;
   }
@@ -196,7 +223,8 @@ void add_bench_command(CLI::App& app) {
                                      "time the quantized matmul on the benchmark workloads "
                                      "(docs/performance.md) beside a plain read and cuBLAS (GPU)");
   auto req = std::make_shared<BenchRequest>();
-  cmd->add_option("--workloads", req->workloads, "decode (default), prefill, dtypes or all")
+  cmd->add_option("--workloads", req->workloads,
+                  "decode (default), prefill, dtypes, all, or gemm (the wgmma GEMM beside cuBLAS)")
       ->check(CLI::IsMember(bench::workload_names()));
   cmd->add_option("--csv", req->csv, "also write the results to FILE as CSV")->type_name("FILE");
   cmd->add_flag("--json", req->json, "print one JSON object per problem instead of the table");
