@@ -89,8 +89,11 @@ std::vector<GemmConfig> GemmTemplate::space(const GemmProblem&, const target::Ta
     for (int bn : {64, 128, 192, 256})
       for (int stages : {2, 3, 4, 5, 6}) {
         const GemmConfig c{bm, bn, stages, 8};
-        // Registers: BM x BN f32 accumulators over BM / 64 warpgroups is BN / 2 per thread, plus addressing.
-        if (gemm_shared_bytes(c) > target.shared_per_block || bn / 2 > 160) continue;
+        // Registers: BN / 2 f32 accumulators per thread plus about 40 for addresses and the loop, for every
+        // thread of the block in the SM's register file (bm256_bn256 fails in ptxas: 128 + 40 > 65536 / 512).
+        const int64_t threads = bm / 64 * 128;
+        if (gemm_shared_bytes(c) > target.shared_per_block || (bn / 2 + 40) * threads > target.registers_per_sm)
+          continue;
         out.push_back(c);
       }
   return out;
