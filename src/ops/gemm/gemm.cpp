@@ -124,9 +124,11 @@ tune::CostEstimate GemmTemplate::estimate(const GemmProblem& p, const GemmConfig
   e.waves = (e.blocks + target.sm_count - 1) / target.sm_count;
   e.mma_flops =
       2.0 * static_cast<double>(tm * c.bm) * static_cast<double>(tn * c.bn) * static_cast<double>(p.k);
-  // Small tiles reach less of the tensor cores' rate (each wgmma is shorter, the pipeline shallower).
-  const double efficiency =
-      std::min(1.0, (c.bm / 128.0 + c.bn / 256.0) / 2.0 + 0.25) * std::min(1.0, c.stages / 3.0);
+  // Small tiles reach less of the tensor cores' rate: per K step a block reads (BM + BN) rows of shared
+  // memory for BM x BN products, and 128 x 256 (BM BN / (BM + BN) = 85) is what reaches cuBLAS's rate on the
+  // H200 (docs/performance.md); fewer than 3 stages leave the copies exposed.
+  const double intensity = static_cast<double>(c.bm) * c.bn / (c.bm + c.bn);
+  const double efficiency = std::min(1.0, intensity / 85.0) * std::min(1.0, c.stages / 3.0);
   const double per_sm = target.gemm_tflops * 1e12 / target.sm_count * efficiency;
   const double tile_seconds = 2.0 * c.bm * c.bn * static_cast<double>(p.k) / per_sm;
   e.l2_bytes = 2.0 * (static_cast<double>(p.m) * p.k * tn + static_cast<double>(p.n) * p.k * tm);
