@@ -13,6 +13,7 @@
 //   emit_reduce.cpp      ReduceSum/Max/Min: warp shuffles, or shared memory
 //   emit_dot.cpp         Dot: mma.sync by atom division, or SIMT through shared memory
 //   emit_sync_misc.cpp   Synchronize, Exit, Print
+//   emit_regions.cpp     warp-specialized regions: the warpgroup branches, setmaxnreg, named barriers
 #pragma once
 
 #include <cstdint>
@@ -173,7 +174,8 @@ class Emitter {
   bool vector_groups_aligned(const MemTensor& m, const ir::TensorArg& arg,
                              const std::vector<ir::Expr>& offset, const layout::Layout& lay, int v);
 
-  // Scratch shared memory for the SIMT paths: returns its C pointer and reserves `bytes`.
+  // Scratch shared memory for the SIMT paths: returns its C pointer and reserves `bytes` (a region's own
+  // inside a region).
   std::string scratch(int64_t bytes);
   std::string thread_mask_all() const;
 
@@ -206,6 +208,15 @@ class Emitter {
   void emit_dot(const ir::InstStmt& s, const ir::DotInst& n);
   bool try_mma(const ir::DotInst& n, const RegInfo& a, const RegInfo& b, const RegInfo& c, const RegInfo& d);
   void emit_print(const ir::InstStmt& s, const ir::PrintInst& n);
+  // Warp-specialized regions (emit_regions.cpp): the section of statements [first, end) of `block`.
+  void emit_section(const ir::Block& block, size_t first, size_t end);
+  // The barrier of the block a family's code runs for: __syncthreads(), or the region's named barrier.
+  std::string block_barrier() const;
+  // `text` with every __syncthreads() made the current region's barrier (line() applies it).
+  std::string in_region(const std::string& text) const;
+  bool uses_setmaxnreg() const;
+  std::string region_scratch(int64_t bytes);
+  int64_t place_region_scratch(std::vector<std::string>& decls) const;
 
   // Operand of an elementwise instruction at result slot `i` (C loop variable) of `out`: an expression of
   // the code (tensors) or nullopt for scalars.
@@ -240,6 +251,12 @@ class Emitter {
   // distinct names (emit_cast.cpp).
   std::map<std::string, std::vector<int>> converter_orders_;
   const ir::InstStmt* current_ = nullptr;
+  // The region being emitted (null outside one), its position in its section and its named barrier; the
+  // scratch bytes of each region position.
+  const ir::RegionStmt* region_ = nullptr;
+  int region_position_ = 0;
+  int region_barrier_ = 0;
+  std::vector<int64_t> region_scratch_bytes_;  // -1: unused
 };
 
 [[noreturn]] void unsupported(const ir::InstStmt& s, const std::string& why);
