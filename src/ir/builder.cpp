@@ -108,6 +108,7 @@ void ProgramBuilder::check_new_name(const std::string& name, const char* what) c
 
 void ProgramBuilder::bind(const Var& var) {
   bindings_[var->name] = var;
+  if (in_region_) region_names_.insert(var->name);
 }
 
 void ProgramBuilder::check_current(const Var& var, const char* role) const {
@@ -224,7 +225,8 @@ Block ProgramBuilder::capture(const std::function<void()>& body) {
 
 Scalar ProgramBuilder::let(const std::string& name, const Scalar& value, std::optional<DataType> dtype) {
   auto it = bindings_.find(name);
-  if (it != bindings_.end() && it->second->type.is_scalar()) {
+  // (In a region, a scalar of the block is shadowed: `name = ...` there defines the region's own.)
+  if (it != bindings_.end() && it->second->type.is_scalar() && (!in_region_ || region_names_.count(name))) {
     fail("'{}' is already a scalar variable ({}): a second `{} = ...` updates it, so use assign()", name,
          to_string(it->second->type), name);
   }
@@ -303,6 +305,38 @@ IfChain ProgramBuilder::if_(const Scalar& condition, const std::function<void()>
   append(std::make_shared<IfStmt>(std::vector<Expr>{condition.expr()}, std::vector<Block>{std::move(b)},
                                   Block{}, false));
   return IfChain(this, blocks_.size() - 1, current_block().size() - 1);
+}
+
+void ProgramBuilder::warpgroups(int64_t first, int64_t stop, const std::function<void()>& body) {
+  warpgroups(first, stop, 0, body);
+}
+
+void ProgramBuilder::warpgroups(int64_t first, int64_t stop, int64_t registers,
+                                const std::function<void()>& body) {
+  // A loop around the region is not the region's to leave (break_ inside needs a loop of its own), and the
+  // region's names are its own: after it, each name means what it meant before.
+  const int saved_depth = loop_depth_;
+  const std::map<std::string, Var> saved_bindings = bindings_;
+  std::set<std::string> saved_names = std::move(region_names_);
+  region_names_.clear();
+  const bool saved_in_region = in_region_;
+  auto restore = [&] {
+    loop_depth_ = saved_depth;
+    bindings_ = saved_bindings;
+    region_names_ = std::move(saved_names);
+    in_region_ = saved_in_region;
+  };
+  loop_depth_ = 0;
+  in_region_ = true;
+  Block b;
+  try {
+    b = capture(body);
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+  append(std::make_shared<RegionStmt>(first, stop, registers, std::move(b)));
 }
 
 void ProgramBuilder::break_() {

@@ -143,6 +143,10 @@ class Liveness {
     } else if (const auto* i = s->as<ir::IfStmt>()) {
       for (const ir::Block& b : i->bodies) walk(b);
       walk(i->else_body);
+    } else if (const auto* r = s->as<ir::RegionStmt>()) {
+      // A region allocates nothing (the verifier's rule), so the tensors it uses were allocated before its
+      // section and live through it whichever region runs when.
+      walk(r->body);
     }
   }
 };

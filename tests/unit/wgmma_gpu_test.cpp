@@ -2,7 +2,8 @@
 // wgmma.m64n256k16, DotAsyncWait(1)) against a double-precision product on fresh random matrices, the output
 // poisoned with NaN first; shapes with one and several blocks and K from one step to more than the pipeline
 // holds. The same program with a synchronous Dot of the shared tiles (wgmma waited at once) too, and the
-// interpreter on the smallest shape. Skipped (and reported) without a GPU.
+// interpreter on the smallest shape; and the warp-specialized version of the GEMM. Skipped (and reported)
+// without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -113,6 +114,15 @@ TEST(WgmmaGpu, SynchronousDotOfSharedTiles) {
   const ir::Program p = gemm_program(true);
   check_gemm(p, 128, 256, 64, true);
   check_gemm(p, 256, 512, 384, false);
+}
+
+// examples/gemm_f16_wgmma_ws.tile: a TMA producer warpgroup and two wgmma consumer warpgroups.
+TEST(WgmmaGpu, WarpSpecializedGemm) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const ir::Program p = gemm_program(false, "gemm_f16_wgmma_ws.tile");
+  check_gemm(p, 128, 256, 64, true);
+  check_gemm(p, 200, 600, 520, false);
+  check_gemm(p, 384, 768, 1024, false);
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 // which variables are defined and which shared tensors are freed, and checks every statement, instruction
 // and expression. The checks are split by concern: verify_exprs.cpp (scalar expressions), verify_memory.cpp
 // (global and shared memory, async copies), verify_compute.cpp (register tensors, elementwise, reduce, Dot,
-// Print), verify_control.cpp (statements, definitions, loops), verifier.cpp (the program header, the thread
-// count, the entry point).
+// Print), verify_control.cpp (statements, definitions, loops), verify_regions.cpp (warp-specialized
+// regions), verifier.cpp (the program header, the thread count, the entry point).
 #pragma once
 
 #include <cstdint>
@@ -76,6 +76,15 @@ class Verifier {
   // Marks a variable used: reports a use before its definition or after FreeShared.
   void use_var(const Var& v, SourceLoc loc);
   void define_var(const Var& v);
+
+  // ---- verify_regions.cpp
+  void check_region(const RegionStmt& r);
+  // The sections (runs of consecutive regions) of a block: disjoint warpgroups, where registers= may stand.
+  void check_sections(const Block& block);
+  // A use of v inside or outside a region: false after reporting.
+  bool check_region_use(const Var& v, SourceLoc loc);
+  // A statement directly or indirectly inside region_: what a region may not do.
+  void check_in_region(const Stmt& s);
 
   // ---- verify_memory.cpp
   void check_view_global(const ViewGlobalInst& n);
@@ -152,6 +161,10 @@ class Verifier {
   std::map<const VarNode*, int> loop_of_;  // the loop nesting id where a shared tensor was allocated
   std::vector<int> loops_;                 // the stack of open loop ids
   int next_loop_id_ = 1;
+  // Warp-specialized regions: the one being checked, and the region each variable defined in one belongs to.
+  const RegionStmt* region_ = nullptr;
+  std::map<const VarNode*, const RegionStmt*> region_of_;
+  bool has_regions_ = false;
 
   // Set by the instruction checks for the InstStmt being checked.
   struct Result {

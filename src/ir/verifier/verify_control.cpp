@@ -16,6 +16,12 @@ std::string at(SourceLoc loc) {
 
 void Verifier::use_var(const Var& v, SourceLoc loc) {
   if (!v) return;
+  if (!region_of_.empty() || region_) {
+    if (!check_region_use(v, loc)) {
+      state_.defined.insert(v.get());  // one report per path
+      return;
+    }
+  }
   if (!state_.defined.count(v.get())) {
     if (ever_defined_.count(v.get()))
       diags_.error(loc,
@@ -34,9 +40,11 @@ void Verifier::define_var(const Var& v) {
   state_.defined.insert(v.get());
   ever_defined_.insert(v.get());
   state_.freed.erase(v.get());
+  if (region_) region_of_[v.get()] = region_;
 }
 
 void Verifier::check_block(const Block& block) {
+  check_sections(block);
   for (const Stmt& s : block) {
     if (!s) continue;
     check_stmt(s);
@@ -44,6 +52,7 @@ void Verifier::check_block(const Block& block) {
 }
 
 void Verifier::check_stmt(const Stmt& s) {
+  if (region_) check_in_region(s);
   switch (s->kind) {
     case StmtKind::Assign: {
       const auto& a = *s->as<AssignStmt>();
@@ -270,6 +279,9 @@ void Verifier::check_stmt(const Stmt& s) {
       return;
     case StmtKind::Return:
       state_.unreachable = true;
+      return;
+    case StmtKind::Region:
+      check_region(*s->as<RegionStmt>());
       return;
   }
 }

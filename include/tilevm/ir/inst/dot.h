@@ -48,8 +48,9 @@ struct DotAsyncInst : InstNode {
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
-// DotAsyncWait(n): waits until at most n of the DotAsync instructions issued so far are still in flight
-// (wgmma.wait_group n); the others' accumulators may then be read and their operands overwritten.
+// DotAsyncWait(n): waits until at most n of the DotAsync instructions issued so far by the same issuer (a
+// warp-specialized region, or the block) are still in flight (wgmma.wait_group n, which counts per
+// warpgroup); the others' accumulators may then be read and their operands overwritten.
 struct DotAsyncWaitInst : InstNode {
   static constexpr InstKind kKind = InstKind::DotAsyncWait;
   int64_t pending = 0;
