@@ -103,7 +103,18 @@ void Machine::run_section(const ir::Block& block, size_t first, size_t end) {
   sec.running = schedule_.policy == Schedule::Policy::Reverse  ? last
                 : schedule_.policy == Schedule::Policy::Random ? static_cast<int>(next_random(rng_state_) % n)
                                                                : 0;
-  for (size_t k = 0; k < n; ++k) sec.threads.emplace_back([this, k] { strand_main(k); });
+  try {
+    for (size_t k = 0; k < n; ++k) sec.threads.emplace_back([this, k] { strand_main(k); });
+  } catch (...) {  // no thread for a region (resources): stop the ones that started
+    {
+      std::lock_guard<std::mutex> lock(sec.mutex);
+      sec.cancel = true;
+    }
+    sec.cv.notify_all();
+    for (std::thread& t : sec.threads) t.join();
+    section_.reset();
+    throw;
+  }
   {
     std::unique_lock<std::mutex> lock(sec.mutex);
     sec.cv.wait(lock, [&] { return sec.running == -1; });

@@ -1,6 +1,6 @@
 // Every example and every verifying test program is emitted and compiled by NVRTC for sm_80 and sm_90, and
-// for sm_90a where sm_90 is refused for setmaxnreg (no GPU needed). Registers and spills per thread are reported from ptxas's verbose output. Skipped when
-// libnvrtc cannot be loaded.
+// for sm_90a where sm_90 is refused for setmaxnreg (no GPU needed). Registers and spills per thread are
+// reported from ptxas's verbose output. Skipped when libnvrtc cannot be loaded.
 #include <gtest/gtest.h>
 
 #include <iostream>

@@ -45,7 +45,8 @@ struct Arguments {
 //   reverse      the same, starting with the last region and going backwards;
 //   round-robin  hand over to the next region that can go on after every barrier instruction (BarrierArrive,
 //                BarrierWait, CopyTma);
-//   random:N     before every instruction, a region that can go on, drawn by a generator seeded with N.
+//   random:N     before every instruction and after every barrier instruction, a region that can go on,
+//                drawn by a generator seeded with N.
 // Every schedule is deterministic: the same program, inputs and schedule give the same run.
 struct Schedule {
   enum class Policy { InOrder, Reverse, RoundRobin, Random };

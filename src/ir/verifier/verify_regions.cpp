@@ -74,7 +74,8 @@ void Verifier::check_sections(const Block& block) {
       if (r.registers != 0 && !with_registers) with_registers = &r;
       for (size_t j = k; j < i; ++j) {
         const RegionStmt& o = *block[j]->as<RegionStmt>();
-        if (r.first < o.stop && o.first < r.stop)
+        // (An empty region, reported by itself, overlaps nothing.)
+        if (r.first < r.stop && o.first < o.stop && r.first < o.stop && o.first < r.stop)
           diags_.error(r.loc,
                        "{} overlaps {}{}, which runs at the same time (consecutive regions form one section)",
                        region_text(r), region_text(o), at(o.loc));
@@ -86,11 +87,13 @@ void Verifier::check_sections(const Block& block) {
                      "registers= is allowed only on regions at the top level of the program (setmaxnreg "
                      "changes the warps' registers for the rest of the kernel)");
       } else if (end < block.size()) {
+        const SourceLoc next = block[end] ? block[end]->loc : SourceLoc{};
         diags_.error(
             with_registers->loc,
             "registers= is allowed only in the section that ends the program: setmaxnreg changes the "
-            "warps' registers for the rest of the kernel, and the statement{} runs after it",
-            at(block[end] ? block[end]->loc : SourceLoc{}));
+            "warps' registers for the rest of the kernel, and {} runs after it",
+            next.known() ? fmt::format("the statement at {}:{}", next.line, next.col)
+                         : std::string("a statement"));
       } else if (threads_given_ && threads_ % RegionStmt::kWarpgroupThreads == 0) {
         // Each warpgroup holds 128 x its per-thread count; one left out keeps what the kernel starts with.
         const int64_t warpgroups = threads_ / RegionStmt::kWarpgroupThreads;
