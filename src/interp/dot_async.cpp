@@ -48,7 +48,8 @@ int64_t Machine::dots_after(int64_t seq) const {
 void Machine::check_not_dot_accumulator(const RegTensor& r, const std::string& name) {
   if (dot_in_flight(r.dot_seq))
     raise(*current_loc_ptr_,
-          "'{}' is used while the DotAsync at {} still accumulates into it: wait for it first (DotAsyncWait({}) "
+          "'{}' is used while the DotAsync at {} still accumulates into it: wait for it first "
+          "(DotAsyncWait({}) "
           "retires it here)",
           name, format_loc(*dots_[static_cast<size_t>(r.dot_seq - 1)].loc), dots_after(r.dot_seq));
 }
@@ -60,7 +61,8 @@ void Machine::check_not_dot_operand(const SharedBuffer& s, int64_t offset, const
     raise(loc,
           "shared '{}' element {} is written while the DotAsync at {} may still read it: wait for it first "
           "(DotAsyncWait({}) retires it here)",
-          s.name, shared_element(s, offset), format_loc(*dots_[static_cast<size_t>(seq - 1)].loc), dots_after(seq));
+          s.name, shared_element(s, offset), format_loc(*dots_[static_cast<size_t>(seq - 1)].loc),
+          dots_after(seq));
 }
 
 }  // namespace tilevm::interp::detail

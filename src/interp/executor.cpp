@@ -91,7 +91,8 @@ void Machine::run_block(const Index& block) {
   // A block that ends with a DotAsync in flight: its accumulator is never complete (and the GPU would run
   // the next block's code into registers the tensor cores still write).
   for (const PendingDot& d : dots_)
-    if (!d.retired) raise(*d.loc, "the block ends with this DotAsync still in flight: no DotAsyncWait retired it");
+    if (!d.retired)
+      raise(*d.loc, "the block ends with this DotAsync still in flight: no DotAsyncWait retired it");
   // A block that ends while a TMA copy still writes its shared memory: on the GPU the memory may already
   // belong to the next block.
   for (const PendingCopy& c : copies_)

@@ -34,9 +34,8 @@ double f16_at(const std::vector<uint8_t>& v, size_t i) {
   return decode(DataType::f16(), c);
 }
 
-ir::Program gemm_program(bool synchronous) {
-  std::string text =
-      codegen_test::read_text(codegen_test::source_root() / "examples" / "gemm_f16_wgmma.tile");
+ir::Program gemm_program(bool synchronous, const char* file = "gemm_f16_wgmma.tile") {
+  std::string text = codegen_test::read_text(codegen_test::source_root() / "examples" / file);
   if (synchronous) {
     const std::string async =
         "DotAsync(sa[stage], sb[stage], acc, transpose_b=True)\n        DotAsyncWait(1)";

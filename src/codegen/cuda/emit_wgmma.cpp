@@ -57,7 +57,7 @@ std::optional<Emitter::WgmmaPlan> Emitter::wgmma_plan(const ir::TensorArg& a, co
                                                       const RegInfo& c, bool transpose_a, bool transpose_b,
                                                       std::string* why) {
   if (!options_.target.features.wgmma) {
-    *why = fmt::format("the target {} has no wgmma (it needs the arch-specific sm_90a: --arch sm_90a)",
+    *why = fmt::format("the target {} has no wgmma (it needs the arch-specific target sm_90a: --arch sm_90a)",
                        options_.target.arch);
     return std::nullopt;
   }

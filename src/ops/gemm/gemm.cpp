@@ -92,7 +92,8 @@ std::vector<GemmConfig> GemmTemplate::space(const GemmProblem&, const target::Ta
         // Registers: BN / 2 f32 accumulators per thread plus about 40 for addresses and the loop, for every
         // thread of the block in the SM's register file (bm256_bn256 fails in ptxas: 128 + 40 > 65536 / 512).
         const int64_t threads = bm / 64 * 128;
-        if (gemm_shared_bytes(c) > target.shared_per_block || (bn / 2 + 40) * threads > target.registers_per_sm)
+        if (gemm_shared_bytes(c) > target.shared_per_block ||
+            (bn / 2 + 40) * threads > target.registers_per_sm)
           continue;
         out.push_back(c);
       }
