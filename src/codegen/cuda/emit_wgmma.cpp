@@ -56,6 +56,11 @@ const char* ptx_float(DataType t) {
 std::optional<Emitter::WgmmaPlan> Emitter::wgmma_plan(const ir::TensorArg& a, const ir::TensorArg& b,
                                                       const RegInfo& c, bool transpose_a, bool transpose_b,
                                                       std::string* why) {
+  if (!options_.target.features.hopper) {
+    *why = fmt::format("wgmma needs sm_90 or newer (the arch-specific sm_90a); the target is {}",
+                       options_.target.arch);
+    return std::nullopt;
+  }
   if (!options_.target.features.wgmma) {
     *why = fmt::format("the target {} has no wgmma (it needs the arch-specific target sm_90a: --arch sm_90a)",
                        options_.target.arch);
