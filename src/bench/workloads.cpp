@@ -45,7 +45,8 @@ std::vector<DataType> dtype_sweep_types() {
 }
 
 const std::vector<std::string>& workload_names() {
-  static const std::vector<std::string> names = {"decode", "prefill", "dtypes", "all"};
+  // "gemm": the dense wgmma GEMM beside cuBLAS (bench/gemm_bench.h), not a quantized-matmul workload.
+  static const std::vector<std::string> names = {"decode", "prefill", "dtypes", "all", "gemm"};
   return names;
 }
 

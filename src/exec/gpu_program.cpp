@@ -135,6 +135,7 @@ runtime::TensorMap GpuProgram::tensor_map(const KernelParam& p, const ProgramArg
       d.strides[i] = static_cast<std::uint64_t>(eval_host_int(view.strides[i], lookup)) * element;
   }
   for (int64_t b : p.box) d.box.push_back(static_cast<std::uint32_t>(b));
+  d.swizzle_bytes = p.swizzle_bytes;
   try {
     return runtime::encode_tensor_map(d);
   } catch (const Error& e) {

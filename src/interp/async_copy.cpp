@@ -8,7 +8,9 @@
 namespace tilevm::interp::detail {
 
 void Machine::copy_async(const ir::CopyAsyncInst& n) {
-  copies_[issue_copy(n.dst, n.src, n)].group = committed_groups_;
+  PendingCopy& c = copies_[issue_copy(n.dst, n.src, n)];
+  c.group = committed_groups_;
+  c.actor = actor_;  // each region's threads have their own groups
 }
 
 size_t Machine::issue_copy(const ir::TensorArg& dst_arg, const ir::TensorArg& src_arg,
@@ -41,6 +43,7 @@ size_t Machine::issue_copy(const ir::TensorArg& dst_arg, const ir::TensorArg& sr
       raise(n.loc, "{} writes shared '{}' element {} which a {} issued at {} still has to write", what,
             s.name, shared_element(s, off), other.barrier ? "CopyTma" : "CopyAsync", format_loc(*other.loc));
     }
+    check_not_dot_operand(s, off, n.loc);
     if (options_.check_races) check_async_issue(s, off, n.loc, what);
     copy.writes.emplace_back(off, src[l] < 0 ? 0 : read_global(g, src[l], n.loc));
     s.pending[static_cast<size_t>(off)] = id;
@@ -58,20 +61,19 @@ void Machine::wait_group(const ir::CopyAsyncWaitGroupInst& n) {
   if (keep < 0) raise(n.loc, "CopyAsyncWaitGroup({}) needs a count >= 0", keep);
   const int64_t land_below = committed_groups_ - keep;  // groups with a smaller id land
   for (PendingCopy& c : copies_) {
-    if (c.landed || c.barrier || c.group >= land_below) continue;
+    if (c.landed || c.barrier || c.actor != actor_ || c.group >= land_below) continue;
     land(c);
   }
 }
 
-void Machine::land(PendingCopy& c) {
+void Machine::land(PendingCopy& c, uint32_t at) {
   SharedBuffer& s = *c.dst;
   const int bits = s.dtype.bits();
   for (const auto& [off, code] : c.writes) {
     // A CopyAsync's data is visible only to the thread that waited for it until a Synchronize(); a CopyTma's
-    // is visible to every thread that waited on its barrier, so it leaves no writer for the race checker
-    // (readers before it were checked when it was issued).
+    // is the write of its barrier's copy engine, visible to every thread that waited on the phase.
     if (c.barrier)
-      s.meta[static_cast<size_t>(off)] = RaceMeta{};
+      record_tma_write(s, off, c.barrier->barriers[static_cast<size_t>(c.barrier_index)].actor, at, c.loc);
     else if (options_.check_races)
       check_shared_write(s, off, kAsync, *c.loc);
     set_code(s.bytes.data(), bits, off, code);

@@ -13,8 +13,9 @@ namespace tilevm::interp {
 
 namespace detail {
 
-Machine::Machine(const ir::Program& program, Arguments& args, const RunOptions& options)
-    : program_(program), args_(args), options_(options) {
+Machine::Machine(const ir::Program& program, Arguments& args, const RunOptions& options,
+                 const Schedule& schedule)
+    : program_(program), args_(args), options_(options), schedule_(schedule), rng_state_(schedule.seed) {
   for (const ir::Var& p : program.params) {
     Value v;
     if (p->type.is_pointer()) {
@@ -79,8 +80,19 @@ void Machine::run_block(const Index& block) {
   copies_.clear();
   open_group_ = 0;
   committed_groups_ = 0;
-  epoch_ = 1;
+  dots_.clear();
+  dot_queues_.clear();
+  next_epoch_ = 0;
+  actor_ = 0;
+  clock_.assign(1, fresh_epoch());
+  sync_epoch_ = clock_[0];
+  barrier_actors_.clear();
   exec_block(program_.body);
+  // A block that ends with a DotAsync in flight: its accumulator is never complete (and the GPU would run
+  // the next block's code into registers the tensor cores still write).
+  for (const PendingDot& d : dots_)
+    if (!d.retired)
+      raise(*d.loc, "the block ends with this DotAsync still in flight: no DotAsyncWait retired it");
   // A block that ends while a TMA copy still writes its shared memory: on the GPU the memory may already
   // belong to the next block.
   for (const PendingCopy& c : copies_)
@@ -92,8 +104,15 @@ void Machine::run_block(const Index& block) {
 }
 
 Flow Machine::exec_block(const ir::Block& block) {
-  for (const ir::Stmt& s : block) {
-    Flow f = exec_stmt(s);
+  for (size_t k = 0; k < block.size(); ++k) {
+    if (block[k]->kind == ir::StmtKind::Region) {  // a section: the regions that follow run together
+      size_t end = k + 1;
+      while (end < block.size() && block[end]->kind == ir::StmtKind::Region) ++end;
+      run_section(block, k, end);
+      k = end - 1;
+      continue;
+    }
+    Flow f = exec_stmt(block[k]);
     if (f != Flow::Normal) return f;
   }
   return Flow::Normal;
@@ -162,6 +181,9 @@ Flow Machine::exec_stmt(const ir::Stmt& s) {
       return Flow::Continue;
     case ir::StmtKind::Return:
       return Flow::Stop;
+    case ir::StmtKind::Region:  // exec_block runs sections
+      run_section(ir::Block{s}, 0, 1);
+      return Flow::Normal;
   }
   return Flow::Normal;
 }
@@ -197,10 +219,15 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
   const ir::InstNode& inst = *s.inst;
   current_loc_ = inst.loc.known() ? inst.loc : s.loc;
   current_loc_ptr_ = inst.loc.known() ? &inst.loc : &s.loc;
+  if (section_) schedule_point(Point::Instruction);
   ++exec_;
   // A register result goes to `out=` when given, else to the statement's result variable.
   auto set_reg = [&](const ir::Var& out, RegPtr r) {
     if (out) {
+      // out= overwrites the registers: not while a DotAsync still accumulates into them.
+      auto it = env_.find(out.get());
+      if (it != env_.end() && it->second.kind == Value::Kind::Register && it->second.reg)
+        check_not_dot_accumulator(*it->second.reg, out->name);
       bind(out, reg_value(std::move(r)));
     } else {
       define_results(s, reg_value(std::move(r)));
@@ -216,8 +243,10 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
       }
       break;
     case ir::InstKind::Synchronize:
-      // Every async copy still pending stays pending: only CopyAsyncWaitGroup lands it.
-      ++epoch_;
+      // Every async copy still pending stays pending: only CopyAsyncWaitGroup lands it. (In a region it
+      // synchronizes the region's threads.)
+      clock_[actor_] = fresh_epoch();
+      sync_epoch_ = clock_[actor_];
       break;
     case ir::InstKind::Exit:
       return Flow::Stop;
@@ -315,6 +344,12 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
       set_reg(n.out, dot(n));
       break;
     }
+    case ir::InstKind::DotAsync:
+      dot_async(*inst.as<ir::DotAsyncInst>());
+      break;
+    case ir::InstKind::DotAsyncWait:
+      dot_async_wait(*inst.as<ir::DotAsyncWaitInst>());
+      break;
   }
   return Flow::Normal;
 }
@@ -324,6 +359,13 @@ RegTensor& Machine::reg_operand(const ir::TensorArg& arg) {
   if (v.kind != Value::Kind::Register) raise(current_loc_, "'{}' is not a register tensor", arg.tensor->name);
   if (!arg.slices.empty()) raise(current_loc_, "register tensor '{}' cannot be sliced", arg.tensor->name);
   charge_steps(static_cast<int64_t>(v.reg->codes.size()));
+  if (dot_in_flight(v.reg->dot_seq)) check_not_dot_accumulator(*v.reg, arg.tensor->name);
+  if (v.reg->region != region_) {  // the verifier refuses it; a program built around it must not run
+    const ir::RegionStmt* r = v.reg->region ? v.reg->region : region_;
+    raise(current_loc_, "register tensor '{}' is held by {} but used by {} (Warpgroups({}, {}) at {})",
+          arg.tensor->name, v.reg->region ? "a region" : "the block", region_ ? "a region" : "the block",
+          r->first, r->stop, format_loc(r->loc));
+  }
   return *v.reg;
 }
 
@@ -351,6 +393,7 @@ RegPtr Machine::new_reg(DataType dtype, const layout::Layout& lay) {
                               format_index(lay.shape()), lay.num_threads(), lay.num_locals()));
   }
   auto r = std::make_shared<RegTensor>();
+  r->region = region_;
   r->dtype = dtype;
   r->table = &layouts_.get(lay);
   const size_t n = static_cast<size_t>(slots);
@@ -378,16 +421,18 @@ void Machine::check_init(const RegTensor& r, const ir::TensorArg& arg) {
 
 }  // namespace detail
 
-bool run_program(const ir::Program& program, Arguments& args, Diagnostics& diags, const RunOptions& options) {
+bool detail::run_schedule(const ir::Program& program, Arguments& args, Diagnostics& diags,
+                          const RunOptions& options, const Schedule& schedule) {
   std::unique_ptr<detail::Machine> machine;
   SourceLoc loc;
   try {
-    machine = std::make_unique<detail::Machine>(program, args, options);
+    machine = std::make_unique<detail::Machine>(program, args, options, schedule);
     machine->run();
     return true;
   } catch (const detail::RunError& e) {
     loc = e.loc;
     diags.error(loc, "{}", e.message);
+    for (const auto& [at, note] : e.notes) diags.add(Severity::Note, at, note);
   } catch (const Error& e) {
     loc = machine ? machine->current_loc() : program.loc;
     diags.error(loc, "{}", e.what());

@@ -29,10 +29,12 @@ namespace tilevm::interp::detail {
 
 using layout::Index;
 
-// A program error found while running: reported at `loc`, stops the run.
+// A program error found while running: reported at `loc` (with notes, such as where each region of a
+// deadlocked section waits), stops the run.
 struct RunError {
   SourceLoc loc;
   std::string message;
+  std::vector<std::pair<SourceLoc, std::string>> notes = {};
 };
 template <typename... Args>
 [[noreturn]] void raise(SourceLoc loc, fmt::format_string<Args...> format, Args&&... args) {
@@ -77,24 +79,44 @@ class LayoutCache {
 // ---- Values ----
 
 struct RegTensor {
+  const ir::RegionStmt* region = nullptr;  // the region whose threads hold it (null: the block's)
   DataType dtype = DataType::f32();
   const LayoutTable* table = nullptr;
   std::vector<uint64_t> codes;  // [t * m + i]
   std::vector<uint8_t> init;    // 1 when initialized
   bool all_init = false;
+  int64_t dot_seq = 0;  // the last DotAsync accumulating into it (Machine::dot_in_flight)
 };
 using RegPtr = std::shared_ptr<RegTensor>;
 
-// Per element of a shared tensor: the last writer and the readers since the last Synchronize().
-struct RaceMeta {
-  uint32_t write_epoch = 0, read_epoch = 0;
-  int32_t writer = -1, reader = -1;  // a thread, or kSeveral
-  uint64_t write_exec = 0;           // the instruction execution that wrote it
-  const SourceLoc* write_loc = nullptr;
-  const SourceLoc* read_loc = nullptr;
+// The race checker's record of one access (race_checker.cpp): which actor made it at which of its epochs, by
+// which thread of the block.
+//
+// An actor is one sequential strand of the block's execution: the block itself (actor 0), a region of the
+// section that runs (1 to kMaxRegions), or the copy engine of one barrier (kFirstBarrierActor and up: a
+// CopyTma's data lands as that actor's write). Each actor's epochs grow (Machine::fresh_epoch); a vector
+// clock says, per actor, the epoch before which its accesses happened before the current point.
+struct Access {
+  uint32_t epoch = 0;
+  int32_t thread = -1;  // a thread of the block (regions' threads counted from the block's first), kSeveral,
+                        // kAsync, or -1: no access
+  uint16_t actor = 0;
+  const SourceLoc* loc = nullptr;
 };
 inline constexpr int32_t kSeveral = -2;
 inline constexpr int32_t kAsync = -3;  // the async-copy unit (every thread)
+inline constexpr int kMaxRegions = 8;  // 1024 threads: 8 warpgroups
+inline constexpr int kFirstBarrierActor = kMaxRegions + 1;
+using Clock = std::vector<uint32_t>;  // by actor; a missing entry is 0
+
+// Per element of a shared tensor: the last write, and the reads that no later access is known to follow
+// (usually one record: reads by one actor merge, and a read that follows another replaces it).
+struct RaceMeta {
+  Access write;
+  uint64_t write_exec = 0;  // the instruction execution that wrote it
+  Access read;
+  int32_t more_reads = -1;  // reads by other actors concurrent with `read`: SharedBuffer::more_reads[i]
+};
 
 // One mbarrier (AllocateBarrier): the phase in progress, the arrivals it still needs, and the bytes its
 // arrivals announced minus the bytes its copies brought.
@@ -103,6 +125,11 @@ struct BarrierState {
   int64_t phase = 0;
   int64_t pending = 1;
   int64_t tx = 0;
+  // The race checker: the actor whose writes are this barrier's landed copies; the join of the clocks of
+  // the current phase's arrivals; the clock a wait on the last completed phase joins.
+  uint16_t actor = 0;
+  Clock arrived;
+  Clock completed;
 };
 
 struct SharedBuffer {
@@ -114,6 +141,8 @@ struct SharedBuffer {
   std::vector<int32_t> pending;        // per storage offset: the pending async copy writing it, or -1
   std::vector<RaceMeta> meta;          // per storage offset
   std::vector<BarrierState> barriers;  // AllocateBarrier only: one per barrier
+  std::vector<int64_t> dot_seq;        // per storage offset: the last DotAsync reading it (empty: none yet)
+  std::vector<std::vector<Access>> more_reads;  // RaceMeta::more_reads
   bool freed = false;
 };
 
@@ -151,6 +180,7 @@ struct PendingCopy {
   std::vector<std::pair<int64_t, uint64_t>> writes;  // (storage offset, code)
   const SourceLoc* loc = nullptr;
   int64_t group = 0;
+  int actor = 0;  // CopyAsync: the actor whose groups it joins (each region has its own)
   bool landed = false;
   // CopyTma: the barrier it completes on (never landed by CopyAsyncWaitGroup), and the bytes it brings.
   SharedBuffer* barrier = nullptr;
@@ -184,13 +214,50 @@ using interp::scalar_to_code;  // scalar_eval.h
 std::string format_scalar(const ScalarValue& v, DataType type);
 std::string format_code(DataType type, uint64_t code);
 
+// ---- Warp-specialized regions (regions.cpp) ----
+
+// into = max(into, from), entry by entry.
+void join_clock(Clock& into, const Clock& from);
+
+// One strand of the block's execution while another runs: the machine's per-strand members, which
+// Machine::swap_strand exchanges with this copy, and the strand's scheduling state.
+struct Strand {
+  std::unordered_map<const ir::VarNode*, Value> env;
+  SourceLoc loc;
+  const SourceLoc* loc_ptr = nullptr;
+  int64_t threads = 0;
+  int64_t first_thread = 0;
+  int64_t open_group = 0, committed_groups = 0;
+  uint16_t actor = 0;
+  Clock clock;
+  uint32_t sync_epoch = 0;
+  const ir::RegionStmt* region = nullptr;
+  // Scheduling (never swapped): the strand's region; a blocked strand waits in a BarrierWait for the phase
+  // of parity `wait_parity` of barrier `wait_index` of `wait_buffer`.
+  const ir::RegionStmt* stmt = nullptr;
+  enum class State { Ready, Blocked, Finished } state = State::Ready;
+  SharedBuffer* wait_buffer = nullptr;
+  int64_t wait_index = 0, wait_parity = 0;
+  SourceLoc wait_loc;
+};
+
+// One run of the program under one schedule (executor.cpp): errors go to `diags`, with their notes.
+bool run_schedule(const ir::Program& program, Arguments& args, Diagnostics& diags, const RunOptions& options,
+                  const Schedule& schedule);
+
+// A section while it runs: one strand per region, each on its own OS thread, and the baton that lets one of
+// them run at a time (the machine is handed over, never shared, so the run is deterministic).
+struct Section;
+
 // ---- The machine ----
 
 enum class Flow { Normal, Break, Continue, Stop };
 
 class Machine {
  public:
-  Machine(const ir::Program& program, Arguments& args, const RunOptions& options);
+  Machine(const ir::Program& program, Arguments& args, const RunOptions& options,
+          const Schedule& schedule = {});
+  ~Machine();
   // Runs the selected blocks; RunError and tilevm::Error propagate to run_program.
   void run();
   Index current_block() const { return block_index_; }
@@ -259,7 +326,8 @@ class Machine {
   void wait_group(const ir::CopyAsyncWaitGroupInst& n);
   // Reads the source now and records the pending writes of the destination; returns the copy's index.
   size_t issue_copy(const ir::TensorArg& dst, const ir::TensorArg& src, const ir::InstNode& n);
-  void land(PendingCopy& c);
+  // A CopyTma lands as its barrier's write at epoch `at` (CopyAsync: the running strand's).
+  void land(PendingCopy& c, uint32_t at = 0);
 
   // Barriers and TMA copies (tma.cpp).
   Value allocate_barrier(const ir::AllocateBarrierInst& n, const ir::Var& var);
@@ -269,12 +337,45 @@ class Machine {
   void barrier_wait(const ir::BarrierWaitInst& n);
   void copy_tma(const ir::CopyTmaInst& n);
 
-  // Race checker (race_checker.cpp). `thread` is a thread index, kSeveral or kAsync.
+  // Race checker (race_checker.cpp). `thread` is a thread index of the running strand (a region's own
+  // numbering), kSeveral or kAsync.
   void check_shared_read(SharedBuffer& s, int64_t offset, int32_t thread, const SourceLoc& loc);
   void check_shared_write(SharedBuffer& s, int64_t offset, int32_t thread, const SourceLoc& loc);
   // `what`: the copy instruction's name.
   void check_async_issue(SharedBuffer& s, int64_t offset, const SourceLoc& loc, const std::string& what);
+  // A landed CopyTma element: written by the barrier's copy engine `actor` at its epoch `at`.
+  void record_tma_write(SharedBuffer& s, int64_t offset, uint16_t actor, uint32_t at, const SourceLoc* loc);
   std::string shared_element(const SharedBuffer& s, int64_t offset) const;
+  // Whether access `a` happens before an access of the running strand by `thread` (a block thread, or -1
+  // for every thread).
+  bool happened_before(const Access& a, int32_t thread) const;
+  void add_read(SharedBuffer& s, RaceMeta& m, const Access& a);
+  const Access* unordered_read(const SharedBuffer& s, const RaceMeta& m, int32_t thread) const;
+  std::string race_text(const Access& a, const char* verb) const;
+  uint32_t epoch() const { return actor_ < clock_.size() ? clock_[actor_] : 0; }
+  uint32_t fresh_epoch() { return ++next_epoch_; }
+
+  // Warp-specialized regions (regions.cpp).
+  // Runs the section of statements [first, end) of `block`, every one a RegionStmt.
+  void run_section(const ir::Block& block, size_t first, size_t end);
+  void strand_main(size_t index);
+  void swap_strand(Strand& s);
+  // The points where a schedule may hand the baton to another region.
+  enum class Point { Instruction, Barrier };
+  void schedule_point(Point p);
+  // The running strand's BarrierWait cannot complete yet: lets the other regions run until it can (a
+  // deadlock when none can go on).
+  void block_on(SharedBuffer& b, int64_t index, int64_t parity, SourceLoc loc);
+  bool can_go_on(const Strand& s) const;
+  // The strand to run next (-1: none can go on) after the running one reached `p` (or blocked or ended).
+  int pick_next(int current, bool current_may_go_on, std::optional<Point> p);
+  // Hands the baton from the running strand `from` (which must have stored its state) to `to`.
+  void hand_over(int from, int to);
+  [[noreturn]] void raise_deadlock(int current);
+  // The bytes of CopyTma copies in flight that complete on barrier i of b.
+  int64_t inflight_bytes(const SharedBuffer* b, int64_t i) const;
+  // A wait phase's text for messages: "empty[0] (parity 0): phase 0 still needs 1 arrival".
+  std::string waiting_text(const SharedBuffer& b, int64_t i, int64_t parity) const;
 
   // Compute (compute.cpp, reduce_dot.cpp).
   RegPtr elementwise(const ir::ElementwiseInst& n, DataType dtype);  // dtype: the result's
@@ -283,6 +384,24 @@ class Machine {
   RegPtr allocate_register(const ir::AllocateRegisterInst& n);
   RegPtr reduce(const ir::ReduceInst& n, const layout::Layout& result_layout);
   RegPtr dot(const ir::DotInst& n);
+  // A Dot operand's codes in row-major logical order after the transpose, from registers or a shared tile;
+  // async_seq > 0 records the shared elements as read by that DotAsync.
+  struct DotValues {
+    Index shape;
+    DataType dtype = DataType::f32();
+    std::vector<uint64_t> codes;
+  };
+  DotValues dot_operand(const ir::TensorArg& arg, bool transpose, int64_t async_seq);
+  RegPtr dot_product(const ir::InstNode& n, const ir::TensorArg& a, const ir::TensorArg& b,
+                     const RegTensor& c, bool transpose_a, bool transpose_b, int64_t async_seq);
+
+  // DotAsync (dot_async.cpp): computed when issued; until a DotAsyncWait retires it, its accumulator may
+  // not be used and its shared operands not written (the checks below, called where that happens).
+  void dot_async(const ir::DotAsyncInst& n);
+  void dot_async_wait(const ir::DotAsyncWaitInst& n);
+  void check_not_dot_accumulator(const RegTensor& r, const std::string& name);
+  void check_not_dot_operand(const SharedBuffer& s, int64_t offset, const SourceLoc& loc);
+  int64_t dots_after(int64_t seq) const;
 
   // Print (print.cpp).
   void print(const ir::PrintInst& n);
@@ -302,16 +421,44 @@ class Machine {
   int64_t shared_bytes_ = 0;
   int64_t open_group_ = 0;        // the id of the group that copies join
   int64_t committed_groups_ = 0;  // groups with id < committed_groups_ are committed
+  // DotAsync: issued ones are numbered 1, 2, ... (dots_[number - 1]); each warpgroup region (the
+  // block outside regions) waits for its own, as wgmma.wait_group does per warpgroup: dot_queues_ holds
+  // the numbers each has in flight, oldest first.
+  struct PendingDot {
+    const SourceLoc* loc = nullptr;
+    bool retired = false;
+  };
+  std::vector<PendingDot> dots_;
+  std::map<const ir::RegionStmt*, std::vector<int64_t>> dot_queues_;
+  bool dot_in_flight(int64_t seq) const { return seq > 0 && !dots_[static_cast<size_t>(seq - 1)].retired; }
 
   Index grid_;
   int64_t total_blocks_ = 1;
   Index block_index_;
-  int64_t threads_ = 0;
-  uint32_t epoch_ = 1;
   uint64_t exec_ = 0;  // counts instruction executions
-  int64_t steps_ = 0;  // charge_steps: the work done so far, over every block
+  int64_t steps_ = 0;  // charge_steps: the work done so far, over every block (and schedule)
+
+  // Per strand (swap_strand): the block's, or the running region's. env_, open_group_ and committed_groups_
+  // above are too.
+  int64_t threads_ = 0;       // register layouts' thread count
+  int64_t first_thread_ = 0;  // the strand's thread 0 in the block
   SourceLoc current_loc_;
   const SourceLoc* current_loc_ptr_ = nullptr;
+  uint16_t actor_ = 0;  // the race checker's actor (race_checker.cpp)
+  Clock clock_;
+  uint32_t sync_epoch_ = 0;  // the actor's epoch at its last Synchronize()
+  const ir::RegionStmt* region_ = nullptr;
+
+  // The race checker's epochs (one counter for every actor of the block) and what the actors are: the
+  // running section's regions by actor, the barriers by actor - kFirstBarrierActor.
+  uint32_t next_epoch_ = 0;
+  std::vector<const ir::RegionStmt*> actor_regions_;
+  std::vector<std::pair<const SharedBuffer*, int64_t>> barrier_actors_;
+
+  // Regions: how they take turns, and the section running (null outside one).
+  Schedule schedule_;
+  uint64_t rng_state_ = 0;
+  std::shared_ptr<Section> section_;  // (shared_ptr: Section is complete in regions.cpp only)
 };
 
 }  // namespace tilevm::interp::detail

@@ -423,6 +423,7 @@ void Machine::store_shared(const ir::StoreInst& n) {
             shared_element(s, off), pending_wait_text(copies_[static_cast<size_t>(s.pending[uo])]),
             format_loc(*copies_[static_cast<size_t>(s.pending[uo])].loc));
     }
+    check_not_dot_operand(s, off, *current_loc_ptr_);
     if (options_.check_races)
       check_shared_write(s, off, static_cast<int32_t>(static_cast<int64_t>(k) / m), *current_loc_ptr_);
     set_code(s.bytes.data(), bits, off, r.codes[k]);

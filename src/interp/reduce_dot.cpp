@@ -6,6 +6,7 @@
 #include "machine.h"
 #include "tilevm/support/int_math.h"
 #include "tilevm/type/convert.h"
+#include "tilevm/type/packing.h"
 
 namespace tilevm::interp::detail {
 
@@ -113,15 +114,67 @@ RegPtr Machine::reduce(const ir::ReduceInst& n, const layout::Layout& result_lay
   return out;
 }
 
-RegPtr Machine::dot(const ir::DotInst& n) {
-  RegTensor& a = reg_operand(n.a);
-  RegTensor& b = reg_operand(n.b);
-  RegTensor& c = reg_operand(n.c);
-  check_init(a, n.a);
-  check_init(b, n.b);
-  check_init(c, n.c);
-  const Index &as = a.table->shape, &bs = b.table->shape, &cs = c.table->shape;
-  if (as.size() < 2 || bs.size() < 2 || cs.size() < 2) raise(n.loc, "Dot needs operands of rank 2 or more");
+Machine::DotValues Machine::dot_operand(const ir::TensorArg& arg, bool transpose, int64_t async_seq) {
+  DotValues v;
+  Value& value = lookup(arg.tensor);
+  if (value.kind == Value::Kind::Register) {
+    const RegTensor& r = reg_operand(arg);
+    check_init(r, arg);
+    v.dtype = r.dtype;
+    v.shape = r.table->shape;
+    v.codes = logical_codes(r);
+  } else {
+    // A shared tile (the view keeps the last two dimensions whole): read as LoadShared reads, by the whole
+    // block (kSeveral) for the race checker.
+    SharedBuffer& s = shared_operand(arg);
+    const Index& full = s.table->shape;
+    if (full.size() < 2) raise(current_loc_, "the shared operand '{}' needs rank 2 or more", s.name);
+    v.dtype = s.dtype;
+    v.shape = {full[full.size() - 2], full[full.size() - 1]};
+    const std::vector<int64_t> addrs = shared_addresses(arg, s, v.shape, Index{0, 0}, "read");
+    v.codes.resize(addrs.size());
+    for (size_t l = 0; l < addrs.size(); ++l) {
+      const int64_t off = addrs[l];
+      const size_t uo = static_cast<size_t>(off);
+      if (s.pending[uo] >= 0) {
+        raise(*current_loc_ptr_, "read of shared '{}' element {} before {} (issued at {})", s.name,
+              shared_element(s, off), pending_wait_text(copies_[static_cast<size_t>(s.pending[uo])]),
+              format_loc(*copies_[static_cast<size_t>(s.pending[uo])].loc));
+      }
+      if (options_.check_races) check_shared_read(s, off, kSeveral, *current_loc_ptr_);
+      if (!s.init[uo])
+        raise(*current_loc_ptr_, "read of uninitialized shared '{}' element {}", s.name,
+              shared_element(s, off));
+      v.codes[l] = get_code(s.bytes.data(), s.dtype.bits(), off);
+      if (async_seq > 0) {
+        if (s.dot_seq.empty()) s.dot_seq.assign(s.init.size(), 0);
+        s.dot_seq[uo] = async_seq;
+      }
+    }
+  }
+  if (transpose) {
+    const size_t r = v.shape.size();
+    const int64_t rows = v.shape[r - 2], cols = v.shape[r - 1],
+                  batch = static_cast<int64_t>(v.codes.size()) / std::max<int64_t>(rows * cols, 1);
+    std::vector<uint64_t> t(v.codes.size());
+    for (int64_t p = 0; p < batch; ++p)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          t[static_cast<size_t>(p * rows * cols + j * rows + i)] =
+              v.codes[static_cast<size_t>(p * rows * cols + i * cols + j)];
+    v.codes = std::move(t);
+    std::swap(v.shape[r - 2], v.shape[r - 1]);
+  }
+  return v;
+}
+
+RegPtr Machine::dot_product(const ir::InstNode& n, const ir::TensorArg& a_arg, const ir::TensorArg& b_arg,
+                            const RegTensor& c, bool transpose_a, bool transpose_b, int64_t async_seq) {
+  const DotValues a = dot_operand(a_arg, transpose_a, async_seq);
+  const DotValues b = dot_operand(b_arg, transpose_b, async_seq);
+  const Index &as = a.shape, &bs = b.shape, &cs = c.table->shape;
+  if (as.size() < 2 || bs.size() < 2 || cs.size() < 2)
+    raise(n.loc, "{} needs operands of rank 2 or more", n.name());
   const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
   auto batch = [](const Index& s) {
     int64_t p = 1;
@@ -131,15 +184,27 @@ RegPtr Machine::dot(const ir::DotInst& n) {
   const int64_t B = batch(cs), Ba = batch(as), Bb = batch(bs);
   if (bs[bs.size() - 2] != K || cs[cs.size() - 2] != M || cs.back() != N || (Ba != 1 && Ba != B) ||
       (Bb != 1 && Bb != B)) {
-    raise(n.loc, "Dot of shapes {} @ {} + {} does not match", format_index(as), format_index(bs),
+    raise(n.loc, "{} of shapes {} @ {} + {} does not match", n.name(), format_index(as), format_index(bs),
           format_index(cs));
   }
   RegPtr out = new_reg(c.dtype, c.table->layout);
   charge_steps(checked_product(Index{B, M, N, K}).value_or(INT64_MAX));
   const bool integer = !a.dtype.is_float() && !b.dtype.is_float() && !c.dtype.is_float();
+  auto values = [](const DotValues& x, auto zero) {
+    using T = decltype(zero);
+    std::vector<T> out(x.codes.size());
+    for (size_t l = 0; l < x.codes.size(); ++l) {
+      if constexpr (std::is_same_v<T, double>) {
+        out[l] = decode(x.dtype, x.codes[l]);
+      } else {
+        out[l] = code_to_int(x.dtype, x.codes[l]);
+      }
+    }
+    return out;
+  };
   auto run = [&](auto zero) {
     using T = decltype(zero);
-    const std::vector<T> av = logical_values<T>(a), bv = logical_values<T>(b);
+    const std::vector<T> av = values(a, zero), bv = values(b, zero);
     std::vector<T> acc = logical_values<T>(c);
     std::vector<T> bt(static_cast<size_t>(K * N));  // one batch of b, transposed
     for (int64_t p = 0; p < B; ++p) {
@@ -173,6 +238,12 @@ RegPtr Machine::dot(const ir::DotInst& n) {
     scatter(*out, run(0.0), [&](double v) { return round_float_result(dt, v); });
   }
   return out;
+}
+
+RegPtr Machine::dot(const ir::DotInst& n) {
+  RegTensor& c = reg_operand(n.c);
+  check_init(c, n.c);
+  return dot_product(n, n.a, n.b, c, n.transpose_a, n.transpose_b, 0);
 }
 
 }  // namespace tilevm::interp::detail

@@ -1,10 +1,15 @@
-// Barriers and TMA copies (ir/inst/tma.h). The block runs one instruction stream, so a barrier's phase can
-// only complete through what the block itself has issued: a CopyTma reads its source when issued and lands
-// when a BarrierWait needs the phase it completes on. A wait whose phase the issued arrivals and copies
-// cannot complete is a deadlock on the GPU; here it is an error naming what is missing. So are the timing
-// bugs the GPU would hide: a phase that completes while a copy on it is still in flight, and an arrival on
-// a phase that has all its arrivals and waits only for bytes (on the GPU it would count toward this phase or
-// the next depending on when the bytes land).
+// Barriers and TMA copies (ir/inst/tma.h). A CopyTma reads its source when issued and lands when a
+// BarrierWait needs the phase it completes on. Outside warp-specialized sections the block runs one
+// instruction stream, so a phase can only complete through what the block itself has issued, and a wait
+// whose phase the issued arrivals and copies cannot complete is a deadlock on the GPU; here it is an error
+// naming what is missing. Inside a section such a wait lets the other regions run until the phase can
+// complete (regions.cpp), and the deadlock is the section's when none can. So are the timing bugs the GPU
+// would hide: a phase that completes while a copy on it is still in flight, and an arrival on a phase that
+// has all its arrivals and waits only for bytes (on the GPU it would count toward this phase or the next
+// depending on when the bytes land).
+//
+// For the race checker a phase carries a clock: each arrival joins the arriving strand's, and a wait that
+// returns joins the completed phase's, with the landed copies as the barrier's own actor's writes.
 #include <fmt/format.h>
 
 #include "machine.h"
@@ -18,14 +23,41 @@ std::string barrier_text(const SharedBuffer& b, int64_t index) {
   return fmt::format("{}[{}]", b.name, index);
 }
 
-// The phase's arrivals and bytes are all in: the barrier starts the next phase.
-void complete_phase(BarrierState& st) {
+// The phase's arrivals and bytes are all in: the barrier starts the next phase. `landed` is the epoch of
+// the barrier's actor at which its copies landed; a wait on this phase follows them.
+void complete_phase(BarrierState& st, uint32_t after_landing) {
   ++st.phase;
   st.pending = st.count;
   st.tx = 0;
+  st.completed = std::move(st.arrived);
+  st.arrived.clear();
+  if (st.completed.size() <= st.actor) st.completed.resize(st.actor + 1u, 0);
+  st.completed[st.actor] = after_landing;
+}
+
+// "1 arrival", "64 bytes", "1 arrival and 64 bytes": what a phase still needs beyond the copies in flight.
+std::string missing_text(const BarrierState& st, int64_t inflight) {
+  const std::string arrivals = fmt::format("{} arrival{}", st.pending, st.pending == 1 ? "" : "s");
+  const int64_t bytes = st.tx - inflight;
+  if (st.pending == 0) return fmt::format("{} bytes", bytes);
+  if (bytes <= 0) return arrivals;
+  return fmt::format("{} and {} bytes", arrivals, bytes);
 }
 
 }  // namespace
+
+int64_t Machine::inflight_bytes(const SharedBuffer* b, int64_t i) const {
+  int64_t bytes = 0;
+  for (const PendingCopy& c : copies_)
+    if (!c.landed && c.barrier == b && c.barrier_index == i) bytes += c.bytes;
+  return bytes;
+}
+
+std::string Machine::waiting_text(const SharedBuffer& b, int64_t i, int64_t parity) const {
+  const BarrierState& st = b.barriers[static_cast<size_t>(i)];
+  return fmt::format("{} (parity {}), whose phase {} still needs {}", barrier_text(b, i), parity, st.phase,
+                     missing_text(st, inflight_bytes(&b, i)));
+}
 
 Value Machine::allocate_barrier(const ir::AllocateBarrierInst& n, const ir::Var& var) {
   const ir::TensorType& t = *var->type.tensor;
@@ -40,6 +72,11 @@ Value Machine::allocate_barrier(const ir::AllocateBarrierInst& n, const ir::Var&
   s->pending.assign(static_cast<size_t>(size), -1);
   s->meta.assign(static_cast<size_t>(size), RaceMeta{});
   s->barriers.assign(static_cast<size_t>(size), BarrierState{n.count, 0, n.count, 0});
+  for (int64_t i = 0; i < size; ++i) {  // each barrier's copy engine is an actor of the race checker
+    s->barriers[static_cast<size_t>(i)].actor =
+        static_cast<uint16_t>(kFirstBarrierActor + barrier_actors_.size());
+    barrier_actors_.emplace_back(s.get(), i);
+  }
   Value v;
   v.kind = Value::Kind::Shared;
   v.shared = s.get();
@@ -73,9 +110,15 @@ void Machine::barrier_arrive(const ir::BarrierArriveInst& n) {
           barrier_text(*b, i), st.phase, st.count, st.count == 1 ? "" : "s", st.tx, st.phase, st.phase + 1,
           st.phase);
   }
+  // The arrival stands for the strand's earlier instructions: a wait on this phase follows them.
+  clock_[actor_] = fresh_epoch();
+  join_clock(st.arrived, clock_);
   --st.pending;
   st.tx += tx;
-  if (st.pending > 0 || st.tx > 0) return;
+  if (st.pending > 0 || st.tx > 0) {
+    schedule_point(Point::Barrier);
+    return;
+  }
   // Every arrival is in and no announced bytes are missing: the phase completes now, unless a copy on it is
   // still in flight (it would then complete on the next phase).
   for (const PendingCopy& c : copies_) {
@@ -89,7 +132,8 @@ void Machine::barrier_arrive(const ir::BarrierArriveInst& n) {
     raise(n.loc, "phase {} of barrier {}: its copies brought {} bytes more than its arrivals announced (tx=)",
           st.phase, barrier_text(*b, i), -st.tx);
   }
-  complete_phase(st);
+  complete_phase(st, fresh_epoch());
+  schedule_point(Point::Barrier);
 }
 
 void Machine::barrier_wait(const ir::BarrierWaitInst& n) {
@@ -100,31 +144,42 @@ void Machine::barrier_wait(const ir::BarrierWaitInst& n) {
   if (parity != 0 && parity != 1) raise(n.loc, "BarrierWait: parity is {}; it must be 0 or 1", parity);
   // The most recent phase of this parity has completed unless it is the one in progress. (Before phase 0
   // completes, waiting on parity 1 returns at once: the phase "before" phase 0 counts as completed, which
-  // is what lets a producer start on empty buffers.)
-  if (st.phase % 2 != parity) return;
-  for (PendingCopy& c : copies_) {
-    if (c.landed || c.barrier != b || c.barrier_index != i) continue;
-    land(c);
-    st.tx -= c.bytes;
+  // is what lets a producer start on empty buffers.) It can complete now when its arrivals are in and the
+  // copies in flight bring the bytes they announced.
+  int64_t inflight = 0;
+  while (st.phase % 2 == parity) {
+    inflight = inflight_bytes(b, i);
+    if (st.pending == 0 && inflight >= st.tx) break;
+    if (!section_ || !region_) {
+      if (inflight > st.tx)
+        raise(n.loc,
+              "BarrierWait on {}: phase {}'s copies brought {} bytes more than its arrivals announced (tx=), "
+              "so the GPU would complete the phase before they land",
+              barrier_text(*b, i), st.phase, inflight - st.tx);
+      raise(n.loc,
+            "BarrierWait on {} (parity {}) can never return: phase {} still needs {}, and nothing the block "
+            "has issued will bring them (a deadlock on the GPU)",
+            barrier_text(*b, i), parity, st.phase, missing_text(st, inflight));
+    }
+    block_on(*b, i, parity, n.loc);  // the other regions run until the phase can complete
   }
-  if (st.pending > 0 || st.tx != 0) {
-    if (st.tx < 0)
+  if (st.phase % 2 == parity) {
+    if (inflight > st.tx)
       raise(
           n.loc,
           "BarrierWait on {}: phase {}'s copies brought {} bytes more than its arrivals announced (tx=), so "
           "the GPU would complete the phase before they land",
-          barrier_text(*b, i), st.phase, -st.tx);
-    const std::string arrivals = fmt::format("{} arrival{}", st.pending, st.pending == 1 ? "" : "s");
-    const std::string missing = st.pending == 0 ? fmt::format("{} bytes", st.tx)
-                                : st.tx == 0    ? arrivals
-                                                : fmt::format("{} and {} bytes", arrivals, st.tx);
-    raise(
-        n.loc,
-        "BarrierWait on {} (parity {}) can never return: phase {} still needs {}, and nothing the block has "
-        "issued will bring them (a deadlock on the GPU)",
-        barrier_text(*b, i), parity, st.phase, missing);
+          barrier_text(*b, i), st.phase, inflight - st.tx);
+    const uint32_t landing = fresh_epoch();
+    for (PendingCopy& c : copies_) {
+      if (c.landed || c.barrier != b || c.barrier_index != i) continue;
+      land(c, landing);
+      st.tx -= c.bytes;
+    }
+    complete_phase(st, fresh_epoch());
   }
-  complete_phase(st);
+  join_clock(clock_, st.completed);
+  schedule_point(Point::Barrier);
 }
 
 void Machine::copy_tma(const ir::CopyTmaInst& n) {
@@ -152,6 +207,7 @@ void Machine::copy_tma(const ir::CopyTmaInst& n) {
   c.barrier = b;
   c.barrier_index = i;
   c.group = INT64_MAX;  // never a CopyAsync group
+  schedule_point(Point::Barrier);
 }
 
 }  // namespace tilevm::interp::detail

@@ -108,6 +108,7 @@ void ProgramBuilder::check_new_name(const std::string& name, const char* what) c
 
 void ProgramBuilder::bind(const Var& var) {
   bindings_[var->name] = var;
+  if (in_region_) region_names_.insert(var->name);
 }
 
 void ProgramBuilder::check_current(const Var& var, const char* role) const {
@@ -224,7 +225,8 @@ Block ProgramBuilder::capture(const std::function<void()>& body) {
 
 Scalar ProgramBuilder::let(const std::string& name, const Scalar& value, std::optional<DataType> dtype) {
   auto it = bindings_.find(name);
-  if (it != bindings_.end() && it->second->type.is_scalar()) {
+  // (In a region, a scalar of the block is shadowed: `name = ...` there defines the region's own.)
+  if (it != bindings_.end() && it->second->type.is_scalar() && (!in_region_ || region_names_.count(name))) {
     fail("'{}' is already a scalar variable ({}): a second `{} = ...` updates it, so use assign()", name,
          to_string(it->second->type), name);
   }
@@ -303,6 +305,38 @@ IfChain ProgramBuilder::if_(const Scalar& condition, const std::function<void()>
   append(std::make_shared<IfStmt>(std::vector<Expr>{condition.expr()}, std::vector<Block>{std::move(b)},
                                   Block{}, false));
   return IfChain(this, blocks_.size() - 1, current_block().size() - 1);
+}
+
+void ProgramBuilder::warpgroups(int64_t first, int64_t stop, const std::function<void()>& body) {
+  warpgroups(first, stop, 0, body);
+}
+
+void ProgramBuilder::warpgroups(int64_t first, int64_t stop, int64_t registers,
+                                const std::function<void()>& body) {
+  // A loop around the region is not the region's to leave (break_ inside needs a loop of its own), and the
+  // region's names are its own: after it, each name means what it meant before.
+  const int saved_depth = loop_depth_;
+  const std::map<std::string, Var> saved_bindings = bindings_;
+  std::set<std::string> saved_names = std::move(region_names_);
+  region_names_.clear();
+  const bool saved_in_region = in_region_;
+  auto restore = [&] {
+    loop_depth_ = saved_depth;
+    bindings_ = saved_bindings;
+    region_names_ = std::move(saved_names);
+    in_region_ = saved_in_region;
+  };
+  loop_depth_ = 0;
+  in_region_ = true;
+  Block b;
+  try {
+    b = capture(body);
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+  append(std::make_shared<RegionStmt>(first, stop, registers, std::move(b)));
 }
 
 void ProgramBuilder::break_() {
@@ -554,12 +588,32 @@ Tensor ProgramBuilder::view(const std::string& name, const TensorRef& src, DataT
   return Tensor(emit(std::make_shared<ViewInst>(src.arg(), dtype, layout.layout), {name}).at(0));
 }
 
-Tensor ProgramBuilder::dot(const Dest& dest, const TensorRef& a, const TensorRef& b, const TensorRef& c) {
-  check_ref(a, "operand a of Dot", Scope::Register);
-  check_ref(b, "operand b of Dot", Scope::Register);
+Tensor ProgramBuilder::dot(const Dest& dest, const TensorRef& a, const TensorRef& b, const TensorRef& c,
+                           DotOptions options) {
+  for (const auto& [ref, role] : {std::pair{&a, "operand a of Dot"}, std::pair{&b, "operand b of Dot"}}) {
+    check_ref(*ref, role, std::nullopt);
+    const Var& v = ref->var();
+    if (v->type.tensor->scope != Scope::Register && v->type.tensor->scope != Scope::Shared)
+      fail("{} must be a register or shared tensor, '{}' is {}", role, v->name, to_string(v->type));
+  }
   check_ref(c, "operand c of Dot", Scope::Register);
   Var o = dest_out(dest, "Dot");
-  return emit_tensor(std::make_shared<DotInst>(a.arg(), b.arg(), c.arg(), o), dest);
+  return emit_tensor(std::make_shared<DotInst>(a.arg(), b.arg(), c.arg(), o, SourceLoc{}, options.transpose_a,
+                                               options.transpose_b),
+                     dest);
+}
+
+void ProgramBuilder::dot_async(const TensorRef& a, const TensorRef& b, const TensorRef& c,
+                               DotOptions options) {
+  check_ref(a, "operand a of DotAsync", Scope::Shared);
+  check_ref(b, "operand b of DotAsync", Scope::Shared);
+  check_ref(c, "operand c of DotAsync", Scope::Register);
+  emit(std::make_shared<DotAsyncInst>(a.arg(), b.arg(), c.arg(), options.transpose_a, options.transpose_b),
+       {});
+}
+
+void ProgramBuilder::dot_async_wait(int64_t pending) {
+  emit(std::make_shared<DotAsyncWaitInst>(pending), {});
 }
 
 Tensor ProgramBuilder::elementwise(const Dest& dest, ElementwiseOp op, const std::vector<Arg>& args) {

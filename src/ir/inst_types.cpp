@@ -222,6 +222,8 @@ std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, i
       case InstKind::BarrierArrive:
       case InstKind::BarrierWait:
       case InstKind::CopyTma:
+      case InstKind::DotAsync:
+      case InstKind::DotAsyncWait:
         return Types{};
     }
   } catch (const Error& e) {

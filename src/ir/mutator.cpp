@@ -38,6 +38,8 @@ Stmt IRMutator::mutate_stmt(const Stmt& s) {
       return mutate_for(s, *s->as<ForStmt>());
     case StmtKind::While:
       return mutate_while(s, *s->as<WhileStmt>());
+    case StmtKind::Region:
+      return mutate_region(s, *s->as<RegionStmt>());
     case StmtKind::Break:
     case StmtKind::Continue:
     case StmtKind::Return:
@@ -96,6 +98,12 @@ Stmt IRMutator::mutate_while(const Stmt& s, const WhileStmt& node) {
   Block body = mutate_block(node.body);
   if (condition == node.condition && same_nodes(body, node.body)) return s;
   return std::make_shared<WhileStmt>(std::move(condition), std::move(body), node.loc);
+}
+
+Stmt IRMutator::mutate_region(const Stmt& s, const RegionStmt& node) {
+  Block body = mutate_block(node.body);
+  if (same_nodes(body, node.body)) return s;
+  return std::make_shared<RegionStmt>(node.first, node.stop, node.registers, std::move(body), node.loc);
 }
 
 Inst IRMutator::mutate_inst(const Inst& inst) {

@@ -208,6 +208,17 @@ class ProgramPrinter {
       case StmtKind::Return:
         line(indent, "return");
         break;
+      case StmtKind::Region: {
+        const auto& r = *s.as<RegionStmt>();
+        const std::string registers = r.registers ? fmt::format(", registers={}", r.registers) : "";
+        line(indent, fmt::format("with Warpgroups({}, {}{}):", r.first, r.stop, registers));
+        // A region's names are its own (the parser defines anew inside it what the block defined).
+        std::map<std::string, bool> outer;
+        std::swap(outer, scalar_);
+        block(r.body, indent + 1);
+        scalar_ = std::move(outer);
+        break;
+      }
     }
   }
 

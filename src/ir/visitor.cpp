@@ -29,6 +29,8 @@ void IRVisitor::visit_stmt(const Stmt& s) {
       return visit_continue(*s->as<ContinueStmt>());
     case StmtKind::Return:
       return visit_return(*s->as<ReturnStmt>());
+    case StmtKind::Region:
+      return visit_region(*s->as<RegionStmt>());
   }
 }
 
@@ -57,6 +59,10 @@ void IRVisitor::visit_for(const ForStmt& s) {
 
 void IRVisitor::visit_while(const WhileStmt& s) {
   visit_expr(s.condition);
+  visit_block(s.body);
+}
+
+void IRVisitor::visit_region(const RegionStmt& s) {
   visit_block(s.body);
 }
 

@@ -46,6 +46,26 @@ TensorMap encode_tensor_map(const TensorMapDesc& d) {
       fail("tensor map dimension {} has a stride of {} bytes; it must be a multiple of 16 below 2^40", i,
            d.strides[i]);
   }
+  CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+  switch (d.swizzle_bytes) {
+    case 0:
+      break;
+    case 32:
+      swizzle = CU_TENSOR_MAP_SWIZZLE_32B;
+      break;
+    case 64:
+      swizzle = CU_TENSOR_MAP_SWIZZLE_64B;
+      break;
+    case 128:
+      swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+      break;
+    default:
+      fail("a tensor map swizzles rows of 32, 64 or 128 bytes, not {}", d.swizzle_bytes);
+  }
+  if (d.swizzle_bytes && d.box.back() * static_cast<std::uint64_t>(d.element_bytes) !=
+                             static_cast<std::uint64_t>(d.swizzle_bytes))
+    fail("a {}-byte swizzled tensor map needs box rows of {} bytes, got {} elements of {} bytes",
+         d.swizzle_bytes, d.swizzle_bytes, d.box.back(), d.element_bytes);
   // The driver's order: innermost first; strides of all but the innermost dimension.
   std::vector<cuuint64_t> dims(d.dims.rbegin(), d.dims.rend());
   std::vector<cuuint64_t> strides;
@@ -59,7 +79,7 @@ TensorMap encode_tensor_map(const TensorMapDesc& d) {
       api.cuTensorMapEncodeTiled(
           reinterpret_cast<CUtensorMap*>(map.bytes.data()), type, static_cast<cuuint32_t>(rank),
           reinterpret_cast<void*>(static_cast<std::uintptr_t>(d.address)), dims.data(), strides.data(),
-          box.data(), element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+          box.data(), element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
           CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
       "cuTensorMapEncodeTiled", {},
       fmt::format("dims [{}], box [{}]", fmt::join(d.dims, ", "), fmt::join(d.box, ", ")));

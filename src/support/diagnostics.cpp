@@ -37,10 +37,19 @@ void Diagnostics::add(Severity severity, SourceLoc loc, std::string message) {
 }
 
 std::vector<Diagnostic> Diagnostics::sorted() const {
-  std::vector<Diagnostic> out = items_;
-  std::stable_sort(out.begin(), out.end(), [](const Diagnostic& a, const Diagnostic& b) {
-    return a.loc.line != b.loc.line ? a.loc.line < b.loc.line : a.loc.col < b.loc.col;
+  // A note belongs to the diagnostic before it (it may point elsewhere: where another region of a
+  // deadlocked section waits), so notes move with it.
+  std::vector<std::vector<Diagnostic>> groups;
+  for (const Diagnostic& d : items_) {
+    if (d.severity != Severity::Note || groups.empty()) groups.emplace_back();
+    groups.back().push_back(d);
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
+    const SourceLoc x = a.front().loc, y = b.front().loc;
+    return x.line != y.line ? x.line < y.line : x.col < y.col;
   });
+  std::vector<Diagnostic> out;
+  for (const auto& g : groups) out.insert(out.end(), g.begin(), g.end());
   return out;
 }
 

@@ -49,6 +49,17 @@ class Liveness {
     if (!iv.freed) iv.end = std::max(iv.end, at);
   }
 
+  // A shared tensor that an asynchronous unit (the TMA, the tensor cores) reads or writes: kept to the end of
+  // the program, aligned to `align` bytes, or 1024 when its layout is swizzled.
+  void async_operand(const ir::Var& v, int64_t align) {
+    auto it = index_.find(v.get());
+    if (it == index_.end()) return;
+    Interval& iv = intervals[it->second];
+    const ir::TensorType& t = *v->type.tensor;
+    iv.to_end = true;
+    iv.align = std::max<int64_t>(iv.align, t.layout && t.layout->has_swizzle() ? 1024 : align);
+  }
+
   void stmt(const ir::Stmt& s) {
     const int64_t at = pos_++;
     if (const auto* is = s->as<ir::InstStmt>()) {
@@ -81,12 +92,15 @@ class Liveness {
         return;
       }
       if (const auto* c = is->inst->as<ir::CopyTmaInst>()) {
-        // The tensor-memory accelerator writes shared memory at 128-byte aligned addresses.
-        auto it = index_.find(c->dst.tensor.get());
-        if (it != index_.end()) {
-          intervals[it->second].to_end = true;
-          intervals[it->second].align = std::max<int64_t>(intervals[it->second].align, 128);
-        }
+        // The tensor-memory accelerator writes shared memory at 128-byte aligned addresses, and a swizzled
+        // tile at the swizzle's period (8 rows of up to 128 bytes).
+        async_operand(c->dst.tensor, 128);
+      }
+      if (const auto* d = is->inst->as<ir::DotAsyncInst>()) {
+        // The tensor cores read the operands until a later wait that the plan does not track, and a swizzled
+        // operand's descriptor needs it aligned to the swizzle's period.
+        async_operand(d->a.tensor, 16);
+        async_operand(d->b.tensor, 16);
       }
       if (const auto* f = is->inst->as<ir::FreeSharedInst>()) {
         auto it = index_.find(f->tensor.get());
@@ -129,6 +143,10 @@ class Liveness {
     } else if (const auto* i = s->as<ir::IfStmt>()) {
       for (const ir::Block& b : i->bodies) walk(b);
       walk(i->else_body);
+    } else if (const auto* r = s->as<ir::RegionStmt>()) {
+      // A region allocates nothing (the verifier's rule), so the tensors it uses were allocated before its
+      // section and live through it whichever region runs when.
+      walk(r->body);
     }
   }
 };

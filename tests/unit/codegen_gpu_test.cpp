@@ -26,11 +26,14 @@ std::vector<uint8_t> random_buffer(DataType t, int64_t count, std::mt19937& rng)
   return pack(t.bits(), codes);
 }
 
-// Programs written to show an error report (a race, a read before its CopyAsync wait).
+// Programs written to show an error report (a race, a read before its CopyAsync wait, the ordering bugs of
+// warp-specialized regions, one a deadlock that would hang the GPU).
 bool expected_to_fail(const std::filesystem::path& path) {
   const std::string n = path.filename().string();
   return n.find("race") != std::string::npos || n.find("pending") != std::string::npos ||
-         n.starts_with("tma_");  // TMA programs need shapes a tensor map accepts: tma_gpu_test.cpp runs them
+         n.starts_with("regions_bug_") || (n.starts_with("dot_async_") && n != "dot_async_pipeline.tile") ||
+         // TMA programs need shapes a tensor map accepts: tma_gpu_test.cpp and wgmma_gpu_test.cpp run them.
+         n.starts_with("tma_") || n.starts_with("gemm_");
 }
 
 TEST(CodegenGpu, InterpreterAndGpuAgree) {

@@ -75,7 +75,7 @@ TEST(InterpLimits, SharedAndRegisterTensorsCountAgainstTheBudget) {
       "    s = AllocateShared(f32, shape=[256])\n";
   EXPECT_EQ(
       run(testing::parse_verified(shared), {}, {}, small).errors,
-      "2:9: AllocateShared 's' of f32[256] needs 12544 bytes (12.2 KiB) of interpreter memory; the budget "
+      "2:9: AllocateShared 's' of f32[256] needs 18688 bytes (18.2 KiB) of interpreter memory; the budget "
       "is 4096 bytes (4 KiB) (tilevm run --max-memory)\n");
   const std::string reg =
       "def k<1>[threads=4]():\n"

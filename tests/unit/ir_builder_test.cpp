@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "tilevm/ir/parser.h"
 #include "tilevm/ir/printer.h"
+#include "tilevm/ir/verifier.h"
 #include "tilevm/layout/layout_text.h"
 #include "tilevm/support/error.h"
 
@@ -237,7 +239,8 @@ TEST(Builder, RejectsTensorsOfTheWrongScope) {
                "the source of StoreShared must be a register tensor, 'g' is global");
   expect_error([&] { pb.copy_async(g, s); }, "the destination of CopyAsync must be a shared tensor");
   expect_error([&] { pb.cast("q", g, f32); }, "the operand of Cast must be a register tensor");
-  expect_error([&] { pb.dot(out(r), r, s, r); }, "operand b of Dot must be a register tensor");
+  expect_error([&] { pb.dot(out(r), r, g, r); }, "operand b of Dot must be a register or shared tensor");
+  expect_error([&] { pb.dot_async(s, r, r); }, "operand b of DotAsync must be a shared tensor");
   expect_error([&] { pb.add(out(g), r, r); }, "out of Add must be a register tensor");
   expect_error([&] { pb.free_shared(g); }, "the operand of FreeShared must be a shared tensor");
   expect_error([&] { pb.allocate_shared("q", f16, layout_c()); }, "a shared layout has one thread");
@@ -322,6 +325,56 @@ TEST(Builder, BarriersAndTmaCopiesPrintAsTheirText) {
   expect_error([&] { pb.barrier_arrive(tiles[0]); }, "the barrier of BarrierArrive");
   expect_error([&] { pb.copy_tma(tiles[1], gx, tiles[0]); }, "the barrier of CopyTma");
   expect_error([&] { pb.allocate_barrier("none", 1, 0); }, "needs at least one barrier");
+}
+
+TEST(Builder, RegionsPrintAsTheirText) {
+  ProgramBuilder pb("regions");
+  Pointer x_ptr = pb.pointer_param("x_ptr", f32);
+  pb.grid({1});
+  pb.threads(256);
+  Tensor gx = pb.view_global("gx", x_ptr, f32, {128});
+  Tensor full = pb.allocate_barrier("full", 1, 1);
+  Scalar n = pb.let("n", 2);
+  const layout::Layout lay = layout::parse_layout("spatial(128)");
+  pb.warpgroups(0, 1, [&] {
+    Tensor x = pb.load_global("x", gx, lay);
+    pb.store_global(x, gx);
+    pb.barrier_arrive(full);
+  });
+  pb.warpgroups(1, 2, [&] {
+    Scalar m = pb.let("n", n + 1);  // the region's own n
+    pb.barrier_wait(full, 0);
+    Tensor x = pb.load_global("x", gx, lay);
+    pb.print(x);
+    pb.print(m);
+    expect_error([&] { pb.break_(); }, "outside a loop");
+  });
+  pb.print(n);  // the block's n again
+  pb.warpgroups(0, 2, 232,
+                [&] { pb.load_global("y", gx, layout::parse_layout("replicate(2).spatial(128)")); });
+  const std::string text = print_program(pb.build());
+  EXPECT_NE(text.find("    n = 2\n"
+                      "    with Warpgroups(0, 1):\n"
+                      "        x = LoadGlobal(gx, spatial(128))\n"
+                      "        StoreGlobal(x, gx)\n"
+                      "        BarrierArrive(full)\n"
+                      "    with Warpgroups(1, 2):\n"
+                      "        n = n + 1\n"
+                      "        BarrierWait(full, parity=0)\n"
+                      "        x = LoadGlobal(gx, spatial(128))\n"
+                      "        Print(x)\n"
+                      "        Print(n)\n"
+                      "    Print(n)\n"
+                      "    with Warpgroups(0, 2, registers=232):\n"
+                      "        y = LoadGlobal(gx, replicate(2).spatial(128))\n"),
+            std::string::npos)
+      << text;
+  // It verifies, and its text parses back to the same program.
+  Diagnostics diags;
+  EXPECT_TRUE(verify_program(pb.build(), diags)) << diags.render("regions", text);
+  const std::optional<Program> parsed = parse_program(text, diags);
+  ASSERT_TRUE(parsed) << diags.render("regions", text);
+  EXPECT_EQ(print_program(*parsed), text);
 }
 
 }  // namespace

@@ -261,7 +261,7 @@ TEST(IrInstDefs, EffectsAndResults) {
   EXPECT_EQ(def("LoadShared").result_count(3), 1);
   EXPECT_EQ(def("StoreShared").result_count(3), 0);
   EXPECT_EQ(def("StoreShared").param_index("out"), -1);
-  EXPECT_EQ(def("Dot").param_index("out"), 3);
+  EXPECT_EQ(def("Dot").param_index("out"), 5);  // after a, b, c, transpose_a, transpose_b
 }
 
 }  // namespace

@@ -81,7 +81,13 @@ TEST(PipelineFuzz, MutatedExamplesGetDiagnosticsNotCrashes) {
     ASSERT_NO_THROW(ok = ir::verify_program(*program, diags)) << text;
     if (!ok) continue;
     ASSERT_NO_THROW(program = transform::lower(*program, diags, {.verify_each_pass = true})) << text;
-    ASSERT_TRUE(program) << text;
+    // Lowering may still refuse a verified program with a located error: the shared memory its plan keeps
+    // live at once past the block's limit (a mutation that allocates a large TMA stage twice).
+    if (!program) {
+      EXPECT_TRUE(diags.has_errors()) << text;
+      for (const Diagnostic& d : diags.all()) EXPECT_TRUE(d.loc.known()) << d.message << "\n" << text;
+      continue;
+    }
     ++verified;
     // One block with generous zeroed buffers: out-of-buffer accesses must be diagnostics too.
     std::map<std::string, std::vector<uint8_t>> storage;

@@ -44,7 +44,15 @@ std::string compile(ir::Program program) {
     const std::optional<ir::Program> lowered =
         transform::lower(std::move(program), diags, {.target = corpus_target()});
     if (!lowered) return "verify error:\n" + diags.render("<corpus>", "");
-    return describe(codegen::cuda::emit_cuda(*lowered, {.target = corpus_target()}));
+    try {
+      return describe(codegen::cuda::emit_cuda(*lowered, {.target = corpus_target()}));
+    } catch (const Error& e) {
+      // A program that needs sm_90a (setmaxnreg: warp-specialized regions with registers=) is emitted for
+      // it, so that its code is in the corpus too.
+      if (std::string(e.what()).find("arch-specific target sm_90a") == std::string::npos) throw;
+      static const target::Target sm90a = target::Target::for_arch("sm_90a");
+      return describe(codegen::cuda::emit_cuda(*lowered, {.target = sm90a}));
+    }
   } catch (const Error& e) {
     return std::string("emit error: ") + e.what();
   }

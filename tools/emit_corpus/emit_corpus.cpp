@@ -4,6 +4,7 @@
 // The corpus:
 //   tile:PATH [-D ...]     every .tile file under examples/ and tests/, with its own constants and with each
 //                          -D set that a golden .cmd file gives it: parsed, verified and emitted for sm_90
+//                          (sm_90a for a program that sm_90 refuses for it: setmaxnreg)
 //   qmatmul:PROBLEM/CONFIG every configuration of the tuner's space (dequantize-then-GEMM included) for a
 //                          fixed list of problems (below): each of its programs (transform, matmul, reduce;
 //                          copy and dequantize for dequant_gemm) emitted for sm_90

@@ -20,7 +20,10 @@
 #include <vector>
 
 #include "commands.h"
+#include "tilevm/bench/gemm_bench.h"
 #include "tilevm/bench/qmatmul_bench.h"
+#include "tilevm/ops/gemm/gemm.h"
+
 #include "tilevm/bench/workloads.h"
 #include "tilevm/exec/device_target.h"
 #include "tilevm/ops/qmatmul/qmatmul_gpu.h"
@@ -45,6 +48,8 @@ struct BenchRequest {
   int max_candidates = 0;  // 0: the tuner's default, or 24 with --quick
   bool no_tune = false;
   bool no_cublas = false;
+  std::string gemm;                  // a GEMM program to time instead of the quantized matmul
+  std::vector<std::string> defines;  // -D for the GEMM program
 };
 
 // A weight type the quantized matmul takes (checked on a problem of the sweep's shape), or a usage error
@@ -86,8 +91,52 @@ std::string device_line(const runtime::Device& device) {
   return line;
 }
 
+// --gemm FILE: that program on the GEMM workloads beside cuBLAS; --workloads gemm: the GEMM template
+// (ops/gemm/gemm.h), tuned for each shape (--no-tune: the cost model's pick).
+void run_gemm(const BenchRequest& req, const runtime::Device& device) {
+  const target::Target target = exec::device_target(device.info());
+  std::optional<exec::GpuProgram> fixed;
+  if (!req.gemm.empty()) {
+    const ir::Program program =
+        load_program(req.gemm, parse_defines(req.defines), transform::LowerOptions{}, nullptr);
+    fixed = exec::GpuProgram::load(device, exec::compile_program(program, target));
+  }
+  tune::TimingOptions timing;
+  timing.repeats = req.repeats > 0 ? req.repeats : (req.quick ? 10 : 50);
+  tune::TuneOptions tuning;
+  if (req.max_candidates > 0) tuning.max_candidates = req.max_candidates;
+  std::cerr << device_line(device) << "\n";
+  std::cout << bench::gemm_table_header() << (fixed ? "" : "  config") << std::endl;
+  std::vector<std::string> failures;
+  for (const bench::GemmShape& shape : bench::gemm_workloads()) {
+    try {
+      std::string config;
+      std::optional<exec::GpuProgram> tuned;
+      if (!fixed) {
+        const ops::GemmProblem problem{shape.m, shape.n, shape.k};
+        const ops::GemmTemplate kernel;
+        const ops::GemmConfig c =
+            req.no_tune ? tune::prune(kernel, problem, kernel.space(problem, target), target, 1).at(0)
+                        : ops::autotune_gemm(device, problem, tuning).config;
+        config = "  " + c.name();
+        tuned = exec::GpuProgram::load(device, kernel.compile(problem, c, target));
+      }
+      const bench::GemmBenchResult r =
+          bench::bench_gemm(device, fixed ? *fixed : *tuned, shape, timing, !req.no_cublas);
+      std::cout << bench::gemm_table_row(r) << config << std::endl;
+      if (!r.cublas_note.empty()) std::cerr << "  no cuBLAS figure: " << r.cublas_note << "\n";
+    } catch (const Error& e) {
+      failures.push_back(fmt::format("{} {}x{}x{}: {}", shape.name, shape.m, shape.n, shape.k, e.what()));
+      std::cerr << "error: " << failures.back() << "\n";
+    }
+  }
+  if (!failures.empty()) throw ExitStatus{1};
+}
+
 void run(const BenchRequest& req) {
-  const std::vector<ops::QMatmulProblem> problems = problems_of(req);
+  const bool gemm = !req.gemm.empty() || req.workloads == "gemm";
+  const std::vector<ops::QMatmulProblem> problems =
+      gemm ? std::vector<ops::QMatmulProblem>{} : problems_of(req);
 
   std::optional<runtime::Device> opened;
   try {
@@ -107,6 +156,10 @@ void run(const BenchRequest& req) {
       why = e.what();
     }
     fail("tilevm bench needs NVRTC: {}", why);
+  }
+  if (gemm) {
+    run_gemm(req, device);
+    return;
   }
 
   bench::QMatmulBenchOptions options;
@@ -170,7 +223,8 @@ void add_bench_command(CLI::App& app) {
                                      "time the quantized matmul on the benchmark workloads "
                                      "(docs/performance.md) beside a plain read and cuBLAS (GPU)");
   auto req = std::make_shared<BenchRequest>();
-  cmd->add_option("--workloads", req->workloads, "decode (default), prefill, dtypes or all")
+  cmd->add_option("--workloads", req->workloads,
+                  "decode (default), prefill, dtypes, all, or gemm (the wgmma GEMM beside cuBLAS)")
       ->check(CLI::IsMember(bench::workload_names()));
   cmd->add_option("--csv", req->csv, "also write the results to FILE as CSV")->type_name("FILE");
   cmd->add_flag("--json", req->json, "print one JSON object per problem instead of the table");
@@ -188,6 +242,12 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   cmd->add_flag("--no-tune", req->no_tune, "take the cost model's configuration without timing candidates");
   cmd->add_flag("--no-cublas", req->no_cublas, "skip the cuBLAS baseline");
+  cmd->add_option("--gemm", req->gemm,
+                  "time this GEMM program (a_ptr, b_ptr, c_ptr, M, N, K: C = A @ B^T in f16, e.g. "
+                  "examples/gemm_f16_wgmma.tile) on square and prefill shapes beside cuBLAS")
+      ->type_name("FILE");
+  cmd->add_option("-D", req->defines, "with --gemm: override a constant of the program, NAME=VALUE")
+      ->type_name("NAME=VALUE");
   cmd->callback([req] { run(*req); });
 }
 

@@ -1,5 +1,5 @@
 // tilevm run FILE.tile [--interp|--gpu] [-D NAME=VALUE]... [--arg NAME=VALUE]... [--in NAME=FILE.npy]...
-//                      [--out NAME=FILE.npy]... [--max-memory BYTES] [--max-steps N]
+//                      [--out NAME=FILE.npy]... [--max-memory BYTES] [--max-steps N] [--schedule NAME]...
 //
 // Parses and lowers the program (transform/lower.h, which verifies it first), then runs it (docs/language.md
 // section 6). Every pointer parameter needs --in NAME=FILE.npy: its content is the buffer's initial content
@@ -10,6 +10,9 @@
 // Print() output goes to stdout. --max-memory is the interpreter's budget (interp::RunOptions::max_memory)
 // and the largest --in file; --max-steps its work budget (interp::RunOptions::max_steps; no limit by
 // default). A scalar outside its parameter's type is refused with the type's range.
+// --schedule (in-order, reverse, round-robin, random:N; repeatable) runs a program with warp-specialized
+// regions under those schedules only, on the interpreter (interp::Schedule; the default explores
+// Schedule::standard()).
 //
 // Exit status: 0 on success; 1 on a program error (parse, verify or run diagnostics on stderr as
 // FILE:LINE:COL: error: ...) or bad input data (an unreadable or mismatched .npy file); 2 on bad
@@ -22,6 +25,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -45,6 +49,7 @@ struct RunRequest {
   std::vector<std::string> defines, args, ins, outs;
   std::string max_memory;
   int64_t max_steps = 0;
+  std::vector<std::string> schedules;
 };
 
 // `--max-memory 8G`: bytes, or a number with a binary suffix K, M, G or T.
@@ -168,6 +173,13 @@ void run(const RunRequest& req) {
   if (req.max_steps < 0)
     throw UsageError(fmt::format("--max-steps {}: expected a count >= 0", req.max_steps));
   options.max_steps = req.max_steps;
+  for (const std::string& name : req.schedules) {
+    const std::optional<interp::Schedule> s = interp::Schedule::parse(name);
+    if (!s)
+      throw UsageError(
+          fmt::format("--schedule '{}': expected in-order, reverse, round-robin or random:N", name));
+    options.schedules.push_back(*s);
+  }
   // Check the command line's shape before reading anything.
   std::map<std::string, std::string> scalar_args, in_files, out_files;
   for (const std::string& a : req.args) {
@@ -232,8 +244,9 @@ void run(const RunRequest& req) {
   for (auto& [name, a] : arrays) args.buffers[name] = &a.data;
 
   options.print_stream = &std::cout;
-  // The GPU if asked for, or by default if one is present (docs/language.md section 6); else the interpreter.
-  const bool use_gpu = req.gpu || (!req.interp && exec::gpu_available());
+  // The GPU if asked for, or by default if one is present and no --schedule is given (docs/language.md
+  // section 6); else the interpreter.
+  const bool use_gpu = req.gpu || (!req.interp && req.schedules.empty() && exec::gpu_available());
   const bool ok =
       use_gpu ? exec::run_on_gpu(*program, args, diags) : interp::run_program(*program, args, diags, options);
   if (!ok) {
@@ -265,6 +278,12 @@ void add_run_command(CLI::App& app) {
                       "the interpreter's memory budget, e.g. 8G (default 4G; also the largest --in file)");
   command->add_option("--max-steps", req->max_steps,
                       "the interpreter's work budget: statements and tile elements (default 0: no limit)");
+  command
+      ->add_option("--schedule", req->schedules,
+                   "run warp-specialized regions under this interleaving only, on the interpreter: in-order, "
+                   "reverse, round-robin or random:N (repeatable; default: all of the first three and "
+                   "random:1 to random:4)")
+      ->excludes(gpu_flag);
   command->callback([req] { run(*req); });
 }
 

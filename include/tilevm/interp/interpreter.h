@@ -7,13 +7,16 @@
 // CopyAsync destination before its group was waited, out-of-bounds shared accesses, reads of uninitialized
 // registers or shared memory, non-uniform branches, global accesses outside the buffer behind a pointer,
 // grids beyond the hardware's limits, programs that need more memory than RunOptions::max_memory, and runs
-// longer than RunOptions::max_steps.
+// longer than RunOptions::max_steps. Warp-specialized regions run interleaved under several schedules; a
+// section whose regions all wait for each other is reported as a deadlock.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tilevm/ir/program.h"
@@ -35,6 +38,27 @@ struct Arguments {
   std::map<std::string, std::vector<uint8_t>*> buffers;
 };
 
+// How the regions of a warp-specialized section take turns on the interpreter (docs/language.md section 7).
+// One region runs at a time; the schedule decides which, at the points where it may change:
+//   in-order     run a region until it waits on a barrier phase that is not complete (or ends), then the
+//                next region that can go on, in program order, starting with the first;
+//   reverse      the same, starting with the last region and going backwards;
+//   round-robin  hand over to the next region that can go on after every barrier instruction (BarrierArrive,
+//                BarrierWait, CopyTma);
+//   random:N     before every instruction and after every barrier instruction, a region that can go on,
+//                drawn by a generator seeded with N.
+// Every schedule is deterministic: the same program, inputs and schedule give the same run.
+struct Schedule {
+  enum class Policy { InOrder, Reverse, RoundRobin, Random };
+  Policy policy = Policy::InOrder;
+  uint64_t seed = 0;  // Random
+  std::string name() const;
+  // A schedule by name (as name() writes it), or nullopt.
+  static std::optional<Schedule> parse(std::string_view text);
+  // What a run explores by default: in-order, reverse, round-robin, random:1 to random:4.
+  static std::vector<Schedule> standard();
+};
+
 struct RunOptions {
   std::ostream* print_stream = nullptr;  // where Print() writes; nullptr: discarded
   bool check_races = true;
@@ -52,6 +76,11 @@ struct RunOptions {
   // stops with an error at the instruction it reached: a program that would never end (a fuzzer's input, a
   // `while` whose condition never changes) is cut off instead of hanging.
   int64_t max_steps = 0;
+  // A program with warp-specialized regions runs once per schedule, from the same inputs: the first run
+  // writes the results (and Print()s); each other run must complete too and compute the same results, or
+  // the run reports the schedule that differs. Empty: Schedule::standard(). A program without regions runs
+  // once.
+  std::vector<Schedule> schedules;
 };
 
 // Runs the program (which must have passed verify_program). Reports problems to `diags` and stops at the

@@ -25,7 +25,8 @@
 // - Tensor operands may be views: `t[s]` selects index s of the first dimension, `t(s, all, from(a))` is
 //   `t[s, :, a:]` (register tensors cannot be sliced).
 // - Control flow takes the body as a lambda: `for_range`, `while_`, `if_(c, ...).elif_(c, ...).else_(...)`;
-//   `break_`, `continue_`, `return_` inside.
+//   `break_`, `continue_`, `return_` inside; `warpgroups(first, stop, [registers,] body)` for a
+//   warp-specialized region.
 // - Names follow the text format's rules: a later definition of a name rebinds it, so a handle made
 //   before the rebinding can no longer be printed faithfully; using it throws tilevm::Error. So do a tensor
 //   operand of the wrong memory scope, a second definition of a scalar name (use `assign`), a name that
@@ -39,6 +40,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -124,6 +126,11 @@ struct SliceArg {
 SliceArg from(const Scalar& offset);
 
 class Tensor;
+
+// Dot and DotAsync's transposes: a given as [K, M], b as [N, K].
+struct DotOptions {
+  bool transpose_a = false, transpose_b = false;
+};
 
 // A tensor operand: a tensor or a view of one.
 class TensorRef {
@@ -249,6 +256,10 @@ class ProgramBuilder {
   void break_();
   void continue_();
   void return_();
+  // `with Warpgroups(first, stop, registers=N):` (RegionStmt): the body runs on warpgroups [first, stop)
+  // only; registers 0 leaves the register budget alone. Ranges are the verifier's to check.
+  void warpgroups(int64_t first, int64_t stop, const std::function<void()>& body);
+  void warpgroups(int64_t first, int64_t stop, int64_t registers, const std::function<void()>& body);
 
   // ---- Instructions (docs/language.md section 5) ----
   std::vector<Scalar> block_indices(const std::vector<std::string>& names);
@@ -290,7 +301,12 @@ class ProgramBuilder {
   Tensor view(const std::string& name, const TensorRef& src, DataType dtype);
   Tensor view(const std::string& name, const TensorRef& src, const LayoutArg& layout);
   Tensor view(const std::string& name, const TensorRef& src, DataType dtype, const LayoutArg& layout);
-  Tensor dot(const Dest& dest, const TensorRef& a, const TensorRef& b, const TensorRef& c);
+  // op(a) @ op(b) + c (DotInst): a and b register or shared tiles, transposed when asked.
+  Tensor dot(const Dest& dest, const TensorRef& a, const TensorRef& b, const TensorRef& c,
+             DotOptions options = {});
+  // c += op(a) @ op(b) asynchronously (wgmma, sm_90a; DotAsyncInst) and the wait that retires it.
+  void dot_async(const TensorRef& a, const TensorRef& b, const TensorRef& c, DotOptions options = {});
+  void dot_async_wait(int64_t pending);
   Tensor elementwise(const Dest& dest, ElementwiseOp op, const std::vector<Arg>& args);
   Tensor add(const Dest& d, const Arg& a, const Arg& b) { return elementwise(d, ElementwiseOp::Add, {a, b}); }
   Tensor sub(const Dest& d, const Arg& a, const Arg& b) { return elementwise(d, ElementwiseOp::Sub, {a, b}); }
@@ -369,6 +385,8 @@ class ProgramBuilder {
   std::vector<Block> blocks_;  // blocks_[0] is the body; one more per open control-flow body
   int loop_depth_ = 0;
   std::map<std::string, Var> bindings_;  // each name's current definition, in program order
+  bool in_region_ = false;               // inside warpgroups(): the names it binds are its own
+  std::set<std::string> region_names_;
   bool grid_set_ = false;
 };
 

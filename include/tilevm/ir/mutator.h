@@ -34,6 +34,7 @@ class IRMutator {
   virtual Stmt mutate_if(const Stmt& s, const IfStmt& node);
   virtual Stmt mutate_for(const Stmt& s, const ForStmt& node);
   virtual Stmt mutate_while(const Stmt& s, const WhileStmt& node);
+  virtual Stmt mutate_region(const Stmt& s, const RegionStmt& node);
 
   // By default rebuilds the instruction with mutated expressions and variables (InstNode::rewrite), or
   // returns `inst` itself when none changed.

@@ -8,7 +8,7 @@
 
 namespace tilevm::ir {
 
-enum class StmtKind { Assign, Inst, If, For, While, Break, Continue, Return };
+enum class StmtKind { Assign, Inst, If, For, While, Break, Continue, Return, Region };
 
 struct StmtNode {
   StmtKind kind;
@@ -107,6 +107,24 @@ struct ContinueStmt : StmtNode {
 struct ReturnStmt : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Return;
   explicit ReturnStmt(SourceLoc l = {}) : StmtNode(kKind, l) {}
+};
+
+// `with Warpgroups(first, stop, registers=N):` (docs/language.md section 5, "Warp-specialized regions"):
+// the body is run by the warpgroups [first, stop) of the block only (128 threads each), for which it is "the
+// block": its register layouts have 128 * (stop - first) threads, numbered from the region's first thread,
+// and its Synchronize() waits for the region's threads only. Consecutive regions of one block form a
+// section: they run concurrently, and the block continues after the section once each has finished.
+// `registers` is the per-thread register budget its warps set on entry (setmaxnreg; 0: unchanged).
+struct RegionStmt : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Region;
+  static constexpr int64_t kWarpgroupThreads = 128;
+  int64_t first = 0, stop = 1;  // warpgroups [first, stop)
+  int64_t registers = 0;
+  Block body;
+  RegionStmt(int64_t f, int64_t s, int64_t r, Block b, SourceLoc l = {})
+      : StmtNode(kKind, l), first(f), stop(s), registers(r), body(std::move(b)) {}
+  int64_t threads() const { return (stop - first) * kWarpgroupThreads; }
+  int64_t first_thread() const { return first * kWarpgroupThreads; }
 };
 
 }  // namespace tilevm::ir

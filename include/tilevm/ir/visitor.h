@@ -22,6 +22,7 @@ class IRVisitor {
   virtual void visit_break(const BreakStmt&) {}
   virtual void visit_continue(const ContinueStmt&) {}
   virtual void visit_return(const ReturnStmt&) {}
+  virtual void visit_region(const RegionStmt& s);  // visits the body
 
   // An instruction: by default visits its expressions.
   virtual void visit_inst(const Inst& inst);

@@ -7,7 +7,8 @@
 //                                    .dims = {M, N}, .strides = {N * 2, 2}, .box = {16, 64}});
 //
 // Dimensions are given outermost first (as the VM's shapes are); the driver's innermost-first order is this
-// function's business. No swizzle, no interleave; elements outside the tensor read as zero.
+// function's business. No interleave; elements outside the tensor read as zero. With swizzle_bytes S (32, 64,
+// 128) the box's rows must be S bytes, and the TMA permutes their 16-byte chunks (target/tma_swizzle.h).
 #pragma once
 
 #include <array>
@@ -27,6 +28,7 @@ struct TensorMapDesc {
   std::vector<std::uint64_t> strides;  // bytes between consecutive indices, outermost first; the last is
                                        // element_bytes (contiguous), the others multiples of 16
   std::vector<std::uint32_t> box;      // the tile, outermost first: 1 to 256 each
+  int swizzle_bytes = 0;               // 0, 32, 64 or 128
 };
 
 // @throws tilevm::Error naming the offending value when the descriptor breaks a rule above, or with the

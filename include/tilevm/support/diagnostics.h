@@ -45,7 +45,8 @@ class Diagnostics {
   bool has_errors() const { return error_count_ > 0; }
   int error_count() const { return error_count_; }
   const std::vector<Diagnostic>& all() const { return items_; }
-  // Sorted by location (stable), so a file's errors read top to bottom.
+  // Sorted by location (stable), so a file's errors read top to bottom; a note stays after the diagnostic
+  // it follows.
   std::vector<Diagnostic> sorted() const;
 
   // `FILE:LINE:COL: error: message`, then the source line and a caret under the column when `source` has

@@ -13,4 +13,18 @@ inline constexpr int64_t kMaxSharedPerBlock = 227 * 1024;  // sm_90's opt-in max
 inline constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;
 inline constexpr int64_t kMaxGridYZ = 65535;
 
+// Registers (sm_90, the only target of warp-specialized regions). A block launched alone on its SM
+// (`__launch_bounds__(T, 1)`) may hold the SM's whole register file; setmaxnreg moves registers between its
+// warpgroups in multiples of 8 per thread, from 24 to 256.
+inline constexpr int64_t kRegistersPerSm = 65536;
+inline constexpr int64_t kMinSetMaxNReg = 24;
+inline constexpr int64_t kMaxSetMaxNReg = 256;
+// The per-thread registers a kernel of T threads starts with under `__launch_bounds__(T, 1)` when it uses
+// setmaxnreg (the compiler allocates the cap, so the regions' .inc and .dec start from it): the register
+// file shared evenly, rounded down to a multiple of 8, at most 256.
+constexpr int64_t entry_registers(int64_t threads) {
+  const int64_t even = threads > 0 ? kRegistersPerSm / threads / 8 * 8 : kMaxSetMaxNReg;
+  return even < kMaxSetMaxNReg ? even : kMaxSetMaxNReg;
+}
+
 }  // namespace tilevm::target

@@ -88,11 +88,46 @@ bool Emitter::try_mma(const ir::DotInst&, const RegInfo& a, const RegInfo& b, co
 }
 
 void Emitter::emit_dot(const ir::InstStmt& s, const ir::DotInst& n) {
-  const RegInfo& a = reg_arg(n.a);
-  const RegInfo& b = reg_arg(n.b);
   const RegInfo& c = reg_arg(n.c);
   const RegInfo& d = reg(n.out ? n.out : s.results.at(0));
-  if (try_mma(n, a, b, c, d)) return;
+  const bool shared_a = n.a.tensor->type.tensor->scope == ir::Scope::Shared;
+  const bool shared_b = n.b.tensor->type.tensor->scope == ir::Scope::Shared;
+  std::string why;
+  if (shared_a || shared_b) {
+    if (const std::optional<WgmmaPlan> plan = wgmma_plan(n.a, n.b, c, n.transpose_a, n.transpose_b, &why)) {
+      if (d.name != c.name) {
+        line("#pragma unroll");
+        line(fmt::format("for (int w = 0; w < {}; ++w) {}[w] = {}[w];", d.words, d.name, c.name));
+      }
+      emit_wgmma(s, *plan, n.a, n.b, d, false);
+      return;
+    }
+  }
+  // A register operand's transpose is its layout's (the same registers); a shared one is read transposed
+  // below.
+  auto operand = [&](const ir::TensorArg& arg, bool shared, bool transpose) {
+    if (shared) {
+      const MemTensor& m = mem(arg.tensor);
+      RegInfo r;
+      r.dtype = m.dtype;
+      const layout::Index& full = m.layout->shape();
+      layout::Index shape{full[full.size() - 2], full.back()};
+      if (transpose) std::swap(shape[0], shape[1]);
+      r.layout = layout::local(shape);  // stands for the shape only
+      return r;
+    }
+    RegInfo r = reg_arg(arg);
+    if (transpose) {
+      std::vector<int> perm(static_cast<size_t>(r.layout.rank()));
+      for (size_t k = 0; k < perm.size(); ++k) perm[k] = static_cast<int>(k);
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      r.layout = layout::permute_dims(r.layout, perm);
+    }
+    return r;
+  };
+  const RegInfo a = operand(n.a, shared_a, n.transpose_a);
+  const RegInfo b = operand(n.b, shared_b, n.transpose_b);
+  if (!shared_a && !shared_b && try_mma(n, a, b, c, d)) return;
   const layout::Index &as = a.layout.shape(), &bs = b.layout.shape(), &cs = c.layout.shape();
   const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
   auto batch = [](const layout::Index& x) {
@@ -105,9 +140,9 @@ void Emitter::emit_dot(const ir::InstStmt& s, const ir::DotInst& n) {
   const std::string vt = integer ? "tv_i64" : "double";
   const int64_t a_elems = Ba * M * K, b_elems = Bb * K * N;
   const std::string sc = scratch((a_elems + b_elems) * 8);
-  note(s,
-       fmt::format("SIMT through {} bytes of shared scratch (the layouts divide no mma atom warp-uniformly)",
-                   (a_elems + b_elems) * 8));
+  note(s, fmt::format("SIMT through {} bytes of shared scratch ({})", (a_elems + b_elems) * 8,
+                      shared_a || shared_b ? "a shared operand without a wgmma form: " + why
+                                           : "the layouts divide no mma atom warp-uniformly"));
   auto value_of = [&](DataType t, const std::string& code) {
     if (!integer) return fmt::format("tv_decode<{}>({})", type_args(t), code);
     return fmt::format("tv_to_int<{}, {}>({})",
@@ -125,14 +160,32 @@ void Emitter::emit_dot(const ir::InstStmt& s, const ir::DotInst& n) {
   line(fmt::format("{}* sa = ({}*){};", vt, vt, sc));
   line(fmt::format("{}* sb = sa + {};", vt, a_elems));
   line("__syncthreads();  // the scratch may still be read by an earlier instruction");
-  line("#pragma unroll");
-  line(fmt::format("for (int i = 0; i < {}; ++i) sa[{}] = {};", a.layout.num_locals(),
-                   linear(as, layout_index(a.layout, cvar("t"), cvar("i"))).text,
-                   value_of(a.dtype, fmt::format("tv_get<{}>({}, i)", a.dtype.bits(), a.name))));
-  line("#pragma unroll");
-  line(fmt::format("for (int i = 0; i < {}; ++i) sb[{}] = {};", b.layout.num_locals(),
-                   linear(bs, layout_index(b.layout, cvar("t"), cvar("i"))).text,
-                   value_of(b.dtype, fmt::format("tv_get<{}>({}, i)", b.dtype.bits(), b.name))));
+  // Each operand into the scratch as [batch, rows, cols] after its transpose: a register operand by its
+  // holders, a shared one by every thread in turn (element e of the tile's storage order).
+  auto fill = [&](const ir::TensorArg& arg, bool shared, bool transpose, const RegInfo& r, const char* dst) {
+    const layout::Index& shape = r.layout.shape();
+    if (!shared) {
+      line("#pragma unroll");
+      line(fmt::format("for (int i = 0; i < {}; ++i) {}[{}] = {};", r.layout.num_locals(), dst,
+                       linear(shape, layout_index(r.layout, cvar("t"), cvar("i"))).text,
+                       value_of(r.dtype, fmt::format("tv_get<{}>({}, i)", r.dtype.bits(), r.name))));
+      return;
+    }
+    const MemTensor& m = mem(arg.tensor);
+    const int64_t rows = shape[0], cols = shape[1];
+    open(fmt::format("for (int e = t; e < {}; e += {})", rows * cols, threads_));
+    line(fmt::format("const int i = e / {}, j = e % {};", cols, cols));
+    // (i, j) of op(x); the stored tile is op(x) transposed back when asked.
+    const std::vector<CExpr> idx =
+        transpose ? std::vector<CExpr>{cvar("j"), cvar("i")} : std::vector<CExpr>{cvar("i"), cvar("j")};
+    const ElementAccess at = access(m, arg, {}, idx);
+    line(fmt::format(
+        "{}[e] = {};", dst,
+        value_of(r.dtype, fmt::format("tv_ld<{}>({}, {})", r.dtype.bits(), m.ptr, at.offset.text))));
+    close();
+  };
+  fill(n.a, shared_a, n.transpose_a, a, "sa");
+  fill(n.b, shared_b, n.transpose_b, b, "sb");
   line("__syncthreads();");
   line("#pragma unroll");
   open(fmt::format("for (int i = 0; i < {}; ++i)", c.layout.num_locals()));

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "emitter.h"
+#include "tilevm/target/tma_swizzle.h"
 
 namespace tilevm::codegen::cuda {
 
@@ -105,11 +106,14 @@ void Emitter::emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c) {
   std::vector<int64_t> box(src.shape.size(), 1);
   for (size_t k = 0; k < kept.size(); ++k)
     box[static_cast<size_t>(kept[k])] = dst.layout->shape()[static_cast<size_t>(dst_kept[k])];
-  // One tensor map per (view, box).
+  // One tensor map per (view, box, swizzle).
+  const int swizzle = target::tma_swizzle_bytes(*dst.layout, dst.dtype.bits());
+  if (swizzle < 0) unsupported(s, "the destination of CopyTma is neither row-major nor swizzled for the TMA");
+  if (swizzle > 0) uses_swizzle_period_ = true;
   const ir::VarRef* ptr = view->ptr->as<ir::VarRef>();
   std::string map;
   for (const KernelParam& p : tensor_maps_)
-    if (p.view == view && p.box == box) map = p.name;
+    if (p.view == view && p.box == box && p.swizzle_bytes == swizzle) map = p.name;
   if (map.empty()) {
     map = fresh(fmt::format("tv_tmap_{}", tensor_maps_.size()));
     KernelParam p;
@@ -120,6 +124,7 @@ void Emitter::emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c) {
     p.view = view;
     p.pointer = ptr->var->name;
     p.box = box;
+    p.swizzle_bytes = swizzle;
     tensor_maps_.push_back(p);
     helper_functions_["tv_tensor_map"] = kTensorMapType;
   }
@@ -132,7 +137,8 @@ void Emitter::emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c) {
     coords += fmt::format("{}%{}", k ? ", " : "", k + 3);
     operands += fmt::format(", \"r\"((int)({}))", origin.base[static_cast<size_t>(d)].text);
   }
-  note(s, fmt::format("TMA {}-D box [{}] through {}", rank, fmt::join(box, ", "), map));
+  note(s, fmt::format("TMA {}-D box [{}] through {}{}", rank, fmt::join(box, ", "), map,
+                      swizzle ? fmt::format(", {}-byte swizzle", swizzle) : ""));
   line(fmt::format(
       "if (t == 0) asm "
       "volatile(\"cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::"

@@ -12,7 +12,9 @@
 //   emit_cast.cpp        Cast (the converters' single plug-in point)
 //   emit_reduce.cpp      ReduceSum/Max/Min: warp shuffles, or shared memory
 //   emit_dot.cpp         Dot: mma.sync by atom division, or SIMT through shared memory
+//   emit_wgmma.cpp       Dot and DotAsync on wgmma (sm_90a), DotAsyncWait
 //   emit_sync_misc.cpp   Synchronize, Exit, Print
+//   emit_regions.cpp     warp-specialized regions: the warpgroup branches, setmaxnreg, named barriers
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,7 @@
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/stmt.h"
 #include "tilevm/layout/layout.h"
+#include "tilevm/target/wgmma.h"
 
 namespace tilevm::codegen::cuda {
 
@@ -173,7 +176,8 @@ class Emitter {
   bool vector_groups_aligned(const MemTensor& m, const ir::TensorArg& arg,
                              const std::vector<ir::Expr>& offset, const layout::Layout& lay, int v);
 
-  // Scratch shared memory for the SIMT paths: returns its C pointer and reserves `bytes`.
+  // Scratch shared memory for the SIMT paths: returns its C pointer and reserves `bytes` (a region's own
+  // inside a region).
   std::string scratch(int64_t bytes);
   std::string thread_mask_all() const;
 
@@ -206,6 +210,30 @@ class Emitter {
   void emit_dot(const ir::InstStmt& s, const ir::DotInst& n);
   bool try_mma(const ir::DotInst& n, const RegInfo& a, const RegInfo& b, const RegInfo& c, const RegInfo& d);
   void emit_print(const ir::InstStmt& s, const ir::PrintInst& n);
+  // wgmma (emit_wgmma.cpp): the plan for a Dot's operands, or nullopt with the reason.
+  struct WgmmaPlan {
+    target::WgmmaTiling tiling;
+    target::WgmmaSharedForm a, b;
+    int64_t k = 0;
+  };
+  std::optional<WgmmaPlan> wgmma_plan(const ir::TensorArg& a, const ir::TensorArg& b, const RegInfo& c,
+                                      bool transpose_a, bool transpose_b, std::string* why);
+  void emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::TensorArg& a, const ir::TensorArg& b,
+                  const RegInfo& d, bool async);
+  void emit_dot_async(const ir::InstStmt& s, const ir::DotAsyncInst& n);
+  void emit_dot_async_wait(const ir::InstStmt& s, const ir::DotAsyncWaitInst& n);
+  // An empty asm naming every register of r as in-out: orders its uses after the asm statements before it.
+  void fence_registers(const RegInfo& r);
+  void collect_dot_async_accumulators();
+  // Warp-specialized regions (emit_regions.cpp): the section of statements [first, end) of `block`.
+  void emit_section(const ir::Block& block, size_t first, size_t end);
+  // The barrier of the block a family's code runs for: __syncthreads(), or the region's named barrier.
+  std::string block_barrier() const;
+  // `text` with every __syncthreads() made the current region's barrier (line() applies it).
+  std::string in_region(const std::string& text) const;
+  bool uses_setmaxnreg() const;
+  std::string region_scratch(int64_t bytes);
+  int64_t place_region_scratch(std::vector<std::string>& decls) const;
 
   // Operand of an elementwise instruction at result slot `i` (C loop variable) of `out`: an expression of
   // the code (tensors) or nullopt for scalars.
@@ -240,6 +268,16 @@ class Emitter {
   // distinct names (emit_cast.cpp).
   std::map<std::string, std::vector<int>> converter_orders_;
   const ir::InstStmt* current_ = nullptr;
+  // The accumulators of the program's DotAsync instructions, fenced after every DotAsyncWait.
+  std::vector<ir::Var> dot_async_accumulators_;
+  // Whether some tile needs tv_smem aligned to 1024 bytes (a swizzled TMA destination or wgmma operand).
+  bool uses_swizzle_period_ = false;
+  // The region being emitted (null outside one), its position in its section and its named barrier; the
+  // scratch bytes of each region position.
+  const ir::RegionStmt* region_ = nullptr;
+  int region_position_ = 0;
+  int region_barrier_ = 0;
+  std::vector<int64_t> region_scratch_bytes_;  // -1: unused
 };
 
 [[noreturn]] void unsupported(const ir::InstStmt& s, const std::string& why);

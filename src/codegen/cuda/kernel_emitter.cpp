@@ -63,7 +63,7 @@ std::string Emitter::fresh(const std::string& base) {
 }
 
 void Emitter::line(const std::string& text) {
-  body_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << "\n";
+  body_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << (region_ ? in_region(text) : text) << "\n";
 }
 void Emitter::open(const std::string& text) {
   line(text + " {");
@@ -183,7 +183,16 @@ std::string Emitter::expr(const ir::Expr& e) {
 }
 
 void Emitter::emit_block(const ir::Block& b) {
-  for (const ir::Stmt& s : b) emit_stmt(s);
+  for (size_t k = 0; k < b.size(); ++k) {
+    if (b[k]->kind == ir::StmtKind::Region) {  // a section: the regions that follow run together
+      size_t end = k + 1;
+      while (end < b.size() && b[end]->kind == ir::StmtKind::Region) ++end;
+      emit_section(b, k, end);
+      k = end - 1;
+      continue;
+    }
+    emit_stmt(b[k]);
+  }
 }
 
 void Emitter::emit_stmt(const ir::Stmt& s) {
@@ -248,6 +257,9 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
       return;
     case ir::StmtKind::Return:
       line("return;");
+      return;
+    case ir::StmtKind::Region:  // emit_block emits sections
+      emit_section(ir::Block{s}, 0, 1);
       return;
   }
 }
@@ -341,10 +353,17 @@ void Emitter::emit_inst(const ir::InstStmt& s) {
     case ir::InstKind::Dot:
       emit_dot(s, *n.as<ir::DotInst>());
       return;
+    case ir::InstKind::DotAsync:
+      emit_dot_async(s, *n.as<ir::DotAsyncInst>());
+      return;
+    case ir::InstKind::DotAsyncWait:
+      emit_dot_async_wait(s, *n.as<ir::DotAsyncWaitInst>());
+      return;
   }
 }
 
 std::string Emitter::scratch(int64_t bytes) {
+  if (region_) return region_scratch(bytes);
   scratch_bytes_ = std::max(scratch_bytes_, bytes);
   return fmt::format("(tv_smem + {})", scratch_offset_);
 }
@@ -374,12 +393,14 @@ EmittedKernel Emitter::run() {
   }
   signature.push_back({KernelParam::Kind::Workspace, "tv_workspace", DataType::uint(8), "void*"});
   params.push_back("void* tv_workspace");
+  collect_dot_async_accumulators();
   emit_block(program_.body);
   for (const KernelParam& p : tensor_maps_) {
     signature.push_back(p);
     params.push_back(p.c_type + " " + p.name);
   }
 
+  scratch_bytes_ = std::max(scratch_bytes_, place_region_scratch(decls_));
   EmittedKernel k;
   k.kernel_name = "tilevm_" + program_.name;
   k.params = std::move(signature);
@@ -396,10 +417,13 @@ EmittedKernel Emitter::run() {
       << " scratch).\n\n";
   out << cuda_prelude() << "\n";
   for (const auto& [name, code] : helper_functions_) out << code << "\n";
-  out << "extern \"C\" __global__ void __launch_bounds__(" << threads_ << ") " << k.kernel_name << "(";
+  // setmaxnreg takes effect only under a register cap at entry: one block per SM.
+  out << "extern \"C\" __global__ void __launch_bounds__(" << threads_ << (uses_setmaxnreg() ? ", 1" : "")
+      << ") " << k.kernel_name << "(";
   for (size_t i = 0; i < params.size(); ++i) out << (i ? ", " : "") << params[i];
   out << ") {\n";
-  out << "  extern __shared__ __align__(128) tv_u8 tv_smem[];\n";
+  // 1024: a swizzled TMA or wgmma tile is planned at a multiple of the swizzle's period (8 rows of 128 B).
+  out << "  extern __shared__ __align__(" << (uses_swizzle_period_ ? 1024 : 128) << ") tv_u8 tv_smem[];\n";
   out << "  const int t = (int)threadIdx.x;\n";
   out << "  (void)tv_smem; (void)tv_workspace; (void)t;\n";
   for (const std::string& d : decls_) out << "  " << d << "\n";

@@ -50,7 +50,23 @@ void DotInst::for_each_expr(const ExprFn& fn) const {
 
 Inst DotInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
   return std::make_shared<DotInst>(ir::rewrite(a, exprs, vars), ir::rewrite(b, exprs, vars),
-                                   ir::rewrite(c, exprs, vars), ir::rewrite(out, vars), loc);
+                                   ir::rewrite(c, exprs, vars), ir::rewrite(out, vars), loc, transpose_a,
+                                   transpose_b);
+}
+
+void DotAsyncInst::for_each_expr(const ExprFn& fn) const {
+  ir::for_each_expr(a, fn);
+  ir::for_each_expr(b, fn);
+  ir::for_each_expr(c, fn);
+}
+
+Inst DotAsyncInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
+  return std::make_shared<DotAsyncInst>(ir::rewrite(a, exprs, vars), ir::rewrite(b, exprs, vars),
+                                        ir::rewrite(c, exprs, vars), transpose_a, transpose_b, loc);
+}
+
+Inst DotAsyncWaitInst::rewrite(const ExprMap&, const VarMap&) const {
+  return std::make_shared<DotAsyncWaitInst>(pending, loc);
 }
 
 }  // namespace tilevm::ir

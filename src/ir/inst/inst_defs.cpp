@@ -239,10 +239,12 @@ std::vector<InstDef> register_tensors() {
       {.name = "Dot",
        .kind = InstKind::Dot,
        .params = {arg("a", K::Tensor, Access::Read), arg("b", K::Tensor, Access::Read),
-                  arg("c", K::Tensor, Access::Read), out()},
+                  arg("c", K::Tensor, Access::Read), opt("transpose_a", K::Bool), opt("transpose_b", K::Bool),
+                  out()},
        .results = Results::One,
        .build = [](const InstArgs& a, SourceLoc l) -> Inst {
-         return std::make_shared<DotInst>(a["a"].tensor, a["b"].tensor, a["c"].tensor, a["out"].var, l);
+         return std::make_shared<DotInst>(a["a"].tensor, a["b"].tensor, a["c"].tensor, a["out"].var, l,
+                                          a["transpose_a"].bool_value, a["transpose_b"].bool_value);
        },
        .args =
            [](const InstNode& n, InstArgs& a) {
@@ -250,8 +252,35 @@ std::vector<InstDef> register_tensors() {
              a["a"].set(i.a);
              a["b"].set(i.b);
              a["c"].set(i.c);
+             if (i.transpose_a) a["transpose_a"].set_bool(true);
+             if (i.transpose_b) a["transpose_b"].set_bool(true);
              a["out"].set(i.out);
            }},
+      {.name = "DotAsync",
+       .kind = InstKind::DotAsync,
+       .params = {arg("a", K::Tensor, Access::Read), arg("b", K::Tensor, Access::Read),
+                  arg("c", K::Tensor, Access::ReadWrite), opt("transpose_a", K::Bool),
+                  opt("transpose_b", K::Bool)},
+       .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         return std::make_shared<DotAsyncInst>(a["a"].tensor, a["b"].tensor, a["c"].tensor,
+                                               a["transpose_a"].bool_value, a["transpose_b"].bool_value, l);
+       },
+       .args =
+           [](const InstNode& n, InstArgs& a) {
+             const auto& i = node<DotAsyncInst>(n);
+             a["a"].set(i.a);
+             a["b"].set(i.b);
+             a["c"].set(i.c);
+             if (i.transpose_a) a["transpose_a"].set_bool(true);
+             if (i.transpose_b) a["transpose_b"].set_bool(true);
+           }},
+      {.name = "DotAsyncWait",
+       .kind = InstKind::DotAsyncWait,
+       .params = {arg("n", K::Int)},
+       .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         return std::make_shared<DotAsyncWaitInst>(a["n"].int_value, l);
+       },
+       .args = [](const InstNode& n, InstArgs& a) { a["n"].set_int(node<DotAsyncWaitInst>(n).pending); }},
       {.name = "Synchronize",
        .aliases = {"SyncThreads"},
        .kind = InstKind::Synchronize,

@@ -1,6 +1,6 @@
-// The .tile parser's statements: blocks, if/elif/else, for, while, break/continue/return/pass, assignments
-// and instruction calls (the file-level grammar is in parser.cpp). A compound statement whose header fails
-// still parses its block, for the block's own errors, and is then dropped.
+// The .tile parser's statements: blocks, if/elif/else, for, while, with Warpgroups, break/continue/return/
+// pass, assignments and instruction calls (the file-level grammar is in parser.cpp). A compound statement
+// whose header fails still parses its block, for the block's own errors, and is then dropped.
 #include "parser_impl.h"
 #include "tilevm/ir/printer.h"
 
@@ -54,9 +54,15 @@ void Parser::parse_statement(Block& out) {
       stmt = parse_for();
     } else if (is_keyword("while")) {
       stmt = parse_while();
+    } else if (is_keyword("with")) {
+      stmt = parse_region();
     } else if (is_keyword("break") || is_keyword("continue")) {
       std::string word = cur().text;
-      if (loop_depth_ == 0) fail(loc, fmt::format("'{}' outside a loop", word));
+      if (loop_depth_ == 0)
+        fail(loc, in_region_ ? fmt::format("'{}' outside a loop of its Warpgroups region (a region is left "
+                                           "only at its end)",
+                                           word)
+                             : fmt::format("'{}' outside a loop", word));
       advance();
       expect_newline();
       stmt = word == "break" ? Stmt(std::make_shared<BreakStmt>(loc))
@@ -204,6 +210,69 @@ Stmt Parser::parse_while() {
   return std::make_shared<WhileStmt>(condition, std::move(body), loc);
 }
 
+// with Warpgroups(first, stop[, registers=N]): a warp-specialized region. The values are integer constants
+// (folded); their ranges are the verifier's to check, so that built programs get the same messages.
+Stmt Parser::parse_region() {
+  SourceLoc loc = cur().loc;
+  advance();
+  int64_t first = 0, stop = 0, registers = 0;
+  bool ok = true;
+  try {
+    SynPtr call = parse_expr();
+    if (call->kind != SynKind::Call || call->name != "Warpgroups")
+      fail(call->loc, "a region is `with Warpgroups(first, stop[, registers=N]):`");
+    std::vector<int64_t> bounds;
+    bool has_registers = false;
+    for (const SynArg& a : call->args) {
+      if (a.keyword.empty()) {
+        if (has_registers) fail(a.loc, "a positional argument after registers=");
+        bounds.push_back(bind_const_int(*a.value, "a warpgroup index"));
+        continue;
+      }
+      if (a.keyword != "registers")
+        fail(a.loc, fmt::format("Warpgroups takes the keyword argument registers=, not {}=", a.keyword));
+      if (has_registers) fail(a.loc, "registers= is given twice");
+      has_registers = true;
+      registers = bind_const_int(*a.value, "registers=");
+    }
+    if (bounds.size() != 2)
+      fail(call->loc,
+           fmt::format("Warpgroups takes 2 warpgroup indices (first, stop), got {}", bounds.size()));
+    first = bounds[0];
+    stop = bounds[1];
+    expect_punct(":");
+    expect_newline();
+  } catch (const ParseAbort&) {
+    ok = false;
+    skip_line();
+  }
+  // The loops around the region are not the region's to leave, and its names are its own: after it, a name
+  // it defined means what it meant before (or, when it meant nothing, the region's variable, so that a use
+  // is reported as a region's variable used outside it).
+  const int saved_depth = loop_depth_;
+  const bool saved_in_region = in_region_;
+  const std::unordered_map<std::string, Symbol> saved_symbols = symbols_;
+  std::set<std::string> saved_defined = std::move(region_defined_);
+  region_defined_.clear();
+  loop_depth_ = 0;
+  in_region_ = true;
+  Block body = parse_block();
+  loop_depth_ = saved_depth;
+  in_region_ = saved_in_region;
+  for (const std::string& name : region_defined_) {
+    auto outer = saved_symbols.find(name);
+    if (outer != saved_symbols.end()) {
+      symbols_[name] = outer->second;
+      region_only_names_.erase(name);
+    } else {
+      region_only_names_.insert(name);
+    }
+  }
+  region_defined_ = std::move(saved_defined);
+  if (!ok) return nullptr;
+  return std::make_shared<RegionStmt>(first, stop, registers, std::move(body), loc);
+}
+
 // `a, b = Instr(...)`, `x = expr`, `x: i64 = expr`, or a bare `Instr(...)`.
 Stmt Parser::parse_assignment_or_call() {
   SourceLoc loc = cur().loc;
@@ -258,14 +327,19 @@ Stmt Parser::parse_assignment_or_call() {
   return s;
 }
 
-// `x = e` updates x when x is a scalar variable and no type is given; otherwise it defines a new scalar
-// (with the annotated type, or the value's).
+// `x = e` updates x when x is a scalar variable (of the region, inside one) and no type is given; otherwise
+// it defines a new scalar (with the annotated type, or the value's).
 Stmt Parser::bind_scalar_assignment(const Target& target, const SynPtr& value, SourceLoc loc) {
   Expr e = bind_scalar(*value);
   auto it = symbols_.find(target.name);
   bool is_scalar =
       it != symbols_.end() && it->second.kind == Symbol::Kind::Variable && it->second.var->type.is_scalar();
-  if (is_scalar && !target.annotation) return std::make_shared<AssignStmt>(it->second.var, e, false, loc);
+  // Inside a region only the region's own scalars are updated; an outer name is defined anew (a region
+  // cannot assign the block's variables), and so is a name whose only definition was a finished region's.
+  const bool own =
+      in_region_ ? region_defined_.count(target.name) > 0 : !region_only_names_.count(target.name);
+  if (is_scalar && own && !target.annotation)
+    return std::make_shared<AssignStmt>(it->second.var, e, false, loc);
   Var var = define_var(target, ValueType::scalar(target.annotation.value_or(e->type)));
   return std::make_shared<AssignStmt>(var, e, true, loc);
 }

@@ -3,7 +3,7 @@
 //
 //   file      := (names '=' values NEWLINE)* def
 //   def       := 'def' NAME '<' grid (',' grid)* '>' ['[' 'threads' '=' expr ']'] '(' params ')' ':' block
-//   statement := if | for | while | 'break' | 'continue' | 'return' | 'pass'
+//   statement := if | for | while | with | 'break' | 'continue' | 'return' | 'pass'
 //              | targets '=' (Instr(...) | expr) | Instr(...)                  (parse_statements.cpp)
 #include "tilevm/ir/parser.h"
 
@@ -65,7 +65,7 @@ Token Parser::expect_name(const char* what) {
 bool Parser::is_reserved(std::string_view name) {
   static constexpr std::string_view kReserved[] = {"def",   "if",    "elif",     "else",   "for",  "in",
                                                    "while", "break", "continue", "return", "pass", "and",
-                                                   "or",    "not",   "True",     "False"};
+                                                   "or",    "not",   "True",     "False",  "with"};
   return std::find(std::begin(kReserved), std::end(kReserved), name) != std::end(kReserved);
 }
 
@@ -109,6 +109,8 @@ Var Parser::define_var(const Target& target, ValueType type) {
   }
   Var var = make_var(target.name, std::move(type), target.loc);
   symbols_[target.name] = Symbol{Symbol::Kind::Variable, nullptr, 0, var, target.loc};
+  if (in_region_) region_defined_.insert(target.name);
+  region_only_names_.erase(target.name);
   return var;
 }
 

@@ -104,6 +104,7 @@ class Parser {
   Stmt parse_for();
   int bind_loop_attr(const SynArg& a);
   Stmt parse_while();
+  Stmt parse_region();
   Stmt parse_assignment_or_call();
   Stmt bind_scalar_assignment(const Target& target, const SynPtr& value, SourceLoc loc);
   void recover();
@@ -182,6 +183,11 @@ class Parser {
   size_t pos_ = 0;
   int depth_ = 0;
   int loop_depth_ = 0;
+  bool in_region_ = false;  // inside `with Warpgroups(...)` (loop_depth_ counts the region's own loops)
+  // A region's variables are its own: the names it defines, and after it the names whose only definition
+  // was a region's (a use finds that definition, for the verifier's message; an assignment defines anew).
+  std::set<std::string> region_defined_;
+  std::set<std::string> region_only_names_;
   int grid_rank_ = 1;
   Program program_;
   std::unordered_map<std::string, Symbol> symbols_;

@@ -155,7 +155,13 @@ bool Verifier::run() {
 
   check_block(p.body);
 
-  if (threads_ == 0 && p.threads == 0)
+  if (has_regions_ && !threads_given_)
+    diags_.error(p.loc, "'{}' has Warpgroups regions; write its thread count in the header ([threads=T])",
+                 p.name);
+  else if (has_regions_ && threads_ % RegionStmt::kWarpgroupThreads != 0)
+    diags_.error(p.loc, "'{}' has Warpgroups regions, so its {} threads must be whole warpgroups of {}",
+                 p.name, threads_, RegionStmt::kWarpgroupThreads);
+  else if (threads_ == 0 && p.threads == 0)
     diags_.error(p.loc,
                  "'{}' has no register layout to take its thread count from; write [threads=T] in the header",
                  p.name);
@@ -173,6 +179,12 @@ bool Verifier::run() {
 
 void Verifier::note_threads(const layout::Layout& lay, SourceLoc loc) {
   const int64_t t = lay.num_threads();
+  if (region_) {  // the region is the block: its layouts count its threads
+    if (t != region_->threads())
+      diags_.error(loc, "layout has {} threads but the region Warpgroups({}, {}) at {}:{} has {}", t,
+                   region_->first, region_->stop, region_->loc.line, region_->loc.col, region_->threads());
+    return;
+  }
   if (threads_ == 0) {
     threads_ = t;
     threads_from_ = loc;

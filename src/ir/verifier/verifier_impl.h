@@ -2,8 +2,8 @@
 // which variables are defined and which shared tensors are freed, and checks every statement, instruction
 // and expression. The checks are split by concern: verify_exprs.cpp (scalar expressions), verify_memory.cpp
 // (global and shared memory, async copies), verify_compute.cpp (register tensors, elementwise, reduce, Dot,
-// Print), verify_control.cpp (statements, definitions, loops), verifier.cpp (the program header, the thread
-// count, the entry point).
+// Print), verify_control.cpp (statements, definitions, loops), verify_regions.cpp (warp-specialized
+// regions), verifier.cpp (the program header, the thread count, the entry point).
 #pragma once
 
 #include <cstdint>
@@ -78,6 +78,15 @@ class Verifier {
   void define_var(const Var& v);
   const VarNode* loop_rebound(const VarNode& v) const;
 
+  // ---- verify_regions.cpp
+  void check_region(const RegionStmt& r);
+  // The sections (runs of consecutive regions) of a block: disjoint warpgroups, where registers= may stand.
+  void check_sections(const Block& block);
+  // A use of v inside or outside a region: false after reporting.
+  bool check_region_use(const Var& v, SourceLoc loc);
+  // A statement directly or indirectly inside region_: what a region may not do.
+  void check_in_region(const Stmt& s);
+
   // ---- verify_memory.cpp
   void check_view_global(const ViewGlobalInst& n);
   void check_allocate_global(const AllocateGlobalInst& n);
@@ -102,8 +111,26 @@ class Verifier {
   void check_view(const ViewInst& n);
   void check_elementwise(const ElementwiseInst& n);
   void check_reduce(const ReduceInst& n);
-  void check_dot(const DotInst& n);
   void check_print(const PrintInst& n);
+
+  // ---- verify_dot.cpp
+  // An operand of Dot or DotAsync as the product sees it: the type, whether it is shared, its shape after
+  // the transpose and (registers) its layout after the transpose.
+  struct DotOperand {
+    const TensorType* type = nullptr;
+    bool shared = false;
+    layout::Index shape;
+    std::optional<layout::Layout> layout;
+  };
+  std::optional<DotOperand> dot_operand(const TensorArg& arg, const InstNode& n, const std::string& role,
+                                        bool transpose);
+  bool check_dot_shapes(const InstNode& n, const DotOperand& a, const DotOperand& b, const DotOperand& c);
+  bool check_dot_dtypes(const InstNode& n, DataType a, DataType b, DataType c);
+  bool check_wgmma_operand(const InstNode& n, const TensorArg& arg, const DotOperand& op,
+                           const std::string& role, bool k_major);
+  void check_dot(const DotInst& n);
+  void check_dot_async(const DotAsyncInst& n);
+  void check_dot_async_wait(const DotAsyncWaitInst& n);
 
   // ---- shared helpers (verifier.cpp)
   // Records a register layout's thread count: the first one fixes the program's T when threads was left
@@ -138,6 +165,10 @@ class Verifier {
   std::map<const VarNode*, const InstNode*> loop_results_;
   std::vector<int> loops_;  // the stack of open loop ids
   int next_loop_id_ = 1;
+  // Warp-specialized regions: the one being checked, and the region each variable defined in one belongs to.
+  const RegionStmt* region_ = nullptr;
+  std::map<const VarNode*, const RegionStmt*> region_of_;
+  bool has_regions_ = false;
 
   // Set by the instruction checks for the InstStmt being checked.
   struct Result {

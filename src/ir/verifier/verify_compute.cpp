@@ -1,11 +1,10 @@
 // Register tensors and computation: AllocateRegister, Cast, View, elementwise (dtypes, broadcasting and
-// which thread holds what), reductions, Dot (shapes, dtypes, MMA or SIMT layouts) and Print.
+// which thread holds what), reductions and Print.
 #include <fmt/format.h>
 
 #include "tilevm/layout/holds.h"
 #include "tilevm/layout/slot_permutation.h"
 #include "tilevm/support/error.h"
-#include "tilevm/target/mma_selection.h"
 #include "verifier_impl.h"
 
 namespace tilevm::ir::verifier_detail {
@@ -346,153 +345,6 @@ void Verifier::check_reduce(const ReduceInst& n) {
   } catch (const Error& e) {
     diags_.error(n.loc, "{}: {}", n.name(), e.what());
   }
-}
-
-namespace {
-
-// The SIMT rule: a thread that computes c[..., m, n] holds a[..., m, k] and b[..., k, n] for every k.
-// Returns an explanation of the first violation found, "" when the layouts satisfy it, or nullopt when that
-// cannot be decided. Decided on the modes (layout/holds.h, check_dot_holds).
-std::optional<std::string> simt_violation(const layout::Layout& la, const layout::Layout& lb,
-                                          const layout::Layout& lc) {
-  const int r = lc.rank();
-  const int64_t K = la.shape()[static_cast<size_t>(r - 1)];
-  layout::HoldsAnswer for_a, for_b;
-  try {
-    const layout::DotHolds holds = layout::check_dot_holds(la, lb, lc);
-    for_a = holds.a;
-    for_b = holds.b;
-  } catch (const Error&) {  // c is swizzled: element by element, when small enough
-    auto oa = ownership(la), ob = ownership(lb);
-    if (!oa || !ob || lc.num_threads() * lc.num_locals() * K > (int64_t{1} << 26)) return std::nullopt;
-    for (int64_t t = 0; t < lc.num_threads(); ++t) {
-      for (int64_t i = 0; i < lc.num_locals(); ++i) {
-        layout::Index ci = lc.map(t, i);
-        layout::Index ai = ci, bi = ci;
-        for (int64_t k = 0; k < K; ++k) {
-          ai[static_cast<size_t>(r - 1)] = k;
-          bi[static_cast<size_t>(r - 2)] = k;
-          if (!oa->holds(t, linear_index(oa->shape, ai)))
-            return fmt::format("thread {} computes c{} but does not hold a{}", t, index_text(ci),
-                               index_text(ai));
-          if (!ob->holds(t, linear_index(ob->shape, bi)))
-            return fmt::format("thread {} computes c{} but does not hold b{}", t, index_text(ci),
-                               index_text(bi));
-        }
-      }
-    }
-    return "";
-  }
-  if (!for_a.known || !for_b.known) return std::nullopt;
-  // A missing element's first slot of c in that thread that needs it: same batch and row (a) or column (b).
-  // A scan of one thread's slots. Of a and b, the lower (thread, slot) is reported, a first, as an
-  // enumeration in that order would meet them.
-  struct Witness {
-    int64_t thread = 0, slot = 0;
-    layout::Index ci;
-  };
-  auto witness = [&](const layout::HoldsAnswer& answer, bool of_a) -> std::optional<Witness> {
-    if (!answer.missing) return std::nullopt;
-    const int64_t t = answer.missing->thread;
-    const layout::Index& e = answer.missing->element;
-    for (int64_t i = 0; i < lc.num_locals(); ++i) {
-      layout::Index ci = lc.map(t, i);
-      bool same = true;
-      for (int d = 0; d < r && same; ++d)
-        if (d != (of_a ? r - 1 : r - 2))  // k's dimension: c's n for a, c's m for b
-          same = ci[static_cast<size_t>(d)] == e[static_cast<size_t>(d)];
-      if (same) return Witness{t, i, std::move(ci)};
-    }
-    TILEVM_ASSERT(false, "thread {} of layout {} computes no element of c that needs {}", t, layout_text(lc),
-                  index_text(e));
-  };
-  const std::optional<Witness> wa = witness(for_a, true), wb = witness(for_b, false);
-  if (!wa && !wb) return "";
-  const bool report_a = wa && (!wb || std::pair(wa->thread, wa->slot) <= std::pair(wb->thread, wb->slot));
-  const Witness& w = report_a ? *wa : *wb;
-  return fmt::format("thread {} computes c{} but does not hold {}{}", w.thread, index_text(w.ci),
-                     report_a ? "a" : "b", index_text((report_a ? for_a : for_b).missing->element));
-}
-
-}  // namespace
-
-void Verifier::check_dot(const DotInst& n) {
-  const TensorType* a = scoped_operand(n.a, n, "a", Scope::Register);
-  const TensorType* b = scoped_operand(n.b, n, "b", Scope::Register);
-  const TensorType* c = scoped_operand(n.c, n, "c", Scope::Register);
-  if (!a || !b || !c) {
-    if (n.out) use_var(n.out, n.loc);
-    return;
-  }
-  bool ok = true;
-  // Dtypes: a and b alike; a float product accumulates in a float, an integer one in i32.
-  if (a->dtype != b->dtype) {
-    diags_.error(n.loc, "Dot: a is {} but b is {}", a->dtype.name(), b->dtype.name());
-    ok = false;
-  } else if (a->dtype.is_bool()) {
-    diags_.error(n.loc, "Dot: cannot multiply bool tensors");
-    ok = false;
-  } else if (a->dtype.is_float() && !c->dtype.is_float()) {
-    diags_.error(n.loc, "Dot: a and b are {} but c is {}; a float product accumulates in a float",
-                 a->dtype.name(), c->dtype.name());
-    ok = false;
-  } else if (a->dtype.is_integer() && c->dtype != DataType::i32()) {
-    diags_.error(n.loc, "Dot: a and b are {} but c is {}; an integer product accumulates in i32",
-                 a->dtype.name(), c->dtype.name());
-    ok = false;
-  }
-
-  // Shapes: [..., M, K] @ [..., K, N] + [..., M, N].
-  const layout::Layout &la = *a->layout, &lb = *b->layout, &lc = *c->layout;
-  const layout::Index &sa = la.shape(), &sb = lb.shape(), &sc = lc.shape();
-  bool shapes_ok = true;
-  if (sa.size() < 2 || sb.size() < 2 || sc.size() < 2) {
-    diags_.error(n.loc, "Dot: a is {}, b is {} and c is {}; every operand needs rank 2 or more",
-                 index_text(sa), index_text(sb), index_text(sc));
-    shapes_ok = false;
-  } else if (sa.size() != sb.size() || sa.size() != sc.size()) {
-    diags_.error(n.loc, "Dot: a is {}, b is {} and c is {}; the ranks must be equal", index_text(sa),
-                 index_text(sb), index_text(sc));
-    shapes_ok = false;
-  } else {
-    const size_t r = sa.size();
-    if (sa[r - 1] != sb[r - 2]) {
-      diags_.error(n.loc, "Dot: a is {} but b is {}; the inner dimensions must agree", index_text(sa),
-                   index_text(sb));
-      shapes_ok = false;
-    } else if (sc[r - 2] != sa[r - 2] || sc[r - 1] != sb[r - 1]) {
-      diags_.error(n.loc, "Dot: a @ b is [{}, {}] but c is {}", sa[r - 2], sb[r - 1], index_text(sc));
-      shapes_ok = false;
-    }
-    for (size_t d = 0; d + 2 < r && shapes_ok; ++d)
-      if (sa[d] != sb[d] || sa[d] != sc[d]) {
-        diags_.error(n.loc, "Dot: the batch dimensions of a {}, b {} and c {} differ", index_text(sa),
-                     index_text(sb), index_text(sc));
-        shapes_ok = false;
-      }
-  }
-
-  // Layouts: tensor cores when target::select_mma finds an atom whose fragments the operands divide, held
-  // by every warp that needs them (whether in the same slots in every warp is the emitter's concern: it
-  // falls back to SIMT through shared memory); else SIMT, where each thread needs them element by element.
-  if (shapes_ok && la.num_threads() == lc.num_threads() && lb.num_threads() == lc.num_threads()) {
-    const bool mma =
-        target::select_mma(a->dtype, b->dtype, c->dtype, la, lb, lc, target::MmaDetail::HeldOnly).has_value();
-    if (!mma) {
-      const std::optional<std::string> why = simt_violation(la, lb, lc);
-      if (!why) {
-        diags_.error(n.loc,
-                     "Dot: the layouts divide no MMA atom, and for SIMT cannot be checked: c is swizzled and "
-                     "the operands have more than 2^24 (thread, slot) pairs");
-        ok = false;
-      } else if (!why->empty()) {
-        diags_.error(n.loc, "Dot: the layouts divide no MMA atom, and for SIMT {}", *why);
-        ok = false;
-      }
-    }
-  }
-  check_out(n.out, n, c->dtype, lc);
-  if (ok && shapes_ok) set_result(c->dtype, lc);
 }
 
 void Verifier::check_print(const PrintInst& n) {

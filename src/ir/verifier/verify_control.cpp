@@ -16,6 +16,12 @@ std::string at(SourceLoc loc) {
 
 void Verifier::use_var(const Var& v, SourceLoc loc) {
   if (!v) return;
+  if (!region_of_.empty() || region_) {
+    if (!check_region_use(v, loc)) {
+      state_.defined.insert(v.get());  // one report per path
+      return;
+    }
+  }
   if (!state_.defined.count(v.get())) {
     if (const VarNode* before = loop_rebound(*v)) {
       diags_.error(
@@ -52,9 +58,11 @@ void Verifier::define_var(const Var& v) {
   state_.defined.insert(v.get());
   ever_defined_.insert(v.get());
   state_.freed.erase(v.get());
+  if (region_) region_of_[v.get()] = region_;
 }
 
 void Verifier::check_block(const Block& block) {
+  check_sections(block);
   for (const Stmt& s : block) {
     if (!s) continue;
     check_stmt(s);
@@ -62,6 +70,7 @@ void Verifier::check_block(const Block& block) {
 }
 
 void Verifier::check_stmt(const Stmt& s) {
+  if (region_) check_in_region(s);
   switch (s->kind) {
     case StmtKind::Assign: {
       const auto& a = *s->as<AssignStmt>();
@@ -156,6 +165,12 @@ void Verifier::check_stmt(const Stmt& s) {
           break;
         case InstKind::Dot:
           check_dot(*inst.as<DotInst>());
+          break;
+        case InstKind::DotAsync:
+          check_dot_async(*inst.as<DotAsyncInst>());
+          break;
+        case InstKind::DotAsyncWait:
+          check_dot_async_wait(*inst.as<DotAsyncWaitInst>());
           break;
       }
 
@@ -290,6 +305,9 @@ void Verifier::check_stmt(const Stmt& s) {
       return;
     case StmtKind::Return:
       state_.unreachable = true;
+      return;
+    case StmtKind::Region:
+      check_region(*s->as<RegionStmt>());
       return;
   }
 }

@@ -7,6 +7,7 @@
 
 #include "tilevm/support/int_math.h"
 #include "tilevm/target/limits.h"
+#include "tilevm/target/tma_swizzle.h"
 #include "verifier_impl.h"
 
 namespace tilevm::ir::verifier_detail {
@@ -419,11 +420,13 @@ void Verifier::check_copy_tma(const CopyTmaInst& n) {
     }
   const auto base = dst->static_shape();
   if (!base || !dst->layout) return;
-  if (!(*dst->layout == layout::local(*base)))
+  if (target::tma_swizzle_bytes(*dst->layout, bits) < 0)
     diags_.error(
         pick(n.dst.loc, n.loc),
-        "CopyTma: '{}' must be stored row-major (AllocateShared with shape=) because the tensor-memory "
-        "accelerator writes the tile densely; its layout is {}",
+        "CopyTma: '{}' must be stored row-major (AllocateShared with shape=) or in the swizzled form of "
+        "rows of 32, 64 or 128 bytes (e.g. local(8, 1).swizzle(local(8, 8), dim=1).local(1, 8) for 128-byte "
+        "f16 rows; docs/language.md), because the tensor-memory accelerator writes the tile densely; its "
+        "layout is {}",
         n.dst.tensor->name, layout_text(*dst->layout));
   const std::vector<Expr> dshape = view_shape(n.dst, *dst), sshape = view_shape(n.src, *src);
   if (dshape.size() != sshape.size()) {

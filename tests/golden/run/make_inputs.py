@@ -2,6 +2,7 @@
 #   x.npy      f16 [2, 4]: 0.5, 1, ..., 4
 #   x_f32.npy  f32 [2, 4]: the same values (the wrong dtype for an f16* parameter)
 #   x32x8.npy  f16 [32, 8]: 0, 0.25, ..., 63.75 (rows of 16 bytes, as TMA copies need)
+#   x128.npy   f32 [128]: 0, 0.5, ..., 63.5
 import struct
 
 def write_npy(path, descr, shape, data):
@@ -16,6 +17,7 @@ values = [0.5 * (k + 1) for k in range(8)]
 write_npy("x.npy", "<f2", [2, 4], struct.pack("<8e", *values))
 write_npy("x_f32.npy", "<f4", [2, 4], struct.pack("<8f", *values))
 write_npy("x32x8.npy", "<f2", [32, 8], struct.pack("<256e", *[0.25 * k for k in range(256)]))
+write_npy("x128.npy", "<f4", [128], struct.pack("<128f", *[0.5 * k for k in range(128)]))
 # overflow.npy  f16 (2^32, 2^32, 2^32) and no data: the element count overflows int64 (must be refused, not
 #               wrapped to 0 elements)
 write_npy("overflow.npy", "<f2", [2**32, 2**32, 2**32], b"")

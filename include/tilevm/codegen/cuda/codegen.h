@@ -62,6 +62,8 @@ struct KernelParam {
   const ir::ViewGlobalInst* view = nullptr;
   std::string pointer;
   std::vector<int64_t> box;
+  int swizzle_bytes =
+      0;  // TensorMap: 0, or the 32/64/128-byte swizzle of the destination (target/tma_swizzle.h)
 };
 
 struct EmittedKernel {

@@ -58,8 +58,10 @@ enum class InstKind {
   Reduce,
   // dot.h
   Dot,
+  DotAsync,
+  DotAsyncWait,
 };
-inline constexpr InstKind kLastInstKind = InstKind::Dot;
+inline constexpr InstKind kLastInstKind = InstKind::DotAsyncWait;
 
 // One subscript of a tensor view: `s` selects index s of the dimension (removing it), `a:` offsets the
 // dimension to a, `:` keeps it whole.

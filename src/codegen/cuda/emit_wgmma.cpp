@@ -1,0 +1,188 @@
+// Dot and DotAsync on Hopper's warpgroup MMA (wgmma.mma_async, sm_90a), and DotAsyncWait.
+//
+// The rule is target/wgmma.h's (the verifier follows it too): the accumulator divides into m64nNk16
+// fragments over whole warpgroups (the quotient says which 64 x N block each warpgroup computes in which
+// slot), and both operands are shared tiles in a K-major form, described by matrix descriptors. One
+// descriptor per operand is built from the tile's origin; each instruction adds its block's byte offset
+// (row block, k step) to the start-address field, which is exact because the form puts no swizzle on the
+// first row of an 8-row group.
+//
+// Ordering, as the PTX ISA asks: wgmma.fence before the first wgmma of a Dot (the accumulators were
+// written by ordinary instructions), wgmma.commit_group after them; a synchronous Dot waits for its group
+// at once. After DotAsyncWait an empty asm with every DotAsync accumulator as an in-out operand keeps the
+// compiler from moving a use of the accumulator above the wait (the wgmma's asm "wrote" it earlier, so
+// nothing else orders the use after the wait).
+#include <fmt/format.h>
+
+#include "emitter.h"
+#include "tilevm/ir/visitor.h"
+#include "tilevm/support/error.h"
+#include "tilevm/target/wgmma.h"
+
+namespace tilevm::codegen::cuda {
+
+namespace {
+
+constexpr const char* kDescriptorFn =
+    "// A wgmma matrix descriptor (PTX ISA, \"Matrix Descriptor Format\"): start address, leading and "
+    "stride\n"
+    "// byte offsets (all >> 4) and the swizzle mode (1: 128 B, 2: 64 B, 3: 32 B).\n"
+    "TV_INLINE unsigned long long tv_wgmma_desc(unsigned addr, unsigned lbo, unsigned sbo, unsigned swizzle) "
+    "{\n"
+    "  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFFu) << "
+    "16) |\n"
+    "         ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | ((unsigned long long)swizzle << 62);\n"
+    "}\n";
+
+int swizzle_mode(int bytes) {
+  switch (bytes) {
+    case 128:
+      return 1;
+    case 64:
+      return 2;
+    case 32:
+      return 3;
+    default:
+      return 0;
+  }
+}
+
+const char* ptx_float(DataType t) {
+  return t == DataType::bf16() ? "bf16" : t == DataType::f16() ? "f16" : "f32";
+}
+
+}  // namespace
+
+std::optional<Emitter::WgmmaPlan> Emitter::wgmma_plan(const ir::TensorArg& a, const ir::TensorArg& b,
+                                                      const RegInfo& c, bool transpose_a, bool transpose_b,
+                                                      std::string* why) {
+  if (!options_.target.features.hopper) {
+    *why = fmt::format("wgmma needs sm_90 or newer (the arch-specific sm_90a); the target is {}",
+                       options_.target.arch);
+    return std::nullopt;
+  }
+  if (!options_.target.features.wgmma) {
+    *why = fmt::format("the target {} has no wgmma (it needs the arch-specific target sm_90a: --arch sm_90a)",
+                       options_.target.arch);
+    return std::nullopt;
+  }
+  if (a.tensor->type.tensor->scope != ir::Scope::Shared ||
+      b.tensor->type.tensor->scope != ir::Scope::Shared) {
+    *why = "an operand is in registers (wgmma here takes both from shared memory)";
+    return std::nullopt;
+  }
+  if (transpose_a || !transpose_b) {
+    *why = "an operand is not K-major (a as [M, K], b as [N, K] with transpose_b)";
+    return std::nullopt;
+  }
+  const MemTensor& ma = mem(a.tensor);
+  const MemTensor& mb = mem(b.tensor);
+  WgmmaPlan p;
+  const std::optional<target::WgmmaTiling> tiling = target::wgmma_tiling(ma.dtype, c.dtype, c.layout, why);
+  if (!tiling) return std::nullopt;
+  p.tiling = *tiling;
+  const std::optional<target::WgmmaSharedForm> fa =
+      target::wgmma_operand_form(*ma.layout, ma.dtype.bits(), why);
+  if (!fa) return std::nullopt;
+  const std::optional<target::WgmmaSharedForm> fb =
+      target::wgmma_operand_form(*mb.layout, mb.dtype.bits(), why);
+  if (!fb) return std::nullopt;
+  p.a = *fa;
+  p.b = *fb;
+  const layout::Index& sa = ma.layout->shape();
+  p.k = sa.back();
+  return p;
+}
+
+void Emitter::emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::TensorArg& a,
+                         const ir::TensorArg& b, const RegInfo& d, bool async) {
+  helper_functions_["tv_wgmma_desc"] = kDescriptorFn;
+  if (p.a.swizzle_bytes || p.b.swizzle_bytes) uses_swizzle_period_ = true;
+  const MemTensor& ma = mem(a.tensor);
+  const MemTensor& mb = mem(b.tensor);
+  const int bits = ma.dtype.bits();
+  const int64_t n = p.tiling.n;
+  const layout::Layout& q = p.tiling.quotient;
+  const int64_t words = n / 2 * d.dtype.bits() / 32;  // accumulator registers per instruction
+  const int64_t ksteps = p.k / 16;
+  const std::string inst = fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.{}.{}.{}", n,
+                                       ptx_float(d.dtype), ptx_float(ma.dtype), ptx_float(mb.dtype));
+  note(s, fmt::format("{} x {} per warpgroup ({}; a {}, b {})", inst, q.num_locals() * ksteps,
+                      async ? "asynchronous" : "waited at once",
+                      p.a.swizzle_bytes ? fmt::format("{}-byte swizzle", p.a.swizzle_bytes) : "no swizzle",
+                      p.b.swizzle_bytes ? fmt::format("{}-byte swizzle", p.b.swizzle_bytes) : "no swizzle"));
+  auto origin = [&](const MemTensor& m, const ir::TensorArg& arg) {
+    const std::vector<int> kept = kept_dims(m, arg);
+    const ElementAccess at = access(m, arg, {}, std::vector<CExpr>(kept.size(), cconst(0)));
+    return fmt::format("(unsigned)__cvta_generic_to_shared({} + ({}) * {})", m.ptr, at.offset.text, bits / 8);
+  };
+  open("");
+  line(fmt::format("const unsigned long long tv_da = tv_wgmma_desc({}, {}, {}, {});", origin(ma, a),
+                   p.a.lbo_bytes, p.a.sbo_bytes, swizzle_mode(p.a.swizzle_bytes)));
+  line(fmt::format("const unsigned long long tv_db = tv_wgmma_desc({}, {}, {}, {});", origin(mb, b),
+                   p.b.lbo_bytes, p.b.sbo_bytes, swizzle_mode(p.b.swizzle_bytes)));
+  line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
+  const CExpr wg = cvar("(t / 128)");
+  std::string dlist;
+  for (int64_t x = 0; x < words; ++x) dlist += fmt::format("{}%{}", x ? ", " : "", x);
+  for (int64_t slot = 0; slot < q.num_locals(); ++slot) {
+    // The 64 x n block of this slot: rows 64 * mi, columns n * ni of the tile (b's rows).
+    const std::vector<CExpr> blk = layout_index(q, wg, cconst(slot));
+    for (int64_t kk = 0; kk < ksteps; ++kk) {
+      const CExpr a_off =
+          blk[0] * cconst(8 * p.a.sbo_bytes) + cconst(target::wgmma_block_offset(p.a, 0, 16 * kk, bits));
+      const CExpr b_off =
+          blk[1] * cconst(n / 8 * p.b.sbo_bytes) + cconst(target::wgmma_block_offset(p.b, 0, 16 * kk, bits));
+      std::string outs;
+      for (int64_t x = 0; x < words; ++x)
+        outs += fmt::format("{}\"+r\"({}[{}])", x ? ", " : "", d.name, slot * words + x);
+      line(fmt::format(
+          "asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, 1, 0; {} {{{}}}, %{}, %{}, p, 1, 1, 0, 0; }}\" : "
+          "{} : "
+          "\"l\"(tv_da + (unsigned long long)(({}) >> 4)), \"l\"(tv_db + (unsigned long long)(({}) >> 4)));",
+          inst, dlist, words, words + 1, outs, a_off.text, b_off.text));
+    }
+  }
+  line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
+  if (!async) {
+    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
+    fence_registers(d);
+  }
+  close();
+}
+
+void Emitter::fence_registers(const RegInfo& r) {
+  line("#pragma unroll");
+  line(fmt::format("for (int w = 0; w < {}; ++w) asm volatile(\"\" : \"+r\"({}[w]) :: \"memory\");", r.words,
+                   r.name));
+}
+
+void Emitter::emit_dot_async(const ir::InstStmt& s, const ir::DotAsyncInst& n) {
+  const RegInfo& c = reg_arg(n.c);
+  std::string why;
+  const std::optional<WgmmaPlan> plan = wgmma_plan(n.a, n.b, c, n.transpose_a, n.transpose_b, &why);
+  if (!plan) unsupported(s, fmt::format("DotAsync needs wgmma, and {}", why));
+  emit_wgmma(s, *plan, n.a, n.b, c, true);
+}
+
+void Emitter::emit_dot_async_wait(const ir::InstStmt&, const ir::DotAsyncWaitInst& n) {
+  line(fmt::format("asm volatile(\"wgmma.wait_group.sync.aligned {};\" ::: \"memory\");", n.pending));
+  for (const ir::Var& v : dot_async_accumulators_) fence_registers(reg(v));
+}
+
+void Emitter::collect_dot_async_accumulators() {
+  struct Collect : ir::IRVisitor {
+    std::vector<ir::Var> vars;
+    void visit_inst(const ir::Inst& inst) override {
+      if (const auto* d = inst->as<ir::DotAsyncInst>()) {
+        bool seen = false;
+        for (const ir::Var& v : vars) seen = seen || v.get() == d->c.tensor.get();
+        if (!seen) vars.push_back(d->c.tensor);
+      }
+    }
+  } collect;
+  collect.visit_program(program_);
+  dot_async_accumulators_ = std::move(collect.vars);
+}
+
+}  // namespace tilevm::codegen::cuda

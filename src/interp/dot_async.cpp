@@ -1,0 +1,68 @@
+// DotAsync and DotAsyncWait (Hopper's wgmma.mma_async and wgmma.wait_group). The product is computed when
+// the DotAsync is issued, with the operands as they are then; what the GPU would do differently is reported
+// instead of hidden: using the accumulator before the wait that retires it (the registers are still being
+// written), writing a shared operand before that wait (the tensor cores may still read it), and ending the
+// block with a DotAsync in flight.
+#include <fmt/format.h>
+
+#include "machine.h"
+#include "tilevm/support/error.h"
+
+namespace tilevm::interp::detail {
+
+void Machine::dot_async(const ir::DotAsyncInst& n) {
+  Value& cv = lookup(n.c.tensor);
+  if (cv.kind != Value::Kind::Register) raise(n.loc, "'{}' is not a register tensor", n.c.tensor->name);
+  const RegTensor& c = *cv.reg;
+  check_init(c, n.c);
+  dots_.push_back({current_loc_ptr_, false});
+  const auto seq = static_cast<int64_t>(dots_.size());
+  dot_queues_[region_].push_back(seq);
+  RegPtr out = dot_product(n, n.a, n.b, c, n.transpose_a, n.transpose_b, seq);
+  // Accumulating into an accumulator that an earlier DotAsync still writes is what a pipeline does: the
+  // tensor cores order them.
+  out->dot_seq = seq;
+  Value v;
+  v.kind = Value::Kind::Register;
+  v.reg = std::move(out);
+  bind(n.c.tensor, std::move(v));
+}
+
+void Machine::dot_async_wait(const ir::DotAsyncWaitInst& n) {
+  std::vector<int64_t>& queue = dot_queues_[region_];
+  while (static_cast<int64_t>(queue.size()) > n.pending) {
+    dots_[static_cast<size_t>(queue.front() - 1)].retired = true;
+    queue.erase(queue.begin());
+  }
+}
+
+// How many of the DotAsync instructions issued after `seq` by its issuer a wait may leave in flight and
+// still retire `seq` (the n of the DotAsyncWait(n) that would do it here).
+int64_t Machine::dots_after(int64_t seq) const {
+  for (const auto& [region, queue] : dot_queues_)
+    for (size_t i = 0; i < queue.size(); ++i)
+      if (queue[i] == seq) return static_cast<int64_t>(queue.size() - i - 1);
+  return 0;
+}
+
+void Machine::check_not_dot_accumulator(const RegTensor& r, const std::string& name) {
+  if (dot_in_flight(r.dot_seq))
+    raise(*current_loc_ptr_,
+          "'{}' is used while the DotAsync at {} still accumulates into it: wait for it first "
+          "(DotAsyncWait({}) "
+          "retires it here)",
+          name, format_loc(*dots_[static_cast<size_t>(r.dot_seq - 1)].loc), dots_after(r.dot_seq));
+}
+
+void Machine::check_not_dot_operand(const SharedBuffer& s, int64_t offset, const SourceLoc& loc) {
+  if (s.dot_seq.empty()) return;
+  const int64_t seq = s.dot_seq[static_cast<size_t>(offset)];
+  if (dot_in_flight(seq))
+    raise(loc,
+          "shared '{}' element {} is written while the DotAsync at {} may still read it: wait for it first "
+          "(DotAsyncWait({}) retires it here)",
+          s.name, shared_element(s, offset), format_loc(*dots_[static_cast<size_t>(seq - 1)].loc),
+          dots_after(seq));
+}
+
+}  // namespace tilevm::interp::detail

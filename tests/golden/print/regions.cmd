@@ -1,0 +1,1 @@
+print regions.tile

@@ -1,0 +1,1 @@
+run dot_async_in_flight.tile --interp

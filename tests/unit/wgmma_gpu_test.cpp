@@ -1,0 +1,128 @@
+// wgmma on the GPU: examples/gemm_f16_wgmma.tile (TMA into 128-byte swizzled stages, DotAsync on
+// wgmma.m64n256k16, DotAsyncWait(1)) against a double-precision product on fresh random matrices, the output
+// poisoned with NaN first; shapes with one and several blocks and K from one step to more than the pipeline
+// holds. The same program with a synchronous Dot of the shared tiles (wgmma waited at once) too, and the
+// interpreter on the smallest shape; and the warp-specialized version of the GEMM. Skipped (and reported)
+// without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "codegen_test_util.h"
+#include "tilevm/exec/gpu_runner.h"
+#include "tilevm/interp/interpreter.h"
+#include "tilevm/type/convert.h"
+
+namespace tilevm {
+namespace {
+
+std::vector<uint8_t> random_f16(size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::vector<uint8_t> out(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<uint16_t>(encode(DataType::f16(), real(rng)));
+    std::memcpy(&out[2 * i], &c, 2);
+  }
+  return out;
+}
+
+double f16_at(const std::vector<uint8_t>& v, size_t i) {
+  uint16_t c;
+  std::memcpy(&c, &v[2 * i], 2);
+  return decode(DataType::f16(), c);
+}
+
+ir::Program gemm_program(bool synchronous, const char* file = "gemm_f16_wgmma.tile") {
+  std::string text = codegen_test::read_text(codegen_test::source_root() / "examples" / file);
+  if (synchronous) {
+    const std::string async =
+        "DotAsync(sa[stage], sb[stage], acc, transpose_b=True)\n        DotAsyncWait(1)";
+    const size_t at = text.find(async);
+    EXPECT_NE(at, std::string::npos);
+    text.replace(at, async.size(), "Dot(sa[stage], sb[stage], acc, transpose_b=True, out=acc)");
+  }
+  Diagnostics diags;
+  std::optional<ir::Program> p = ir::parse_program(text, diags);
+  if (p && !diags.has_errors()) p = transform::lower(*std::move(p), diags, {.verify_each_pass = true});
+  EXPECT_TRUE(p && !diags.has_errors()) << diags.render("gemm_f16_wgmma.tile", text);
+  return *p;
+}
+
+void check_gemm(const ir::Program& p, int m, int n, int k, bool with_interpreter) {
+  SCOPED_TRACE(fmt::format("M = {}, N = {}, K = {}", m, n, k));
+  std::mt19937 rng(static_cast<unsigned>(20261126 + m + n + k));
+  const std::vector<uint8_t> a = random_f16(static_cast<size_t>(m) * k, rng);
+  const std::vector<uint8_t> b = random_f16(static_cast<size_t>(n) * k, rng);
+  std::vector<uint8_t> c(static_cast<size_t>(m) * n * 2);
+  for (size_t i = 0; i < c.size() / 2; ++i) {
+    const uint16_t nan = 0x7e00;
+    std::memcpy(&c[2 * i], &nan, 2);
+  }
+  std::vector<uint8_t> a_gpu = a, b_gpu = b, c_gpu = c;
+  interp::Arguments gpu;
+  gpu.scalars["M"] = interp::ScalarValue{false, m, 0.0};
+  gpu.scalars["N"] = interp::ScalarValue{false, n, 0.0};
+  gpu.scalars["K"] = interp::ScalarValue{false, k, 0.0};
+  gpu.buffers["a_ptr"] = &a_gpu;
+  gpu.buffers["b_ptr"] = &b_gpu;
+  gpu.buffers["c_ptr"] = &c_gpu;
+  Diagnostics gd;
+  ASSERT_TRUE(exec::run_on_gpu(p, gpu, gd)) << gd.render("gemm_f16_wgmma.tile", "");
+  // f32 accumulation of K products of f16 values, then one rounding to f16.
+  int bad = 0;
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double ref = 0;
+      for (int x = 0; x < k; ++x)
+        ref += f16_at(a, static_cast<size_t>(i) * k + x) * f16_at(b, static_cast<size_t>(j) * k + x);
+      const double got = f16_at(c_gpu, static_cast<size_t>(i) * n + j);
+      const double tol = std::abs(ref) * std::ldexp(1.0, -10) + 1e-5 * k;
+      if (!(std::abs(got - ref) <= tol) && bad++ < 5)
+        ADD_FAILURE() << fmt::format("C[{}, {}] = {} but the product is {}", i, j, got, ref);
+    }
+  EXPECT_EQ(bad, 0);
+  if (with_interpreter) {
+    std::vector<uint8_t> a_cpu = a, b_cpu = b, c_cpu = c;
+    interp::Arguments cpu = gpu;
+    cpu.buffers["a_ptr"] = &a_cpu;
+    cpu.buffers["b_ptr"] = &b_cpu;
+    cpu.buffers["c_ptr"] = &c_cpu;
+    Diagnostics cd;
+    ASSERT_TRUE(interp::run_program(p, cpu, cd)) << cd.render("gemm_f16_wgmma.tile", "");
+    // The interpreter sums exactly and rounds once; the tensor cores round their f32 partial sums: one f16
+    // ulp.
+    for (size_t i = 0; i < c.size() / 2; ++i) {
+      const double x = f16_at(c_cpu, i), y = f16_at(c_gpu, i);
+      ASSERT_LE(std::abs(x - y), std::abs(x) * std::ldexp(1.0, -10) + 1e-5 * k) << "element " << i;
+    }
+  }
+}
+
+TEST(WgmmaGpu, GemmMatchesTheProduct) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const ir::Program p = gemm_program(false);
+  check_gemm(p, 128, 256, 64, true);
+  check_gemm(p, 256, 512, 320, false);
+  check_gemm(p, 384, 768, 1024, false);
+}
+
+TEST(WgmmaGpu, SynchronousDotOfSharedTiles) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const ir::Program p = gemm_program(true);
+  check_gemm(p, 128, 256, 64, true);
+  check_gemm(p, 256, 512, 384, false);
+}
+
+// examples/gemm_f16_wgmma_ws.tile: a TMA producer warpgroup and two wgmma consumer warpgroups.
+TEST(WgmmaGpu, WarpSpecializedGemm) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const ir::Program p = gemm_program(false, "gemm_f16_wgmma_ws.tile");
+  check_gemm(p, 128, 256, 64, true);
+  check_gemm(p, 200, 600, 520, false);
+  check_gemm(p, 384, 768, 1024, false);
+}
+
+}  // namespace
+}  // namespace tilevm
