@@ -43,7 +43,8 @@ QMatmulCheck run_case(const QMatmulProblem& p, const std::string& config_name, u
   const bool ok = run_qmatmul_interp(p, QMatmulConfig::parse(config_name), a, weight, c, diags);
   EXPECT_TRUE(ok) << diags.render("qmatmul", "");
   if (!ok) return {};
-  const QMatmulCheck check = check_qmatmul(p, c, qmatmul_reference(p, a, weight));
+  const QMatmulCheck check = check_qmatmul(p, c, qmatmul_reference(p, a, weight),
+                                           qmatmul_weights_rounded(p, QMatmulConfig::parse(config_name)));
   EXPECT_TRUE(check.passed()) << check.summary();
   EXPECT_EQ(check.outputs, p.m * p.n);
   return check;

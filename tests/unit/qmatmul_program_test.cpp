@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "expect_error.h"
 #include "tilevm/exec/gpu_program.h"
 #include "tilevm/exec/gpu_runner.h"
@@ -160,13 +162,14 @@ void check(const Problem& p, uint32_t seed, bool sanity, bool on_gpu = false) {
   const QMatmulProblem& q = p.problem;
   std::vector<uint16_t> c(static_cast<size_t>(q.m * q.n));
   std::memcpy(c.data(), c_bytes.data(), c.size() * 2);
-  const QMatmulCheck result = check_qmatmul(q, c, qmatmul_reference(q, in.a, in.weight));
+  const QMatmulCheck result = check_qmatmul(q, c, qmatmul_reference(q, in.a, in.weight),
+                                                 qmatmul_weights_rounded(q, p.config));
   EXPECT_TRUE(result.passed()) << result.summary();
   const int64_t groups = q.k / q.group;
   if (sanity && groups > 1) {
     QuantizedWeight shifted = in.weight;
     std::rotate(shifted.scales.begin(), shifted.scales.begin() + q.n, shifted.scales.end());
-    EXPECT_GT(check_qmatmul(q, c, qmatmul_reference(q, in.a, shifted)).mismatches, q.m * q.n / 2);
+    EXPECT_GT(check_qmatmul(q, c, qmatmul_reference(q, in.a, shifted), qmatmul_weights_rounded(q, p.config)).mismatches, q.m * q.n / 2);
   }
 }
 
@@ -244,6 +247,34 @@ TEST(QMatmulProgram, WarpsAlongK) {
   QMatmulProblem b = problem(9, 40, 256, DataType::uint(5), 32);
   b.atype = DataType::bf16();
   check({b, split}, 3104, true);
+}
+
+// The wgmma form (sm_90a: dequantized tiles in swizzled shared memory, DotAsync with the weights as A):
+// every weight type that fits f16, one and two warpgroups, groups of 64 and 128, zero points grouped and per
+// channel, split-K, bf16, ragged M, N and K.
+QMatmulConfig wgmma_config(int64_t block_m, int64_t warpgroups) {
+  return QMatmulConfig::parse(
+      fmt::format("bm{}_bn{}_bk64_sk64_w1x{}_s3_k1_wg", block_m, 64 * warpgroups, 4 * warpgroups));
+}
+
+TEST(QMatmulProgram, WgmmaForm) {
+  for (DataType w : weight_types()) {
+    if (!qmatmul_weight_fits(w, kF16)) continue;
+    SCOPED_TRACE(w.name());
+    check({problem(20, 72, 256, w, 128), wgmma_config(16, 1)}, 4000 + static_cast<uint32_t>(w.bits()), true);
+  }
+  check({problem(37, 130, 192, DataType::int_(4), 64), wgmma_config(32, 2)}, 4101, true);
+  QMatmulProblem z = problem(9, 64, 256, DataType::uint(4), 64);
+  z.zero_point = true;
+  check({z, wgmma_config(16, 1)}, 4102, true);
+  QMatmulProblem zc = problem(9, 64, 192, DataType::uint(3), 192);  // per channel
+  zc.zero_point = true;
+  check({zc, wgmma_config(48, 1)}, 4103, false);
+  QMatmulConfig split = wgmma_config(16, 2);
+  split.split_k = 2;
+  QMatmulProblem b = problem(17, 100, 512, DataType::uint(4), 128);
+  b.atype = DataType::bf16();
+  check({b, split}, 4104, true);
 }
 
 // The same programs compiled to CUDA (cp.async pipeline, transformed weights, the generated converters,

@@ -231,7 +231,8 @@ void run(const QMatmulRequest& req) {
   bool mismatch = false;
   if (req.check) {
     const ops::QMatmulCheck check =
-        ops::check_qmatmul(p, outcome.c, ops::qmatmul_reference(p, data.a, data.weight), config.dequant_gemm);
+        ops::check_qmatmul(p, outcome.c, ops::qmatmul_reference(p, data.a, data.weight),
+                            ops::qmatmul_weights_rounded(p, config));
     out << "check: " << check.summary() << "\n";
     mismatch = !check.passed();
   }

@@ -12,6 +12,8 @@
 // at once. After DotAsyncWait an empty asm with every DotAsync accumulator as an in-out operand keeps the
 // compiler from moving a use of the accumulator above the wait (the wgmma's asm "wrote" it earlier, so
 // nothing else orders the use after the wait).
+#include <set>
+
 #include <fmt/format.h>
 
 #include "emitter.h"
@@ -173,16 +175,28 @@ void Emitter::emit_dot_async_wait(const ir::InstStmt&, const ir::DotAsyncWaitIns
 void Emitter::collect_dot_async_accumulators() {
   struct Collect : ir::IRVisitor {
     std::vector<ir::Var> vars;
+    std::set<const ir::VarNode*> operands;  // shared tiles the tensor cores read
+    std::set<const ir::VarNode*> written;   // shared tiles written through the generic proxy
     void visit_inst(const ir::Inst& inst) override {
       if (const auto* d = inst->as<ir::DotAsyncInst>()) {
         bool seen = false;
         for (const ir::Var& v : vars) seen = seen || v.get() == d->c.tensor.get();
         if (!seen) vars.push_back(d->c.tensor);
+        operands.insert(d->a.tensor.get());
+        operands.insert(d->b.tensor.get());
       }
+      if (const auto* d = inst->as<ir::DotInst>())
+        for (const ir::TensorArg* t : {&d->a, &d->b})
+          if (t->type().scope == ir::Scope::Shared) operands.insert(t->tensor.get());
+      if (const auto* st = inst->as<ir::StoreSharedInst>()) written.insert(st->dst.tensor.get());
+      if (const auto* cp = inst->as<ir::CopyAsyncInst>()) written.insert(cp->dst.tensor.get());
     }
   } collect;
   collect.visit_program(program_);
   dot_async_accumulators_ = std::move(collect.vars);
+  generic_writes_to_wgmma_operands_ = false;
+  for (const ir::VarNode* v : collect.written)
+    generic_writes_to_wgmma_operands_ = generic_writes_to_wgmma_operands_ || collect.operands.count(v) > 0;
 }
 
 }  // namespace tilevm::codegen::cuda

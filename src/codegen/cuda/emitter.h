@@ -270,6 +270,10 @@ class Emitter {
   const ir::InstStmt* current_ = nullptr;
   // The accumulators of the program's DotAsync instructions, fenced after every DotAsyncWait.
   std::vector<ir::Var> dot_async_accumulators_;
+  // Whether st.shared or cp.async writes a tile that wgmma reads: the tensor cores read shared memory through
+  // the async proxy, so each Synchronize then begins with fence.proxy.async (PTX ISA, "proxies": writes of
+  // the generic proxy are not ordered with reads of the async proxy by a barrier alone).
+  bool generic_writes_to_wgmma_operands_ = false;
   // Whether some tile needs tv_smem aligned to 1024 bytes (a swizzled TMA destination or wgmma operand).
   bool uses_swizzle_period_ = false;
   // The region being emitted (null outside one), its position in its section and its named barrier; the

@@ -276,6 +276,8 @@ void Emitter::emit_inst(const ir::InstStmt& s) {
       return;
     }
     case ir::InstKind::Synchronize:
+      if (generic_writes_to_wgmma_operands_)
+        line("asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");  // st.shared, cp.async before wgmma");
       line("__syncthreads();");
       return;
     case ir::InstKind::Exit:

@@ -24,20 +24,21 @@ std::string QMatmulConfig::name() const {
   if (dequant_gemm) return "dequant_gemm";
   const std::string warps = warps_k > 1 ? fmt::format("{}x{}x{}", warps_m, warps_n, warps_k)
                                         : fmt::format("{}x{}", warps_m, warps_n);
-  return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}_s{}_k{}", block_m, block_n, block_k, slice_k, warps, stages,
-                     split_k);
+  return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}_s{}_k{}{}", block_m, block_n, block_k, slice_k, warps, stages,
+                     split_k, wgmma ? "_wg" : "");
 }
 
 QMatmulConfig QMatmulConfig::parse(const std::string& name) {
   if (name == "dequant_gemm") return QMatmulConfig{.dequant_gemm = true};
   static const std::regex re(
-      R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})(?:x(\d{1,6}))?_s(\d{1,6})_k(\d{1,6}))");
+      R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})(?:x(\d{1,6}))?_s(\d{1,6})_k(\d{1,6})(_wg)?)");
   std::smatch m;
   if (!std::regex_match(name, m, re))
     fail(
         "'{}' is not a qmatmul configuration name (expected e.g. bm16_bn64_bk128_sk64_w1x4_s3_k1 or, with "
         "warps "
-        "along K, bm16_bn64_bk512_sk128_w1x2x4_s3_k1, each number of at most 6 digits)",
+        "along K, bm16_bn64_bk512_sk128_w1x2x4_s3_k1, or of the wgmma form "
+        "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg, each number of at most 6 digits)",
         name);
   auto v = [&](int i) { return std::stoll(m[i].str()); };  // at most 6 digits: never out of range
   QMatmulConfig c;
@@ -50,6 +51,7 @@ QMatmulConfig QMatmulConfig::parse(const std::string& name) {
   c.warps_k = m[7].matched ? v(7) : 1;
   c.stages = v(8);
   c.split_k = v(9);
+  c.wgmma = m[10].matched;
   return c;
 }
 
@@ -103,7 +105,23 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
   if (c.warps_m < 1 || c.warps_n < 1 || c.warps_k < 1) bad("warps_m, warps_n and warps_k must be at least 1");
   if (c.threads() > target.max_threads_per_block)
     bad(fmt::format("{} threads per block, at most {}", c.threads(), target.max_threads_per_block));
-  if (c.swapped()) {
+  if (c.wgmma) {
+    // One warpgroup per 64 columns of C; the dequantized tile's rows are 64 ATYPE values (128 bytes).
+    if (!target.features.wgmma)
+      bad(fmt::format("the wgmma form needs wgmma (sm_90a), and the target {} is {}", target.name, target.arch));
+    if (c.warps_m != 1 || c.warps_k != 1 || (c.warps_n != 4 && c.warps_n != 8))
+      bad("the wgmma form needs warps_m 1, warps_k 1 and warps_n 4 or 8 (one or two warpgroups)");
+    if (c.block_n != 16 * c.warps_n)
+      bad(fmt::format("the wgmma form needs block_n ({}) equal to 16 * warps_n ({})", c.block_n,
+                      16 * c.warps_n));
+    if (c.block_k != 64 || c.slice_k != 64)
+      bad(fmt::format("the wgmma form needs block_k and slice_k of 64 (got {} and {})", c.block_k, c.slice_k));
+    if (c.block_m < 16 || c.block_m > 256 || c.block_m % 16 != 0)
+      bad(fmt::format("the wgmma form needs block_m ({}) a multiple of 16 from 16 to 256", c.block_m));
+    if (!qmatmul_weight_fits(p.wtype, p.atype))
+      bad(fmt::format("the wgmma form needs weights whose values fit {} ({} takes the f32 path)",
+                      p.atype.name(), p.wtype.name()));
+  } else if (c.swapped()) {
     // block_m == 8: the weights are the mma's A operand (see QMatmulConfig::swapped).
     if (c.warps_m != 1 || c.warps_k != 1) bad("block_m 8 (swapped operands) needs warps_m and warps_k of 1");
     if (c.block_n % (16 * c.warps_n) != 0)
@@ -177,6 +195,12 @@ QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {
   const int64_t scale_bytes = scale_rows * c.block_n * 2 * (p.zero_point ? 2 : 1);
   shared_bytes = c.stages * (c.block_m * c.block_k * 2 + tile_words * 4 + scale_bytes);
   if (c.warps_k > 1) shared_bytes += c.warps_k * c.block_m * c.block_n * 4;  // the partial tiles to sum
+  // The wgmma form: two dequantized [BN, BK] tiles, and up to 1024 bytes to align the swizzled tiles.
+  if (c.wgmma) shared_bytes += 2 * c.block_n * c.block_k * 2 + 1024;
+}
+
+bool qmatmul_weights_rounded(const QMatmulProblem& p, const QMatmulConfig& c) {
+  return c.dequant_gemm || (c.wgmma && p.group != p.k);
 }
 
 int64_t qmatmul_shared_bytes(const QMatmulProblem& p, const QMatmulConfig& c) {

@@ -4,6 +4,8 @@
 #include <bit>
 #include <functional>
 
+#include "tilevm/target/wgmma.h"
+
 namespace tilevm::ops {
 
 namespace {
@@ -56,7 +58,17 @@ std::optional<PairLayouts> pair_order(const Layout& warps, int64_t e0, int64_t e
 SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_t warps_m, int64_t warps_k) {
   SliceLayouts l;
   const int64_t WM = warps_m, WN = c.warps_n, WK = warps_k;
-  if (c.swapped()) {
+  if (c.wgmma) {
+    // [BN, 64] weights over the warpgroups, 64 rows each: thread (i, j) of a warpgroup holds rows 4i..4i+3,
+    // each as 8 consecutive k (one 16-byte chunk of the 128-byte swizzled row), so that the 8 threads of a
+    // quarter warp store the 8 chunks of one row: distinct banks under the swizzle.
+    const int64_t WG = WN / 4;
+    l.b = spatial(WG, 1) * spatial(16, 8) * local(4, 1) * local(1, 8);
+    l.b_read = layout::transpose(l.b);
+    l.dot_c = spatial(WG, 1) * target::wgmma_accumulator(c.block_m);  // C^T [BN, BM]
+    l.c = layout::transpose(l.dot_c);
+    l.a = l.a_load = l.b;  // the activations go from shared memory to the tensor cores: no register layout
+  } else if (c.swapped()) {
     const int64_t tn16 = s.tn / 2;  // m16 tiles of mma's A operand along N
     l.b = spatial(WN, 1) * local(tn16, s.tk) * mma_a();
     l.b_read = layout::transpose(l.b);
@@ -76,7 +88,7 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
     l.b = reduce(spatial(WK, WM, 1, WN), {1}) * local(1, s.tk, s.tn) * mma_b();
     l.c = spatial(WK, WM, WN) * local(1, s.tm, s.tn) * mma_c();
   }
-  if (!c.swapped()) l.dot_c = l.c, l.b_read = l.b;
+  if (!c.swapped() && !c.wgmma) l.dot_c = l.c, l.b_read = l.b;
   // One slice's words in 16-byte chunks, chunk g of every thread before chunk g + 1 of any: a warp's 16-byte
   // shared loads then read consecutive addresses (one thread's words in a row conflict 4 ways). Slices of
   // the WK groups follow one another; the WM warps of a column read the same words.
@@ -90,6 +102,7 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
 std::optional<PairLayouts> pair_layouts(const QMatmulProblem& p, const QMatmulConfig& c,
                                         const QMatmulShape& s, int64_t warps_m, int64_t warps_k) {
   const int64_t bits = s.bits;
+  if (c.wgmma) return std::nullopt;  // the wgmma form converts its codes in order
   if (!(bits == 1 || bits == 2 || bits == 4) || !qmatmul_weight_fits(p.wtype, p.atype)) return std::nullopt;
   const int64_t WM = warps_m, WN = c.warps_n, WK = warps_k;
   if (c.swapped()) {

@@ -46,7 +46,7 @@ namespace tilevm::ops {
 // The revision of the template's generated code: part of every tuning-cache key, so that tuning results of an
 // older template (whose fastest configuration may differ) are not reused. Bump it with any change to the
 // programs below or to how they are emitted.
-inline constexpr int kQMatmulTemplateRevision = 8;
+inline constexpr int kQMatmulTemplateRevision = 9;
 
 struct QMatmulProblem {
   int64_t m = 1, n = 0, k = 0;
@@ -77,15 +77,23 @@ struct QMatmulConfig {
   // program) and multiplies with cuBLAS (prefill, where a dense GEMM is faster). The other fields are unused;
   // the "transformed" weight is a copy of the packed codes.
   bool dequant_gemm = false;
+  // The wgmma form (sm_90a, batched decode to prefill): C^T[BN, BM] = W^T[BN, BK] @ A^T with warpgroup MMAs.
+  // Each step dequantizes its [BN, BK] weight tile in registers (cast, zero, scale in ATYPE) into a 128-byte
+  // swizzled shared tile, and one DotAsync per step multiplies it, as wgmma's A operand, by the [BM, BK]
+  // activation tile, its B operand read K-major where cp.async put it; the next tile is dequantized while
+  // the tensor cores work. Needs warps_m 1, warps_k 1, warps_n 4 or 8 (one warpgroup per 64 columns of C),
+  // block_n 16 * warps_n, block_k = slice_k = 64, block_m a multiple of 16 up to 256, weights that fit ATYPE
+  // and a group of at least 64 (or per channel). Named with the suffix "_wg".
+  bool wgmma = false;
 
   int64_t threads() const { return 32 * warps_m * warps_n * warps_k; }
   // block_m == 8 (decode, M <= 8): the mma's operands are swapped. The weights are its A operand (16 columns
   // of C per m16 tile) and the activations its B operand (the 8 rows of C as n8), so one mma.m16n8k16 takes
   // 256 weights instead of 128 and the slice's scaling works on half as many sums. Needs warps_m == 1,
   // warps_k == 1, block_n a multiple of 16 * warps_n, weights that fit ATYPE and no zero points.
-  bool swapped() const { return block_m == 8; }
-  // "bm16_bn64_bk128_sk64_w1x4_s3_k1", with warps_k > 1 "bm16_bn64_bk512_sk128_w1x2x4_s3_k1" ("dequant_gemm"
-  // for that mode): names the configuration in caches and reports.
+  bool swapped() const { return block_m == 8 && !wgmma; }
+  // "bm16_bn64_bk128_sk64_w1x4_s3_k1", with warps_k > 1 "bm16_bn64_bk512_sk128_w1x2x4_s3_k1", the wgmma
+  // form "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg" ("dequant_gemm" for that mode): names the configuration in caches and reports.
   std::string name() const;
   // Parses name(); @throws tilevm::Error on malformed text.
   static QMatmulConfig parse(const std::string& name);
@@ -109,6 +117,10 @@ const target::Target& qmatmul_default_target();
 // ATYPE, subtract the zero, mma, scale the f32 tile) is used then.
 bool qmatmul_weight_fits(DataType wtype, DataType atype);
 
+// True when `config` rounds each dequantized weight to ATYPE before the product (dequant_gemm; the wgmma form
+// with scales per group, which it multiplies into the weights): check_qmatmul's weights_rounded.
+bool qmatmul_weights_rounded(const QMatmulProblem& problem, const QMatmulConfig& config);
+
 // Shared-memory bytes of the matmul program (the pipeline's stages).
 int64_t qmatmul_shared_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
 // Bytes of the transformed weight (t_ptr): ceil(k/BK) * ceil(n/BN) tiles of BK * BN codes.
@@ -122,8 +134,8 @@ int64_t qmatmul_codes_bytes(const QMatmulProblem& problem);
 
 // The programs described above (unverified; they pass verify_program). @throws as check_problem/check_config.
 ir::Program build_qmatmul_transform(const QMatmulProblem& problem, const QMatmulConfig& config);
-// The matmul program, built by its form (src/ops/qmatmul/qmatmul_stages.h): the swapped form (block_m 8),
-// warps along K (warps_k > 1) or the plain form.
+// The matmul program, built by its form (src/ops/qmatmul/qmatmul_stages.h): the wgmma form, the swapped form
+// (block_m 8), warps along K (warps_k > 1) or the plain form.
 ir::Program build_qmatmul(const QMatmulProblem& problem, const QMatmulConfig& config);
 ir::Program build_qmatmul_reduce(const QMatmulProblem& problem, const QMatmulConfig& config);
 // dequant_gemm's transform: copies the packed codes, u32 words, into t_ptr
