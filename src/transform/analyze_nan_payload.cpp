@@ -3,7 +3,9 @@
 #include "tilevm/transform/analyze_nan_payload.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/mutator.h"
@@ -30,7 +32,7 @@ bool ignores_nan_bits(const ir::InstStmt& s) {
     const DataType from = c->src.type().dtype;
     return from == DataType::f32() && (c->dtype == DataType::f16() || c->dtype == DataType::bf16());
   }
-  return inst.as<ir::DotInst>() != nullptr;
+  return inst.as<ir::DotInst>() != nullptr || inst.as<ir::DotAsyncInst>() != nullptr;
 }
 
 // Whether the code generator may leave the hardware's NaN in this instruction's result at all.
@@ -44,17 +46,53 @@ bool may_produce_hardware_nan(const ir::InstStmt& s) {
   return false;
 }
 
+// The variables some reader observes the NaN bits of. A View, a StoreShared and a LoadShared pass bits on
+// unchanged: their source is observed only where what they write is (a View's result, the shared tensor,
+// the loaded tile), so a tile dequantized into shared memory for a Dot alone is not observed. Every other
+// reader that does not ignore the bits observes all it uses.
 class ObservedVars : public ir::IRVisitor {
  public:
-  std::unordered_set<const ir::VarNode*> observed;
-
   void visit_inst_stmt(const ir::InstStmt& s) override {
-    // An instruction writing a variable in place (`out=var`) lists it too and counts as a reader:
-    // conservative, and the native operations that matter here read it as well.
-    if (!ignores_nan_bits(s))
-      for (const ir::Var& v : s.inst->used_vars()) observed.insert(v.get());
+    const ir::InstNode& inst = *s.inst;
+    const ir::VarNode* from = nullptr;  // the variable whose bits go on unchanged
+    const ir::VarNode* to = nullptr;    // where they go
+    if (const auto* v = inst.as<ir::ViewInst>()) {
+      from = v->src.tensor.get(), to = s.results.empty() ? nullptr : s.results[0].get();
+    } else if (const auto* st = inst.as<ir::StoreSharedInst>()) {
+      from = st->src.tensor.get(), to = st->dst.tensor.get();
+    } else if (const auto* ld = inst.as<ir::LoadSharedInst>()) {
+      from = ld->src.tensor.get(), to = result_of(s, ld->out).get();
+    }
+    if (from && to) {
+      passes_to_[to].push_back(from);
+      for (const ir::Var& v : inst.used_vars())
+        if (v.get() != from && v.get() != to) direct_.insert(v.get());
+    } else if (!ignores_nan_bits(s)) {
+      // An instruction writing a variable in place (`out=var`) lists it too and counts as a reader:
+      // conservative, and the native operations that matter here read it as well.
+      for (const ir::Var& v : inst.used_vars()) direct_.insert(v.get());
+    }
     IRVisitor::visit_inst_stmt(s);
   }
+
+  // The observed variables: those read directly, and the sources of what passes their bits on to one.
+  std::unordered_set<const ir::VarNode*> observed() const {
+    std::unordered_set<const ir::VarNode*> seen(direct_.begin(), direct_.end());
+    std::vector<const ir::VarNode*> work(direct_.begin(), direct_.end());
+    while (!work.empty()) {
+      const ir::VarNode* x = work.back();
+      work.pop_back();
+      auto it = passes_to_.find(x);
+      if (it == passes_to_.end()) continue;
+      for (const ir::VarNode* v : it->second)
+        if (seen.insert(v).second) work.push_back(v);
+    }
+    return seen;
+  }
+
+ private:
+  std::unordered_set<const ir::VarNode*> direct_;
+  std::unordered_map<const ir::VarNode*, std::vector<const ir::VarNode*>> passes_to_;
 };
 
 class Mark : public ir::IRMutator {
@@ -102,7 +140,8 @@ bool is_native_float_arith(const ir::ElementwiseInst& n, DataType result) {
 ir::Program analyze_nan_payload(ir::Program program) {
   ObservedVars readers;
   readers.visit_program(program);
-  return Mark(readers.observed).mutate_program(program);
+  const std::unordered_set<const ir::VarNode*> observed = readers.observed();
+  return Mark(observed).mutate_program(program);
 }
 
 }  // namespace tilevm::transform

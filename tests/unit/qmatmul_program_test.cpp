@@ -162,14 +162,16 @@ void check(const Problem& p, uint32_t seed, bool sanity, bool on_gpu = false) {
   const QMatmulProblem& q = p.problem;
   std::vector<uint16_t> c(static_cast<size_t>(q.m * q.n));
   std::memcpy(c.data(), c_bytes.data(), c.size() * 2);
-  const QMatmulCheck result = check_qmatmul(q, c, qmatmul_reference(q, in.a, in.weight),
-                                                 qmatmul_weights_rounded(q, p.config));
+  const QMatmulCheck result =
+      check_qmatmul(q, c, qmatmul_reference(q, in.a, in.weight), qmatmul_weights_rounded(q, p.config));
   EXPECT_TRUE(result.passed()) << result.summary();
   const int64_t groups = q.k / q.group;
   if (sanity && groups > 1) {
     QuantizedWeight shifted = in.weight;
     std::rotate(shifted.scales.begin(), shifted.scales.begin() + q.n, shifted.scales.end());
-    EXPECT_GT(check_qmatmul(q, c, qmatmul_reference(q, in.a, shifted), qmatmul_weights_rounded(q, p.config)).mismatches, q.m * q.n / 2);
+    EXPECT_GT(check_qmatmul(q, c, qmatmul_reference(q, in.a, shifted), qmatmul_weights_rounded(q, p.config))
+                  .mismatches,
+              q.m * q.n / 2);
   }
 }
 
@@ -252,9 +254,9 @@ TEST(QMatmulProgram, WarpsAlongK) {
 // The wgmma form (sm_90a: dequantized tiles in swizzled shared memory, DotAsync with the weights as A):
 // every weight type that fits f16, one and two warpgroups, groups of 64 and 128, zero points grouped and per
 // channel, split-K, bf16, ragged M, N and K.
-QMatmulConfig wgmma_config(int64_t block_m, int64_t warpgroups) {
-  return QMatmulConfig::parse(
-      fmt::format("bm{}_bn{}_bk64_sk64_w1x{}_s3_k1_wg", block_m, 64 * warpgroups, 4 * warpgroups));
+QMatmulConfig wgmma_config(int64_t block_m, int64_t warpgroups, int64_t block_k = 64) {
+  return QMatmulConfig::parse(fmt::format("bm{}_bn{}_bk{}_sk{}_w1x{}_s3_k1_wg", block_m, 64 * warpgroups,
+                                          block_k, block_k, 4 * warpgroups));
 }
 
 TEST(QMatmulProgram, WgmmaForm) {
@@ -264,6 +266,8 @@ TEST(QMatmulProgram, WgmmaForm) {
     check({problem(20, 72, 256, w, 128), wgmma_config(16, 1)}, 4000 + static_cast<uint32_t>(w.bits()), true);
   }
   check({problem(37, 130, 192, DataType::int_(4), 64), wgmma_config(32, 2)}, 4101, true);
+  check({problem(21, 70, 512, DataType::uint(4), 128), wgmma_config(16, 1, 128)}, 4105, true);
+  check({problem(19, 64, 512, DataType::f8e4m3(), 512), wgmma_config(32, 1, 256)}, 4106, false);
   QMatmulProblem z = problem(9, 64, 256, DataType::uint(4), 64);
   z.zero_point = true;
   check({z, wgmma_config(16, 1)}, 4102, true);
@@ -335,6 +339,41 @@ TEST(QMatmulGpu, EveryWeightTypeMatchesTheReference) {
   for (const auto& [p, seed] : cases) {
     SCOPED_TRACE(p.problem.key() + " " + p.config.name());
     check(p, seed, p.problem.wtype != DataType::f16(), true);
+  }
+}
+
+// The wgmma form on the GPU (sm_90a): every weight type that fits f16, one and two warpgroups, block_m from
+// 16 to 256, several blocks along M and N with ragged edges, split-K, zero points, per channel and bf16.
+TEST(QMatmulGpu, WgmmaFormMatchesTheReference) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  if (!target::Target::for_arch(runtime::Device::open().arch()).features.wgmma)
+    GTEST_SKIP() << "no wgmma (sm_90a) on this device";
+  std::vector<std::pair<Problem, uint32_t>> cases;
+  for (DataType w : weight_types())
+    if (qmatmul_weight_fits(w, kF16))
+      cases.push_back(
+          {{problem(37, 200, 512, w, 128), wgmma_config(16, 2)}, 10000 + static_cast<uint32_t>(w.bits())});
+  QMatmulConfig split = wgmma_config(64, 1);
+  split.split_k = 3;
+  cases.push_back({{problem(130, 300, 1024, DataType::uint(4), 64), split}, 10101});
+  cases.push_back({{problem(300, 136, 384, DataType::int_(8), 128), wgmma_config(256, 2)}, 10102});
+  cases.push_back({{problem(77, 200, 1024, DataType::uint(4), 128), wgmma_config(64, 2, 128)}, 10106});
+  cases.push_back({{problem(40, 130, 768, DataType::uint(3), 768), wgmma_config(48, 1, 256)}, 10107});
+  QMatmulProblem z = problem(33, 128, 512, DataType::uint(4), 128);
+  z.zero_point = true;
+  cases.push_back({{z, wgmma_config(48, 2)}, 10103});
+  QMatmulProblem zc = problem(20, 192, 320, DataType::uint(2), 320);
+  zc.zero_point = true;
+  cases.push_back({{zc, wgmma_config(32, 1)}, 10104});
+  QMatmulProblem b = problem(70, 256, 512, DataType::uint(4), 128);
+  b.atype = DataType::bf16();
+  cases.push_back({{b, wgmma_config(128, 2)}, 10105});
+  std::vector<Problem> problems;
+  for (const auto& [p, seed] : cases) problems.push_back(p);
+  precompile(problems);
+  for (const auto& [p, seed] : cases) {
+    SCOPED_TRACE(p.problem.key() + " " + p.config.name());
+    check(p, seed, p.problem.group != p.problem.k, true);
   }
 }
 

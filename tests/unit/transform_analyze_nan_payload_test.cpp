@@ -39,6 +39,7 @@ def nan_payload<1>[threads=32](f32* x_ptr, f32* y_ptr, f16* z_ptr, f16* w_ptr, f
     StoreGlobal(r, gy)
     s = Mul(a, a)
     v = View(s, dtype=i32)
+    vv = Add(v, v)
     t = Add(b, b)
     lt = Lt(a, b)
     u = Where(lt, t, a)
@@ -51,6 +52,19 @@ def nan_payload<1>[threads=32](f32* x_ptr, f32* y_ptr, f16* z_ptr, f16* w_ptr, f
     gv = ViewGlobal(v_ptr, dtype=f32, shape=[32])
     f = Fma(a, b, c32)
     StoreGlobal(f, gv)
+    sh = AllocateShared(f32, shape=[32])
+    m1 = Mul(a, b)
+    StoreShared(m1, sh)
+    Synchronize()
+    m2 = LoadShared(sh, layout=la)
+    m3 = Add(m2, a)
+    StoreGlobal(m3, gx)
+    sh2 = AllocateShared(f32, shape=[32])
+    n1 = Mul(b, b)
+    StoreShared(n1, sh2)
+    Synchronize()
+    n2 = LoadShared(sh2, layout=la)
+    StoreGlobal(n2, gy)
 )";
 
 // Each result's mark: nullopt where the instruction has no mark to set (neither Elementwise nor Cast).
@@ -81,13 +95,17 @@ TEST(TransformAnalyzeNanPayload, MarksOnlyResultsWhoseReadersIgnoreNanBits) {
   EXPECT_TRUE(m.at("p"));    // read by a native Add
   EXPECT_TRUE(m.at("q"));    // a narrowing Cast and a native Sub
   EXPECT_FALSE(m.at("r"));   // stored as it is
-  EXPECT_FALSE(m.at("s"));   // its bits are viewed as i32
+  EXPECT_FALSE(m.at("s"));   // its bits are viewed as i32 and added as integers
   EXPECT_FALSE(m.at("t"));   // Where copies the code
   EXPECT_TRUE(m.at("c32"));  // a widening read only by a native Mul and a native Fma
   EXPECT_FALSE(m.at("f"));   // an Fma's result, stored as it is
   EXPECT_TRUE(m.at("d"));    // read by a narrowing Cast
   EXPECT_FALSE(m.at("h"));   // a narrowing Cast: its NaN is always canonical, nothing to mark
   EXPECT_FALSE(m.at("lt"));  // a comparison
+  // Through shared memory, StoreShared and LoadShared pass the bits on: m1 reaches only a native Add, n1 a
+  // StoreGlobal.
+  EXPECT_TRUE(m.at("m1"));
+  EXPECT_FALSE(m.at("n1"));
   // Running it again changes nothing: the same nodes come back.
   const ir::Program again = transform::analyze_nan_payload(analyzed);
   ASSERT_EQ(again.body.size(), analyzed.body.size());

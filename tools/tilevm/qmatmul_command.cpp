@@ -29,6 +29,7 @@
 #include "tilevm/bench/qmatmul_bench.h"
 #include "tilevm/exec/device_target.h"
 #include "tilevm/exec/gpu_runner.h"
+#include "tilevm/ir/printer.h"
 #include "tilevm/ops/qmatmul/qmatmul.h"
 #include "tilevm/ops/qmatmul/qmatmul_gpu.h"
 #include "tilevm/ops/qmatmul/qmatmul_interp.h"
@@ -48,7 +49,7 @@ struct QMatmulRequest {
   int64_t m = 0, n = 0, k = 0;
   std::string wtype, atype = "f16", group = "128", config;
   bool zero_point = false, interp = false, gpu = false, check = false, bench = false, json = false,
-       no_tune = false;
+       no_tune = false, print = false;
   uint64_t seed = 0;
 };
 
@@ -189,6 +190,19 @@ void run(const QMatmulRequest& req) {
 
   if (given && given->dequant_gemm && !use_gpu)
     throw UsageError("--config dequant_gemm multiplies with cuBLAS; it cannot run on the interpreter");
+  if (req.print) {
+    // The programs as .tile text (tilevm emit, check and run read it back), for reading or compiling alone.
+    if (!given) throw UsageError("--print needs --config: it prints the programs of one configuration");
+    std::vector<ir::Program> programs;
+    if (given->dequant_gemm) {
+      programs = {ops::build_qmatmul_copy(p), ops::build_dequantize(p)};
+    } else {
+      programs = {ops::build_qmatmul_transform(p, *given), ops::build_qmatmul(p, *given)};
+      if (given->split_k > 1) programs.push_back(ops::build_qmatmul_reduce(p, *given));
+    }
+    for (const ir::Program& program : programs) std::cout << ir::print_program(program) << "\n";
+    return;
+  }
   const Data data = make_data(p, req.seed);
   ops::QMatmulConfig config;
   std::string how;
@@ -232,7 +246,7 @@ void run(const QMatmulRequest& req) {
   if (req.check) {
     const ops::QMatmulCheck check =
         ops::check_qmatmul(p, outcome.c, ops::qmatmul_reference(p, data.a, data.weight),
-                            ops::qmatmul_weights_rounded(p, config));
+                           ops::qmatmul_weights_rounded(p, config));
     out << "check: " << check.summary() << "\n";
     mismatch = !check.passed();
   }
@@ -272,6 +286,8 @@ void add_qmatmul_command(CLI::App& app) {
                       "a configuration name (bm16_bn64_bk128_sk64_w1x4_s3_k1): no tuning");
   command->add_flag("--no-tune", req->no_tune, "use the heuristic configuration instead of autotuning");
   command->add_option("--seed", req->seed, "seed of the random data")->capture_default_str();
+  command->add_flag("--print", req->print,
+                    "print the programs of --config as .tile text (transform, matmul, reduce) and stop");
   command->callback([req] { run(*req); });
 }
 

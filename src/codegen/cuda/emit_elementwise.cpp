@@ -32,6 +32,36 @@ void Emitter::emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst&
                      : dt == DataType::bf16() ? "tv_fast_bf16"
                                               : nullptr;
   const int fast_op = n.op == Op::Add ? 0 : n.op == Op::Sub ? 1 : n.op == Op::Mul ? 2 : -1;
+  if (transform::is_native_float_arith(n, dt) && n.op != Op::Fma && dt.bits() == 16 &&
+      out.layout.num_locals() % 2 == 0) {
+    // f16 and bf16 two slots a word: one packed instruction per word. An operand's two halves are its word
+    // (consecutive slots from an even one), one slot twice (a broadcast along the pair) or two slots joined.
+    const bool canonical = !n.nan_payload_unobserved;
+    note(s, fmt::format("two slots a word, native {}x2{}", dt.name(),
+                        canonical ? "" : " (NaN left as the hardware's: no reader sees its bits)"));
+    std::vector<std::vector<int64_t>> slots;
+    for (const ir::Operand& a : n.args) slots.push_back(operand_slots(*a.tensor, out));
+    auto half = [](const std::string& name, int64_t slot) {
+      return fmt::format("tv_get<16>({}, {})", name, slot);
+    };
+    for (int64_t w = 0; w < out.layout.num_locals() / 2; ++w) {
+      std::vector<std::string> x;
+      for (size_t a = 0; a < n.args.size(); ++a) {
+        const std::string& name = reg_arg(*n.args[a].tensor).name;
+        const int64_t lo = slots[a][static_cast<size_t>(2 * w)],
+                      hi = slots[a][static_cast<size_t>(2 * w + 1)];
+        if (lo % 2 == 0 && hi == lo + 1)
+          x.push_back(fmt::format("{}[{}]", name, lo / 2));
+        else if (lo == hi)
+          x.push_back(fmt::format("(tv_u32){} * 0x10001u", half(name, lo)));
+        else
+          x.push_back(fmt::format("((tv_u32){} | ((tv_u32){} << 16))", half(name, lo), half(name, hi)));
+      }
+      line(fmt::format("{}[{}] = tv_fast_{}x2<{}{}>({}, {});", out.name, w, dt.name(), fast_op,
+                       canonical ? "" : ", false", x[0], x[1]));
+    }
+    return;
+  }
   if (transform::is_native_float_arith(n, dt)) {
     const bool canonical = !n.nan_payload_unobserved;  // transform/analyze_nan_payload.h
     note(s, fmt::format("per slot, native {}{}", dt.name(),

@@ -235,6 +235,9 @@ class Emitter {
   std::string region_scratch(int64_t bytes);
   int64_t place_region_scratch(std::vector<std::string>& decls) const;
 
+  // The slot of operand `a` that result slot i reads, for every slot of `out` (the identity when the layouts
+  // are equal; a broadcast's table otherwise). unsupported() where the slot would depend on the thread.
+  std::vector<int64_t> operand_slots(const ir::TensorArg& a, const RegInfo& out);
   // Operand of an elementwise instruction at result slot `i` (C loop variable) of `out`: an expression of
   // the code (tensors) or nullopt for scalars.
   std::string operand_code(const ir::TensorArg& a, const RegInfo& out, const std::string& slot,

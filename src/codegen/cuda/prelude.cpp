@@ -306,6 +306,29 @@ template <int OP, bool CANON = true> TV_INLINE tv_u64 tv_fast_bf16(tv_u64 a, tv_
   if constexpr (!CANON) return r;
   return (r & 0x7fff) > 0x7f80 ? 0x7fc0u : r;
 }
+// The same on two slots at once, a word's low and high halves (slots 2j and 2j + 1): the packed .f16x2 and
+// .bf16x2 forms round each half as the scalar forms do.
+template <int OP, bool CANON = true> TV_INLINE tv_u32 tv_fast_f16x2(tv_u32 x, tv_u32 y) {
+  tv_u32 r;
+  if constexpr (OP == 0) asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));
+  else if constexpr (OP == 1) asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));
+  else asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));
+  if constexpr (!CANON) return r;
+  const tv_u32 lo = (r & 0x7fffu) > 0x7c00u ? 0x7e00u : (r & 0xffffu);
+  const tv_u32 hi = ((r >> 16) & 0x7fffu) > 0x7c00u ? 0x7e00u : (r >> 16);
+  return lo | (hi << 16);
+}
+template <int OP, bool CANON = true> TV_INLINE tv_u32 tv_fast_bf16x2(tv_u32 x, tv_u32 y) {
+  const tv_u32 one = 0x3f803f80u, minus_one = 0xbf80bf80u, minus_zero = 0x80008000u;
+  tv_u32 r;
+  if constexpr (OP == 0) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(one), "r"(y));
+  else if constexpr (OP == 1) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(y), "r"(minus_one), "r"(x));
+  else asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(minus_zero));
+  if constexpr (!CANON) return r;
+  const tv_u32 lo = (r & 0x7fffu) > 0x7f80u ? 0x7fc0u : (r & 0xffffu);
+  const tv_u32 hi = ((r >> 16) & 0x7fffu) > 0x7f80u ? 0x7fc0u : (r >> 16);
+  return lo | (hi << 16);
+}
 // Exact widenings to f32, and the rounding f32 -> f16/bf16 with Cast's rules (type/convert.h): a finite value
 // beyond the range saturates to +-max, a NaN becomes the canonical NaN.
 template <bool CANON = true> TV_INLINE tv_u64 tv_f16_to_f32(tv_u64 a) {

@@ -53,17 +53,17 @@ void Emitter::emit_view(const ir::InstStmt& s, const ir::ViewInst& n) {
   line(fmt::format("for (int w = 0; w < {}; ++w) {}[w] = {}[w];", out.words, out.name, src.name));
 }
 
-std::string Emitter::operand_code(const ir::TensorArg& a, const RegInfo& out, const std::string& slot,
-                                  SourceLoc) {
+std::vector<int64_t> Emitter::operand_slots(const ir::TensorArg& a, const RegInfo& out) {
   const RegInfo& r = reg_arg(a);
-  const int B = r.dtype.bits();
-  if (r.layout == out.layout) return fmt::format("tv_get<{}>({}, {})", B, r.name, slot);
+  std::vector<int64_t> table(static_cast<size_t>(out.layout.num_locals()), -1);
+  if (r.layout == out.layout) {
+    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int64_t>(i);
+    return table;
+  }
   // Broadcast: the slot of the operand that holds, in the same thread, the element result slot i needs. It
-  // must not depend on the thread (true for the layouts reduce and keepdim produce); the table folds away
-  // once the slot loop is unrolled.
+  // must not depend on the thread (true for the layouts reduce and keepdim produce).
   const layout::Index& os = r.layout.shape();
   const size_t lead = static_cast<size_t>(out.layout.rank()) - os.size();
-  std::vector<int64_t> table(static_cast<size_t>(out.layout.num_locals()), -1);
   for (int64_t t = 0; t < out.layout.num_threads(); ++t) {
     for (int64_t i = 0; i < out.layout.num_locals(); ++i) {
       const layout::Index idx = out.layout.map(t, i);
@@ -83,6 +83,16 @@ std::string Emitter::operand_code(const ir::TensorArg& a, const RegInfo& out, co
       cell = slot;
     }
   }
+  return table;
+}
+
+std::string Emitter::operand_code(const ir::TensorArg& a, const RegInfo& out, const std::string& slot,
+                                  SourceLoc) {
+  const RegInfo& r = reg_arg(a);
+  const int B = r.dtype.bits();
+  if (r.layout == out.layout) return fmt::format("tv_get<{}>({}, {})", B, r.name, slot);
+  // A broadcast reads through a table of slots, which folds away once the slot loop is unrolled.
+  const std::vector<int64_t> table = operand_slots(a, out);
   const std::string name = fresh("bcast_" + a.tensor->name);
   std::string init;
   for (int64_t v : table) init += (init.empty() ? "" : ", ") + std::to_string(v);

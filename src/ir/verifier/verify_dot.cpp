@@ -1,7 +1,11 @@
 // Dot, DotAsync and DotAsyncWait: operand scopes and views, transposes, shapes, dtypes; the SIMT rule for
 // register operands; DotAsync's wgmma forms (target/wgmma.h), the one rule the emitter follows too.
+#include <optional>
+#include <string>
+
 #include <fmt/format.h>
 
+#include "tilevm/layout/holds.h"
 #include "tilevm/support/error.h"
 #include "tilevm/target/mma_selection.h"
 #include "tilevm/target/wgmma.h"
@@ -12,32 +16,67 @@ namespace tilevm::ir::verifier_detail {
 namespace {
 
 // The SIMT rule: a thread that computes c[..., m, n] holds a[..., m, k] and b[..., k, n] for every k.
-// Returns an explanation of the first violation, or "" when the layouts satisfy it (or are too large to
-// enumerate).
-std::string simt_violation(const layout::Layout& la, const layout::Layout& lb, const layout::Layout& lc,
-                           const char* unit) {
-  auto oa = ownership(la), ob = ownership(lb);
-  if (!oa || !ob) return "";
+// Returns an explanation of the first violation found, "" when the layouts satisfy it, or nullopt when that
+// cannot be decided. Decided on the modes (layout/holds.h, check_dot_holds).
+std::optional<std::string> simt_violation(const layout::Layout& la, const layout::Layout& lb,
+                                          const layout::Layout& lc) {
   const int r = lc.rank();
   const int64_t K = la.shape()[static_cast<size_t>(r - 1)];
-  if (lc.num_threads() * lc.num_locals() * K > (int64_t{1} << 26)) return "";
-  for (int64_t t = 0; t < lc.num_threads(); ++t) {
-    for (int64_t i = 0; i < lc.num_locals(); ++i) {
-      layout::Index ci = lc.map(t, i);
-      layout::Index ai = ci, bi = ci;
-      for (int64_t k = 0; k < K; ++k) {
-        ai[static_cast<size_t>(r - 1)] = k;
-        bi[static_cast<size_t>(r - 2)] = k;
-        if (!oa->holds(t, linear_index(oa->shape, ai)))
-          return fmt::format("{} {} computes c{} but does not hold a{}", unit, t, index_text(ci),
-                             index_text(ai));
-        if (!ob->holds(t, linear_index(ob->shape, bi)))
-          return fmt::format("{} {} computes c{} but does not hold b{}", unit, t, index_text(ci),
-                             index_text(bi));
+  layout::HoldsAnswer for_a, for_b;
+  try {
+    const layout::DotHolds holds = layout::check_dot_holds(la, lb, lc);
+    for_a = holds.a;
+    for_b = holds.b;
+  } catch (const Error&) {  // c is swizzled: element by element, when small enough
+    auto oa = ownership(la), ob = ownership(lb);
+    if (!oa || !ob || lc.num_threads() * lc.num_locals() * K > (int64_t{1} << 26)) return std::nullopt;
+    for (int64_t t = 0; t < lc.num_threads(); ++t) {
+      for (int64_t i = 0; i < lc.num_locals(); ++i) {
+        layout::Index ci = lc.map(t, i);
+        layout::Index ai = ci, bi = ci;
+        for (int64_t k = 0; k < K; ++k) {
+          ai[static_cast<size_t>(r - 1)] = k;
+          bi[static_cast<size_t>(r - 2)] = k;
+          if (!oa->holds(t, linear_index(oa->shape, ai)))
+            return fmt::format("thread {} computes c{} but does not hold a{}", t, index_text(ci),
+                               index_text(ai));
+          if (!ob->holds(t, linear_index(ob->shape, bi)))
+            return fmt::format("thread {} computes c{} but does not hold b{}", t, index_text(ci),
+                               index_text(bi));
+        }
       }
     }
+    return "";
   }
-  return "";
+  if (!for_a.known || !for_b.known) return std::nullopt;
+  // A missing element's first slot of c in that thread that needs it: same batch and row (a) or column (b).
+  // A scan of one thread's slots. Of a and b, the lower (thread, slot) is reported, a first, as an
+  // enumeration in that order would meet them.
+  struct Witness {
+    int64_t thread = 0, slot = 0;
+    layout::Index ci;
+  };
+  auto witness = [&](const layout::HoldsAnswer& answer, bool of_a) -> std::optional<Witness> {
+    if (!answer.missing) return std::nullopt;
+    const int64_t t = answer.missing->thread;
+    const layout::Index& e = answer.missing->element;
+    for (int64_t i = 0; i < lc.num_locals(); ++i) {
+      layout::Index ci = lc.map(t, i);
+      bool same = true;
+      for (int d = 0; d < r && same; ++d)
+        if (d != (of_a ? r - 1 : r - 2))  // k's dimension: c's n for a, c's m for b
+          same = ci[static_cast<size_t>(d)] == e[static_cast<size_t>(d)];
+      if (same) return Witness{t, i, std::move(ci)};
+    }
+    TILEVM_ASSERT(false, "thread {} of layout {} computes no element of c that needs {}", t, layout_text(lc),
+                  index_text(e));
+  };
+  const std::optional<Witness> wa = witness(for_a, true), wb = witness(for_b, false);
+  if (!wa && !wb) return "";
+  const bool report_a = wa && (!wb || std::pair(wa->thread, wa->slot) <= std::pair(wb->thread, wb->slot));
+  const Witness& w = report_a ? *wa : *wb;
+  return fmt::format("thread {} computes c{} but does not hold {}{}", w.thread, index_text(w.ci),
+                     report_a ? "a" : "b", index_text((report_a ? for_a : for_b).missing->element));
 }
 
 // A register layout with its last two dimensions swapped.
@@ -171,12 +210,18 @@ void Verifier::check_dot(const DotInst& n) {
   const layout::Layout& lc = *c.layout;
   if (shapes_ok && !a->shared && !b->shared && a->layout->num_threads() == lc.num_threads() &&
       b->layout->num_threads() == lc.num_threads()) {
-    const bool mma =
-        target::select_mma(a->type->dtype, b->type->dtype, ct->dtype, *a->layout, *b->layout, lc).has_value();
+    const bool mma = target::select_mma(a->type->dtype, b->type->dtype, ct->dtype, *a->layout, *b->layout, lc,
+                                        target::MmaDetail::HeldOnly)
+                         .has_value();
     if (!mma) {
-      std::string why = simt_violation(*a->layout, *b->layout, lc, "thread");
-      if (!why.empty()) {
-        diags_.error(n.loc, "Dot: the layouts divide no MMA atom, and for SIMT {}", why);
+      const std::optional<std::string> why = simt_violation(*a->layout, *b->layout, lc);
+      if (!why) {
+        diags_.error(n.loc,
+                     "Dot: the layouts divide no MMA atom, and for SIMT cannot be checked: c is swizzled and "
+                     "the operands have more than 2^24 (thread, slot) pairs");
+        layouts_ok = false;
+      } else if (!why->empty()) {
+        diags_.error(n.loc, "Dot: the layouts divide no MMA atom, and for SIMT {}", *why);
         layouts_ok = false;
       }
     }

@@ -64,8 +64,8 @@ bool check_qmatmul_on_gpu(const runtime::Device& device, const QMatmulProblem& p
   stream.synchronize();
   std::vector<uint16_t> got(static_cast<size_t>(p.m * p.n));
   c.copy_to_host(got.data(), got.size() * 2);
-  const QMatmulCheck check = check_qmatmul(p, got, qmatmul_reference(p, a, weight),
-                                               qmatmul_weights_rounded(p, config));
+  const QMatmulCheck check =
+      check_qmatmul(p, got, qmatmul_reference(p, a, weight), qmatmul_weights_rounded(p, config));
   if (!check.passed() && why) *why = p.key() + ": " + check.summary();
   return check.passed();
 }

@@ -9,7 +9,8 @@
 //   Synchronize                                          (w[b] and the stage's activations are complete)
 //   DotAsync(w[b], A tile, acc, transpose_b)             (the tensor cores start on this step)
 //   DotAsyncWait(1)                                      (the previous step's product is done)
-//   Synchronize                                          (in every warpgroup: the pipeline may refill its stage)
+//   Synchronize                                          (in every warpgroup: the pipeline may refill its
+//   stage)
 // so the next step's codes are dequantized while this step's product runs. w has two buffers: a step
 // writes the one that the product two steps back read, retired by the wait of the step before.
 #include "qmatmul_stages.h"
@@ -31,8 +32,9 @@ ir::Program build_wgmma_matmul(const QMatmulProblem& p, const QMatmulConfig& c) 
   const Layout layout_acc = pb.named_layout("layout_acc", l.dot_c);  // C^T [BN, BM]
   const Layout layout_c = pb.named_layout("layout_c", l.c);          // [BM, BN]: the same registers
   const Layout layout_sc = pb.named_layout("layout_sc", column_row(layout::transpose(l.b)));
-  const Layout smem_w_layout = pb.named_layout(
-      "smem_w_layout", layout::local(2, 1, 1) * target::wgmma_swizzled_tile(c.block_n, c.block_k, 16, 128));
+  const Layout smem_w_layout =
+      pb.named_layout("smem_w_layout", layout::local(2, 1, 1) * layout::local(1, c.block_k / 64) *
+                                           target::wgmma_swizzled_tile(c.block_n, 64, 16, 128));
 
   MatmulPipeline m(k);
   Tensor smem_w = pb.allocate_shared("smem_w", at, smem_w_layout);

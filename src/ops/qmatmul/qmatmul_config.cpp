@@ -108,14 +108,16 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
   if (c.wgmma) {
     // One warpgroup per 64 columns of C; the dequantized tile's rows are 64 ATYPE values (128 bytes).
     if (!target.features.wgmma)
-      bad(fmt::format("the wgmma form needs wgmma (sm_90a), and the target {} is {}", target.name, target.arch));
+      bad(fmt::format("the wgmma form needs wgmma (sm_90a), and the target {} is {}", target.name,
+                      target.arch));
     if (c.warps_m != 1 || c.warps_k != 1 || (c.warps_n != 4 && c.warps_n != 8))
       bad("the wgmma form needs warps_m 1, warps_k 1 and warps_n 4 or 8 (one or two warpgroups)");
     if (c.block_n != 16 * c.warps_n)
       bad(fmt::format("the wgmma form needs block_n ({}) equal to 16 * warps_n ({})", c.block_n,
                       16 * c.warps_n));
-    if (c.block_k != 64 || c.slice_k != 64)
-      bad(fmt::format("the wgmma form needs block_k and slice_k of 64 (got {} and {})", c.block_k, c.slice_k));
+    if ((c.block_k != 64 && c.block_k != 128 && c.block_k != 256) || c.slice_k != c.block_k)
+      bad(fmt::format("the wgmma form needs block_k 64, 128 or 256 and slice_k equal to it (got {} and {})",
+                      c.block_k, c.slice_k));
     if (c.block_m < 16 || c.block_m > 256 || c.block_m % 16 != 0)
       bad(fmt::format("the wgmma form needs block_m ({}) a multiple of 16 from 16 to 256", c.block_m));
     if (!qmatmul_weight_fits(p.wtype, p.atype))

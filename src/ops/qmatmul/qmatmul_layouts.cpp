@@ -59,11 +59,12 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
   SliceLayouts l;
   const int64_t WM = warps_m, WN = c.warps_n, WK = warps_k;
   if (c.wgmma) {
-    // [BN, 64] weights over the warpgroups, 64 rows each: thread (i, j) of a warpgroup holds rows 4i..4i+3,
-    // each as 8 consecutive k (one 16-byte chunk of the 128-byte swizzled row), so that the 8 threads of a
-    // quarter warp store the 8 chunks of one row: distinct banks under the swizzle.
+    // [BN, BK] weights over the warpgroups, 64 rows each, in column groups of 64: thread (i, j) of a
+    // warpgroup holds rows 4i..4i+3 of each group as 8 consecutive k (chunk j of the group's 128-byte
+    // swizzled row), so that the 8 threads of a quarter warp store the 8 chunks of one row: distinct banks
+    // under the swizzle.
     const int64_t WG = WN / 4;
-    l.b = spatial(WG, 1) * spatial(16, 8) * local(4, 1) * local(1, 8);
+    l.b = spatial(WG, 1) * local(1, c.block_k / 64) * spatial(16, 8) * local(4, 1) * local(1, 8);
     l.b_read = layout::transpose(l.b);
     l.dot_c = spatial(WG, 1) * target::wgmma_accumulator(c.block_m);  // C^T [BN, BM]
     l.c = layout::transpose(l.dot_c);
@@ -137,6 +138,10 @@ Layout column_row(const Layout& l) {
 }
 
 Layout shared_a_layout(const QMatmulConfig& c) {
+  // The wgmma form's B operand: [BM, BK] in column groups of 64, each the 128-byte swizzled form.
+  if (c.wgmma)
+    return local(c.stages, 1, 1) * local(1, c.block_k / 64) *
+           target::wgmma_swizzled_tile(c.block_m, 64, 16, 128);
   const int64_t chunks = c.block_k / 8;
   Layout rows = local(c.block_m, chunks);
   if (chunks >= 2 && std::has_single_bit(static_cast<uint64_t>(chunks))) rows = layout::make_swizzle(rows, 1);

@@ -82,8 +82,9 @@ struct QMatmulConfig {
   // swizzled shared tile, and one DotAsync per step multiplies it, as wgmma's A operand, by the [BM, BK]
   // activation tile, its B operand read K-major where cp.async put it; the next tile is dequantized while
   // the tensor cores work. Needs warps_m 1, warps_k 1, warps_n 4 or 8 (one warpgroup per 64 columns of C),
-  // block_n 16 * warps_n, block_k = slice_k = 64, block_m a multiple of 16 up to 256, weights that fit ATYPE
-  // and a group of at least 64 (or per channel). Named with the suffix "_wg".
+  // block_n 16 * warps_n, block_k = slice_k of 64, 128 or 256 (the tile in 64-wide column groups, each a
+  // 128-byte swizzled tile), block_m a multiple of 16 up to 256, weights that fit ATYPE and a group that
+  // block_k divides (or per channel). Named with the suffix "_wg".
   bool wgmma = false;
 
   int64_t threads() const { return 32 * warps_m * warps_n * warps_k; }
@@ -93,7 +94,8 @@ struct QMatmulConfig {
   // warps_k == 1, block_n a multiple of 16 * warps_n, weights that fit ATYPE and no zero points.
   bool swapped() const { return block_m == 8 && !wgmma; }
   // "bm16_bn64_bk128_sk64_w1x4_s3_k1", with warps_k > 1 "bm16_bn64_bk512_sk128_w1x2x4_s3_k1", the wgmma
-  // form "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg" ("dequant_gemm" for that mode): names the configuration in caches and reports.
+  // form "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg" ("dequant_gemm" for that mode): names the configuration in
+  // caches and reports.
   std::string name() const;
   // Parses name(); @throws tilevm::Error on malformed text.
   static QMatmulConfig parse(const std::string& name);
