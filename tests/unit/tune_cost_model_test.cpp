@@ -214,5 +214,28 @@ TEST(TuneCostModel, DeviceTargets) {
             ops::estimate_qmatmul(p, c, exec::device_target(h200)).seconds);
 }
 
+// The wgmma form (sm_90a) where the model ranks it first: the mid batches, where it measured fastest on the
+// H200 (docs/performance.md, "the wgmma form": 45 us against 95 us for the mma.sync forms at M = 64 of
+// 8192 x 8192, 62 against 97 for dequant_gemm at M = 128), not decode (M = 16: 38 against 29) nor prefill
+// (M = 4096: dequantize, then cuBLAS); none on a target without wgmma.
+TEST(TuneCostModel, TheWgmmaFormRanksFirstForMidBatches) {
+  for (const target::Target& t : {target::Target::h100_sxm(), target::Target::h200()}) {
+    const Model model{t, {}};
+    auto best = [&](int64_t m) {
+      const QMatmulProblem p = problem(m, 8192, 8192);
+      return prune(p, ops::qmatmul_config_space(p, {.target = &t}), model, 1).at(0);
+    };
+    SCOPED_TRACE(t.name);
+    EXPECT_FALSE(best(16).wgmma) << best(16).name();
+    EXPECT_TRUE(best(64).wgmma) << best(64).name();
+    EXPECT_TRUE(best(128).wgmma) << best(128).name();
+    EXPECT_TRUE(best(4096).dequant_gemm) << best(4096).name();
+  }
+  const target::Target a100 = target::Target::for_arch("sm_80");
+  const QMatmulProblem p = problem(64, 8192, 8192);
+  for (const QMatmulConfig& c : ops::qmatmul_config_space(p, {.target = &a100}))
+    EXPECT_FALSE(c.wgmma) << c.name();
+}
+
 }  // namespace
 }  // namespace tilevm::ops

@@ -2,7 +2,6 @@
 // blocks open no scopes, so every variable lives for the whole kernel), scalars, control flow, and the
 // dispatch of instructions to their family's emitter.
 #include <fmt/format.h>
-#include <cstdlib>
 
 #include "emitter.h"
 #include "tilevm/ir/printer.h"
@@ -277,7 +276,7 @@ void Emitter::emit_inst(const ir::InstStmt& s) {
       return;
     }
     case ir::InstKind::Synchronize:
-      if (generic_writes_to_wgmma_operands_ && !std::getenv("TILEVM_EXP_NOFENCE"))
+      if (generic_writes_to_wgmma_operands_)
         line(
             "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");  // st.shared, cp.async before "
             "wgmma");

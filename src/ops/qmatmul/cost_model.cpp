@@ -149,12 +149,17 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   const double warps = static_cast<double>(c.warps_m * c.warps_n * c.warps_k);
   // A thread's weights per slice (an mma B fragment is 4 of every 16 x 8), and the slice's fixed work.
   const double slice_weights = static_cast<double>(c.slice_k * (c.block_n / c.warps_n)) / 32;
-  const double slice_factor = 1 + calibration.slice_overhead_weights / slice_weights;
+  const double slice_factor =
+      1 + (c.wgmma ? calibration.wgmma_step_overhead_weights : calibration.slice_overhead_weights) /
+              slice_weights;
   // A warp with more rows does a little more per weight (mma, scaling). The swapped form (8 rows as mma's n8,
   // QMatmulConfig::swapped) issues about 0.9 of the 16-row form's instructions per weight: the u4 loop's
   // SASS has about 290 against 324 per 128 weights and thread (docs/performance.md, "swapped mma operands
   // for M <= 8").
-  const double rows_factor = c.swapped() ? 0.9 : 1 + 0.5 * (piece_m / 16 - 1);
+  // The wgmma form's rows cost the threads nothing: the tensor cores multiply them (the mma bound).
+  const double rows_factor = c.wgmma       ? calibration.wgmma_weight_cost
+                             : c.swapped() ? 0.9
+                                           : 1 + 0.5 * (piece_m / 16 - 1);
   const double warp_work = slice_factor * k_per_warp * static_cast<double>(c.block_n / c.warps_n) *
                            rows_factor * dequant_ops_per_weight(p);
   const double block_work = warp_work * warps;

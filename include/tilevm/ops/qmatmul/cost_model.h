@@ -47,6 +47,12 @@ struct QMatmulCalibration {
   // thread: a thread's slice of S weights costs as much as S + slice_overhead_weights. Fitted to the sweep
   // of 3700b62 (slices of 32 / 64 / 128 at 128 columns of 4 warps: 64.3 / 44.4 / 37.2 us).
   double slice_overhead_weights = 41;
+  // The wgmma form (QMatmulConfig::wgmma): a thread's cost per weight relative to the mma.sync forms' (it
+  // dequantizes, scales and stores each weight to shared memory; the product runs on the tensor cores and is
+  // counted by the mma bound), and a step's fixed work (three barriers, the wgmma issue and wait) in weights
+  // of one thread. Fitted to the H200 runs of 98209da (docs/performance.md, "the wgmma form").
+  double wgmma_weight_cost = 0.75;
+  double wgmma_step_overhead_weights = 64;
 };
 
 // @throws tilevm::Error when the problem or configuration is invalid (check_config).
