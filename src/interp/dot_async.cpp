@@ -1,8 +1,8 @@
 // DotAsync and DotAsyncWait (Hopper's wgmma.mma_async and wgmma.wait_group). The product is computed when
 // the DotAsync is issued, with the operands as they are then; what the GPU would do differently is reported
 // instead of hidden: using the accumulator before the wait that retires it (the registers are still being
-// written), writing a shared operand before that wait (the tensor cores may still read it), and ending the
-// block with a DotAsync in flight.
+// written), writing a shared operand, or rebinding a register a operand (the RS form), before that wait
+// (the tensor cores may still read it), and ending the block with a DotAsync in flight.
 #include <fmt/format.h>
 
 #include "machine.h"
@@ -19,6 +19,7 @@ void Machine::dot_async(const ir::DotAsyncInst& n) {
   const auto seq = static_cast<int64_t>(dots_.size());
   dot_queues_[region_].push_back(seq);
   RegPtr out = dot_product(n, n.a, n.b, c, n.transpose_a, n.transpose_b, seq);
+  if (n.a.tensor->type.tensor->scope == ir::Scope::Register) dot_register_operands_[n.a.tensor.get()] = seq;
   // Accumulating into an accumulator that an earlier DotAsync still writes is what a pipeline does: the
   // tensor cores order them.
   out->dot_seq = seq;
@@ -52,6 +53,15 @@ void Machine::check_not_dot_accumulator(const RegTensor& r, const std::string& n
           "(DotAsyncWait({}) "
           "retires it here)",
           name, format_loc(*dots_[static_cast<size_t>(r.dot_seq - 1)].loc), dots_after(r.dot_seq));
+}
+
+void Machine::check_not_dot_register_operand(const ir::Var& var) {
+  auto it = dot_register_operands_.find(var.get());
+  if (it == dot_register_operands_.end() || !dot_in_flight(it->second)) return;
+  raise(*current_loc_ptr_,
+        "'{}' is written while the DotAsync at {} may still read it from its registers: wait for it first "
+        "(DotAsyncWait({}) retires it here)",
+        var->name, format_loc(*dots_[static_cast<size_t>(it->second - 1)].loc), dots_after(it->second));
 }
 
 void Machine::check_not_dot_operand(const SharedBuffer& s, int64_t offset, const SourceLoc& loc) {

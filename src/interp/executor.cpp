@@ -82,6 +82,7 @@ void Machine::run_block(const Index& block) {
   committed_groups_ = 0;
   dots_.clear();
   dot_queues_.clear();
+  dot_register_operands_.clear();
   next_epoch_ = 0;
   actor_ = 0;
   clock_.assign(1, fresh_epoch());
@@ -189,6 +190,7 @@ Flow Machine::exec_stmt(const ir::Stmt& s) {
 }
 
 void Machine::bind(const ir::Var& var, Value value) {
+  if (!dot_register_operands_.empty()) check_not_dot_register_operand(var);
   env_[var.get()] = std::move(value);
 }
 

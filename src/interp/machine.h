@@ -431,6 +431,10 @@ class Machine {
   std::vector<PendingDot> dots_;
   std::map<const ir::RegionStmt*, std::vector<int64_t>> dot_queues_;
   bool dot_in_flight(int64_t seq) const { return seq > 0 && !dots_[static_cast<size_t>(seq - 1)].retired; }
+  // Register a operands (wgmma's RS form) by variable: the last DotAsync reading each. Rebinding one while
+  // that DotAsync is in flight overwrites registers the tensor cores still read (bind reports it).
+  std::map<const ir::VarNode*, int64_t> dot_register_operands_;
+  void check_not_dot_register_operand(const ir::Var& var);
 
   Index grid_;
   int64_t total_blocks_ = 1;

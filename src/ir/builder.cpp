@@ -605,7 +605,7 @@ Tensor ProgramBuilder::dot(const Dest& dest, const TensorRef& a, const TensorRef
 
 void ProgramBuilder::dot_async(const TensorRef& a, const TensorRef& b, const TensorRef& c,
                                DotOptions options) {
-  check_ref(a, "operand a of DotAsync", Scope::Shared);
+  check_ref(a, "operand a of DotAsync", std::nullopt);  // shared, or registers (the RS form)
   check_ref(b, "operand b of DotAsync", Scope::Shared);
   check_ref(c, "operand c of DotAsync", Scope::Register);
   emit(std::make_shared<DotAsyncInst>(a.arg(), b.arg(), c.arg(), options.transpose_a, options.transpose_b),

@@ -41,6 +41,52 @@ std::optional<WgmmaTiling> wgmma_tiling(DataType ab, DataType c, const Layout& c
   return std::nullopt;
 }
 
+Layout wgmma_register_a() {
+  return compose(spatial({4, 1}), layout::column_local({2, 2}), spatial({8, 4}), local({1, 2}));
+}
+
+std::optional<std::vector<int64_t>> wgmma_register_a_slots(const Layout& a, const WgmmaTiling& c,
+                                                           std::string* why) {
+  Layout qa;
+  try {
+    qa = layout::divide(a, wgmma_register_a());
+  } catch (const Error&) {
+    *why =
+        "a's register layout is no arrangement of wgmma's A fragment (spatial(4, 1).column_local(2, 2)"
+        ".spatial(8, 4).local(1, 2) per warpgroup and 64 x 16 block)";
+    return std::nullopt;
+  }
+  const Layout& qc = c.quotient;
+  if (qa.num_threads() != qc.num_threads()) {
+    *why = fmt::format("a spans {} warpgroups but the accumulator {}", qa.num_threads(), qc.num_threads());
+    return std::nullopt;
+  }
+  const int64_t ksteps = qa.shape()[1];
+  std::vector<int64_t> slots(static_cast<size_t>(qc.num_locals() * ksteps), -1);
+  for (int64_t w = 0; w < qc.num_threads(); ++w)
+    for (int64_t s = 0; s < qc.num_locals(); ++s) {
+      const int64_t mi = qc.map(w, s)[0];
+      for (int64_t kk = 0; kk < ksteps; ++kk) {
+        int64_t found = -1;
+        for (const auto& [t, slot] : qa.owners({mi, kk}))
+          if (t == w) found = slot;
+        int64_t& cell = slots[static_cast<size_t>(s * ksteps + kk)];
+        if (found < 0) {
+          *why = fmt::format(
+              "warpgroup {} computes rows {}..{} of c but does not hold a's block there for k {}..{}", w,
+              64 * mi, 64 * mi + 63, 16 * kk, 16 * kk + 15);
+          return std::nullopt;
+        }
+        if (cell >= 0 && cell != found) {
+          *why = "a's blocks sit in different slots in different warpgroups";
+          return std::nullopt;
+        }
+        cell = found;
+      }
+    }
+  return slots;
+}
+
 namespace {
 
 // The chunk permutation of each swizzle: chunk c of row r (r < 8) is stored at chunk c ^ xor_of(r).

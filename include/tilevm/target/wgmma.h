@@ -26,6 +26,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tilevm/layout/layout.h"
 #include "tilevm/type/data_type.h"
@@ -60,6 +61,19 @@ struct WgmmaSharedForm {
 
 // The element offset (relative to the tile's origin) of element (r, k) of an operand tile [rows, K].
 using TileOffset = std::function<int64_t(int64_t r, int64_t k)>;
+
+// The A operand from registers (wgmma's RS form, f16 or bf16): [64, 16] over the warpgroup's 128 threads,
+// warp w holding rows 16w..16w+15 in mma.m16n8k16's A fragment order (slot i of a thread is the PTX
+// fragment's a_i):  spatial(4, 1).column_local(2, 2).spatial(8, 4).local(1, 2)
+layout::Layout wgmma_register_a();
+
+// How a register a [M, K] feeds the accumulator's tiling: for each slot s of the accumulator's quotient
+// (the 64 x n block it names, row block mi) and k step kk, the slot of a's quotient by wgmma_register_a()
+// that holds a's block (mi, kk) in the same warpgroup, the same in every warpgroup (the emitter indexes
+// registers by it): slots[s * (K / 16) + kk]. nullopt, with the reason in *why, when a is no arrangement of
+// the atom or a warpgroup lacks a block its accumulator needs.
+std::optional<std::vector<int64_t>> wgmma_register_a_slots(const layout::Layout& a, const WgmmaTiling& c,
+                                                           std::string* why);
 
 // The K-major form of a tile of `rows` x `k` elements of `elem_bits` bits whose storage is `offset`:
 // tried with 128-, 64-, 32-byte swizzles and without, checked element by element. nullopt, with the

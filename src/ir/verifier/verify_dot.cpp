@@ -259,13 +259,13 @@ void Verifier::check_dot_async(const DotAsyncInst& n) {
   const DotOperand c{ct, false, ct->layout->shape(), *ct->layout};
   if (!check_dot_dtypes(n, a->type->dtype, b->type->dtype, ct->dtype) || !check_dot_shapes(n, *a, *b, c))
     return;
-  // DotAsync is wgmma: b in shared memory, a in shared memory (registers: not yet), the accumulator an
-  // arrangement of wgmma fragments over whole warpgroups.
-  if (!b->shared || !a->shared) {
-    diags_.error(n.loc,
-                 "DotAsync: a and b must be shared tensors ({} is in registers); a Dot of register "
-                 "operands is synchronous",
-                 !a->shared ? "a" : "b");
+  // DotAsync is wgmma: b in shared memory, a in shared memory or in registers (the RS form), the
+  // accumulator an arrangement of wgmma fragments over whole warpgroups.
+  if (!b->shared) {
+    diags_.error(
+        n.loc,
+        "DotAsync: b must be a shared tensor (it is in registers); wgmma reads b from shared memory, "
+        "a from shared memory or registers");
     return;
   }
   std::string why;
@@ -283,7 +283,21 @@ void Verifier::check_dot_async(const DotAsyncInst& n) {
     diags_.error(n.loc, "DotAsync: K is {}; wgmma steps K by 16", a->shape[1]);
     return;
   }
-  if (!check_wgmma_operand(n, n.a, *a, "a", !n.transpose_a)) return;
+  if (!a->shared) {
+    // The RS form: a's fragments in the registers of the warpgroups whose accumulator blocks need them.
+    if (n.transpose_a) {
+      diags_.error(n.loc, "DotAsync: a in registers cannot be transposed (wgmma reads it as [M, K])");
+      return;
+    }
+    const std::optional<target::WgmmaTiling> tiling =
+        target::wgmma_tiling(a->type->dtype, ct->dtype, lc, &why);
+    if (!target::wgmma_register_a_slots(*a->layout, *tiling, &why)) {
+      diags_.error(pick(n.a.loc, n.loc), "DotAsync: {} (a is {})", why, layout_text(*a->layout));
+      return;
+    }
+  } else if (!check_wgmma_operand(n, n.a, *a, "a", !n.transpose_a)) {
+    return;
+  }
   check_wgmma_operand(n, n.b, *b, "b", n.transpose_b);
 }
 
