@@ -96,7 +96,7 @@ struct QMatmulKernel {
     } else if (tune) {
       c = ops::autotune_qmatmul(d, p).config;
     } else {
-      c = ops::heuristic_qmatmul_config(p, target::Target::h100_like(d.info().sm_count),
+      c = ops::heuristic_qmatmul_config(p, exec::device_target(d.info()),
                                         /*allow_dequant_gemm=*/false);
     }
     return QMatmulKernel{d, std::make_shared<ops::QMatmulGpu>(ops::QMatmulGpu::load(

@@ -254,9 +254,9 @@ TEST(QMatmulProgram, WarpsAlongK) {
 // The wgmma form (sm_90a: dequantized tiles in swizzled shared memory, DotAsync with the weights as A):
 // every weight type that fits f16, one and two warpgroups, groups of 64 and 128, zero points grouped and per
 // channel, split-K, bf16, ragged M, N and K.
-QMatmulConfig wgmma_config(int64_t block_m, int64_t warpgroups, int64_t block_k = 64, bool rs = false) {
-  return QMatmulConfig::parse(fmt::format("bm{}_bn{}_bk{}_sk{}_w1x{}_s3_k1_wg{}", block_m, 64 * warpgroups,
-                                          block_k, block_k, 4 * warpgroups, rs ? "r" : ""));
+QMatmulConfig wgmma_config(int64_t block_m, int64_t warpgroups, int64_t block_k = 64) {
+  return QMatmulConfig::parse(fmt::format("bm{}_bn{}_bk{}_sk{}_w1x{}_s3_k1_wg", block_m, 64 * warpgroups,
+                                          block_k, block_k, 4 * warpgroups));
 }
 
 TEST(QMatmulProgram, WgmmaForm) {
@@ -279,30 +279,6 @@ TEST(QMatmulProgram, WgmmaForm) {
   QMatmulProblem b = problem(17, 100, 512, DataType::uint(4), 128);
   b.atype = DataType::bf16();
   check({b, split}, 4104, true);
-}
-
-// The RS form (the dequantized weights as wgmma's register A): every weight type that fits f16 (the 1-, 2-
-// and 4-bit ones through the pair layouts), two warpgroups, block_k 128, zero points, per channel, split-K,
-// bf16.
-TEST(QMatmulProgram, WgmmaRegisterForm) {
-  for (DataType w : weight_types()) {
-    if (!qmatmul_weight_fits(w, kF16)) continue;
-    SCOPED_TRACE(w.name());
-    check({problem(20, 72, 256, w, 128), wgmma_config(16, 1, 64, true)},
-          4200 + static_cast<uint32_t>(w.bits()), true);
-  }
-  check({problem(37, 130, 384, DataType::int_(4), 128), wgmma_config(32, 2, 128, true)}, 4201, true);
-  QMatmulProblem z = problem(9, 64, 256, DataType::uint(4), 64);
-  z.zero_point = true;
-  check({z, wgmma_config(16, 1, 64, true)}, 4202, true);
-  QMatmulProblem zc = problem(9, 64, 192, DataType::uint(2), 192);
-  zc.zero_point = true;
-  check({zc, wgmma_config(48, 1, 64, true)}, 4203, false);
-  QMatmulConfig split = wgmma_config(16, 2, 128, true);
-  split.split_k = 2;
-  QMatmulProblem b = problem(17, 100, 512, DataType::uint(4), 128);
-  b.atype = DataType::bf16();
-  check({b, split}, 4204, true);
 }
 
 // The same programs compiled to CUDA (cp.async pipeline, transformed weights, the generated converters,
@@ -383,19 +359,6 @@ TEST(QMatmulGpu, WgmmaFormMatchesTheReference) {
   cases.push_back({{problem(300, 136, 384, DataType::int_(8), 128), wgmma_config(256, 2)}, 10102});
   cases.push_back({{problem(77, 200, 1024, DataType::uint(4), 128), wgmma_config(64, 2, 128)}, 10106});
   cases.push_back({{problem(40, 130, 768, DataType::uint(3), 768), wgmma_config(48, 1, 256)}, 10107});
-  // The RS form.
-  for (DataType w : weight_types())
-    if (qmatmul_weight_fits(w, kF16))
-      cases.push_back({{problem(45, 200, 512, w, 128), wgmma_config(48, 2, 128, true)},
-                       10200 + static_cast<uint32_t>(w.bits())});
-  QMatmulConfig rs_split = wgmma_config(64, 1, 64, true);
-  rs_split.split_k = 3;
-  cases.push_back({{problem(130, 300, 1024, DataType::uint(4), 64), rs_split}, 10301});
-  QMatmulProblem rz = problem(33, 128, 512, DataType::uint(4), 128);
-  rz.zero_point = true;
-  rz.atype = DataType::bf16();
-  cases.push_back({{rz, wgmma_config(64, 2, 128, true)}, 10302});
-  cases.push_back({{problem(200, 136, 384, DataType::int_(4), 128), wgmma_config(128, 2, 64, true)}, 10303});
   QMatmulProblem z = problem(33, 128, 512, DataType::uint(4), 128);
   z.zero_point = true;
   cases.push_back({{z, wgmma_config(48, 2)}, 10103});

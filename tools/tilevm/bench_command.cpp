@@ -189,8 +189,9 @@ void run(const BenchRequest& req) {
     const ops::QMatmulProblem& problem = problems[i];
     std::cerr << fmt::format("[{}/{}] {}\n", i + 1, problems.size(), problem.key());
     try {
-      const target::Target h100_like = target::Target::h100_like(device.info().sm_count);
-      ops::QMatmulConfig config = req.no_tune ? ops::heuristic_qmatmul_config(problem, h100_like)
+      // The device's target: its arch decides which forms exist (the wgmma form needs sm_90a).
+      const target::Target device_target = exec::device_target(device.info());
+      ops::QMatmulConfig config = req.no_tune ? ops::heuristic_qmatmul_config(problem, device_target)
                                               : ops::autotune_qmatmul(device, problem, tuning).config;
       ops::QMatmulGpu q = ops::QMatmulGpu::load(
           device, ops::compile_qmatmul(problem, config, exec::device_target(device.info())));

@@ -214,8 +214,11 @@ void run(const QMatmulRequest& req) {
     how = "--config";
   } else if (!use_gpu || req.no_tune) {
     config =
-        ops::heuristic_qmatmul_config(p, target::Target::h100_like(device ? device->info().sm_count : 132),
-                                      /*allow_dequant_gemm=*/use_gpu);
+        // The device's own target (its arch decides which forms exist: the wgmma form needs sm_90a), else the
+        // H100's for the interpreter.
+        ops::heuristic_qmatmul_config(
+            p, device ? exec::device_target(device->info()) : target::Target::h100_like(),
+            /*allow_dequant_gemm=*/use_gpu);
     how = "heuristic";
   } else {
     const ops::QMatmulTuneResult r = ops::autotune_qmatmul(*device, p);

@@ -68,67 +68,55 @@ std::optional<Emitter::WgmmaPlan> Emitter::wgmma_plan(const ir::TensorArg& a, co
                        options_.target.arch);
     return std::nullopt;
   }
-  if (b.tensor->type.tensor->scope != ir::Scope::Shared) {
-    *why = "b is in registers (wgmma reads b from shared memory)";
+  if (a.tensor->type.tensor->scope != ir::Scope::Shared ||
+      b.tensor->type.tensor->scope != ir::Scope::Shared) {
+    // The RS form (a in registers) is checked and interpreted, not emitted: its first emission gave wrong
+    // results on the H200 (docs/performance.md, "wgmma's RS form").
+    *why =
+        "an operand is in registers (the GPU code takes both from shared memory; a in registers, wgmma's "
+        "RS form, runs on the interpreter only)";
     return std::nullopt;
   }
   if (transpose_a || !transpose_b) {
     *why = "an operand is not K-major (a as [M, K], b as [N, K] with transpose_b)";
     return std::nullopt;
   }
+  const MemTensor& ma = mem(a.tensor);
   const MemTensor& mb = mem(b.tensor);
   WgmmaPlan p;
-  p.a_in_registers = a.tensor->type.tensor->scope == ir::Scope::Register;
-  const DataType at = p.a_in_registers ? reg_arg(a).dtype : mem(a.tensor).dtype;
-  const std::optional<target::WgmmaTiling> tiling = target::wgmma_tiling(at, c.dtype, c.layout, why);
+  const std::optional<target::WgmmaTiling> tiling = target::wgmma_tiling(ma.dtype, c.dtype, c.layout, why);
   if (!tiling) return std::nullopt;
   p.tiling = *tiling;
-  if (p.a_in_registers) {
-    // The RS form: a's fragments are registers of the warpgroup, the slots target/wgmma.h finds.
-    const RegInfo& ra = reg_arg(a);
-    std::optional<std::vector<int64_t>> slots = target::wgmma_register_a_slots(ra.layout, p.tiling, why);
-    if (!slots) return std::nullopt;
-    p.a_slots = std::move(*slots);
-    p.k = ra.layout.shape().back();
-  } else {
-    const MemTensor& ma = mem(a.tensor);
-    const std::optional<target::WgmmaSharedForm> fa =
-        target::wgmma_operand_form(*ma.layout, ma.dtype.bits(), why);
-    if (!fa) return std::nullopt;
-    p.a = *fa;
-    p.k = ma.layout->shape().back();
-  }
+  const std::optional<target::WgmmaSharedForm> fa =
+      target::wgmma_operand_form(*ma.layout, ma.dtype.bits(), why);
+  if (!fa) return std::nullopt;
   const std::optional<target::WgmmaSharedForm> fb =
       target::wgmma_operand_form(*mb.layout, mb.dtype.bits(), why);
   if (!fb) return std::nullopt;
+  p.a = *fa;
   p.b = *fb;
+  const layout::Index& sa = ma.layout->shape();
+  p.k = sa.back();
   return p;
 }
 
 void Emitter::emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::TensorArg& a,
                          const ir::TensorArg& b, const RegInfo& d, bool async) {
   helper_functions_["tv_wgmma_desc"] = kDescriptorFn;
-  if ((!p.a_in_registers && p.a.swizzle_bytes) || p.b.swizzle_bytes) uses_swizzle_period_ = true;
+  if (p.a.swizzle_bytes || p.b.swizzle_bytes) uses_swizzle_period_ = true;
+  const MemTensor& ma = mem(a.tensor);
   const MemTensor& mb = mem(b.tensor);
-  const int bits = mb.dtype.bits();
+  const int bits = ma.dtype.bits();
   const int64_t n = p.tiling.n;
   const layout::Layout& q = p.tiling.quotient;
   const int64_t words = n / 2 * d.dtype.bits() / 32;  // accumulator registers per instruction
   const int64_t ksteps = p.k / 16;
   const std::string inst = fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.{}.{}.{}", n,
-                                       ptx_float(d.dtype), ptx_float(mb.dtype), ptx_float(mb.dtype));
-  auto swizzle_text = [](int bytes) {
-    return bytes ? fmt::format("{}-byte swizzle", bytes) : std::string("no swizzle");
-  };
+                                       ptx_float(d.dtype), ptx_float(ma.dtype), ptx_float(mb.dtype));
   note(s, fmt::format("{} x {} per warpgroup ({}; a {}, b {})", inst, q.num_locals() * ksteps,
                       async ? "asynchronous" : "waited at once",
-                      p.a_in_registers ? std::string("in registers") : swizzle_text(p.a.swizzle_bytes),
-                      swizzle_text(p.b.swizzle_bytes)));
-  if (p.a_in_registers) {
-    emit_wgmma_rs(p, a, b, d, async, inst);
-    return;
-  }
-  const MemTensor& ma = mem(a.tensor);
+                      p.a.swizzle_bytes ? fmt::format("{}-byte swizzle", p.a.swizzle_bytes) : "no swizzle",
+                      p.b.swizzle_bytes ? fmt::format("{}-byte swizzle", p.b.swizzle_bytes) : "no swizzle"));
   auto origin = [&](const MemTensor& m, const ir::TensorArg& arg) {
     const std::vector<int> kept = kept_dims(m, arg);
     const ElementAccess at = access(m, arg, {}, std::vector<CExpr>(kept.size(), cconst(0)));
@@ -169,53 +157,6 @@ void Emitter::emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::Te
   close();
 }
 
-// The RS form: the instruction takes a's four words of fragment (a0..a7 as f16 pairs) for its row block and
-// k step, and b's descriptor; "p, 1, 1, 0": accumulate, no negation, b K-major.
-void Emitter::emit_wgmma_rs(const WgmmaPlan& p, const ir::TensorArg& a, const ir::TensorArg& b,
-                            const RegInfo& d, bool async, const std::string& inst) {
-  const MemTensor& mb = mem(b.tensor);
-  const RegInfo& ra = reg_arg(a);
-  const int bits = mb.dtype.bits();
-  const int64_t n = p.tiling.n;
-  const layout::Layout& q = p.tiling.quotient;
-  const int64_t words = n / 2 * d.dtype.bits() / 32;
-  const int64_t ksteps = p.k / 16;
-  const std::vector<int> kept = kept_dims(mb, b);
-  const ElementAccess at = access(mb, b, {}, std::vector<CExpr>(kept.size(), cconst(0)));
-  open("");
-  line(fmt::format(
-      "const unsigned long long tv_db = tv_wgmma_desc((unsigned)__cvta_generic_to_shared({} + ({}) * "
-      "{}), {}, {}, {});",
-      mb.ptr, at.offset.text, bits / 8, p.b.lbo_bytes, p.b.sbo_bytes, swizzle_mode(p.b.swizzle_bytes)));
-  line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
-  const CExpr wg = cvar("(t / 128)");
-  std::string dlist;
-  for (int64_t x = 0; x < words; ++x) dlist += fmt::format("{}%{}", x ? ", " : "", x);
-  for (int64_t slot = 0; slot < q.num_locals(); ++slot) {
-    const std::vector<CExpr> blk = layout_index(q, wg, cconst(slot));
-    for (int64_t kk = 0; kk < ksteps; ++kk) {
-      const CExpr b_off =
-          blk[1] * cconst(n / 8 * p.b.sbo_bytes) + cconst(target::wgmma_block_offset(p.b, 0, 16 * kk, bits));
-      const int64_t a_slot = p.a_slots[static_cast<size_t>(slot * ksteps + kk)];
-      std::string outs, ins;
-      for (int64_t x = 0; x < words; ++x)
-        outs += fmt::format("{}\"+r\"({}[{}])", x ? ", " : "", d.name, slot * words + x);
-      for (int64_t x = 0; x < 4; ++x) ins += fmt::format("\"r\"({}[{}]), ", ra.name, a_slot * 4 + x);
-      line(
-          fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, 1, 0; {} {{{}}}, {{%{}, %{}, %{}, "
-                      "%{}}}, %{}, p, 1, 1, 0; "
-                      "}}\" : {} : {}\"l\"(tv_db + (unsigned long long)(({}) >> 4)));",
-                      inst, dlist, words, words + 1, words + 2, words + 3, words + 4, outs, ins, b_off.text));
-    }
-  }
-  line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
-  if (!async) {
-    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
-    fence_registers(d);
-  }
-  close();
-}
-
 void Emitter::fence_registers(const RegInfo& r) {
   line("#pragma unroll");
   line(fmt::format("for (int w = 0; w < {}; ++w) asm volatile(\"\" : \"+r\"({}[w]) :: \"memory\");", r.words,
@@ -245,12 +186,6 @@ void Emitter::collect_dot_async_accumulators() {
         bool seen = false;
         for (const ir::Var& v : vars) seen = seen || v.get() == d->c.tensor.get();
         if (!seen) vars.push_back(d->c.tensor);
-        // A register a is read by the tensor cores until the wait too: fenced with the accumulators.
-        if (d->a.tensor->type.tensor->scope == ir::Scope::Register) {
-          bool seen_a = false;
-          for (const ir::Var& v : vars) seen_a = seen_a || v.get() == d->a.tensor.get();
-          if (!seen_a) vars.push_back(d->a.tensor);
-        }
         operands.insert(d->a.tensor.get());
         operands.insert(d->b.tensor.get());
       }

@@ -213,17 +213,13 @@ class Emitter {
   // wgmma (emit_wgmma.cpp): the plan for a Dot's operands, or nullopt with the reason.
   struct WgmmaPlan {
     target::WgmmaTiling tiling;
-    target::WgmmaSharedForm a, b;  // a: unused when a is in registers
-    bool a_in_registers = false;
-    std::vector<int64_t> a_slots;  // in registers: target::wgmma_register_a_slots
+    target::WgmmaSharedForm a, b;
     int64_t k = 0;
   };
   std::optional<WgmmaPlan> wgmma_plan(const ir::TensorArg& a, const ir::TensorArg& b, const RegInfo& c,
                                       bool transpose_a, bool transpose_b, std::string* why);
   void emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::TensorArg& a, const ir::TensorArg& b,
                   const RegInfo& d, bool async);
-  void emit_wgmma_rs(const WgmmaPlan& p, const ir::TensorArg& a, const ir::TensorArg& b, const RegInfo& d,
-                     bool async, const std::string& inst);
   void emit_dot_async(const ir::InstStmt& s, const ir::DotAsyncInst& n);
   void emit_dot_async_wait(const ir::InstStmt& s, const ir::DotAsyncWaitInst& n);
   // An empty asm naming every register of r as in-out: orders its uses after the asm statements before it.

@@ -147,12 +147,10 @@ std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
         c.warps_n = 4 * wg;
         c.block_k = c.slice_k = bk;
         if (bk == 256 && p.group != p.k) continue;
-        for (bool rs : {false, true})
-          for (int64_t stages = 3; stages <= 4; ++stages) {
-            c.wgmma_rs = rs;
-            c.stages = stages;
-            add_splits(p, target, c, 16, false, space);
-          }
+        for (int64_t stages = 3; stages <= 4; ++stages) {
+          c.stages = stages;
+          add_splits(p, target, c, 16, false, space);
+        }
       }
   }
   if (options.dequant_gemm) space.push_back(QMatmulConfig{.dequant_gemm = true});

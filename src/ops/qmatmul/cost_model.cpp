@@ -157,8 +157,7 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   // SASS has about 290 against 324 per 128 weights and thread (docs/performance.md, "swapped mma operands
   // for M <= 8").
   // The wgmma form's rows cost the threads nothing: the tensor cores multiply them (the mma bound).
-  const double rows_factor = c.wgmma_rs    ? calibration.wgmma_rs_weight_cost
-                             : c.wgmma     ? calibration.wgmma_weight_cost
+  const double rows_factor = c.wgmma       ? calibration.wgmma_weight_cost
                              : c.swapped() ? 0.9
                                            : 1 + 0.5 * (piece_m / 16 - 1);
   const double warp_work = slice_factor * k_per_warp * static_cast<double>(c.block_n / c.warps_n) *

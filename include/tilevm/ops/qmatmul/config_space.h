@@ -27,13 +27,12 @@
 //             stages, every split; on the H100 these win every M = 1 decode shape.
 //   wgmma     on sm_90a targets for M >= 32 also the wgmma form (QMatmulConfig::wgmma): block_m the 16-row
 //             multiple >= M (at most 256), one or two warpgroups (block_n 64 or 128), block_k = slice_k of 64
-//             or 128 (256 per channel), 3 or 4 stages, every split, each through shared memory and in its
-//             RS variant (weights from registers, where block_m + block_k <= 192); the mid batches' form
-//             (M = 64: 38 us against 95 us for the mma.sync forms on the H200 at 8192 x 8192).
+//             or 128 (256 per channel), 3 or 4 stages, every split; the mid batches' form (M = 64: 45 us
+//             against 95 us for the mma.sync forms on the H200 at 8192 x 8192).
 // Each candidate is then filtered by check_config (shared memory, thread limits, whole code words per
 // thread, divisibility). Last comes dequant_gemm (dequantize, then cuBLAS), a candidate for every shape: the
 // cost model ranks it, and it only wins where the GEMM is compute-bound (prefill).
-// Decode shapes (M 1..64, K and N in the thousands) get about 90-410 configurations (243 at 16 x 8192 x
+// Decode shapes (M 1..64, K and N in the thousands) get about 90-310 configurations (243 at 16 x 8192 x
 // 8192, 270 at 1 x 8192 x 8192), prefill (M >= 1024) about 160; the cost model (cost_model.h)
 // then picks the few worth compiling and timing.
 #pragma once

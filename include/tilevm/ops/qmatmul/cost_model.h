@@ -52,7 +52,6 @@ struct QMatmulCalibration {
   // counted by the mma bound), and a step's fixed work (three barriers, the wgmma issue and wait) in weights
   // of one thread. Fitted to the H200 runs of 98209da (docs/performance.md, "the wgmma form").
   double wgmma_weight_cost = 0.75;
-  double wgmma_rs_weight_cost = 0.62;  // the RS form: no shared store, one barrier less (38 us against 45.6)
   double wgmma_step_overhead_weights = 64;
 };
 
