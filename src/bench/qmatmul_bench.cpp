@@ -20,10 +20,6 @@
 namespace tilevm::bench {
 namespace {
 
-double qmatmul_flops(const ops::QMatmulProblem& p) {
-  return 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
-}
-
 // splitmix64: fast, and good enough for benchmark inputs.
 class Random {
  public:
@@ -135,6 +131,33 @@ void bench_cublas(const runtime::Device& device, const runtime::Stream& stream, 
 
 }  // namespace
 
+double tensor_ceiling_tflops(const runtime::Device& device, DataType atype, const TimingOptions& timing) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, std::string>, double> measured;
+  std::lock_guard lock(mutex);
+  double& rate = measured[{device.info().ordinal, atype.name()}];
+  if (rate > 0) return rate;
+  std::string why;
+  if (!runtime::Cublas::library_available(&why)) fail("no cuBLAS for the tensor rate: {}", why);
+  const int64_t s = 8192;
+  runtime::Cublas blas = runtime::Cublas::open(device);
+  runtime::Stream stream = device.create_stream();
+  Random random(0x7e5);
+  const std::vector<std::uint16_t> pool = pool_of(atype, 4096, [&] { return normalish(random); });
+  runtime::DeviceBuffer a = device.allocate(static_cast<std::size_t>(s * s * 2));
+  runtime::DeviceBuffer w = device.allocate(static_cast<std::size_t>(s * s * 2));
+  runtime::DeviceBuffer c = device.allocate(static_cast<std::size_t>(s * s * 2));
+  upload_from_pool(a, s * s, pool, random);
+  upload_from_pool(w, s * s, pool, random);
+  blas.gemm(stream, atype, s, s, s, a.device_ptr(), w.device_ptr(), c.device_ptr());
+  stream.synchronize();
+  const Timing t = time_gpu(
+      device, stream,
+      [&] { blas.gemm(stream, atype, s, s, s, a.device_ptr(), w.device_ptr(), c.device_ptr()); }, timing);
+  rate = 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s) / t.median_us * 1e-6;
+  return rate;
+}
+
 double read_ceiling_gbps(const runtime::Device& device, const TimingOptions& timing) {
   static std::mutex mutex;
   static std::map<int, double> measured;
@@ -223,6 +246,9 @@ QMatmulBenchResult bench_qmatmul(const runtime::Device& device, const ops::QMatm
     workspace = runtime::DeviceBuffer();
     try {
       bench_cublas(device, stream, p, a.device_ptr(), c.device_ptr(), a_pool, random, options.timing, r);
+      a = runtime::DeviceBuffer();  // the tensor rate's GEMM takes its own 384 MB
+      c = runtime::DeviceBuffer();
+      set_roofline(r, tensor_ceiling_tflops(device, p.atype, options.timing));
     } catch (const Error& e) {
       // A cuBLAS that loads but cannot run here is reported, not fatal: the matmul's figures stand.
       r.cublas_us.reset();

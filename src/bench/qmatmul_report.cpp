@@ -35,6 +35,19 @@ double qmatmul_min_bytes(const ops::QMatmulProblem& p) {
          element * static_cast<double>(p.m) * static_cast<double>(p.n);
 }
 
+double qmatmul_flops(const ops::QMatmulProblem& p) {
+  return 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
+}
+
+void set_roofline(QMatmulBenchResult& r, double tflops) {
+  if (tflops <= 0) return;
+  const double read_us =
+      r.plain_read_us > 0 ? r.plain_read_us : (r.ceiling_gbps > 0 ? r.bytes / r.ceiling_gbps * 1e-3 : 0);
+  r.tensor_tflops = tflops;
+  r.roofline_us = std::max(read_us, qmatmul_flops(r.problem) / tflops * 1e-6);
+  r.roofline_ratio = r.latency_us / *r.roofline_us;
+}
+
 std::string format_result(const QMatmulBenchResult& r) {
   std::string text = fmt::format(
       "{} [{}]: {:.1f} us, {:.0f} GB/s ({:.2f} of the floor at {:.0f} GB/s), {:.1f} TFLOP/s", r.problem.key(),
@@ -46,6 +59,8 @@ std::string format_result(const QMatmulBenchResult& r) {
                         r.speedup_vs_cublas.value_or(0));
   else if (!r.cublas_note.empty())
     text += fmt::format(", no cuBLAS figure: {}", r.cublas_note);
+  if (r.roofline_us)
+    text += fmt::format(", roofline {:.1f} us (x{:.2f}, target 1.15)", *r.roofline_us, *r.roofline_ratio);
   return text;
 }
 
@@ -75,6 +90,12 @@ std::string to_json(const QMatmulBenchResult& r) {
   j["tflops"] = r.tflops;
   j["cublas_tflops"] = r.cublas_tflops ? nlohmann::json(*r.cublas_tflops) : nlohmann::json(nullptr);
   j["cublas_note"] = r.cublas_note;
+  auto optional = [](const std::optional<double>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  j["tensor_tflops"] = optional(r.tensor_tflops);
+  j["roofline_us"] = optional(r.roofline_us);
+  j["roofline_ratio"] = optional(r.roofline_ratio);
   return j.dump();
 }
 
@@ -82,34 +103,38 @@ std::string csv_header() {
   return "device,key,wtype,atype,m,n,k,group,zero_point,config,bytes,latency_us,gbps,ceiling_gbps,floor_"
          "fraction,"
          "plain_read_us,plain_read_config,read_ratio,tflops,cublas_us,cublas_tflops,speedup_vs_cublas,cublas_"
-         "note";
+         "note,tensor_tflops,roofline_us,roofline_ratio";
 }
 
 std::string to_csv_row(const QMatmulBenchResult& r) {
   const ops::QMatmulProblem& p = r.problem;
   return fmt::format(
-      "{},{},{},{},{},{},{},{},{},{},{:.0f},{:.3f},{:.1f},{:.1f},{:.4f},{:.3f},{},{:.4f},{:.2f},{},{},{},{}",
+      "{},{},{},{},{},{},{},{},{},{},{:.0f},{:.3f},{:.1f},{:.1f},{:.4f},{:.3f},{},{:.4f},{:.2f},{},{},{},{},{"
+      "},{},{}",
       csv_cell(r.device), csv_cell(p.key()), p.wtype.name(), p.atype.name(), p.m, p.n, p.k, p.group,
       p.zero_point ? 1 : 0, csv_cell(r.config.name()), r.bytes, r.latency_us, r.gbps, r.ceiling_gbps,
       r.floor_fraction, r.plain_read_us, csv_cell(r.plain_read_config), r.read_ratio, r.tflops,
       optional_cell(r.cublas_us, "{:.3f}"), optional_cell(r.cublas_tflops, "{:.2f}"),
-      optional_cell(r.speedup_vs_cublas, "{:.4f}"), csv_cell(r.cublas_note));
+      optional_cell(r.speedup_vs_cublas, "{:.4f}"), csv_cell(r.cublas_note),
+      optional_cell(r.tensor_tflops, "{:.1f}"), optional_cell(r.roofline_us, "{:.3f}"),
+      optional_cell(r.roofline_ratio, "{:.4f}"));
 }
 
 std::string table_header() {
-  return fmt::format("{:<8} {:>5} {:>6} {:>6} {:>10} {:>7} {:>7} {:>6} {:>9} {:>6} {:>10} {:>8}  {}", "type",
-                     "M", "N", "K", "latency_us", "GB/s", "TFLOP/s", "floor", "plain_us", "ratio",
-                     "cublas_us", "speedup", "config");
+  return fmt::format("{:<8} {:>5} {:>6} {:>6} {:>10} {:>7} {:>7} {:>6} {:>9} {:>6} {:>10} {:>8} {:>7}  {}",
+                     "type", "M", "N", "K", "latency_us", "GB/s", "TFLOP/s", "floor", "plain_us", "ratio",
+                     "cublas_us", "speedup", "x_roof", "config");
 }
 
 std::string to_table_row(const QMatmulBenchResult& r) {
   const ops::QMatmulProblem& p = r.problem;
   return fmt::format(
-      "{:<8} {:>5} {:>6} {:>6} {:>10.1f} {:>7.0f} {:>7.1f} {:>6.2f} {:>9.1f} {:>6.2f} {:>10} {:>8}  {}",
+      "{:<8} {:>5} {:>6} {:>6} {:>10.1f} {:>7.0f} {:>7.1f} {:>6.2f} {:>9.1f} {:>6.2f} {:>10} {:>8} {:>7}  {}",
       p.wtype.name() + (p.zero_point ? "z" : ""), p.m, p.n, p.k, r.latency_us, r.gbps, r.tflops,
       r.floor_fraction, r.plain_read_us, r.read_ratio,
       r.cublas_us ? fmt::format("{:.1f}", *r.cublas_us) : std::string("-"),
-      r.speedup_vs_cublas ? fmt::format("{:.2f}", *r.speedup_vs_cublas) : std::string("-"), r.config.name());
+      r.speedup_vs_cublas ? fmt::format("{:.2f}", *r.speedup_vs_cublas) : std::string("-"),
+      r.roofline_ratio ? fmt::format("{:.2f}", *r.roofline_ratio) : std::string("-"), r.config.name());
 }
 
 }  // namespace tilevm::bench

@@ -44,9 +44,14 @@ std::vector<DataType> dtype_sweep_types() {
   return types;
 }
 
+const std::vector<int64_t>& batch_sweep_rows() {
+  static const std::vector<int64_t> rows = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 4096};
+  return rows;
+}
+
 const std::vector<std::string>& workload_names() {
   // "gemm": the dense wgmma GEMM beside cuBLAS (bench/gemm_bench.h), not a quantized-matmul workload.
-  static const std::vector<std::string> names = {"decode", "prefill", "dtypes", "all", "gemm"};
+  static const std::vector<std::string> names = {"decode", "prefill", "dtypes", "all", "batch", "gemm"};
   return names;
 }
 
@@ -59,6 +64,8 @@ std::vector<ops::QMatmulProblem> bench_workloads(std::string_view name, DataType
     add_layers(out, {4096}, wtype);
   } else if (name == "dtypes") {
     for (DataType t : types.empty() ? dtype_sweep_types() : types) out.push_back(problem(16, 8192, 57344, t));
+  } else if (name == "batch") {
+    add_layers(out, batch_sweep_rows(), wtype);
   } else if (name == "all") {
     for (const char* part : {"decode", "prefill", "dtypes"})
       for (ops::QMatmulProblem& p : bench_workloads(part, wtype, types)) {
@@ -67,7 +74,7 @@ std::vector<ops::QMatmulProblem> bench_workloads(std::string_view name, DataType
         if (!seen) out.push_back(std::move(p));
       }
   } else {
-    fail("unknown workload '{}': expected decode, prefill, dtypes or all", name);
+    fail("unknown workload '{}': expected decode, prefill, dtypes, all or batch", name);
   }
   return out;
 }

@@ -216,7 +216,7 @@ TEST(BenchQMatmul, Workloads) {
     bench_workloads("nope");
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "unknown workload 'nope': expected decode, prefill, dtypes or all");
+    EXPECT_STREQ(e.what(), "unknown workload 'nope': expected decode, prefill, dtypes, all or batch");
   }
   expect_error([&] { bench_workloads("decode", DataType::u16()); }, "activation type f16 itself, got u16");
 }

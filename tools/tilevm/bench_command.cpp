@@ -1,4 +1,5 @@
-// tilevm bench [--workloads decode|prefill|dtypes|all] [--csv FILE] [--json] [--repeats N] [--quick]
+// tilevm bench [--workloads decode|prefill|dtypes|all|batch] [--csv FILE] [--svg FILE] [--json] [--repeats N]
+//              [--quick]
 //              [--wtype TYPE] [--types T1,T2,...] [--max-candidates N] [--no-tune] [--no-cublas]
 //
 // Runs the workloads of docs/performance.md (bench/workloads.h) on the GPU: for each problem the autotuner's
@@ -6,6 +7,8 @@
 // then timed beside its two baselines measured in the same run, a plain read of the same bytes and cuBLAS
 // fp16 (bench/qmatmul_bench.h). Prints a table (or, with --json, one JSON object per line) on stdout;
 // --csv FILE also writes the results as CSV with a header row, a row as soon as each problem is done.
+// --svg FILE draws the results as time against M per layer beside cuBLAS and the roofline
+// (bench/batch_chart.h; meant for --workloads batch), written once every problem has run.
 // Progress and the tuner's notes go to stderr.
 //
 // --quick: 10 timed runs unless --repeats is given, and at most 24 tuning candidates per problem.
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "tilevm/bench/batch_chart.h"
 #include "tilevm/bench/gemm_bench.h"
 #include "tilevm/bench/qmatmul_bench.h"
 #include "tilevm/ops/gemm/gemm.h"
@@ -32,6 +36,7 @@
 #include "tilevm/runtime/device.h"
 #include "tilevm/runtime/nvrtc.h"
 #include "tilevm/support/error.h"
+#include "tilevm/support/file_io.h"
 
 namespace tilevm::cli {
 
@@ -40,6 +45,7 @@ namespace {
 struct BenchRequest {
   std::string workloads = "decode";
   std::string csv;
+  std::string svg;
   bool json = false;
   int repeats = 0;  // 0: 50, or 10 with --quick
   bool quick = false;
@@ -135,6 +141,8 @@ void run_gemm(const BenchRequest& req, const runtime::Device& device) {
 
 void run(const BenchRequest& req) {
   const bool gemm = !req.gemm.empty() || req.workloads == "gemm";
+  if (gemm && !req.svg.empty())
+    throw UsageError("--svg draws the quantized matmul's times against M; it cannot be used with the GEMM");
   const std::vector<ops::QMatmulProblem> problems =
       gemm ? std::vector<ops::QMatmulProblem>{} : problems_of(req);
 
@@ -185,6 +193,7 @@ void run(const BenchRequest& req) {
   if (!req.json) std::cout << bench::table_header() << std::endl;
 
   std::vector<std::string> failures;
+  std::vector<bench::QMatmulBenchResult> results;
   for (size_t i = 0; i < problems.size(); ++i) {
     const ops::QMatmulProblem& problem = problems[i];
     std::cerr << fmt::format("[{}/{}] {}\n", i + 1, problems.size(), problem.key());
@@ -198,6 +207,7 @@ void run(const BenchRequest& req) {
       bench::QMatmulBenchResult r = bench::bench_qmatmul(device, q, options);
       std::cout << (req.json ? bench::to_json(r) : bench::to_table_row(r)) << std::endl;
       if (csv.is_open()) csv << bench::to_csv_row(r) << "\n" << std::flush;
+      results.push_back(r);
       if (!r.cublas_note.empty() && !r.cublas_us && !req.no_cublas)
         std::cerr << fmt::format("  no cuBLAS figure: {}\n", r.cublas_note);
     } catch (const Error& e) {
@@ -209,6 +219,8 @@ void run(const BenchRequest& req) {
     csv.close();
     if (!csv) fail("could not finish writing '{}'", req.csv);
   }
+  if (!req.svg.empty() && !results.empty())
+    write_file(req.svg, bench::batch_chart_svg(results, device_line(device)));
   if (!failures.empty()) {
     std::cout.flush();
     std::cerr << fmt::format("{} of {} problems failed:\n", failures.size(), problems.size());
@@ -224,10 +236,16 @@ void add_bench_command(CLI::App& app) {
                                      "time the quantized matmul on the benchmark workloads "
                                      "(docs/performance.md) beside a plain read and cuBLAS (GPU)");
   auto req = std::make_shared<BenchRequest>();
-  cmd->add_option("--workloads", req->workloads,
-                  "decode (default), prefill, dtypes, all, or gemm (the wgmma GEMM beside cuBLAS)")
+  cmd->add_option(
+         "--workloads", req->workloads,
+         "decode (default), prefill, dtypes, all, batch (M = 1 to 4096 on the Llama layers), or gemm "
+         "(the wgmma GEMM beside cuBLAS)")
       ->check(CLI::IsMember(bench::workload_names()));
   cmd->add_option("--csv", req->csv, "also write the results to FILE as CSV")->type_name("FILE");
+  cmd->add_option("--svg", req->svg,
+                  "also draw the results as time against M per layer, beside cuBLAS and the roofline "
+                  "(for --workloads batch), as an SVG chart in FILE")
+      ->type_name("FILE");
   cmd->add_flag("--json", req->json, "print one JSON object per problem instead of the table");
   cmd->add_option("--repeats", req->repeats, "timed runs per measurement, the median reported (default 50)")
       ->check(CLI::Range(1, 100000));

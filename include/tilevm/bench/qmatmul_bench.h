@@ -40,16 +40,33 @@ struct QMatmulBenchResult {
   double tflops = 0;              // 2 * m * n * k / latency, in 1e12 per second (what counts at prefill)
   std::optional<double> cublas_tflops;
   std::string device;  // the device's name
+  // The roofline of issue 16's target, where cuBLAS ran: the tensor rate is what cuBLAS reaches on a large
+  // GEMM of ATYPE in this process (tensor_ceiling_tflops), the roofline the larger of the plain read and the
+  // problem's FLOPs at that rate; the target is latency <= 1.15 x roofline.
+  std::optional<double> tensor_tflops;
+  std::optional<double> roofline_us;
+  std::optional<double> roofline_ratio;  // latency / roofline
 };
 
 // The minimal bytes a matmul of `problem` moves: ceil(k * n * bits / 8) of codes, (k / G) * n scales (and as
 // many zeros with zero points) of ATYPE, m * k of A and m * n of C (ATYPE, 2 bytes each).
 // Example: m16_n8192_k8192_f16_u4_g128 -> 33554432 + 1048576 + 262144 + 262144 = 35127296.
 double qmatmul_min_bytes(const ops::QMatmulProblem& problem);
+// 2 * m * n * k.
+double qmatmul_flops(const ops::QMatmulProblem& problem);
 
 // The read bandwidth of a large stream on `device` (measure_read_bandwidth_gbps in plain_read.h), measured on
 // the first call for each device and remembered for the rest of the process: bench_qmatmul's ceiling_gbps.
 double read_ceiling_gbps(const runtime::Device& device, const TimingOptions& timing = {});
+
+// The tensor-core rate of `atype` on `device`: cuBLAS's TFLOP/s on an 8192^3 GEMM (random ATYPE inputs, f32
+// accumulation), measured on the first call for each device and type and remembered for the process.
+// @throws tilevm::Error when cuBLAS cannot be loaded or run.
+double tensor_ceiling_tflops(const runtime::Device& device, DataType atype, const TimingOptions& timing = {});
+
+// The roofline fields of `r` from its plain read (or, without one, its bytes at the read ceiling) and the
+// tensor rate `tflops`.
+void set_roofline(QMatmulBenchResult& r, double tflops);
 
 // Times `q` on fresh random inputs (A, codes, scales, zeros) it allocates itself.
 QMatmulBenchResult bench_qmatmul(const runtime::Device& device, const ops::QMatmulGpu& q,

@@ -5,6 +5,8 @@
 //   prefill   the same layers at M = 4096
 //   dtypes    the Tilus dtype sweep: M = 16, K = 8192, N = 57344, every weight type of dtype_sweep_types()
 //   all       the three, in that order, without repeating a problem
+//   batch     the same layers at every M of batch_sweep_rows(), 1 to 4096 (issue 16's sweep: decode, batched
+//             decode, prefill), of one weight type; `tilevm bench --workloads batch --svg FILE` draws it
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,9 @@ const std::vector<LayerShape>& llama70b_layers();
 // The weight types of the sweep, every one ops::check_problem accepts below 16 bits: u1..u8, i1..i8, then
 // every low-bit float f<b>e<E>m<M> (3 <= b <= 8, E, M >= 1) by width and exponent bits.
 std::vector<DataType> dtype_sweep_types();
+
+// M = 1, 2, 4, ..., 512, and 4096.
+const std::vector<int64_t>& batch_sweep_rows();
 
 // The names bench_workloads() takes.
 const std::vector<std::string>& workload_names();
