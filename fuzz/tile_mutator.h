@@ -83,9 +83,12 @@ inline std::string extreme_number(std::minstd_rand& rng, const std::string& old)
   } catch (...) {
     return kValues[rng() % n];
   }
-  if (pick == n) return std::to_string(v + 1);
-  if (pick == n + 1) return std::to_string(v > 0 ? v - 1 : v + 2);
-  return std::to_string(v * 2);
+  // Wrapping on purpose (an extreme number is the point), in unsigned arithmetic: signed overflow is
+  // undefined, and UBSan stopped the mutator itself on `v * 2`.
+  const auto u = static_cast<unsigned long long>(v);
+  if (pick == n) return std::to_string(static_cast<long long>(u + 1));
+  if (pick == n + 1) return std::to_string(v > 0 ? v - 1 : static_cast<long long>(u + 2));
+  return std::to_string(static_cast<long long>(u * 2));
 }
 
 inline std::string mutate_tokens(const std::string& text, std::minstd_rand& rng) {
