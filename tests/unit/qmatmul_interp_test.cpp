@@ -91,6 +91,15 @@ INSTANTIATE_TEST_SUITE_P(EveryWidth, QMatmulInterpSwapped,
                                            DataType::uint(6), DataType::f8e4m3(), DataType::uint(8)),
                          [](const auto& info) { return info.param.name(); });
 
+// Zero points in the swapped form: every unsigned width (the 1-, 2- and 4-bit ones through the pair
+// layouts), per group with two groups a stage and split-K, per channel (one row loaded once), and bf16.
+TEST_P(QMatmulInterpUnsigned, SwappedZeroPoints) {
+  const DataType w = DataType::uint(GetParam());
+  run_case(problem(3, 40, 128, w, 32, DataType::f16(), true), "bm8_bn32_bk64_sk32_w1x1_s2_k1", 47);
+  run_case(problem(9, 64, 256, w, 64, DataType::bf16(), true), "bm8_bn64_bk128_sk64_w1x2_s3_k2", 53);
+  run_case(problem(2, 32, 192, w, 192, DataType::f16(), true), "bm8_bn32_bk64_sk64_w1x1_s2_k1", 59);
+}
+
 TEST(QMatmulInterp, SplitKWithTwoRowTiles) {
   // M = 17: two 16-row tiles per warp; split-K 2 over 2 k-tiles, f32 partials summed by the reduce program.
   for (DataType w : {DataType::uint(4), DataType::int_(3), DataType::float_(2, 1), DataType::f8e4m3()}) {

@@ -332,6 +332,11 @@ TEST(QMatmulGpu, EveryWeightTypeMatchesTheReference) {
   QMatmulProblem z = problem(7, 96, 256, DataType::uint(4), 64);
   z.zero_point = true;
   cases.push_back({{z, QMatmulConfig{}}, 7001});
+  // Zero points in the swapped form (split-K, grouped and per channel).
+  cases.push_back({{z, swapped}, 7003});
+  QMatmulProblem zc = problem(5, 80, 512, DataType::uint(2), 512);
+  zc.zero_point = true;
+  cases.push_back({{zc, QMatmulConfig::parse("bm8_bn32_bk128_sk128_w1x1_s3_k1")}, 7004});
   cases.push_back({{problem(7, 96, 256, DataType::f16(), 256), QMatmulConfig{}}, 7002});
   std::vector<Problem> problems;
   for (const auto& [p, seed] : cases) problems.push_back(p);
@@ -432,7 +437,7 @@ TEST(QMatmulProgram, RejectsBadProblemsAndConfigs) {
   expect_error(build(wide, "bm8_bn64_bk64_sk32_w1x2_s3_k1"), "needs weights whose values fit f16");
   QMatmulProblem zp = problem(1, 64, 128, DataType::uint(4), 32);
   zp.zero_point = true;
-  expect_error(build(zp, "bm8_bn64_bk64_sk32_w1x2_s3_k1"), "does not take zero points");
+  EXPECT_NO_THROW(build(zp, "bm8_bn64_bk64_sk32_w1x2_s3_k1")());  // zero points in the swapped form
   expect_error(build(p, "bm24_bn64_bk64_sk32_w1x2_s3_k1"), "block_m (24) must be 8 or a positive multiple");
   // A number too long for int64 is a tilevm::Error too, not std::out_of_range.
   expect_error([&] { QMatmulConfig::parse("bm16_bn64_bk128_sk64_w1x4_s3_k123456789012345678901"); },

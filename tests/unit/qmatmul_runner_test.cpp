@@ -107,6 +107,9 @@ TEST(QMatmulNvrtc, EveryProgramCompiles) {
        "bm16_bn64_bk64_sk64_w1x2_s3_k2"},
       {make_problem(5, 64, 96, DataType::float_(6, 1), 96), "bm16_bn64_bk32_sk32_w1x2_s2_k1"},
       {make_problem(64, 256, 512, DataType::int_(8), 128), "bm64_bn64_bk64_sk64_w2x2_s3_k1"},
+      {make_problem(1, 256, 512, DataType::uint(4), 128, DataType::f16(), true),
+       "bm8_bn64_bk128_sk128_w1x2_s3_k2"},
+      {make_problem(64, 256, 512, DataType::uint(4), 128), "bm64_bn128_bk128_sk128_w1x8_s3_k2_wg"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.p.key() + " " + c.config);

@@ -116,7 +116,7 @@ std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
   // M <= 8: the swapped operands (block_m 8, QMatmulConfig::swapped): warps of 32 columns, one stage of
   // one slice (128, or the group), 3 or 4 stages, every split. A narrow corner of the space on purpose: it
   // doubles the space otherwise, and the loop's cost per slice is what the swap changes. check_config (in
-  // add_splits) drops these where the swap does not apply (zero points, the f32 path).
+  // add_splits) drops these where the swap does not apply (the f32 path).
   if (p.m <= 8) {
     for (int64_t bn = 32; bn <= bn_top; bn *= 2) {
       QMatmulConfig c;

@@ -1,7 +1,8 @@
 // The swapped form of the matmul program (QMatmulConfig::swapped, block_m 8): the weights are the mma's A
 // operand and the activations its B operand, C^T[BN, 8] = W^T[BN, SK] @ A^T[SK, 8], read through the
 // transposes of the fragment layouts (qmatmul_layouts.h). check_config admits it only for weights that fit
-// ATYPE and without zero points, so it has neither the f32 path nor zeros.
+// ATYPE, so it has no f32 path. Zero points are subtracted from the converted codes through the transposed
+// view of the same registers ([SK, BN], where a row of zeros broadcasts along k as in the plain form).
 #include "qmatmul_stages.h"
 
 namespace tilevm::ops {
@@ -21,15 +22,29 @@ ir::Program build_swapped_matmul(const QMatmulProblem& p, const QMatmulConfig& c
   const Layout layout_c = pb.named_layout("layout_c", l.c);  // [8, BN]: the same registers as layout_dot_c
   const std::optional<PairLayouts> pairs = named_pair_layouts(pb, pair_layouts(p, c, k.s, c.warps_m, 1));
   const Layout layout_sc = pb.named_layout("layout_sc", column_row(l.c));
+  std::optional<Layout> layout_bz, layout_sz;  // the codes as [SK, BN], and a row of zeros over them
+  if (p.zero_point) {
+    layout_bz = pb.named_layout("layout_bz", l.b_read);
+    layout_sz = pb.named_layout("layout_sz", column_row(l.b_read));
+  }
 
   MatmulPipeline m(k);
   // With per-channel scales the Dot accumulates in its own C layout, relabelled after the loop.
   Tensor acc = pb.allocate_register("acc", f32, k.s.per_channel ? layout_dot_c : layout_c, 0.0);
+  // Per channel, the one row of zero points is loaded once.
+  std::optional<Tensor> zero_row;
+  if (m.gz && k.s.per_channel) zero_row = pb.load_global("zero_row", *m.gz, *layout_sz, {0, m.bj * k.BN});
 
   m.loop([&](const Scalar& uk) {
     Tensor a = m.load_a(uk, layout_a_load);
     a = pb.view("ab", a, layout_a);
     Tensor bf = m.convert_codes(m.load_codes(uk, layout_bt), layout_b, pairs);
+    if (m.gz) {
+      // code - zero, exact (both integers of at most 8 bits), on the [SK, BN] view of the same registers.
+      Tensor z = zero_row ? *zero_row : m.slice_row("z", (*m.smem_z)[m.cur()], *layout_sz, uk);
+      Tensor wz = pb.sub("wz", pb.view("wt", bf, *layout_bz), z);
+      bf = pb.view("bf", wz, layout_b);
+    }
     // C^T += B^T @ A^T: the weights as the mma's A operand.
     if (k.s.per_channel) {
       pb.dot(out(acc), bf, a, acc);

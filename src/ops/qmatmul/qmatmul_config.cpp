@@ -133,7 +133,6 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
       bad(fmt::format(
           "block_m 8 (swapped operands) needs weights whose values fit {} ({} takes the f32 path)",
           p.atype.name(), p.wtype.name()));
-    if (p.zero_point) bad("block_m 8 (swapped operands) does not take zero points");
   } else if (c.block_m <= 0 || c.block_m % (16 * c.warps_m) != 0) {
     bad(fmt::format("block_m ({}) must be 8 or a positive multiple of 16 * warps_m ({})", c.block_m,
                     16 * c.warps_m));

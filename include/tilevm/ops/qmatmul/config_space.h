@@ -22,7 +22,7 @@
 //   warps_k   for decode (block_m <= 32, at most 4 warps, weights that fit ATYPE) also 2, 4 or 8 groups of
 //             warps along K with slice_k = G (128 per channel), block_k = slice_k * warps_k, 3 or 4 stages,
 //             split_k 1 or 2 (each keeping two k-tiles): one launch instead of split-K's two.
-//   swapped   for M <= 8 (weights that fit ATYPE, no zero points) also block_m 8, the mma's operands
+//   swapped   for M <= 8 (weights that fit ATYPE) also block_m 8, the mma's operands
 //             swapped (QMatmulConfig::swapped): warps of 32 columns, block_k = slice_k (128 or G), 3 or 4
 //             stages, every split; on the H100 these win every M = 1 decode shape.
 //   wgmma     on sm_90a targets for M >= 32 also the wgmma form (QMatmulConfig::wgmma): block_m the 16-row

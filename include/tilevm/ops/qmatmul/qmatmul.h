@@ -91,7 +91,7 @@ struct QMatmulConfig {
   // block_m == 8 (decode, M <= 8): the mma's operands are swapped. The weights are its A operand (16 columns
   // of C per m16 tile) and the activations its B operand (the 8 rows of C as n8), so one mma.m16n8k16 takes
   // 256 weights instead of 128 and the slice's scaling works on half as many sums. Needs warps_m == 1,
-  // warps_k == 1, block_n a multiple of 16 * warps_n, weights that fit ATYPE and no zero points.
+  // warps_k == 1, block_n a multiple of 16 * warps_n, and weights that fit ATYPE (zero points too).
   bool swapped() const { return block_m == 8 && !wgmma; }
   // "bm16_bn64_bk128_sk64_w1x4_s3_k1", with warps_k > 1 "bm16_bn64_bk512_sk128_w1x2x4_s3_k1", the wgmma
   // form "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg" ("dequant_gemm" for that mode): names the configuration in
