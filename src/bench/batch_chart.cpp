@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "tilevm/support/error.h"
+#include "tilevm/support/xml_escape.h"
 
 namespace tilevm::bench {
 namespace {
@@ -17,29 +18,6 @@ namespace {
 constexpr double kPanelW = 460, kPanelH = 320;                      // one panel
 constexpr double kLeft = 64, kRight = 16, kTop = 34, kBottom = 44;  // the plot inside a panel
 constexpr double kHeader = 64;                                      // title and legend above the panels
-
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 struct Series {
   const char* name;

@@ -16,6 +16,7 @@
 
 #include "tilevm/layout/layout.h"
 #include "tilevm/layout/layout_text.h"
+#include "tilevm/support/xml_escape.h"
 
 namespace tilevm::layout {
 namespace {
@@ -29,29 +30,6 @@ constexpr double kTitleCharWidth = 8.2;  // bold, at kFontSize + 1
 constexpr int kTitleHeight = 44;         // two lines
 constexpr int kSliceHeaderHeight = 24;
 constexpr int kAxisHeight = 18;  // the column index row above each grid
-
-std::string escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // Golden-ratio hue spacing: thread t and t + 1 are about 222 degrees apart, and no two of the first few
 // dozen threads share a hue closely.
@@ -138,10 +116,10 @@ std::string render_layout_svg(const Layout& layout) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
       "font-family=\"DejaVu Sans Mono, Menlo, Consolas, monospace\" font-size=\"{2}\">\n",
       width, height, kFontSize);
-  out += fmt::format("<title>layout {} {}</title>\n", escape(text), sizes);
+  out += fmt::format("<title>layout {} {}</title>\n", xml_escape(text), sizes);
   out += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"white\"/>\n", width, height);
   out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\">{}</text>\n", kMargin,
-                     kMargin + 12, kFontSize + 1, escape(text));
+                     kMargin + 12, kFontSize + 1, xml_escape(text));
   out += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#555\">{}</text>\n", kMargin, kMargin + 30, sizes);
 
   int y = kMargin + kTitleHeight;
