@@ -12,6 +12,7 @@
 #include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ops/gemm/gemm.h"
+#include "tilevm/ops/gemm/gemm_data.h"
 #include "tilevm/support/error.h"
 #include "tilevm/transform/lower.h"
 #include "tilevm/type/convert.h"
@@ -65,43 +66,12 @@ TEST(OpsGemm, SmallConfigurationOnTheInterpreter) {
   Diagnostics diags;
   std::optional<ir::Program> p = transform::lower(build_gemm(c), diags, {});
   ASSERT_TRUE(p) << diags.render("gemm", "");
-  const int m = 150, n = 136, k = 200;  // partial tiles in every direction, K past the two stages
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  auto random = [&](size_t count) {
-    std::vector<uint8_t> out(2 * count);
-    for (size_t i = 0; i < count; ++i) {
-      const auto code = static_cast<uint16_t>(encode(DataType::f16(), real(rng)));
-      std::memcpy(&out[2 * i], &code, 2);
-    }
-    return out;
-  };
-  std::vector<uint8_t> a = random(static_cast<size_t>(m) * k), b = random(static_cast<size_t>(n) * k);
-  std::vector<uint8_t> out(static_cast<size_t>(m) * n * 2, 0xFF);
-  const std::vector<uint8_t> a0 = a, b0 = b;
-  interp::Arguments args;
-  args.scalars["M"] = interp::ScalarValue{false, m, 0.0};
-  args.scalars["N"] = interp::ScalarValue{false, n, 0.0};
-  args.scalars["K"] = interp::ScalarValue{false, k, 0.0};
-  args.buffers["a_ptr"] = &a;
-  args.buffers["b_ptr"] = &b;
-  args.buffers["c_ptr"] = &out;
+  // Partial tiles in every direction, K past the two stages.
+  GemmData data = random_gemm_data(150, 136, 200, 7);
+  interp::Arguments args = data.args();
   ASSERT_TRUE(interp::run_program(*p, args, diags)) << diags.render("gemm", gemm_program_text());
-  auto at = [](const std::vector<uint8_t>& v, size_t i) {
-    uint16_t x;
-    std::memcpy(&x, &v[2 * i], 2);
-    return decode(DataType::f16(), x);
-  };
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      double ref = 0;
-      for (int x = 0; x < k; ++x)
-        ref += at(a0, static_cast<size_t>(i) * k + x) * at(b0, static_cast<size_t>(j) * k + x);
-      // The interpreter sums exactly and rounds once to f16.
-      ASSERT_LE(std::abs(at(out, static_cast<size_t>(i) * n + j) - ref),
-                std::abs(ref) * std::ldexp(1.0, -11) + 1e-12)
-          << i << ", " << j;
-    }
+  // The interpreter sums exactly and rounds once to f16.
+  EXPECT_EQ(gemm_mismatch(data, data.c, std::ldexp(1.0, -11), 1e-12), "");
 }
 
 }  // namespace

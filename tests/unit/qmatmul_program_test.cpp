@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "expect_error.h"
+#include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/exec/gpu_program.h"
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
@@ -380,6 +381,25 @@ TEST(QMatmulGpu, WgmmaFormMatchesTheReference) {
     SCOPED_TRACE(p.problem.key() + " " + p.config.name());
     check(p, seed, p.problem.group != p.problem.k, true);
   }
+}
+
+// The wgmma form's tiles are written by st.shared and cp.async (the generic proxy) and read by wgmma (the
+// async proxy): its barriers begin with fence.proxy.async (without it the H200 read stale tiles). The
+// mma.sync form, whose tiles no wgmma reads, has none.
+TEST(QMatmulProgram, WgmmaFormFencesTheGenericProxy) {
+  const target::Target sm90a = target::Target::for_arch("sm_90a");
+  auto emitted = [&](ir::Program built) {
+    Diagnostics diags;
+    const std::optional<ir::Program> lowered = transform::lower(std::move(built), diags, {.target = sm90a});
+    EXPECT_TRUE(lowered) << diags.render("program", "");
+    return lowered ? codegen::cuda::emit_cuda(*lowered, {.target = sm90a}).source : std::string();
+  };
+  const std::string fence = "fence.proxy.async.shared::cta";
+  EXPECT_NE(emitted(build_qmatmul(problem(64, 256, 512, DataType::uint(4), 128), wgmma_config(64, 2, 128)))
+                .find(fence),
+            std::string::npos);
+  EXPECT_EQ(emitted(build_qmatmul(problem(64, 256, 512, DataType::uint(4), 128), small_config())).find(fence),
+            std::string::npos);
 }
 
 TEST(QMatmulProgram, WideFloatsGoThroughF32) {

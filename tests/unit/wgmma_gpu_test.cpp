@@ -13,20 +13,11 @@
 #include "codegen_test_util.h"
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
+#include "tilevm/ops/gemm/gemm_data.h"
 #include "tilevm/type/convert.h"
 
 namespace tilevm {
 namespace {
-
-std::vector<uint8_t> random_f16(size_t n, std::mt19937& rng) {
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  std::vector<uint8_t> out(2 * n);
-  for (size_t i = 0; i < n; ++i) {
-    const auto c = static_cast<uint16_t>(encode(DataType::f16(), real(rng)));
-    std::memcpy(&out[2 * i], &c, 2);
-  }
-  return out;
-}
 
 double f16_at(const std::vector<uint8_t>& v, size_t i) {
   uint16_t c;
@@ -52,49 +43,21 @@ ir::Program gemm_program(bool synchronous, const char* file = "gemm_f16_wgmma.ti
 
 void check_gemm(const ir::Program& p, int m, int n, int k, bool with_interpreter) {
   SCOPED_TRACE(fmt::format("M = {}, N = {}, K = {}", m, n, k));
-  std::mt19937 rng(static_cast<unsigned>(20261126 + m + n + k));
-  const std::vector<uint8_t> a = random_f16(static_cast<size_t>(m) * k, rng);
-  const std::vector<uint8_t> b = random_f16(static_cast<size_t>(n) * k, rng);
-  std::vector<uint8_t> c(static_cast<size_t>(m) * n * 2);
-  for (size_t i = 0; i < c.size() / 2; ++i) {
-    const uint16_t nan = 0x7e00;
-    std::memcpy(&c[2 * i], &nan, 2);
-  }
-  std::vector<uint8_t> a_gpu = a, b_gpu = b, c_gpu = c;
-  interp::Arguments gpu;
-  gpu.scalars["M"] = interp::ScalarValue{false, m, 0.0};
-  gpu.scalars["N"] = interp::ScalarValue{false, n, 0.0};
-  gpu.scalars["K"] = interp::ScalarValue{false, k, 0.0};
-  gpu.buffers["a_ptr"] = &a_gpu;
-  gpu.buffers["b_ptr"] = &b_gpu;
-  gpu.buffers["c_ptr"] = &c_gpu;
+  ops::GemmData gpu = ops::random_gemm_data(m, n, k, static_cast<uint32_t>(20261126 + m + n + k));
+  ops::GemmData cpu = gpu;
+  interp::Arguments gpu_args = gpu.args();
   Diagnostics gd;
-  ASSERT_TRUE(exec::run_on_gpu(p, gpu, gd)) << gd.render("gemm_f16_wgmma.tile", "");
+  ASSERT_TRUE(exec::run_on_gpu(p, gpu_args, gd)) << gd.render("gemm_f16_wgmma.tile", "");
   // f32 accumulation of K products of f16 values, then one rounding to f16.
-  int bad = 0;
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      double ref = 0;
-      for (int x = 0; x < k; ++x)
-        ref += f16_at(a, static_cast<size_t>(i) * k + x) * f16_at(b, static_cast<size_t>(j) * k + x);
-      const double got = f16_at(c_gpu, static_cast<size_t>(i) * n + j);
-      const double tol = std::abs(ref) * std::ldexp(1.0, -10) + 1e-5 * k;
-      if (!(std::abs(got - ref) <= tol) && bad++ < 5)
-        ADD_FAILURE() << fmt::format("C[{}, {}] = {} but the product is {}", i, j, got, ref);
-    }
-  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(ops::gemm_mismatch(gpu, gpu.c, std::ldexp(1.0, -10), 1e-5 * k), "");
   if (with_interpreter) {
-    std::vector<uint8_t> a_cpu = a, b_cpu = b, c_cpu = c;
-    interp::Arguments cpu = gpu;
-    cpu.buffers["a_ptr"] = &a_cpu;
-    cpu.buffers["b_ptr"] = &b_cpu;
-    cpu.buffers["c_ptr"] = &c_cpu;
+    interp::Arguments cpu_args = cpu.args();
     Diagnostics cd;
-    ASSERT_TRUE(interp::run_program(p, cpu, cd)) << cd.render("gemm_f16_wgmma.tile", "");
+    ASSERT_TRUE(interp::run_program(p, cpu_args, cd)) << cd.render("gemm_f16_wgmma.tile", "");
     // The interpreter sums exactly and rounds once; the tensor cores round their f32 partial sums: one f16
     // ulp.
-    for (size_t i = 0; i < c.size() / 2; ++i) {
-      const double x = f16_at(c_cpu, i), y = f16_at(c_gpu, i);
+    for (size_t i = 0; i < cpu.c.size() / 2; ++i) {
+      const double x = f16_at(cpu.c, i), y = f16_at(gpu.c, i);
       ASSERT_LE(std::abs(x - y), std::abs(x) * std::ldexp(1.0, -10) + 1e-5 * k) << "element " << i;
     }
   }

@@ -193,14 +193,8 @@ void run(const QMatmulRequest& req) {
   if (req.print) {
     // The programs as .tile text (tilevm emit, check and run read it back), for reading or compiling alone.
     if (!given) throw UsageError("--print needs --config: it prints the programs of one configuration");
-    std::vector<ir::Program> programs;
-    if (given->dequant_gemm) {
-      programs = {ops::build_qmatmul_copy(p), ops::build_dequantize(p)};
-    } else {
-      programs = {ops::build_qmatmul_transform(p, *given), ops::build_qmatmul(p, *given)};
-      if (given->split_k > 1) programs.push_back(ops::build_qmatmul_reduce(p, *given));
-    }
-    for (const ir::Program& program : programs) std::cout << ir::print_program(program) << "\n";
+    for (const ir::Program& program : ops::QMatmulTemplate().build(p, *given))
+      std::cout << ir::print_program(program) << "\n";
     return;
   }
   const Data data = make_data(p, req.seed);

@@ -176,7 +176,7 @@ void Emitter::emit_dot_async_wait(const ir::InstStmt&, const ir::DotAsyncWaitIns
   for (const ir::Var& v : dot_async_accumulators_) fence_registers(reg(v));
 }
 
-void Emitter::collect_dot_async_accumulators() {
+void Emitter::collect_wgmma_facts() {
   struct Collect : ir::IRVisitor {
     std::vector<ir::Var> vars;
     std::set<const ir::VarNode*> operands;  // shared tiles the tensor cores read

@@ -224,7 +224,9 @@ class Emitter {
   void emit_dot_async_wait(const ir::InstStmt& s, const ir::DotAsyncWaitInst& n);
   // An empty asm naming every register of r as in-out: orders its uses after the asm statements before it.
   void fence_registers(const RegInfo& r);
-  void collect_dot_async_accumulators();
+  // Before the body: the DotAsync accumulators (fenced after each wait) and whether generic writes reach a
+  // wgmma operand (generic_writes_to_wgmma_operands_).
+  void collect_wgmma_facts();
   // Warp-specialized regions (emit_regions.cpp): the section of statements [first, end) of `block`.
   void emit_section(const ir::Block& block, size_t first, size_t end);
   // The barrier of the block a family's code runs for: __syncthreads(), or the region's named barrier.

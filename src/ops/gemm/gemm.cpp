@@ -12,6 +12,7 @@
 
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/ir/parser.h"
+#include "tilevm/ops/gemm/gemm_data.h"
 #include "tilevm/support/error.h"
 #include "tilevm/tune/timing.h"
 #include "tilevm/type/convert.h"
@@ -192,48 +193,19 @@ std::unique_ptr<tune::Timer<exec::CompiledProgram>> GemmTemplate::timer(
 bool GemmTemplate::check(const runtime::Device&, const GemmProblem&, const GemmConfig& config,
                          std::string* why) const {
   const int m = 2 * config.bm + 24, n = 2 * config.bn + 40, k = 64 * (config.stages + 2) + 32;
-  std::mt19937 rng(static_cast<unsigned>(m * 31 + n * 7 + k));
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  auto random = [&](size_t count) {
-    std::vector<uint8_t> out(2 * count);
-    for (size_t i = 0; i < count; ++i) {
-      const auto c = static_cast<uint16_t>(encode(DataType::f16(), real(rng)));
-      std::memcpy(&out[2 * i], &c, 2);
-    }
-    return out;
-  };
-  std::vector<uint8_t> a = random(static_cast<size_t>(m) * k), b = random(static_cast<size_t>(n) * k);
-  std::vector<uint8_t> c(static_cast<size_t>(m) * n * 2, 0xFF);  // NaN: every element must be written
-  const std::vector<uint8_t> a0 = a, b0 = b;
-  interp::Arguments args;
-  args.scalars["M"] = interp::ScalarValue{false, m, 0.0};
-  args.scalars["N"] = interp::ScalarValue{false, n, 0.0};
-  args.scalars["K"] = interp::ScalarValue{false, k, 0.0};
-  args.buffers["a_ptr"] = &a;
-  args.buffers["b_ptr"] = &b;
-  args.buffers["c_ptr"] = &c;
+  GemmData data = random_gemm_data(m, n, k, static_cast<uint32_t>(m * 31 + n * 7 + k));
+  interp::Arguments args = data.args();
   Diagnostics diags;
   if (!exec::run_on_gpu(build_gemm(config), args, diags)) {
     *why = diags.render("examples/gemm_f16_wgmma.tile", gemm_program_text());
     return false;
   }
-  auto at = [](const std::vector<uint8_t>& v, size_t i) {
-    uint16_t x;
-    std::memcpy(&x, &v[2 * i], 2);
-    return decode(DataType::f16(), x);
-  };
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      double ref = 0;
-      for (int x = 0; x < k; ++x)
-        ref += at(a0, static_cast<size_t>(i) * k + x) * at(b0, static_cast<size_t>(j) * k + x);
-      const double got = at(c, static_cast<size_t>(i) * n + j);
-      if (!(std::abs(got - ref) <= std::abs(ref) * std::ldexp(1.0, -10) + 1e-5 * k)) {
-        *why = fmt::format("{} of M, N, K = {}, {}, {}: C[{}, {}] = {}, the product is {}", config.name(), m,
-                           n, k, i, j, got, ref);
-        return false;
-      }
-    }
+  // f32 accumulation of K products of f16 values, then one rounding to f16.
+  const std::string mismatch = gemm_mismatch(data, data.c, std::ldexp(1.0, -10), 1e-5 * k);
+  if (!mismatch.empty()) {
+    *why = config.name() + ": " + mismatch;
+    return false;
+  }
   return true;
 }
 
