@@ -275,7 +275,8 @@ void Verifier::check_dot_async(const DotAsyncInst& n) {
                  lc.num_threads());
     return;
   }
-  if (!target::wgmma_tiling(a->type->dtype, ct->dtype, lc, &why)) {
+  const std::optional<target::WgmmaTiling> tiling = target::wgmma_tiling(a->type->dtype, ct->dtype, lc, &why);
+  if (!tiling) {
     diags_.error(n.loc, "DotAsync: {} (c is {})", why, layout_text(lc));
     return;
   }
@@ -289,8 +290,6 @@ void Verifier::check_dot_async(const DotAsyncInst& n) {
       diags_.error(n.loc, "DotAsync: a in registers cannot be transposed (wgmma reads it as [M, K])");
       return;
     }
-    const std::optional<target::WgmmaTiling> tiling =
-        target::wgmma_tiling(a->type->dtype, ct->dtype, lc, &why);
     if (!target::wgmma_register_a_slots(*a->layout, *tiling, &why)) {
       diags_.error(pick(n.a.loc, n.loc), "DotAsync: {} (a is {})", why, layout_text(*a->layout));
       return;
