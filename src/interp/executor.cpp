@@ -352,6 +352,14 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
     case ir::InstKind::DotAsyncWait:
       dot_async_wait(*inst.as<ir::DotAsyncWaitInst>());
       break;
+    case ir::InstKind::AllocateFragment:
+    case ir::InstKind::Copy:
+    case ir::InstKind::Gemm:
+    case ir::InstKind::Fill:
+      // The tile layer's operators run as what transform::lower turns them into.
+      raise(current_loc_,
+            "{} is a tile operator: the interpreter runs the lowered program (transform::lower)",
+            inst.name());
   }
   return Flow::Normal;
 }

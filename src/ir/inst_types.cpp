@@ -108,9 +108,25 @@ Result infer_elementwise(const ElementwiseInst& inst, Diagnostics& diags) {
 
 }  // namespace
 
+bool check_fragments_laid_out(const InstNode& inst, Diagnostics& diags) {
+  for (const Var& v : inst.used_vars()) {
+    if (!is_tensor_var(v) || !v->type.tensor) continue;
+    const TensorType& t = *v->type.tensor;
+    if (t.scope == Scope::Register && !t.layout) {
+      diags.error(inst.loc,
+                  "{} needs the layout of '{}', a fragment whose layout the tile layer infers: only tile "
+                  "operators (Copy, Gemm, Fill) take it; give it one with AllocateRegister(layout=) instead",
+                  inst.name(), v->name);
+      return false;
+    }
+  }
+  return true;
+}
+
 std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, int grid_rank,
                                                          Diagnostics& diags) {
   using Types = std::vector<ValueType>;
+  if (!is_tile_operator(inst.kind) && !check_fragments_laid_out(inst, diags)) return std::nullopt;
   try {
     switch (inst.kind) {
       case InstKind::BlockIndices:
@@ -224,7 +240,19 @@ std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, i
       case InstKind::CopyTma:
       case InstKind::DotAsync:
       case InstKind::DotAsyncWait:
+      case InstKind::Copy:
+      case InstKind::Gemm:
+      case InstKind::Fill:
         return Types{};
+      case InstKind::AllocateFragment: {
+        const auto& n = *inst.as<AllocateFragmentInst>();
+        TensorType t{n.dtype, Scope::Register, n.shape, std::nullopt, {}};
+        if (!t.static_shape()) {
+          diags.error(inst.loc, "the shape of a fragment must be constant, like [BM, BN]");
+          return std::nullopt;
+        }
+        return Types{ValueType::tensor_of(std::move(t))};
+      }
     }
   } catch (const Error& e) {
     // A layout operation on the operands failed (reduce of a swizzled dimension, ...).

@@ -9,6 +9,10 @@
 #include "tilevm/ir/visitor.h"
 #include "tilevm/support/error.h"
 #include "tilevm/target/limits.h"
+#include "tilevm/tile/infer_layouts.h"
+#include "tilevm/tile/insert_barriers.h"
+#include "tilevm/tile/lower_tile_ops.h"
+#include "tilevm/tile/pipeline_loops.h"
 #include "tilevm/transform/analyze_nan_payload.h"
 #include "tilevm/transform/infer_threads.h"
 #include "tilevm/transform/plan_shared_memory.h"
@@ -19,14 +23,27 @@ namespace {
 
 struct Pass {
   const char* name;
-  ir::Program (*run)(ir::Program);
+  // The program after the pass, or nullopt after reporting to the diagnostics (the tile layer's passes
+  // can meet a program no layout satisfies; the VM's passes cannot fail).
+  std::optional<ir::Program> (*run)(ir::Program, Diagnostics&);
 };
 
-// The pipeline. A pass reads what the passes above it recorded in the program.
+template <ir::Program (*F)(ir::Program)>
+std::optional<ir::Program> infallible(ir::Program p, Diagnostics&) {
+  return F(std::move(p));
+}
+
+// The pipeline. A pass reads what the passes above it recorded in the program. The tile layer's passes
+// (src/tile/) come first and leave a program without tile operators; on one that has none they change
+// nothing.
 constexpr Pass kPipeline[] = {
-    {"infer_threads", infer_threads},
-    {"analyze_nan_payload", analyze_nan_payload},
-    {"plan_shared_memory", plan_shared_memory},
+    {"infer_threads", infallible<infer_threads>},
+    {"infer_layouts", tile::infer_layouts},
+    {"pipeline_loops", infallible<tile::pipeline_loops>},
+    {"insert_barriers", infallible<tile::insert_barriers>},
+    {"lower_tile_ops", tile::lower_tile_ops},
+    {"analyze_nan_payload", infallible<analyze_nan_payload>},
+    {"plan_shared_memory", infallible<plan_shared_memory>},
 };
 
 // After plan_shared_memory: the shared tensors live at once against the most any GPU offers a block (the
@@ -70,7 +87,9 @@ const std::vector<std::string>& lowering_passes() {
 std::optional<ir::Program> lower(ir::Program program, Diagnostics& diags, const LowerOptions& options) {
   if (!ir::verify_program(program, diags)) return std::nullopt;
   for (const Pass& pass : kPipeline) {
-    program = pass.run(std::move(program));
+    std::optional<ir::Program> next = pass.run(std::move(program), diags);
+    if (!next) return std::nullopt;
+    program = *std::move(next);
     if (options.verify_each_pass) {
       Diagnostics after;
       if (!ir::verify_program(program, after))

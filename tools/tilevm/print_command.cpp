@@ -3,8 +3,9 @@
 //
 // With --after PASS the program is lowered (transform/lower.h, verifying after every pass) and printed as
 // that pass left it; with --after all it is printed after every pass, each preceded by a `# after PASS`
-// line. What the passes record prints as trailing comments (docs/language.md, "Lowered programs"). An
-// unknown pass is bad command-line use (exit status 2) and the message lists the passes.
+// line (`# after PASS: unchanged` alone when the pass changed nothing). What the passes record prints as
+// trailing comments (docs/language.md, "Lowered programs"). An unknown pass is bad command-line use (exit
+// status 2) and the message lists the passes.
 //
 // On parse or verify errors the diagnostics go to stderr (`FILE:LINE:COL: error: message`, the source line
 // and a caret, with FILE as given on the command line) and the exit status is 1. An unreadable file is a
@@ -45,9 +46,16 @@ void run_print(const PrintOptions& options) {
     throw UsageError(fmt::format("--after '{}' is not a pass; the passes are {} (or all)", options.after,
                                  fmt::join(passes, ", ")));
   transform::LowerOptions lower{.verify_each_pass = true};
+  std::string previous;  // with --after all, a pass that changed nothing prints one line instead
   lower.after_pass = [&](const std::string& pass, const ir::Program& program) {
-    if (all) std::cout << "# after " << pass << "\n";
-    if (all || pass == options.after) std::cout << ir::print_program(program);
+    std::string text = ir::print_program(program);
+    if (all) {
+      std::cout << "# after " << pass << (text == previous ? ": unchanged\n" : "\n");
+      if (text != previous) std::cout << text;
+      previous = std::move(text);
+      return;
+    }
+    if (pass == options.after) std::cout << text;
   };
   load_program(options.path, parse_options, lower);
 }

@@ -17,4 +17,10 @@ namespace tilevm::ir {
 std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, int grid_rank,
                                                          Diagnostics& diags);
 
+// Every register tensor that `inst` names has a layout. A fragment (AllocateFragment) has none until the
+// tile layer infers it, and only tile operators may take it before then; otherwise reports one error naming
+// the instruction and the fragment, and returns false. infer_result_types checks it for every other
+// instruction, and so does the verifier.
+bool check_fragments_laid_out(const InstNode& inst, Diagnostics& diags);
+
 }  // namespace tilevm::ir

@@ -363,6 +363,12 @@ void Emitter::emit_inst(const ir::InstStmt& s) {
     case ir::InstKind::DotAsyncWait:
       emit_dot_async_wait(s, *n.as<ir::DotAsyncWaitInst>());
       return;
+    case ir::InstKind::AllocateFragment:
+    case ir::InstKind::Copy:
+    case ir::InstKind::Gemm:
+    case ir::InstKind::Fill:
+      throw InternalError(
+          fmt::format("{} reached the code generator: transform::lower lowers tile operators", n.name()));
   }
 }
 

@@ -451,11 +451,70 @@ std::vector<InstDef> barriers_and_tma() {
 
 }  // namespace
 
+std::vector<InstDef> tile_operators() {
+  return {
+      {.name = "AllocateFragment",
+       .kind = InstKind::AllocateFragment,
+       .params = {arg("dtype", K::DType), named("shape", K::List), opt("init", K::Scalar)},
+       .results = Results::One,
+       .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         return std::make_shared<AllocateFragmentInst>(a["dtype"].dtype, a["shape"].list, a["init"].expr, l);
+       },
+       .args =
+           [](const InstNode& n, InstArgs& a) {
+             const auto& i = node<AllocateFragmentInst>(n);
+             a["dtype"].set(i.dtype);
+             a["shape"].set(i.shape);
+             if (i.init) a["init"].set(i.init);
+           }},
+      {.name = "Copy",
+       .kind = InstKind::Copy,
+       .params = {arg("src", K::Tensor, Access::Read), arg("dst", K::Tensor, Access::Write)},
+       .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         return std::make_shared<CopyInst>(a["src"].tensor, a["dst"].tensor, l);
+       },
+       .args =
+           [](const InstNode& n, InstArgs& a) {
+             a["src"].set(node<CopyInst>(n).src);
+             a["dst"].set(node<CopyInst>(n).dst);
+           }},
+      {.name = "Gemm",
+       .kind = InstKind::Gemm,
+       .params = {arg("a", K::Tensor, Access::Read), arg("b", K::Tensor, Access::Read),
+                  arg("c", K::Tensor, Access::ReadWrite), opt("transpose_a", K::Bool),
+                  opt("transpose_b", K::Bool)},
+       .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         return std::make_shared<GemmInst>(a["a"].tensor, a["b"].tensor, a["c"].tensor,
+                                           a["transpose_a"].bool_value, a["transpose_b"].bool_value, l);
+       },
+       .args =
+           [](const InstNode& n, InstArgs& a) {
+             const auto& i = node<GemmInst>(n);
+             a["a"].set(i.a);
+             a["b"].set(i.b);
+             a["c"].set(i.c);
+             if (i.transpose_a) a["transpose_a"].set_bool(true);
+             if (i.transpose_b) a["transpose_b"].set_bool(true);
+           }},
+      {.name = "Fill",
+       .kind = InstKind::Fill,
+       .params = {arg("dst", K::Tensor, Access::Write), arg("value", K::Scalar)},
+       .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         return std::make_shared<FillInst>(a["dst"].tensor, a["value"].expr, l);
+       },
+       .args =
+           [](const InstNode& n, InstArgs& a) {
+             a["dst"].set(node<FillInst>(n).dst);
+             a["value"].set(node<FillInst>(n).value);
+           }},
+  };
+}
+
 const std::vector<InstDef>& inst_defs() {
   static const std::vector<InstDef> table = [] {
     std::vector<InstDef> t;
-    for (auto part :
-         {memory_and_control, load_store, barriers_and_tma, register_tensors, elementwise, reductions}) {
+    for (auto part : {memory_and_control, load_store, barriers_and_tma, register_tensors, elementwise,
+                      reductions, tile_operators}) {
       for (InstDef& d : part()) t.push_back(std::move(d));
     }
     return t;

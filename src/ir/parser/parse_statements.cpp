@@ -140,7 +140,8 @@ int Parser::bind_loop_attr(const SynArg& a) {
   return static_cast<int>(*v);
 }
 
-// for v in range([start,] stop[, step][, unroll=u][, stages=s]): v is a new i32 variable.
+// for v in range([start,] stop[, step][, unroll=u][, stages=s]): v is a new i32 variable. Pipelined(...)
+// takes the same arguments.
 Stmt Parser::parse_for() {
   SourceLoc loc = cur().loc;
   advance();
@@ -153,8 +154,10 @@ Stmt Parser::parse_for() {
     pending_targets_.push_back({name.text, name.loc, std::nullopt});
     expect_keyword("in");
     SynPtr range = parse_expr();
-    if (range->kind != SynKind::Call || range->name != "range")
-      fail(range->loc, "a for loop iterates over range(...)");
+    // Pipelined(...) is the tile layer's spelling of a software-pipelined range (stages=2 unless given).
+    if (range->kind != SynKind::Call || (range->name != "range" && range->name != "Pipelined"))
+      fail(range->loc, "a for loop iterates over range(...) or Pipelined(...)");
+    if (range->name == "Pipelined") attrs.stages = 2;
     std::vector<Expr> bounds;
     std::set<std::string> given;
     for (const SynArg& a : range->args) {
@@ -163,12 +166,13 @@ Stmt Parser::parse_for() {
         continue;
       }
       if (a.keyword != "unroll" && a.keyword != "stages")
-        fail(a.loc, fmt::format("range takes the keyword arguments unroll= and stages=, not {}=", a.keyword));
+        fail(a.loc, fmt::format("{} takes the keyword arguments unroll= and stages=, not {}=", range->name,
+                                a.keyword));
       if (!given.insert(a.keyword).second) fail(a.loc, fmt::format("{}= is given twice", a.keyword));
       (a.keyword == "unroll" ? attrs.unroll : attrs.stages) = bind_loop_attr(a);
     }
     size_t n = bounds.size();
-    if (n < 1 || n > 3) fail(range->loc, fmt::format("range takes 1 to 3 arguments, got {}", n));
+    if (n < 1 || n > 3) fail(range->loc, fmt::format("{} takes 1 to 3 arguments, got {}", range->name, n));
     start = n == 1 ? make_int(0, range->loc) : bounds[0];
     stop = n == 1 ? bounds[0] : bounds[1];
     step = n == 3 ? bounds[2] : make_int(1, range->loc);

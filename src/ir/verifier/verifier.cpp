@@ -244,7 +244,7 @@ const TensorType* Verifier::tensor_operand(const TensorArg& arg, const InstNode&
       ok = false;
     }
   }
-  if (t->scope == Scope::Register && !t->layout) {
+  if (t->scope == Scope::Register && !t->layout && !is_tile_operator(inst.kind)) {  // a fragment
     diags_.error(loc, "{}: register tensor '{}' has no layout", inst.name(), arg.tensor->name);
     return nullptr;
   }

@@ -32,6 +32,12 @@ inline SourceLoc pick(SourceLoc loc, SourceLoc fallback) {
 // True when `e` reads only constants and scalar parameters (a value the host knows at launch: grid extents,
 // a tensor map's shape); otherwise `offender` names the first other variable.
 bool host_known(const Program& program, const Expr& e, std::string* offender);
+// A scalar broadcast into a tensor of `dtype`: numbers convert, but a float does not silently truncate into
+// an integer tensor and bool stays bool.
+inline bool scalar_fits(DataType scalar, DataType dtype) {
+  if (scalar.is_bool() != dtype.is_bool()) return false;
+  return !(scalar.is_float() && !dtype.is_float());
+}
 // The tensor type of a variable, or null when it is not a (well-formed) tensor variable.
 const TensorType* tensor_type_of(const Var& v);
 
@@ -131,6 +137,12 @@ class Verifier {
   void check_dot(const DotInst& n);
   void check_dot_async(const DotAsyncInst& n);
   void check_dot_async_wait(const DotAsyncWaitInst& n);
+
+  // ---- verify_tile.cpp (the tile layer's operators; their layouts are inferred later)
+  void check_allocate_fragment(const AllocateFragmentInst& n);
+  void check_copy(const CopyInst& n);
+  void check_gemm(const GemmInst& n);
+  void check_fill(const FillInst& n);
 
   // ---- shared helpers (verifier.cpp)
   // Records a register layout's thread count: the first one fixes the program's T when threads was left

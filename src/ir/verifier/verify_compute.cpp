@@ -16,13 +16,6 @@ std::string operand_name(const Operand& op) {
   return op.scalar ? expr_text(op.scalar) : "?";
 }
 
-// A scalar broadcast into a tensor of `dtype`: numbers convert, but a float does not silently truncate into
-// an integer tensor and bool stays bool.
-bool scalar_fits(DataType scalar, DataType dtype) {
-  if (scalar.is_bool() != dtype.is_bool()) return false;
-  return !(scalar.is_float() && !dtype.is_float());
-}
-
 // The first thread that computes an element of `res` but lacks the element of the operand `lay` (broadcast
 // to `res`'s shape) that it reads: "thread 3 computes element [1, 2] of the result but does not hold element
 // [0, 2]"; "" when every thread holds what it needs; nullopt when that cannot be decided (layout/holds.h).

@@ -2,6 +2,7 @@
 // lifetimes, conditions, loops, break/continue, and the dispatch of each instruction with its results.
 #include <fmt/format.h>
 
+#include "tilevm/ir/inst_types.h"
 #include "verifier_impl.h"
 
 namespace tilevm::ir::verifier_detail {
@@ -99,80 +100,94 @@ void Verifier::check_stmt(const Stmt& s) {
       const InstNode& inst = *is.inst;
       result_.reset();
       current_ = &is;
-      switch (inst.kind) {
-        case InstKind::BlockIndices:
-        case InstKind::Synchronize:
-        case InstKind::CopyAsyncCommitGroup:
-          break;
-        case InstKind::Exit:
-          break;
-        case InstKind::Print:
-          check_print(*inst.as<PrintInst>());
-          break;
-        case InstKind::ViewGlobal:
-          check_view_global(*inst.as<ViewGlobalInst>());
-          break;
-        case InstKind::AllocateGlobal:
-          check_allocate_global(*inst.as<AllocateGlobalInst>());
-          break;
-        case InstKind::LoadGlobal:
-        case InstKind::LoadShared:
-          check_load(static_cast<const LoadInst&>(inst));
-          break;
-        case InstKind::StoreGlobal:
-        case InstKind::AtomicAddGlobal:
-        case InstKind::StoreShared:
-          check_store(static_cast<const StoreInst&>(inst));
-          break;
-        case InstKind::AllocateShared:
-          check_allocate_shared(*inst.as<AllocateSharedInst>());
-          break;
-        case InstKind::FreeShared:
-          check_free_shared(*inst.as<FreeSharedInst>());
-          break;
-        case InstKind::CopyAsync:
-          check_copy_async(*inst.as<CopyAsyncInst>());
-          break;
-        case InstKind::CopyAsyncWaitGroup:
-          check_wait_group(*inst.as<CopyAsyncWaitGroupInst>());
-          break;
-        case InstKind::AllocateBarrier:
-          check_allocate_barrier(*inst.as<AllocateBarrierInst>());
-          break;
-        case InstKind::BarrierArrive:
-          check_barrier_arrive(*inst.as<BarrierArriveInst>());
-          break;
-        case InstKind::BarrierWait:
-          check_barrier_wait(*inst.as<BarrierWaitInst>());
-          break;
-        case InstKind::CopyTma:
-          check_copy_tma(*inst.as<CopyTmaInst>());
-          break;
-        case InstKind::AllocateRegister:
-          check_allocate_register(*inst.as<AllocateRegisterInst>());
-          break;
-        case InstKind::Cast:
-          check_cast(*inst.as<CastInst>());
-          break;
-        case InstKind::View:
-          check_view(*inst.as<ViewInst>());
-          break;
-        case InstKind::Elementwise:
-          check_elementwise(*inst.as<ElementwiseInst>());
-          break;
-        case InstKind::Reduce:
-          check_reduce(*inst.as<ReduceInst>());
-          break;
-        case InstKind::Dot:
-          check_dot(*inst.as<DotInst>());
-          break;
-        case InstKind::DotAsync:
-          check_dot_async(*inst.as<DotAsyncInst>());
-          break;
-        case InstKind::DotAsyncWait:
-          check_dot_async_wait(*inst.as<DotAsyncWaitInst>());
-          break;
-      }
+      // A fragment reaches only tile operators until the tile layer gives it a layout.
+      const bool laid_out = is_tile_operator(inst.kind) || check_fragments_laid_out(inst, diags_);
+      if (laid_out) switch (inst.kind) {
+          case InstKind::BlockIndices:
+          case InstKind::Synchronize:
+          case InstKind::CopyAsyncCommitGroup:
+            break;
+          case InstKind::Exit:
+            break;
+          case InstKind::Print:
+            check_print(*inst.as<PrintInst>());
+            break;
+          case InstKind::ViewGlobal:
+            check_view_global(*inst.as<ViewGlobalInst>());
+            break;
+          case InstKind::AllocateGlobal:
+            check_allocate_global(*inst.as<AllocateGlobalInst>());
+            break;
+          case InstKind::LoadGlobal:
+          case InstKind::LoadShared:
+            check_load(static_cast<const LoadInst&>(inst));
+            break;
+          case InstKind::StoreGlobal:
+          case InstKind::AtomicAddGlobal:
+          case InstKind::StoreShared:
+            check_store(static_cast<const StoreInst&>(inst));
+            break;
+          case InstKind::AllocateShared:
+            check_allocate_shared(*inst.as<AllocateSharedInst>());
+            break;
+          case InstKind::FreeShared:
+            check_free_shared(*inst.as<FreeSharedInst>());
+            break;
+          case InstKind::CopyAsync:
+            check_copy_async(*inst.as<CopyAsyncInst>());
+            break;
+          case InstKind::CopyAsyncWaitGroup:
+            check_wait_group(*inst.as<CopyAsyncWaitGroupInst>());
+            break;
+          case InstKind::AllocateBarrier:
+            check_allocate_barrier(*inst.as<AllocateBarrierInst>());
+            break;
+          case InstKind::BarrierArrive:
+            check_barrier_arrive(*inst.as<BarrierArriveInst>());
+            break;
+          case InstKind::BarrierWait:
+            check_barrier_wait(*inst.as<BarrierWaitInst>());
+            break;
+          case InstKind::CopyTma:
+            check_copy_tma(*inst.as<CopyTmaInst>());
+            break;
+          case InstKind::AllocateRegister:
+            check_allocate_register(*inst.as<AllocateRegisterInst>());
+            break;
+          case InstKind::Cast:
+            check_cast(*inst.as<CastInst>());
+            break;
+          case InstKind::View:
+            check_view(*inst.as<ViewInst>());
+            break;
+          case InstKind::Elementwise:
+            check_elementwise(*inst.as<ElementwiseInst>());
+            break;
+          case InstKind::Reduce:
+            check_reduce(*inst.as<ReduceInst>());
+            break;
+          case InstKind::Dot:
+            check_dot(*inst.as<DotInst>());
+            break;
+          case InstKind::DotAsync:
+            check_dot_async(*inst.as<DotAsyncInst>());
+            break;
+          case InstKind::DotAsyncWait:
+            check_dot_async_wait(*inst.as<DotAsyncWaitInst>());
+            break;
+          case InstKind::AllocateFragment:
+            check_allocate_fragment(*inst.as<AllocateFragmentInst>());
+            break;
+          case InstKind::Copy:
+            check_copy(*inst.as<CopyInst>());
+            break;
+          case InstKind::Gemm:
+            check_gemm(*inst.as<GemmInst>());
+            break;
+          case InstKind::Fill:
+            check_fill(*inst.as<FillInst>());
+            break;
+        }
 
       // The names that receive the results.
       const int grid_rank = static_cast<int>(program_.grid.size());

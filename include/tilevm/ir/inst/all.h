@@ -11,4 +11,5 @@
 #include "tilevm/ir/inst/memory_shared.h"
 #include "tilevm/ir/inst/reduce.h"
 #include "tilevm/ir/inst/register_tensor.h"
+#include "tilevm/ir/inst/tile.h"
 #include "tilevm/ir/inst/tma.h"

@@ -1,6 +1,6 @@
 // Instructions: the thread-block-level operations of docs/language.md section 5, one typed node each, grouped
 // one header per family (control.h, memory_global.h, memory_shared.h, async_copy.h, register_tensor.h,
-// elementwise.h, reduce.h, dot.h; all.h includes them all).
+// elementwise.h, reduce.h, dot.h, tma.h, tile.h; all.h includes them all).
 //
 // An instruction names its tensor operands through TensorArgs (a tensor variable, optionally sliced:
 // `t[s]`, `t[a:, b:]`) and its scalar operands through Exprs. The values it defines are not part of the
@@ -60,8 +60,14 @@ enum class InstKind {
   Dot,
   DotAsync,
   DotAsyncWait,
+  // tile.h (the tile layer: operators over whole tiles, lowered to the instructions above by
+  // transform::lower)
+  AllocateFragment,
+  Copy,
+  Gemm,
+  Fill,
 };
-inline constexpr InstKind kLastInstKind = InstKind::DotAsyncWait;
+inline constexpr InstKind kLastInstKind = InstKind::Fill;
 
 // One subscript of a tensor view: `s` selects index s of the dimension (removing it), `a:` offsets the
 // dimension to a, `:` keeps it whole.

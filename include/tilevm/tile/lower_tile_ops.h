@@ -1,0 +1,26 @@
+// The last pass of the tile layer: every tile operator becomes the VM instructions that do its work, with the
+// layouts infer_layouts chose (tile_layouts.h for the temporaries), so that the program that leaves it is
+// an ordinary one for the interpreter and the code generator.
+//
+//   Copy(g[...], s)        r = LoadGlobal(g[...], layout=<copy layout>); StoreShared(r, s)
+//   Copy(s, r)             LoadShared(s, layout=<r's layout>, out=r)
+//   Copy(r, g[...])        StoreGlobal(r, g[...])               (a Cast first when the dtypes differ)
+//   Gemm(sa, sb, acc)      for kk in range(K / 16):  a = LoadShared(sa, layout=<A>, offset=[0, kk * 16])
+//                                                    b = LoadShared(sb, layout=<B>, offset=[kk * 16, 0])
+//                                                    Dot(a, b, acc, out=acc)
+//   Fill(r, v)             the init= of r's AllocateRegister when it directly follows it, else
+//                          t = AllocateRegister(..., init=v); Cast(t, out=r)
+#pragma once
+
+#include <optional>
+
+#include "tilevm/ir/program.h"
+#include "tilevm/support/diagnostics.h"
+
+namespace tilevm::tile {
+
+// @pre infer_layouts ran (every fragment has a layout). nullopt after reporting when an operator cannot be
+// lowered (a copy whose tile no thread count spreads over).
+std::optional<ir::Program> lower_tile_ops(ir::Program program, Diagnostics& diags);
+
+}  // namespace tilevm::tile

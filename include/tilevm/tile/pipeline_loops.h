@@ -1,0 +1,31 @@
+// Software pipelining for the tile layer (TileLang's Pipelined, paper section 4.3): a loop with stages=S
+// (`for k in Pipelined(n, stages=S)`, or `range(..., stages=S)`) whose body copies global tiles into shared
+// tiles gets S buffers of each such tile and asynchronous copies S - 1 iterations ahead:
+//
+//   sa = AllocateShared(f16, shape=[BM, BK])       sa = AllocateShared(f16, layout=local(S, 1, 1).<sa's>)
+//   for k in Pipelined(n, stages=S):               for p in range(S - 1):
+//       Copy(a[..k..], sa)                   -->       if p < n: CopyAsync(sa[p], a[..p..])
+//       Gemm(sa, sb, acc)                              CopyAsyncCommitGroup()
+//                                                  for k in range(n):
+//                                                      CopyAsyncWaitGroup(S - 2)
+//                                                      Synchronize()
+//                                                      if k + S - 1 < n: CopyAsync(sa[(k + S - 1) % S], a[..k
+//                                                      + S - 1..]) CopyAsyncCommitGroup() Gemm(sa[k % S],
+//                                                      sb[k % S], acc)
+//                                                  CopyAsyncWaitGroup(0)
+//
+// The one Synchronize both publishes iteration k's tiles and tells every thread that all have finished
+// iteration k - 1, whose buffer the refill overwrites. A copy is pipelined when it is a statement of the
+// loop body itself (not under a branch), from a global view into a whole shared tensor of the same dtype
+// that is allocated before the loop, used nowhere outside it and written by nothing else in it; the loop's
+// step must be a positive constant. Other copies stay as they are (insert_barriers synchronizes them).
+#pragma once
+
+#include "tilevm/ir/program.h"
+
+namespace tilevm::tile {
+
+// @pre infer_layouts ran (every shared tile has its layout).
+ir::Program pipeline_loops(ir::Program program);
+
+}  // namespace tilevm::tile

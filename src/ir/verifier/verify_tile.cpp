@@ -1,0 +1,146 @@
+// The tile layer's operators (inst/tile.h): scopes, shapes and dtypes. Their layouts are the tile layer's
+// to infer (src/tile/), so nothing here reads a fragment's layout.
+#include <fmt/format.h>
+
+#include "verifier_impl.h"
+
+namespace tilevm::ir::verifier_detail {
+
+namespace {
+
+// The constant shape of a view, or nullopt when an extent is not constant.
+std::optional<layout::Index> const_shape_of(const std::vector<Expr>& shape) {
+  layout::Index out;
+  for (const Expr& e : shape) {
+    auto c = as_const_int(e);
+    if (!c) return std::nullopt;
+    out.push_back(*c);
+  }
+  return out;
+}
+
+std::string index_list(const layout::Index& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+bool is_gemm_input(DataType t) {
+  return t == DataType::f16() || t == DataType::bf16();
+}
+
+}  // namespace
+
+void Verifier::check_allocate_fragment(const AllocateFragmentInst& n) {
+  if (n.shape.empty())
+    diags_.error(n.loc, "AllocateFragment: shape= has no extents; a fragment has rank 1 or more");
+  for (const Expr& e : n.shape) {
+    check_int_expr(e, n.loc, "a fragment extent");
+    auto c = as_const_int(e);
+    if (!c)
+      diags_.error(pick(e ? e->loc : SourceLoc{}, n.loc), "AllocateFragment: extent {} is not a constant",
+                   expr_text(e));
+    else if (*c < 1)
+      diags_.error(pick(e->loc, n.loc), "AllocateFragment: extent {} is {}; extents must be positive",
+                   expr_text(e), *c);
+  }
+  if (n.init) {
+    auto t = check_expr(n.init, n.loc);
+    if (t && !scalar_fits(*t, n.dtype))
+      diags_.error(pick(n.init->loc, n.loc), "AllocateFragment: init is {} ({}) but the fragment is {}",
+                   t->name(), expr_text(n.init), n.dtype.name());
+  }
+}
+
+void Verifier::check_copy(const CopyInst& n) {
+  const TensorType* src = tensor_operand(n.src, n, "the source");
+  const TensorType* dst = tensor_operand(n.dst, n, "the destination");
+  if (!src || !dst) return;
+  for (auto [t, arg] : {std::pair{src, &n.src}, std::pair{dst, &n.dst}}) {
+    if (t->scope == Scope::Barrier) {
+      diags_.error(pick(arg->loc, n.loc), "Copy: '{}' is a barrier; only the barrier instructions take it",
+                   arg->tensor->name);
+      return;
+    }
+  }
+  if (src->scope == Scope::Global && dst->scope == Scope::Global) {
+    diags_.error(n.loc, "Copy: '{}' and '{}' are both global; one side must be a shared or register tile",
+                 n.src.tensor->name, n.dst.tensor->name);
+    return;
+  }
+  const std::vector<Expr> sshape = view_shape(n.src, *src), dshape = view_shape(n.dst, *dst);
+  // The tile is the non-global side; a global view must have at least its rank (it addresses the trailing
+  // dimensions).
+  const bool src_tile = src->scope != Scope::Global;
+  const std::vector<Expr>& tile_shape = src_tile ? sshape : dshape;
+  const std::optional<layout::Index> tile = const_shape_of(tile_shape);
+  if (!tile) return;  // the allocation reported it
+  if (src->scope != Scope::Global && dst->scope != Scope::Global) {
+    const std::optional<layout::Index> other = const_shape_of(dshape);
+    if (other && *other != *tile)
+      diags_.error(n.loc, "Copy: '{}' is {} but '{}' is {}; tiles of both sides must have one shape",
+                   n.src.tensor->name, index_list(*tile), n.dst.tensor->name, index_list(*other));
+    return;
+  }
+  const std::vector<Expr>& global_shape = src_tile ? dshape : sshape;
+  const TensorArg& global = src_tile ? n.dst : n.src;
+  if (global_shape.size() < tile->size())
+    diags_.error(n.loc, "Copy: the tile is {} (rank {}) but the global view '{}' has rank {}",
+                 index_list(*tile), tile->size(), global.tensor->name, global_shape.size());
+}
+
+void Verifier::check_gemm(const GemmInst& n) {
+  const TensorType* a = tensor_operand(n.a, n, "a");
+  const TensorType* b = tensor_operand(n.b, n, "b");
+  const TensorType* c = tensor_operand(n.c, n, "c");
+  if (!a || !b || !c) return;
+  for (auto [t, arg, role] : {std::tuple{a, &n.a, "a"}, std::tuple{b, &n.b, "b"}}) {
+    if (t->scope != Scope::Shared && t->scope != Scope::Register) {
+      diags_.error(pick(arg->loc, n.loc), "Gemm: {} must be a shared or register tile, '{}' is {}", role,
+                   arg->tensor->name, type_text(arg->tensor->type));
+      return;
+    }
+  }
+  if (c->scope != Scope::Register) {
+    diags_.error(pick(n.c.loc, n.loc), "Gemm: c must be a register tile (a fragment), '{}' is {}",
+                 n.c.tensor->name, type_text(n.c.tensor->type));
+    return;
+  }
+  auto as = const_shape_of(view_shape(n.a, *a)), bs = const_shape_of(view_shape(n.b, *b)),
+       cs = const_shape_of(view_shape(n.c, *c));
+  if (!as || !bs || !cs) return;
+  for (auto [s, arg, role] :
+       {std::tuple{&*as, &n.a, "a"}, std::tuple{&*bs, &n.b, "b"}, std::tuple{&*cs, &n.c, "c"}}) {
+    if (s->size() != 2) {
+      diags_.error(pick(arg->loc, n.loc),
+                   "Gemm: {} ('{}') is {}; Gemm takes rank-2 tiles (index a stage with t[s])", role,
+                   arg->tensor->name, index_list(*s));
+      return;
+    }
+  }
+  const int64_t m = n.transpose_a ? (*as)[1] : (*as)[0], ka = n.transpose_a ? (*as)[0] : (*as)[1];
+  const int64_t kb = n.transpose_b ? (*bs)[1] : (*bs)[0], nb = n.transpose_b ? (*bs)[0] : (*bs)[1];
+  if (ka != kb || (*cs)[0] != m || (*cs)[1] != nb)
+    diags_.error(
+        n.loc, "Gemm: shapes do not chain: a{} is {}, b{} is {}, c is {} (want [M, K] @ [K, N] into [M, N])",
+        n.transpose_a ? "^T" : "", index_list({m, ka}), n.transpose_b ? "^T" : "", index_list({kb, nb}),
+        index_list(*cs));
+  if (a->dtype != b->dtype || !is_gemm_input(a->dtype))
+    diags_.error(n.loc, "Gemm: a is {} and b is {}; Gemm multiplies f16 or bf16 tiles of one type",
+                 a->dtype.name(), b->dtype.name());
+  else if (!(c->dtype == DataType::f32() || (c->dtype == DataType::f16() && a->dtype == DataType::f16())))
+    diags_.error(n.loc, "Gemm: c is {}; a {} product accumulates into f32{}", c->dtype.name(),
+                 a->dtype.name(), a->dtype == DataType::f16() ? " or f16" : "");
+}
+
+void Verifier::check_fill(const FillInst& n) {
+  const TensorType* dst = scoped_operand(n.dst, n, "the destination", Scope::Register);
+  if (!n.value) {
+    diags_.error(n.loc, "Fill: the value is missing");
+    return;
+  }
+  auto t = check_expr(n.value, n.loc);
+  if (dst && t && !scalar_fits(*t, dst->dtype))
+    diags_.error(pick(n.value->loc, n.loc), "Fill: the value is {} ({}) but '{}' is {}", t->name(),
+                 expr_text(n.value), n.dst.tensor->name, dst->dtype.name());
+}
+
+}  // namespace tilevm::ir::verifier_detail

@@ -1,0 +1,259 @@
+// Layout inference (infer_layouts.h): strict constraints from Gemm, propagation through register-to-register
+// Copy, coalesced layouts for the rest; then every fragment and open shared tile is retyped.
+#include "tilevm/tile/infer_layouts.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "tilevm/ir/inst/all.h"
+#include "tilevm/ir/mutator.h"
+#include "tilevm/ir/visitor.h"
+#include "tilevm/layout/layout_text.h"
+#include "tilevm/support/error.h"
+#include "tilevm/tile/tile_layouts.h"
+
+namespace tilevm::tile {
+
+namespace {
+
+struct Decision {
+  layout::Layout layout;
+  SourceLoc loc;     // the operator that asked for it
+  std::string what;  // "Gemm's accumulator", ...
+};
+
+std::string loc_text(SourceLoc loc) {
+  return loc.known() ? fmt::format("{}:{}", loc.line, loc.col) : std::string("?");
+}
+
+layout::Index static_shape(const ir::TensorType& t) {
+  auto s = t.static_shape();
+  if (!s) throw InternalError("a tile operand with a non-constant shape passed the verifier");
+  return *s;
+}
+
+// The view's constant shape (indexed dimensions dropped).
+layout::Index view_shape(const ir::TensorArg& arg) {
+  const layout::Index full = static_shape(arg.type());
+  layout::Index out;
+  for (size_t d = 0; d < full.size(); ++d) {
+    const bool indexed = d < arg.slices.size() && arg.slices[d].kind == ir::Slice::Kind::Index;
+    if (!indexed) out.push_back(full[d]);
+  }
+  return out;
+}
+
+class Collect : public ir::IRVisitor {
+ public:
+  std::map<const ir::VarNode*, const ir::AllocateFragmentInst*> fragments;
+  std::map<const ir::VarNode*, const ir::AllocateSharedInst*> open_shared;
+  std::vector<ir::Inst> ops;              // Copy, Gemm, Fill in program order
+  std::vector<const ir::VarNode*> order;  // fragments in program order
+  int64_t first_threads = 0;              // of the first register layout, when the header gives none
+
+  void visit_inst_stmt(const ir::InstStmt& s) override {
+    const ir::InstNode& inst = *s.inst;
+    if (const auto* f = inst.as<ir::AllocateFragmentInst>(); f && s.results.size() == 1) {
+      fragments[s.results[0].get()] = f;
+      order.push_back(s.results[0].get());
+    } else if (const auto* a = inst.as<ir::AllocateSharedInst>(); a && !a->layout && s.results.size() == 1) {
+      open_shared[s.results[0].get()] = a;
+    } else if (ir::is_tile_operator(inst.kind)) {
+      ops.push_back(s.inst);
+    }
+    if (const auto* r = inst.as<ir::AllocateRegisterInst>(); r && !first_threads)
+      first_threads = r->layout.num_threads();
+    if (const auto* l = dynamic_cast<const ir::LoadInst*>(&inst); l && !first_threads)
+      first_threads = l->layout.num_threads();
+    ir::IRVisitor::visit_inst_stmt(s);
+  }
+};
+
+class Inference {
+ public:
+  Inference(const Collect& c, int64_t threads, Diagnostics& diags)
+      : c_(c), threads_(threads), diags_(diags) {}
+
+  bool run() {
+    for (const ir::Inst& op : c_.ops)
+      if (const auto* g = op->as<ir::GemmInst>()) strict_gemm(*g);
+    for (bool changed = true; changed && ok_;) {
+      changed = false;
+      for (const ir::Inst& op : c_.ops)
+        if (const auto* cp = op->as<ir::CopyInst>()) changed |= common_copy(*cp);
+    }
+    for (const ir::VarNode* v : c_.order) {
+      if (!ok_) break;
+      if (decided_.count(v)) continue;
+      const ir::AllocateFragmentInst& f = *c_.fragments.at(v);
+      std::string why;
+      auto lay = copy_layout(static_shape(*v->type.tensor), f.dtype, threads_, &why);
+      if (!lay) {
+        diags_.error(f.loc, "cannot lay out fragment '{}': {}", v->name, why);
+        ok_ = false;
+        break;
+      }
+      decided_[v] = {*lay, f.loc, "a coalesced layout (no operator constrains it)"};
+    }
+    return ok_;
+  }
+
+  const std::map<const ir::VarNode*, Decision>& decided() const { return decided_; }
+  const std::map<const ir::VarNode*, layout::Layout>& shared() const { return shared_; }
+
+ private:
+  // Registers `lay` for the register tensor `arg` names, or reports the conflict with what was there.
+  bool assign(const ir::TensorArg& arg, const layout::Layout& lay, SourceLoc loc, const std::string& what) {
+    const ir::VarNode* v = arg.tensor.get();
+    const ir::TensorType& t = arg.type();
+    if (t.layout) {  // laid out by the program itself
+      if (*t.layout == lay) return true;
+      diags_.error(loc, "{} needs '{}' in layout {} but the program gives it {}", what, v->name,
+                   layout::print_layout(lay), layout::print_layout(*t.layout));
+      ok_ = false;
+      return false;
+    }
+    auto it = decided_.find(v);
+    if (it == decided_.end()) {
+      decided_[v] = {lay, loc, what};
+      return true;
+    }
+    if (it->second.layout == lay) return true;
+    diags_.error(loc, "{} needs '{}' in layout {} but {} at {} needs {}", what, v->name,
+                 layout::print_layout(lay), it->second.what, loc_text(it->second.loc),
+                 layout::print_layout(it->second.layout));
+    ok_ = false;
+    return false;
+  }
+
+  void shared_operand(const ir::TensorArg& arg) {
+    const ir::VarNode* v = arg.tensor.get();
+    if (!c_.open_shared.count(v)) return;  // laid out by the program
+    shared_[v] = shared_tile_layout(static_shape(arg.type()), arg.type().dtype);
+  }
+
+  void strict_gemm(const ir::GemmInst& g) {
+    const layout::Index cs = view_shape(g.c), as = view_shape(g.a);
+    const int64_t m = cs[0], n = cs[1], k = g.transpose_a ? as[0] : as[1];
+    if (k % 16 != 0) {
+      diags_.error(g.loc, "Gemm: K = {} is not a multiple of 16 (mma.m16n8k16's k)", k);
+      ok_ = false;
+      return;
+    }
+    std::string why;
+    auto w = gemm_warp_partition(m, n, threads_ / 32, &why);
+    if (threads_ % 32 != 0 || !w) {
+      diags_.error(g.loc, "Gemm: {}",
+                   threads_ % 32 ? fmt::format("{} threads are not whole warps", threads_) : why);
+      ok_ = false;
+      return;
+    }
+    const std::string part = fmt::format("{} x {} warps", w->wm, w->wn);
+    if (!assign(g.c, gemm_c_layout(m, n, *w), g.loc, fmt::format("the accumulator of Gemm ({})", part)))
+      return;
+    if (g.a.type().scope == ir::Scope::Register) {
+      layout::Layout a = gemm_a_layout(m, k, *w);
+      if (g.transpose_a) a = layout::transpose(a);
+      if (!assign(g.a, a, g.loc, fmt::format("operand a of Gemm ({})", part))) return;
+    } else {
+      shared_operand(g.a);
+    }
+    if (g.b.type().scope == ir::Scope::Register) {
+      layout::Layout b = gemm_b_layout(k, n, *w);
+      if (g.transpose_b) b = layout::transpose(b);
+      assign(g.b, b, g.loc, fmt::format("operand b of Gemm ({})", part));
+    } else {
+      shared_operand(g.b);
+    }
+  }
+
+  // A register-to-register Copy: one side's layout becomes the other's.
+  bool common_copy(const ir::CopyInst& cp) {
+    if (cp.src.type().scope != ir::Scope::Register || cp.dst.type().scope != ir::Scope::Register)
+      return false;
+    auto known = [&](const ir::TensorArg& a) -> std::optional<layout::Layout> {
+      if (a.type().layout) return a.type().layout;
+      auto it = decided_.find(a.tensor.get());
+      return it == decided_.end() ? std::nullopt : std::optional<layout::Layout>(it->second.layout);
+    };
+    auto s = known(cp.src), d = known(cp.dst);
+    const std::string what = fmt::format("Copy from '{}' to '{}'", cp.src.tensor->name, cp.dst.tensor->name);
+    if (s && !d) return assign(cp.dst, *s, cp.loc, what);
+    if (d && !s) return assign(cp.src, *d, cp.loc, what);
+    if (s && d && !(*s == *d)) assign(cp.dst, *s, cp.loc, what);  // reports the conflict
+    return false;
+  }
+
+  const Collect& c_;
+  int64_t threads_;
+  Diagnostics& diags_;
+  bool ok_ = true;
+  std::map<const ir::VarNode*, Decision> decided_;
+  std::map<const ir::VarNode*, layout::Layout> shared_;
+};
+
+// Retypes the fragments and open shared tiles with their layouts and rewrites their allocations.
+class Retype : public ir::IRMutator {
+ public:
+  Retype(const Inference& inf) {
+    for (const auto& [v, d] : inf.decided()) retyped(v, d.layout);
+    for (const auto& [v, lay] : inf.shared()) retyped(v, lay);
+  }
+
+  ir::Var mutate_var(const ir::Var& v) override {
+    auto it = vars_.find(v.get());
+    return it == vars_.end() ? v : it->second;
+  }
+
+  ir::Stmt mutate_inst_stmt(const ir::Stmt& s, const ir::InstStmt& node) override {
+    if (node.results.size() == 1) {
+      auto it = vars_.find(node.results[0].get());
+      if (it != vars_.end()) {
+        const ir::Var& nv = it->second;
+        const layout::Layout& lay = *nv->type.tensor->layout;
+        if (const auto* f = node.inst->as<ir::AllocateFragmentInst>()) {
+          auto inst =
+              std::make_shared<ir::AllocateRegisterInst>(f->dtype, lay, mutate_expr_or_null(f->init), f->loc);
+          return std::make_shared<ir::InstStmt>(std::vector<ir::Var>{nv}, inst, node.loc);
+        }
+        if (const auto* a = node.inst->as<ir::AllocateSharedInst>()) {
+          auto inst =
+              std::make_shared<ir::AllocateSharedInst>(a->dtype, std::vector<ir::Expr>{}, lay, a->loc);
+          return std::make_shared<ir::InstStmt>(std::vector<ir::Var>{nv}, inst, node.loc);
+        }
+      }
+    }
+    return ir::IRMutator::mutate_inst_stmt(s, node);
+  }
+
+ private:
+  ir::Expr mutate_expr_or_null(const ir::Expr& e) { return e ? mutate_expr(e) : e; }
+
+  void retyped(const ir::VarNode* v, const layout::Layout& lay) {
+    ir::TensorType t = *v->type.tensor;
+    t.layout = lay;
+    vars_[v] = ir::make_var(v->name, ir::ValueType::tensor_of(std::move(t)), v->loc);
+  }
+
+  std::map<const ir::VarNode*, ir::Var> vars_;
+};
+
+}  // namespace
+
+std::optional<ir::Program> infer_layouts(ir::Program program, Diagnostics& diags) {
+  Collect c;
+  c.visit_program(program);
+  if (c.fragments.empty() && c.ops.empty()) return program;
+  const int64_t threads = program.threads > 0 ? program.threads : c.first_threads;
+  if (threads <= 0) {
+    diags.error(program.loc, "'{}' uses tile operators but has no thread count: write def {}<...>[threads=T]",
+                program.name, program.name);
+    return std::nullopt;
+  }
+  Inference inference(c, threads, diags);
+  if (!inference.run()) return std::nullopt;
+  return Retype(inference).mutate_program(program);
+}
+
+}  // namespace tilevm::tile

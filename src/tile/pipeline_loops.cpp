@@ -1,0 +1,277 @@
+// Software pipelining of loops with stages= (pipeline_loops.h).
+#include "tilevm/tile/pipeline_loops.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "tilevm/ir/inst/all.h"
+#include "tilevm/ir/mutator.h"
+#include "tilevm/ir/visitor.h"
+
+namespace tilevm::tile {
+
+namespace {
+
+using ir::Scope;
+
+ir::Stmt inst_stmt(ir::Inst inst, std::vector<ir::Var> results = {}) {
+  const SourceLoc loc = inst->loc;
+  return std::make_shared<ir::InstStmt>(std::move(results), std::move(inst), loc);
+}
+
+// Arithmetic that leaves out the identities (a loop from 0 by 1 is the common case; the printed program
+// should read as the author would have written it).
+bool is_const(const ir::Expr& e, int64_t v) {
+  auto c = ir::as_const_int(e);
+  return c && *c == v;
+}
+ir::Expr add(ir::Expr a, ir::Expr b) {
+  if (is_const(a, 0)) return b;
+  if (is_const(b, 0)) return a;
+  return ir::make_binary(ir::BinaryOp::Add, std::move(a), std::move(b));
+}
+ir::Expr sub(ir::Expr a, ir::Expr b) {
+  if (is_const(b, 0)) return a;
+  return ir::make_binary(ir::BinaryOp::Sub, std::move(a), std::move(b));
+}
+ir::Expr mul(ir::Expr a, ir::Expr b) {
+  if (is_const(b, 1)) return a;
+  if (is_const(a, 1)) return b;
+  return ir::make_binary(ir::BinaryOp::Mul, std::move(a), std::move(b));
+}
+ir::Expr div(ir::Expr a, ir::Expr b) {
+  if (is_const(b, 1)) return a;
+  return ir::make_binary(ir::BinaryOp::Div, std::move(a), std::move(b));
+}
+
+// Every use of a variable (as an operand or in an expression) and the shared tensors each loop writes.
+class Uses : public ir::IRVisitor {
+ public:
+  std::map<const ir::VarNode*, int> count;
+  void visit_inst(const ir::Inst& inst) override {
+    for (const ir::Var& v : inst->used_vars()) ++count[v.get()];
+    ir::IRVisitor::visit_inst(inst);
+  }
+};
+
+// The copies of a loop body that can be pipelined (see the header).
+std::vector<const ir::InstStmt*> pipelinable_copies(const ir::ForStmt& f,
+                                                    const std::map<const ir::VarNode*, int>& all_uses) {
+  Uses inside;
+  inside.visit_block(f.body);
+  // Shared tensors written by something other than a candidate copy, anywhere in the body.
+  struct Writers : ir::IRVisitor {
+    std::map<const ir::VarNode*, int> writes;
+    void visit_inst(const ir::Inst& inst) override {
+      for (const ir::Var& v : inst->writes()) ++writes[v.get()];
+    }
+  } writers;
+  writers.visit_block(f.body);
+  std::set<const ir::VarNode*> allocated_inside;
+  struct Allocs : ir::IRVisitor {
+    std::set<const ir::VarNode*>* out;
+    void visit_inst_stmt(const ir::InstStmt& s) override {
+      for (const ir::Var& r : s.results) out->insert(r.get());
+      ir::IRVisitor::visit_inst_stmt(s);
+    }
+  } allocs;
+  allocs.out = &allocated_inside;
+  allocs.visit_block(f.body);
+
+  std::vector<const ir::InstStmt*> out;
+  for (const ir::Stmt& s : f.body) {
+    const auto* is = s ? s->as<ir::InstStmt>() : nullptr;
+    const auto* c = is ? is->inst->as<ir::CopyInst>() : nullptr;
+    if (!c) continue;
+    const ir::VarNode* x = c->dst.tensor.get();
+    const ir::TensorType& dt = c->dst.type();
+    if (c->src.type().scope != Scope::Global || dt.scope != Scope::Shared || !c->dst.slices.empty() ||
+        dt.dtype != c->src.type().dtype || allocated_inside.count(x))
+      continue;
+    auto total = all_uses.find(x);
+    auto in = inside.count.find(x);
+    if (total == all_uses.end() || in == inside.count.end() || total->second != in->second) continue;
+    if (writers.writes[x] != 1) continue;
+    out.push_back(is);
+  }
+  return out;
+}
+
+class Pipeline : public ir::IRMutator {
+ public:
+  explicit Pipeline(std::map<const ir::VarNode*, int> uses) : uses_(std::move(uses)) {}
+
+  ir::Program run(const ir::Program& p) {
+    // First the loops (which decide the buffered tensors), then the allocations of those tensors.
+    ir::Program out = mutate_program(p);
+    if (buffered_.empty()) return out;
+    realloc_ = true;
+    return mutate_program(out);
+  }
+
+  ir::Stmt mutate_inst_stmt(const ir::Stmt& s, const ir::InstStmt& node) override {
+    if (!realloc_ || node.results.size() != 1) return ir::IRMutator::mutate_inst_stmt(s, node);
+    auto it = buffered_.find(node.results[0].get());
+    if (it == buffered_.end()) return s;
+    const auto& a = *node.inst->as<ir::AllocateSharedInst>();
+    const ir::TensorType& t = *it->second->type.tensor;
+    return inst_stmt(
+        std::make_shared<ir::AllocateSharedInst>(a.dtype, std::vector<ir::Expr>{}, *t.layout, a.loc),
+        {it->second});
+  }
+
+  ir::Block mutate_block(const ir::Block& block) override {
+    if (realloc_) return ir::IRMutator::mutate_block(block);
+    ir::Block out;
+    for (const ir::Stmt& s : block) {
+      const auto* f = s ? s->as<ir::ForStmt>() : nullptr;
+      if (f && f->attrs.stages >= 2) {
+        if (pipeline(*f, out)) continue;
+      }
+      if (ir::Stmt m = mutate_stmt(s)) out.push_back(std::move(m));
+    }
+    return out;
+  }
+
+ private:
+  // Appends the pipelined form of `f` to `out`; false (appending nothing) when it has nothing to pipeline.
+  bool pipeline(const ir::ForStmt& f, ir::Block& out) {
+    auto step = ir::as_const_int(f.step);
+    if (!step || *step <= 0) return false;
+    std::vector<const ir::InstStmt*> copies = pipelinable_copies(f, uses_);
+    if (copies.empty()) return false;
+    const int64_t stages = f.attrs.stages;
+    const SourceLoc loc = f.loc;
+
+    // The buffered tensors: S tiles of the original's layout.
+    std::map<const ir::VarNode*, ir::Var> buffers;
+    for (const ir::InstStmt* is : copies) {
+      const ir::Var& x = is->inst->as<ir::CopyInst>()->dst.tensor;
+      ir::TensorType t = *x->type.tensor;
+      layout::Index lead{stages};
+      for (size_t d = 0; d < t.shape.size(); ++d) lead.push_back(1);
+      t.layout = compose(layout::local(lead), *t.layout);
+      t.shape.insert(t.shape.begin(), ir::make_int(stages));
+      ir::Var nx = ir::make_var(x->name, ir::ValueType::tensor_of(std::move(t)), x->loc);
+      buffers[x.get()] = nx;
+      buffered_[x.get()] = nx;
+    }
+
+    // The value of the loop variable at iteration index `i`, and the index of value `k`.
+    auto value_at = [&](ir::Expr i) { return add(f.start, mul(std::move(i), f.step)); };
+    const ir::Expr k = ir::make_var_ref(f.var);
+    const ir::Expr index = div(sub(k, f.start), f.step);
+    auto stage_of = [&](ir::Expr i) {
+      return ir::make_binary(ir::BinaryOp::Mod, std::move(i), ir::make_int(stages));
+    };
+
+    // The copies of iteration index `i`, into stage `stage`.
+    auto issue = [&](const ir::Expr& value, const ir::Expr& stage) {
+      ir::Block b;
+      for (const ir::InstStmt* is : copies) {
+        const auto& c = *is->inst->as<ir::CopyInst>();
+        struct Subst : ir::IRMutator {
+          const ir::VarNode* var;
+          ir::Expr value;
+          ir::Expr mutate_expr(const ir::Expr& e) override {
+            if (const auto* r = e->as<ir::VarRef>(); r && r->var.get() == var) return value;
+            return ir::IRMutator::mutate_expr(e);
+          }
+        } subst;
+        subst.var = f.var.get();
+        subst.value = value;
+        ir::TensorArg src = ir::rewrite(
+            c.src, [&](const ir::Expr& e) { return subst.mutate_expr(e); },
+            [](const ir::Var& v) { return v; });
+        ir::TensorArg dst{
+            buffers.at(c.dst.tensor.get()), {ir::Slice{ir::Slice::Kind::Index, stage}}, c.dst.loc};
+        b.push_back(inst_stmt(std::make_shared<ir::CopyAsyncInst>(dst, src, c.loc)));
+      }
+      return b;
+    };
+    auto guarded = [&](ir::Expr cond, ir::Block body) {
+      return std::make_shared<ir::IfStmt>(std::vector<ir::Expr>{std::move(cond)},
+                                          std::vector<ir::Block>{std::move(body)}, ir::Block{}, false, loc);
+    };
+    auto commit = [&] { return inst_stmt(std::make_shared<ir::CopyAsyncCommitGroupInst>(loc)); };
+
+    // Prologue: iterations 0 .. S - 2, one commit group each (empty past the end, so the wait count holds).
+    const ir::Var p =
+        ir::make_var(fmt::format("{}_stage", f.var->name), ir::ValueType::scalar(DataType::i32()), loc);
+    ir::Block prologue;
+    prologue.push_back(guarded(ir::make_binary(ir::BinaryOp::Lt, value_at(ir::make_var_ref(p)), f.stop),
+                               issue(value_at(ir::make_var_ref(p)), ir::make_var_ref(p))));
+    prologue.push_back(commit());
+    out.push_back(std::make_shared<ir::ForStmt>(p, ir::make_int(0), ir::make_int(stages - 1), ir::make_int(1),
+                                                std::move(prologue), loc, ir::LoopAttrs{.unroll = 0}));
+
+    // The loop: wait for this iteration's group, one barrier, refill the stage of the iteration before.
+    ir::Block body;
+    body.push_back(inst_stmt(std::make_shared<ir::CopyAsyncWaitGroupInst>(ir::make_int(stages - 2), loc)));
+    body.push_back(inst_stmt(std::make_shared<ir::SynchronizeInst>(loc)));
+    const ir::Expr ahead = add(index, ir::make_int(stages - 1));
+    body.push_back(guarded(ir::make_binary(ir::BinaryOp::Lt, value_at(ahead), f.stop),
+                           issue(value_at(ahead), stage_of(ahead))));
+    body.push_back(commit());
+    // The rest of the body reads this iteration's stage.
+    std::set<const ir::InstStmt*> moved(copies.begin(), copies.end());
+    const ir::Expr here = stage_of(index);
+    for (const ir::Stmt& s : f.body) {
+      if (const auto* is = s ? s->as<ir::InstStmt>() : nullptr; is && moved.count(is)) continue;
+      body.push_back(restage(s, buffers, here));
+    }
+    out.push_back(std::make_shared<ir::ForStmt>(f.var, f.start, f.stop, f.step, std::move(body), loc,
+                                                ir::LoopAttrs{.unroll = f.attrs.unroll, .stages = 1}));
+    out.push_back(inst_stmt(std::make_shared<ir::CopyAsyncWaitGroupInst>(ir::make_int(0), loc)));
+    return true;
+  }
+
+  // `s` with every operand naming a buffered tensor x turned into x'[stage].
+  static ir::Stmt restage(const ir::Stmt& s, const std::map<const ir::VarNode*, ir::Var>& buffers,
+                          const ir::Expr& stage) {
+    struct Restage : ir::IRMutator {
+      const std::map<const ir::VarNode*, ir::Var>* buffers;
+      ir::Expr stage;
+      ir::Inst mutate_inst(const ir::Inst& inst) override {
+        // Each TensorArg of the instruction: rebuilt through its args so that a view gains the stage index.
+        ir::InstArgs args = ir::inst_args(*inst);
+        bool changed = false;
+        for (size_t i = 0; i < args.size(); ++i) {
+          ir::ArgValue& a = args.at(i);
+          if (!a.present) continue;
+          auto fix = [&](ir::TensorArg& t) {
+            auto it = buffers->find(t.tensor.get());
+            if (it == buffers->end()) return;
+            t.tensor = it->second;
+            t.slices.insert(t.slices.begin(), ir::Slice{ir::Slice::Kind::Index, stage});
+            changed = true;
+          };
+          if (a.tensor.tensor) fix(a.tensor);
+          if (a.operand.tensor) fix(*a.operand.tensor);
+        }
+        ir::Inst base = ir::IRMutator::mutate_inst(inst);
+        if (!changed) return base;
+        return args.def().build(args, inst->loc);
+      }
+    } r;
+    r.buffers = &buffers;
+    r.stage = stage;
+    return r.mutate_stmt(s);
+  }
+
+  std::map<const ir::VarNode*, int> uses_;
+  std::map<const ir::VarNode*, ir::Var> buffered_;
+  bool realloc_ = false;
+};
+
+}  // namespace
+
+ir::Program pipeline_loops(ir::Program program) {
+  Uses uses;
+  uses.visit_program(program);
+  return Pipeline(std::move(uses.count)).run(program);
+}
+
+}  // namespace tilevm::tile
