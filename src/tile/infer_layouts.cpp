@@ -72,8 +72,8 @@ class Collect : public ir::IRVisitor {
 
 class Inference {
  public:
-  Inference(const Collect& c, int64_t threads, Diagnostics& diags)
-      : c_(c), threads_(threads), diags_(diags) {}
+  Inference(const Collect& c, int64_t threads, const target::Target& target, Diagnostics& diags)
+      : c_(c), threads_(threads), target_(target), diags_(diags) {}
 
   bool run() {
     for (const ir::Inst& op : c_.ops)
@@ -141,6 +141,21 @@ class Inference {
       ok_ = false;
       return;
     }
+    GemmShape shape{m, n, k, g.a.type().dtype, g.c.type().dtype};
+    shape.a_shared = g.a.type().scope == ir::Scope::Shared;
+    shape.b_shared = g.b.type().scope == ir::Scope::Shared;
+    shape.a_open = c_.open_shared.count(g.a.tensor.get()) > 0;
+    shape.b_open = c_.open_shared.count(g.b.tensor.get()) > 0;
+    shape.transpose_a = g.transpose_a;
+    shape.transpose_b = g.transpose_b;
+    if (gemm_uses_wgmma(shape, threads_, target_)) {
+      if (!assign(g.c, gemm_wgmma_c_layout(m, n, threads_), g.loc,
+                  fmt::format("the accumulator of Gemm (wgmma over {} warpgroups)", threads_ / 128)))
+        return;
+      shared_operand(g.a);
+      shared_operand(g.b);
+      return;
+    }
     std::string why;
     auto w = gemm_warp_partition(m, n, threads_ / 32, &why);
     if (threads_ % 32 != 0 || !w) {
@@ -187,6 +202,7 @@ class Inference {
 
   const Collect& c_;
   int64_t threads_;
+  const target::Target& target_;
   Diagnostics& diags_;
   bool ok_ = true;
   std::map<const ir::VarNode*, Decision> decided_;
@@ -241,7 +257,8 @@ class Retype : public ir::IRMutator {
 
 }  // namespace
 
-std::optional<ir::Program> infer_layouts(ir::Program program, Diagnostics& diags) {
+std::optional<ir::Program> infer_layouts(ir::Program program, Diagnostics& diags,
+                                         const target::Target& target) {
   Collect c;
   c.visit_program(program);
   if (c.fragments.empty() && c.ops.empty()) return program;
@@ -251,7 +268,7 @@ std::optional<ir::Program> infer_layouts(ir::Program program, Diagnostics& diags
                 program.name, program.name);
     return std::nullopt;
   }
-  Inference inference(c, threads, diags);
+  Inference inference(c, threads, target, diags);
   if (!inference.run()) return std::nullopt;
   return Retype(inference).mutate_program(program);
 }

@@ -42,7 +42,8 @@ ir::TensorArg whole(const ir::Var& v, SourceLoc loc) {
 
 class Lower : public ir::IRMutator {
  public:
-  Lower(int64_t threads, Diagnostics& diags) : threads_(threads), diags_(diags) {}
+  Lower(int64_t threads, const target::Target& target, Diagnostics& diags)
+      : threads_(threads), target_(target), diags_(diags) {}
   bool ok() const { return ok_; }
 
   ir::Block mutate_block(const ir::Block& block) override {
@@ -145,6 +146,14 @@ class Lower : public ir::IRMutator {
   void lower_gemm(const ir::GemmInst& g) {
     const layout::Index cs = view_shape(g.c), as = view_shape(g.a);
     const int64_t m = cs[0], n = cs[1], k = g.transpose_a ? as[0] : as[1];
+    (void)k;
+    // infer_layouts recorded wgmma in the accumulator's layout: one Dot on the shared tiles.
+    if (target_.features.wgmma && threads_ % 128 == 0 && g.a.type().scope == Scope::Shared &&
+        g.b.type().scope == Scope::Shared && m % (64 * (threads_ / 128)) == 0 && n % 8 == 0 && n <= 256 &&
+        *g.c.type().layout == gemm_wgmma_c_layout(m, n, threads_)) {
+      emit(std::make_shared<ir::DotInst>(g.a, g.b, g.c, g.c.tensor, g.loc, g.transpose_a, g.transpose_b));
+      return;
+    }
     std::string why;
     auto w = gemm_warp_partition(m, n, threads_ / 32, &why);
     if (!w)
@@ -205,6 +214,7 @@ class Lower : public ir::IRMutator {
   }
 
   int64_t threads_;
+  const target::Target& target_;
   Diagnostics& diags_;
   bool ok_ = true;
   ir::Block* out_ = nullptr;
@@ -230,9 +240,10 @@ bool has_tile_operators(const ir::Block& block) {
 
 }  // namespace
 
-std::optional<ir::Program> lower_tile_ops(ir::Program program, Diagnostics& diags) {
+std::optional<ir::Program> lower_tile_ops(ir::Program program, Diagnostics& diags,
+                                          const target::Target& target) {
   if (!has_tile_operators(program.body)) return program;
-  Lower lower(program.threads, diags);
+  Lower lower(program.threads, target, diags);
   ir::Program out = lower.mutate_program(program);
   if (!lower.ok()) return std::nullopt;
   return out;

@@ -25,11 +25,11 @@ struct Pass {
   const char* name;
   // The program after the pass, or nullopt after reporting to the diagnostics (the tile layer's passes
   // can meet a program no layout satisfies; the VM's passes cannot fail).
-  std::optional<ir::Program> (*run)(ir::Program, Diagnostics&);
+  std::optional<ir::Program> (*run)(ir::Program, Diagnostics&, const target::Target&);
 };
 
 template <ir::Program (*F)(ir::Program)>
-std::optional<ir::Program> infallible(ir::Program p, Diagnostics&) {
+std::optional<ir::Program> infallible(ir::Program p, Diagnostics&, const target::Target&) {
   return F(std::move(p));
 }
 
@@ -87,7 +87,7 @@ const std::vector<std::string>& lowering_passes() {
 std::optional<ir::Program> lower(ir::Program program, Diagnostics& diags, const LowerOptions& options) {
   if (!ir::verify_program(program, diags)) return std::nullopt;
   for (const Pass& pass : kPipeline) {
-    std::optional<ir::Program> next = pass.run(std::move(program), diags);
+    std::optional<ir::Program> next = pass.run(std::move(program), diags, options.target);
     if (!next) return std::nullopt;
     program = *std::move(next);
     if (options.verify_each_pass) {

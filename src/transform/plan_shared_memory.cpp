@@ -96,6 +96,17 @@ class Liveness {
         // tile at the swizzle's period (8 rows of up to 128 bytes).
         async_operand(c->dst.tensor, 128);
       }
+      if (const auto* d = is->inst->as<ir::DotInst>()) {
+        // A synchronous Dot on shared tiles is wgmma on sm_90a: its descriptors need a swizzled tile at the
+        // swizzle's period too (the tile layer's Gemm lowers to it), though it finishes before the next
+        // instruction.
+        for (const ir::TensorArg* x : {&d->a, &d->b}) {
+          auto it = index_.find(x->tensor.get());
+          if (it == index_.end()) continue;
+          const ir::TensorType& t = *x->tensor->type.tensor;
+          if (t.layout && t.layout->has_swizzle()) intervals[it->second].align = 1024;
+        }
+      }
       if (const auto* d = is->inst->as<ir::DotAsyncInst>()) {
         // The tensor cores read the operands until a later wait that the plan does not track, and a swizzled
         // operand's descriptor needs it aligned to the swizzle's period.

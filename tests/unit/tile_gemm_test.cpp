@@ -7,14 +7,13 @@
 #include <cmath>
 
 #include "example_util.h"
+#include "tilevm/exec/gpu_runner.h"
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/visitor.h"
 #include "tilevm/ops/gemm/gemm_data.h"
 
 namespace tilevm::tile {
 namespace {
-
-using example_test::load_example;
 
 struct Count : ir::IRVisitor {
   std::map<std::string, int> by_name;
@@ -27,8 +26,22 @@ std::map<std::string, int> count_instructions(const ir::Program& p) {
   return c.by_name;
 }
 
-void expect_product(const std::map<std::string, std::string>& defines, int64_t m, int64_t n, int64_t k) {
-  std::optional<ir::Program> p = load_example("tile/gemm_f16.tile", defines);
+// examples/tile/gemm_f16.tile lowered for `target`.
+std::optional<ir::Program> lowered(const std::map<std::string, std::string>& defines,
+                                   const target::Target& target) {
+  const std::string source = example_test::read_text(example_test::example_path("tile/gemm_f16.tile"));
+  Diagnostics diags;
+  ir::ParseOptions options;
+  options.defines = defines;
+  std::optional<ir::Program> p = ir::parse_program(source, diags, options);
+  if (p) p = transform::lower(*std::move(p), diags, {.target = target, .verify_each_pass = true});
+  if (!p) ADD_FAILURE() << diags.render("gemm_f16.tile", source);
+  return p;
+}
+
+void expect_product(const std::map<std::string, std::string>& defines, int64_t m, int64_t n, int64_t k,
+                    const target::Target& target = target::Target::generic_sm80()) {
+  std::optional<ir::Program> p = lowered(defines, target);
   ASSERT_TRUE(p);
   ops::GemmData data = ops::random_gemm_data(m, n, k, static_cast<uint32_t>(m * 7 + n * 3 + k));
   interp::Arguments args = data.args();
@@ -39,38 +52,77 @@ void expect_product(const std::map<std::string, std::string>& defines, int64_t m
   EXPECT_EQ(ops::gemm_mismatch(data, data.c, std::ldexp(1.0, -10), std::ldexp(1.0, -24)), "");
 }
 
+const std::map<std::string, std::string> kSmall = {{"BM", "64"}, {"BN", "64"}, {"BK", "32"}, {"STAGES", "3"}};
+
 TEST(TileGemm, PipelinedProductOnTheInterpreter) {
-  expect_product({{"BM", "64"}, {"BN", "64"}}, 150, 136, 200);
+  expect_product(kSmall, 150, 136, 200);
 }
 
 TEST(TileGemm, EveryPipelineDepth) {
   for (const char* stages : {"1", "2", "4"}) {
     SCOPED_TRACE(stages);
-    expect_product({{"BM", "64"}, {"BN", "32"}, {"STAGES", stages}}, 70, 72, 100);
+    expect_product({{"BM", "64"}, {"BN", "32"}, {"BK", "32"}, {"STAGES", stages}}, 70, 72, 100);
   }
 }
 
 TEST(TileGemm, DefaultTilesOnTheInterpreter) {
-  expect_product({}, 128, 136, 96);
+  expect_product({}, 136, 264, 136);
+}
+
+// On sm_90a the same program lowers to one wgmma Dot per step (64-row blocks per warpgroup); the interpreter
+// runs that form too.
+TEST(TileGemm, WgmmaFormOnTheInterpreter) {
+  const target::Target h100 = target::Target::h100_sxm();
+  std::optional<ir::Program> p = lowered({}, h100);
+  ASSERT_TRUE(p);
+  std::map<std::string, int> n = count_instructions(*p);
+  EXPECT_EQ(n["Dot"], 1);
+  EXPECT_EQ(n["LoadShared"], 0);  // the tensor cores read the shared tiles themselves
+  expect_product({}, 136, 264, 136, h100);
+  expect_product({{"BM", "64"}, {"BN", "64"}, {"BK", "32"}, {"STAGES", "2"}}, 100, 72, 80, h100);
 }
 
 TEST(TileGemm, LoweredProgramHasNoTileOperators) {
-  std::optional<ir::Program> p = load_example("tile/gemm_f16.tile");
+  std::optional<ir::Program> p = lowered({}, target::Target::generic_sm80());
   ASSERT_TRUE(p);
   std::map<std::string, int> n = count_instructions(*p);
   for (const char* op : {"AllocateFragment", "Copy", "Gemm", "Fill"}) EXPECT_EQ(n[op], 0) << op;
   EXPECT_EQ(n["Dot"], 1);
+  EXPECT_EQ(n["LoadShared"], 2);
   EXPECT_EQ(n["CopyAsync"], 4);  // two tiles, in the prologue and the refill
   EXPECT_EQ(n["Synchronize"], 1);
 }
 
 TEST(TileGemm, UnpipelinedLoopGetsBarriersBothWays) {
-  std::optional<ir::Program> p = load_example("tile/gemm_f16.tile", {{"STAGES", "1"}});
+  std::optional<ir::Program> p = lowered({{"STAGES", "1"}}, target::Target::generic_sm80());
   ASSERT_TRUE(p);
   std::map<std::string, int> n = count_instructions(*p);
   EXPECT_EQ(n["CopyAsync"], 0);
   // One before the copies overwrite what the last iteration's Gemm read, one before the Gemm reads them.
   EXPECT_EQ(n["Synchronize"], 2);
+}
+
+// On the GPU, both lowerings: the example's tiles (wgmma on an sm_90a device) and tiles no warpgroup split
+// fits (BM = 64 over two warpgroups: ldmatrix + mma.sync), against the double product on fresh inputs whose
+// output starts as NaN. run_on_gpu lowers the parsed program for the device.
+TEST(TileGemmGpu, ProductOnTheDevice) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const std::string source = example_test::read_text(example_test::example_path("tile/gemm_f16.tile"));
+  for (const auto& defines : {std::map<std::string, std::string>{}, kSmall,
+                              std::map<std::string, std::string>{{"BM", "64"}, {"BN", "128"}}}) {
+    SCOPED_TRACE(defines.empty() ? "defaults" : defines.begin()->second);
+    Diagnostics diags;
+    ir::ParseOptions options;
+    options.defines = defines;
+    std::optional<ir::Program> p = ir::parse_program(source, diags, options);
+    ASSERT_TRUE(p) << diags.render("gemm_f16.tile", source);
+    const int64_t m = 333, n = 520, k = 264;
+    ops::GemmData data = ops::random_gemm_data(m, n, k, 99);
+    interp::Arguments args = data.args();
+    ASSERT_TRUE(exec::run_on_gpu(*p, args, diags)) << diags.render("gemm_f16.tile", source);
+    // f32 sums in the tensor cores' order, then one rounding to f16.
+    EXPECT_EQ(ops::gemm_mismatch(data, data.c, std::ldexp(1.0, -10), 1e-5 * k), "");
+  }
 }
 
 }  // namespace

@@ -103,8 +103,8 @@ void run_gemm(const BenchRequest& req, const runtime::Device& device) {
   const target::Target target = exec::device_target(device.info());
   std::optional<exec::GpuProgram> fixed;
   if (!req.gemm.empty()) {
-    const ir::Program program =
-        load_program(req.gemm, parse_defines(req.defines), transform::LowerOptions{}, nullptr);
+    const ir::Program program = load_program(req.gemm, parse_defines(req.defines),
+                                             transform::LowerOptions{.target = target}, nullptr);
     fixed = exec::GpuProgram::load(device, exec::compile_program(program, target));
   }
   tune::TimingOptions timing;

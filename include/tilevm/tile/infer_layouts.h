@@ -2,8 +2,9 @@
 // It gives every fragment (AllocateFragment) a register layout and every shared tile that a Gemm reads and
 // whose layout the program left out (AllocateShared(shape=)) a swizzled one, in three levels:
 //
-//   strict   a Gemm fixes its accumulator's layout (mma fragments over a warp partition) and the layouts of
-//            register operands; its shared operands get tile_layouts.h's swizzle
+//   strict   a Gemm fixes its accumulator's layout (wgmma's accumulator over the warpgroups where the target
+//            has wgmma and the operands allow it, else mma fragments over a warp partition) and the layouts
+//            of register operands; its shared operands get tile_layouts.h's swizzle
 //   common   a Copy between two register tiles gives both one layout, propagated until nothing changes
 //   free     a fragment still open gets the coalesced copy layout of its shape
 //
@@ -19,10 +20,12 @@
 
 #include "tilevm/ir/program.h"
 #include "tilevm/support/diagnostics.h"
+#include "tilevm/target/target.h"
 
 namespace tilevm::tile {
 
 // @pre `program` verifies. nullopt after reporting to `diags` when no layout satisfies the operators.
-std::optional<ir::Program> infer_layouts(ir::Program program, Diagnostics& diags);
+std::optional<ir::Program> infer_layouts(ir::Program program, Diagnostics& diags,
+                                         const target::Target& target);
 
 }  // namespace tilevm::tile

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tilevm/layout/layout.h"
+#include "tilevm/target/target.h"
 #include "tilevm/type/data_type.h"
 
 namespace tilevm::tile {
@@ -32,6 +33,24 @@ std::optional<WarpPartition> gemm_warp_partition(int64_t m, int64_t n, int64_t w
 layout::Layout gemm_c_layout(int64_t m, int64_t n, WarpPartition w);
 layout::Layout gemm_a_layout(int64_t m, int64_t k, WarpPartition w);
 layout::Layout gemm_b_layout(int64_t k, int64_t n, WarpPartition w);
+
+// Whether a Gemm runs on Hopper's wgmma (one synchronous Dot on the shared tiles) rather than on mma.sync
+// (a loop of LoadShared + Dot on register fragments): the target has wgmma, the block is whole warpgroups,
+// a [M, K] and b [N, K] (transpose_b) are shared tiles whose layout the tile layer chooses
+// (shared_tile_layout: rows of 32, 64 or 128 bytes are exactly wgmma's swizzled forms), f16 or bf16 into
+// f32 (or f16 for f16), M a multiple of 64 per warpgroup, N a multiple of 8 up to 256. The choice is
+// recorded in the accumulator's layout, so the lowering reads it back from there.
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  DataType ab = DataType::f16(), c = DataType::f32();
+  bool a_shared = false, b_shared = false, a_open = false, b_open = false;
+  bool transpose_a = false, transpose_b = false;
+};
+bool gemm_uses_wgmma(const GemmShape& g, int64_t threads, const target::Target& target);
+// The wgmma accumulator [M, N] over threads / 128 warpgroups, each taking M / warpgroups rows:
+// spatial(W, 1).local(M / 64 W, 1).<wgmma m64nNk16 accumulator> (target/wgmma.h). @pre M a multiple of 64 W,
+// N of 8 up to 256.
+layout::Layout gemm_wgmma_c_layout(int64_t m, int64_t n, int64_t threads);
 
 // A shared tile [R, C] in rows of 16-byte chunks whose chunk index is XORed with the row, so that the 8
 // rows an ldmatrix (or a column of 16-byte stores) touches fall in 8 different bank groups: chunk c of row i

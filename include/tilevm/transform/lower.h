@@ -3,8 +3,13 @@
 // (Halide's Lower.cpp, MLIR's pass manager):
 //
 //   infer_threads         Program::threads from the register layouts (infer_threads.h)
-//   analyze_nan_payload   marks the results whose NaN bits no reader sees (analyze_nan_payload.h)
-//   plan_shared_memory    every AllocateShared's byte range, Program::shared_bytes (plan_shared_memory.h)
+//   infer_layouts         the tile layer: layouts of fragments and open shared tiles (tile/infer_layouts.h)
+//   pipeline_loops        the tile layer: Pipelined loops' buffers and async copies (tile/pipeline_loops.h)
+//   insert_barriers       the tile layer: Synchronize() where shared tiles change hands
+//   (tile/insert_barriers.h) lower_tile_ops        the tile layer: Copy, Gemm, Fill as VM instructions
+//   (tile/lower_tile_ops.h) analyze_nan_payload   marks the results whose NaN bits no reader sees
+//   (analyze_nan_payload.h) plan_shared_memory    every AllocateShared's byte range, Program::shared_bytes
+//   (plan_shared_memory.h)
 //
 // Each pass records its result in the program itself (a field of the node it concerns, printed as a
 // trailing comment: docs/language.md, "Lowered programs"), never in a side table, so a later pass or the
@@ -37,8 +42,8 @@ inline constexpr bool kVerifyEachPassByDefault = true;
 #endif
 
 struct LowerOptions {
-  // The GPU the program is lowered for. No pass reads it yet: the passes to come that choose instructions
-  // (TMA, wgmma) ask it what the hardware offers.
+  // The GPU the program is lowered for. The tile layer's passes read it: a Gemm runs on wgmma where the
+  // target has it (tile/tile_layouts.h), on mma.sync elsewhere.
   target::Target target = target::Target::generic_sm80();
   // Verify after every pass, not only the input. On in debug builds and in the tests; the input is always
   // verified.
