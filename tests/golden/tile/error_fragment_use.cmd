@@ -1,0 +1,1 @@
+check error_fragment_use.tile

@@ -1,0 +1,1 @@
+print ../../../examples/tile/gemm_f16.tile --after all
