@@ -101,6 +101,7 @@ class Inference {
 
   const std::map<const ir::VarNode*, Decision>& decided() const { return decided_; }
   const std::map<const ir::VarNode*, layout::Layout>& shared() const { return shared_; }
+  const std::map<const ir::InstNode*, bool>& wgmma() const { return wgmma_; }
 
  private:
   // Registers `lay` for the register tensor `arg` names, or reports the conflict with what was there.
@@ -148,7 +149,20 @@ class Inference {
     shape.b_open = c_.open_shared.count(g.b.tensor.get()) > 0;
     shape.transpose_a = g.transpose_a;
     shape.transpose_b = g.transpose_b;
-    if (gemm_uses_wgmma(shape, threads_, target_)) {
+    const bool possible = gemm_uses_wgmma(shape, threads_, target_);
+    if (g.wgmma.value_or(false) && !possible) {
+      diags_.error(
+          g.loc,
+          "Gemm: wgmma=True, but wgmma takes this Gemm only on an sm_90a target with whole warpgroups, a "
+          "[M, K] and b [N, K] (transpose_b=True) in shared tiles of open layout with rows of 32, 64 or "
+          "128 bytes, M a multiple of 64 per warpgroup and N a multiple of 8 up to 256 (here {} threads, "
+          "[{}, {}] += [{}, {}] @ [{}, {}]^T on {})",
+          threads_, m, n, m, k, n, k, target_.name);
+      ok_ = false;
+      return;
+    }
+    wgmma_[&g] = g.wgmma.value_or(possible);
+    if (wgmma_[&g]) {
       if (!assign(g.c, gemm_wgmma_c_layout(m, n, threads_), g.loc,
                   fmt::format("the accumulator of Gemm (wgmma over {} warpgroups)", threads_ / 128)))
         return;
@@ -207,12 +221,21 @@ class Inference {
   bool ok_ = true;
   std::map<const ir::VarNode*, Decision> decided_;
   std::map<const ir::VarNode*, layout::Layout> shared_;
+  std::map<const ir::InstNode*, bool> wgmma_;  // each Gemm's instructions, as Gemm's wgmma= records them
 };
 
 // Retypes the fragments and open shared tiles with their layouts and rewrites their allocations.
 class Retype : public ir::IRMutator {
  public:
-  Retype(const Inference& inf) {
+  ir::Inst mutate_inst(const ir::Inst& inst) override {
+    ir::Inst out = ir::IRMutator::mutate_inst(inst);
+    auto it = wgmma_.find(inst.get());
+    if (it == wgmma_.end()) return out;
+    const auto& g = *out->as<ir::GemmInst>();
+    return std::make_shared<ir::GemmInst>(g.a, g.b, g.c, g.transpose_a, g.transpose_b, g.loc, it->second);
+  }
+
+  explicit Retype(const Inference& inf) : wgmma_(inf.wgmma()) {
     for (const auto& [v, d] : inf.decided()) retyped(v, d.layout);
     for (const auto& [v, lay] : inf.shared()) retyped(v, lay);
   }
@@ -253,6 +276,7 @@ class Retype : public ir::IRMutator {
   }
 
   std::map<const ir::VarNode*, ir::Var> vars_;
+  std::map<const ir::InstNode*, bool> wgmma_;
 };
 
 }  // namespace

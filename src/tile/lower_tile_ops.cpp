@@ -146,11 +146,8 @@ class Lower : public ir::IRMutator {
   void lower_gemm(const ir::GemmInst& g) {
     const layout::Index cs = view_shape(g.c), as = view_shape(g.a);
     const int64_t m = cs[0], n = cs[1], k = g.transpose_a ? as[0] : as[1];
-    (void)k;
-    // infer_layouts recorded wgmma in the accumulator's layout: one Dot on the shared tiles.
-    if (target_.features.wgmma && threads_ % 128 == 0 && g.a.type().scope == Scope::Shared &&
-        g.b.type().scope == Scope::Shared && m % (64 * (threads_ / 128)) == 0 && n % 8 == 0 && n <= 256 &&
-        *g.c.type().layout == gemm_wgmma_c_layout(m, n, threads_)) {
+    // infer_layouts recorded its choice in wgmma=: one Dot on the shared tiles.
+    if (g.wgmma.value_or(false)) {
       emit(std::make_shared<ir::DotInst>(g.a, g.b, g.c, g.c.tensor, g.loc, g.transpose_a, g.transpose_b));
       return;
     }

@@ -207,25 +207,64 @@ class Pipeline : public ir::IRMutator {
     out.push_back(std::make_shared<ir::ForStmt>(p, ir::make_int(0), ir::make_int(stages - 1), ir::make_int(1),
                                                 std::move(prologue), loc, ir::LoopAttrs{.unroll = 0}));
 
+    // The Gemm that runs on wgmma asynchronously (async_gemm), if any.
+    const ir::InstStmt* async = async_gemm(f, buffers);
     // The loop: wait for this iteration's group, one barrier, refill the stage of the iteration before.
     ir::Block body;
     body.push_back(inst_stmt(std::make_shared<ir::CopyAsyncWaitGroupInst>(ir::make_int(stages - 2), loc)));
     body.push_back(inst_stmt(std::make_shared<ir::SynchronizeInst>(loc)));
     const ir::Expr ahead = add(index, ir::make_int(stages - 1));
-    body.push_back(guarded(ir::make_binary(ir::BinaryOp::Lt, value_at(ahead), f.stop),
-                           issue(value_at(ahead), stage_of(ahead))));
-    body.push_back(commit());
+    auto refill = [&] {
+      body.push_back(guarded(ir::make_binary(ir::BinaryOp::Lt, value_at(ahead), f.stop),
+                             issue(value_at(ahead), stage_of(ahead))));
+      body.push_back(commit());
+    };
+    if (!async) refill();
     // The rest of the body reads this iteration's stage.
     std::set<const ir::InstStmt*> moved(copies.begin(), copies.end());
     const ir::Expr here = stage_of(index);
     for (const ir::Stmt& s : f.body) {
       if (const auto* is = s ? s->as<ir::InstStmt>() : nullptr; is && moved.count(is)) continue;
-      body.push_back(restage(s, buffers, here));
+      if (s.get() != async) {
+        body.push_back(restage(s, buffers, here));
+        continue;
+      }
+      // The tensor cores work on this step while the previous one's product retires; once every warpgroup
+      // has retired it (the barrier), its stage is refilled.
+      const auto& g = *async->inst->as<ir::GemmInst>();
+      const ir::Stmt restaged = restage(s, buffers, here);
+      const auto* staged = restaged->as<ir::InstStmt>()->inst->as<ir::GemmInst>();
+      body.push_back(inst_stmt(std::make_shared<ir::DotAsyncInst>(staged->a, staged->b, staged->c,
+                                                                  g.transpose_a, g.transpose_b, g.loc)));
+      body.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(1, g.loc)));
+      body.push_back(inst_stmt(std::make_shared<ir::SynchronizeInst>(g.loc)));
+      refill();
     }
     out.push_back(std::make_shared<ir::ForStmt>(f.var, f.start, f.stop, f.step, std::move(body), loc,
                                                 ir::LoopAttrs{.unroll = f.attrs.unroll, .stages = 1}));
+    if (async) out.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(0, loc)));
     out.push_back(inst_stmt(std::make_shared<ir::CopyAsyncWaitGroupInst>(ir::make_int(0), loc)));
     return true;
+  }
+
+  // The Gemm statement of the loop body that can run as DotAsync: infer_layouts chose wgmma for it (wgmma=),
+  // both operands are buffered tiles of this pipeline, and nothing else in
+  // the body names the accumulator (it is in flight until the next step's wait). Null when there is none.
+  const ir::InstStmt* async_gemm(const ir::ForStmt& f,
+                                 const std::map<const ir::VarNode*, ir::Var>& buffers) const {
+    const ir::InstStmt* found = nullptr;
+    for (const ir::Stmt& s : f.body) {
+      const auto* is = s ? s->as<ir::InstStmt>() : nullptr;
+      const auto* g = is ? is->inst->as<ir::GemmInst>() : nullptr;
+      if (!g || !buffers.count(g->a.tensor.get()) || !buffers.count(g->b.tensor.get())) continue;
+      if (!g->wgmma.value_or(false)) continue;
+      if (found) return nullptr;  // two: keep it simple, both synchronous
+      found = is;
+    }
+    if (!found) return nullptr;
+    Uses uses;
+    uses.visit_block(f.body);
+    return uses.count[found->inst->as<ir::GemmInst>()->c.tensor.get()] == 1 ? found : nullptr;
   }
 
   // `s` with every operand naming a buffered tensor x turned into x'[stage].

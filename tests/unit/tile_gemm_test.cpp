@@ -69,17 +69,24 @@ TEST(TileGemm, DefaultTilesOnTheInterpreter) {
   expect_product({}, 136, 264, 136);
 }
 
-// On sm_90a the same program lowers to one wgmma Dot per step (64-row blocks per warpgroup); the interpreter
-// runs that form too.
+// On sm_90a the same program lowers to one asynchronous wgmma per step (64-row blocks per warpgroup); the
+// interpreter runs that form too, and with the pipeline off it is one synchronous Dot on the shared tiles.
 TEST(TileGemm, WgmmaFormOnTheInterpreter) {
   const target::Target h100 = target::Target::h100_sxm();
   std::optional<ir::Program> p = lowered({}, h100);
   ASSERT_TRUE(p);
   std::map<std::string, int> n = count_instructions(*p);
-  EXPECT_EQ(n["Dot"], 1);
+  EXPECT_EQ(n["DotAsync"], 1);  // pipelined: one step deep
+  EXPECT_EQ(n["DotAsyncWait"], 2);
   EXPECT_EQ(n["LoadShared"], 0);  // the tensor cores read the shared tiles themselves
   expect_product({}, 136, 264, 136, h100);
   expect_product({{"BM", "64"}, {"BN", "64"}, {"BK", "32"}, {"STAGES", "2"}}, 100, 72, 80, h100);
+  std::optional<ir::Program> plain = lowered({{"STAGES", "1"}}, h100);
+  ASSERT_TRUE(plain);
+  n = count_instructions(*plain);
+  EXPECT_EQ(n["DotAsync"], 0);
+  EXPECT_EQ(n["Dot"], 1);
+  expect_product({{"STAGES", "1"}}, 136, 264, 136, h100);
 }
 
 TEST(TileGemm, LoweredProgramHasNoTileOperators) {

@@ -141,6 +141,7 @@ Outcome run_case(const Case& c, int stages, const std::vector<uint8_t>& a, const
     bool found = false;
     void visit_inst(const ir::Inst& inst) override {
       if (const auto* d = inst->as<ir::DotInst>()) found |= d->a.type().scope == ir::Scope::Shared;
+      found |= inst->kind == ir::InstKind::DotAsync;
     }
   } find;
   find.visit_program(*p);

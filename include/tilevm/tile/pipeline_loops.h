@@ -19,6 +19,19 @@
 // loop body itself (not under a branch), from a global view into a whole shared tensor of the same dtype
 // that is allocated before the loop, used nowhere outside it and written by nothing else in it; the loop's
 // step must be a positive constant. Other copies stay as they are (insert_barriers synchronizes them).
+//
+// Where infer_layouts put a Gemm of the body on wgmma (`wgmma=True`), both its operands
+// are buffered here and nothing else in the body names the accumulator, the Gemm runs asynchronously, one
+// step deep, and the refill waits for the previous step's product instead of preceding the Gemm:
+//
+//       CopyAsyncWaitGroup(S - 2)
+//       Synchronize()
+//       DotAsync(sa[k % S], sb[k % S], acc, transpose_b=True)
+//       DotAsyncWait(1)                 (step k - 1's product is done, in this warpgroup)
+//       Synchronize()                   (... in every warpgroup: its stage may be refilled)
+//       if k + S - 1 < n: CopyAsync(sa[(k + S - 1) % S], ...) ...
+//       CopyAsyncCommitGroup()
+//   DotAsyncWait(0) after the loop.
 #pragma once
 
 #include "tilevm/ir/program.h"

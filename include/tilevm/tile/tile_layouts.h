@@ -38,8 +38,8 @@ layout::Layout gemm_b_layout(int64_t k, int64_t n, WarpPartition w);
 // (a loop of LoadShared + Dot on register fragments): the target has wgmma, the block is whole warpgroups,
 // a [M, K] and b [N, K] (transpose_b) are shared tiles whose layout the tile layer chooses
 // (shared_tile_layout: rows of 32, 64 or 128 bytes are exactly wgmma's swizzled forms), f16 or bf16 into
-// f32 (or f16 for f16), M a multiple of 64 per warpgroup, N a multiple of 8 up to 256. The choice is
-// recorded in the accumulator's layout, so the lowering reads it back from there.
+// f32 (or f16 for f16), M a multiple of 64 per warpgroup, N a multiple of 8 up to 256. infer_layouts
+// records the choice in the Gemm (`wgmma=`), where the later passes read it.
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   DataType ab = DataType::f16(), c = DataType::f32();

@@ -482,10 +482,13 @@ std::vector<InstDef> tile_operators() {
        .kind = InstKind::Gemm,
        .params = {arg("a", K::Tensor, Access::Read), arg("b", K::Tensor, Access::Read),
                   arg("c", K::Tensor, Access::ReadWrite), opt("transpose_a", K::Bool),
-                  opt("transpose_b", K::Bool)},
+                  opt("transpose_b", K::Bool), opt("wgmma", K::Bool)},
        .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         std::optional<bool> wgmma;
+         if (a["wgmma"].present) wgmma = a["wgmma"].bool_value;
          return std::make_shared<GemmInst>(a["a"].tensor, a["b"].tensor, a["c"].tensor,
-                                           a["transpose_a"].bool_value, a["transpose_b"].bool_value, l);
+                                           a["transpose_a"].bool_value, a["transpose_b"].bool_value, l,
+                                           wgmma);
        },
        .args =
            [](const InstNode& n, InstArgs& a) {
@@ -495,6 +498,7 @@ std::vector<InstDef> tile_operators() {
              a["c"].set(i.c);
              if (i.transpose_a) a["transpose_a"].set_bool(true);
              if (i.transpose_b) a["transpose_b"].set_bool(true);
+             if (i.wgmma) a["wgmma"].set_bool(*i.wgmma);
            }},
       {.name = "Fill",
        .kind = InstKind::Fill,

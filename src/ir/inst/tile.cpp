@@ -30,7 +30,7 @@ void GemmInst::for_each_expr(const ExprFn& fn) const {
 
 Inst GemmInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
   return std::make_shared<GemmInst>(ir::rewrite(a, exprs, vars), ir::rewrite(b, exprs, vars),
-                                    ir::rewrite(c, exprs, vars), transpose_a, transpose_b, loc);
+                                    ir::rewrite(c, exprs, vars), transpose_a, transpose_b, loc, wgmma);
 }
 
 void FillInst::for_each_expr(const ExprFn& fn) const {

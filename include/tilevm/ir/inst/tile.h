@@ -34,19 +34,24 @@ struct CopyInst : InstNode {
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
-// Gemm(a, b, c, [transpose_a=], [transpose_b=]): c += op(a) @ op(b) in place, with a and b shared or
-// register tiles ([M, K] and [K, N], or [K, M] and [N, K] when transposed) and c a register tile [M, N].
+// Gemm(a, b, c, [transpose_a=], [transpose_b=], [wgmma=]): c += op(a) @ op(b) in place, with a and b shared
+// or register tiles ([M, K] and [K, N], or [K, M] and [N, K] when transposed) and c a register tile [M, N].
+// wgmma says whether it runs on Hopper's wgmma (true) or mma.sync (false); left out, the tile layer's
+// infer_layouts decides and writes its decision here.
 struct GemmInst : InstNode {
   static constexpr InstKind kKind = InstKind::Gemm;
   TensorArg a, b, c;
   bool transpose_a = false, transpose_b = false;
-  GemmInst(TensorArg x, TensorArg y, TensorArg z, bool ta = false, bool tb = false, SourceLoc l = {})
+  std::optional<bool> wgmma;
+  GemmInst(TensorArg x, TensorArg y, TensorArg z, bool ta = false, bool tb = false, SourceLoc l = {},
+           std::optional<bool> w = std::nullopt)
       : InstNode(kKind, l),
         a(std::move(x)),
         b(std::move(y)),
         c(std::move(z)),
         transpose_a(ta),
-        transpose_b(tb) {}
+        transpose_b(tb),
+        wgmma(w) {}
   void for_each_expr(const ExprFn& fn) const override;
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
