@@ -30,8 +30,6 @@ struct NvrtcApi {
   decltype(&::nvrtcGetProgramLog) get_program_log = nullptr;
   decltype(&::nvrtcGetCUBINSize) get_cubin_size = nullptr;
   decltype(&::nvrtcGetCUBIN) get_cubin = nullptr;
-  decltype(&::nvrtcGetPTXSize) get_ptx_size = nullptr;
-  decltype(&::nvrtcGetPTX) get_ptx = nullptr;
   NvrtcVersion loaded_version;
   std::string identity;
 };
@@ -78,8 +76,6 @@ NvrtcLoad load_nvrtc() {
   resolve(library.handle, "nvrtcGetProgramLog", api->get_program_log, error);
   resolve(library.handle, "nvrtcGetCUBINSize", api->get_cubin_size, error);
   resolve(library.handle, "nvrtcGetCUBIN", api->get_cubin, error);
-  resolve(library.handle, "nvrtcGetPTXSize", api->get_ptx_size, error);
-  resolve(library.handle, "nvrtcGetPTX", api->get_ptx, error);
   if (!error.empty()) {
     load.error = fmt::format("NVRTC library {} is unusable: {}", library.name, error);
     return load;
@@ -183,17 +179,6 @@ CompiledKernel compile_cuda(std::string_view source, std::string_view name, cons
   result = api.get_cubin(program, kernel.cubin.data());
   if (result != NVRTC_SUCCESS)
     fail("nvrtc could not return the cubin of '{}': {}", name_text, api.get_error_string(result));
-  if (options.keep_ptx) {
-    size_t ptx_size = 0;
-    result = api.get_ptx_size(program, &ptx_size);
-    if (result != NVRTC_SUCCESS || ptx_size == 0)
-      fail("nvrtc produced no PTX for '{}' ({}): {}", name_text, options.arch, api.get_error_string(result));
-    kernel.ptx.resize(ptx_size);
-    result = api.get_ptx(program, kernel.ptx.data());
-    if (result != NVRTC_SUCCESS)
-      fail("nvrtc could not return the PTX of '{}': {}", name_text, api.get_error_string(result));
-    while (!kernel.ptx.empty() && kernel.ptx.back() == '\0') kernel.ptx.pop_back();
-  }
   return kernel;
 }
 

@@ -42,6 +42,11 @@ TEST(CodegenCompile, EveryProgramForSm80AndSm90) {
           needs_sm90a = true;
           continue;
         }
+        // A DotAsync with a in registers (wgmma's RS form) is interpreted, not yet emitted.
+        if (what.find("runs on the interpreter only") != std::string::npos) {
+          std::cout << "[ refused  ] " << path.filename().string() << " " << arch << ": " << what << "\n";
+          continue;
+        }
         ADD_FAILURE() << "emit failed: " << what;
         continue;
       }

@@ -64,17 +64,6 @@ TEST_F(RuntimeNvrtc, DifferentArchsGiveDifferentCubins) {
   EXPECT_NE(a.cubin, b.cubin);
 }
 
-// keep_ptx returns the PTX the cubin came from (the kernel's entry for the arch); without it, none.
-TEST_F(RuntimeNvrtc, KeepPtxReturnsThePtx) {
-  CompileOptions options{.arch = "sm_90a", .keep_ptx = true};
-  CompiledKernel kept = compile_cuda(kSaxpy, "saxpy.cu", options);
-  expect_cubin(kept);
-  EXPECT_NE(kept.ptx.find(".target sm_90a"), std::string::npos) << kept.ptx;
-  EXPECT_NE(kept.ptx.find(".entry saxpy"), std::string::npos) << kept.ptx;
-  EXPECT_EQ(kept.ptx.find('\0'), std::string::npos);
-  EXPECT_EQ(compile_cuda(kSaxpy, "saxpy.cu", CompileOptions{.arch = "sm_90a"}).ptx, "");
-}
-
 TEST_F(RuntimeNvrtc, InlinePtxMmaLdmatrixCpAsyncCompiles) {
   for (const char* arch : {"sm_80", "sm_90a"}) {
     SCOPED_TRACE(arch);

@@ -31,15 +31,11 @@ struct CompileOptions {
   bool line_info = false;                 // -lineinfo (source lines in profilers)
   std::vector<std::string> include_dirs;  // extra -I folders, searched before the CUDA toolkit's
   std::vector<std::string> extra_flags;   // passed to NVRTC as they are, last
-  // Also return the PTX that the cubin was assembled from (CompiledKernel::ptx), for tests that read it.
-  // Not a flag: it changes no compilation.
-  bool keep_ptx = false;
 };
 
 struct CompiledKernel {
   std::vector<char> cubin;  // an ELF image for CompileOptions::arch
   std::string log;          // NVRTC's warnings, "" when none (and for kernels read back from the cache)
-  std::string ptx;          // with CompileOptions::keep_ptx, the PTX text; "" otherwise
 };
 
 // The NVRTC command line for `options`, in order; part of the kernel cache's key.

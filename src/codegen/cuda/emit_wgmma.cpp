@@ -12,17 +12,6 @@
 // at once. After DotAsyncWait an empty asm with every DotAsync accumulator as an in-out operand keeps the
 // compiler from moving a use of the accumulator above the wait (the wgmma's asm "wrote" it earlier, so
 // nothing else orders the use after the wait).
-//
-// The RS form (a DotAsync whose a is a register tensor): the tensor cores read a's registers until the
-// wait that retires the product, and the PTX ISA forbids writing them before then. The compiler knows none
-// of this: an "r" operand of an asm is read when the asm runs. Given the tensor's own words, it merged them
-// with the registers of the instruction that computed them (a View is a copy it removes), so the next
-// step's arithmetic rewrote registers an in-flight wgmma still read (wrong results on the H200,
-// docs/performance.md). So each register a has registers of its own (wgmma_register_a_): right after any
-// instruction writes the tensor, an opaque asm copy ("mov.b32") fills them, the wgmma reads only them, and
-// every wait names them as in-out operands, which keeps them alive, unmerged with anything else, from the
-// copy to the wait. They change only where the tensor is written, which the interpreter reports while a
-// DotAsync reading it is in flight ("written while the DotAsync at ... may still read it").
 #include <set>
 
 #include <fmt/format.h>
@@ -68,7 +57,7 @@ const char* ptx_float(DataType t) {
 
 std::optional<Emitter::WgmmaPlan> Emitter::wgmma_plan(const ir::TensorArg& a, const ir::TensorArg& b,
                                                       const RegInfo& c, bool transpose_a, bool transpose_b,
-                                                      std::string* why, bool register_a) {
+                                                      std::string* why) {
   if (!options_.target.features.hopper) {
     *why = fmt::format("wgmma needs sm_90 or newer (the arch-specific sm_90a); the target is {}",
                        options_.target.arch);
@@ -79,72 +68,58 @@ std::optional<Emitter::WgmmaPlan> Emitter::wgmma_plan(const ir::TensorArg& a, co
                        options_.target.arch);
     return std::nullopt;
   }
-  if (b.tensor->type.tensor->scope != ir::Scope::Shared) {
-    *why = "b is in registers (wgmma reads b from shared memory)";
-    return std::nullopt;
-  }
-  if (!register_a && a.tensor->type.tensor->scope != ir::Scope::Shared) {
-    *why = "a is in registers (a Dot takes wgmma's operands from shared memory; DotAsync takes a register a)";
+  if (a.tensor->type.tensor->scope != ir::Scope::Shared ||
+      b.tensor->type.tensor->scope != ir::Scope::Shared) {
+    // The RS form (a in registers) is checked and interpreted, not emitted: its first emission gave wrong
+    // results on the H200, and a second (opaque copies into registers of the operand's own, kept alive to
+    // the wait) on the H100: ptxas counts a wgmma's register a as read when the instruction issues and gives
+    // those registers to the next loop step's values while the product is still in flight
+    // (docs/performance.md, "wgmma's RS form").
+    *why =
+        "an operand is in registers (the GPU code takes both from shared memory; a in registers, wgmma's "
+        "RS form, runs on the interpreter only)";
     return std::nullopt;
   }
   if (transpose_a || !transpose_b) {
     *why = "an operand is not K-major (a as [M, K], b as [N, K] with transpose_b)";
     return std::nullopt;
   }
+  const MemTensor& ma = mem(a.tensor);
   const MemTensor& mb = mem(b.tensor);
   WgmmaPlan p;
-  p.a_in_registers = a.tensor->type.tensor->scope == ir::Scope::Register;
-  const DataType at = p.a_in_registers ? reg_arg(a).dtype : mem(a.tensor).dtype;
-  const std::optional<target::WgmmaTiling> tiling = target::wgmma_tiling(at, c.dtype, c.layout, why);
+  const std::optional<target::WgmmaTiling> tiling = target::wgmma_tiling(ma.dtype, c.dtype, c.layout, why);
   if (!tiling) return std::nullopt;
   p.tiling = *tiling;
-  if (p.a_in_registers) {
-    // The RS form: a's fragments are registers of the warpgroup, in the slots target/wgmma.h finds.
-    const RegInfo& ra = reg_arg(a);
-    std::optional<std::vector<int64_t>> slots = target::wgmma_register_a_slots(ra.layout, p.tiling, why);
-    if (!slots) return std::nullopt;
-    p.a_slots = std::move(*slots);
-    p.k = ra.layout.shape().back();
-  } else {
-    const MemTensor& ma = mem(a.tensor);
-    const std::optional<target::WgmmaSharedForm> fa =
-        target::wgmma_operand_form(*ma.layout, ma.dtype.bits(), why);
-    if (!fa) return std::nullopt;
-    p.a = *fa;
-    p.k = ma.layout->shape().back();
-  }
+  const std::optional<target::WgmmaSharedForm> fa =
+      target::wgmma_operand_form(*ma.layout, ma.dtype.bits(), why);
+  if (!fa) return std::nullopt;
   const std::optional<target::WgmmaSharedForm> fb =
       target::wgmma_operand_form(*mb.layout, mb.dtype.bits(), why);
   if (!fb) return std::nullopt;
+  p.a = *fa;
   p.b = *fb;
+  const layout::Index& sa = ma.layout->shape();
+  p.k = sa.back();
   return p;
 }
 
 void Emitter::emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::TensorArg& a,
                          const ir::TensorArg& b, const RegInfo& d, bool async) {
   helper_functions_["tv_wgmma_desc"] = kDescriptorFn;
-  if ((!p.a_in_registers && p.a.swizzle_bytes) || p.b.swizzle_bytes) uses_swizzle_period_ = true;
+  if (p.a.swizzle_bytes || p.b.swizzle_bytes) uses_swizzle_period_ = true;
+  const MemTensor& ma = mem(a.tensor);
   const MemTensor& mb = mem(b.tensor);
-  // Both operands have b's type (the verifier checks a's against it).
-  const int bits = mb.dtype.bits();
+  const int bits = ma.dtype.bits();
   const int64_t n = p.tiling.n;
   const layout::Layout& q = p.tiling.quotient;
   const int64_t words = n / 2 * d.dtype.bits() / 32;  // accumulator registers per instruction
   const int64_t ksteps = p.k / 16;
   const std::string inst = fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.{}.{}.{}", n,
-                                       ptx_float(d.dtype), ptx_float(mb.dtype), ptx_float(mb.dtype));
-  auto swizzle_text = [](int bytes) {
-    return bytes ? fmt::format("{}-byte swizzle", bytes) : std::string("no swizzle");
-  };
+                                       ptx_float(d.dtype), ptx_float(ma.dtype), ptx_float(mb.dtype));
   note(s, fmt::format("{} x {} per warpgroup ({}; a {}, b {})", inst, q.num_locals() * ksteps,
                       async ? "asynchronous" : "waited at once",
-                      p.a_in_registers ? std::string("in registers") : swizzle_text(p.a.swizzle_bytes),
-                      swizzle_text(p.b.swizzle_bytes)));
-  if (p.a_in_registers) {
-    emit_wgmma_rs(p, a, b, d, async, inst);
-    return;
-  }
-  const MemTensor& ma = mem(a.tensor);
+                      p.a.swizzle_bytes ? fmt::format("{}-byte swizzle", p.a.swizzle_bytes) : "no swizzle",
+                      p.b.swizzle_bytes ? fmt::format("{}-byte swizzle", p.b.swizzle_bytes) : "no swizzle"));
   auto origin = [&](const MemTensor& m, const ir::TensorArg& arg) {
     const std::vector<int> kept = kept_dims(m, arg);
     const ElementAccess at = access(m, arg, {}, std::vector<CExpr>(kept.size(), cconst(0)));
@@ -185,76 +160,6 @@ void Emitter::emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::Te
   close();
 }
 
-// The RS form: the instruction takes four words of a's fragment (a0..a7 as 16-bit pairs) for its row block
-// and k step, from the operand's own registers (wgmma_register_a_), and b's descriptor; "p, 1, 1, 0":
-// accumulate, no negation, b K-major.
-void Emitter::emit_wgmma_rs(const WgmmaPlan& p, const ir::TensorArg& a, const ir::TensorArg& b,
-                            const RegInfo& d, bool async, const std::string& inst) {
-  const RegInfo* own = nullptr;
-  for (const auto& [var, regs] : wgmma_register_a_)
-    if (var.get() == a.tensor.get()) own = &regs;
-  TILEVM_ASSERT(own != nullptr, "register a '{}' of a wgmma was not collected", a.tensor->name);
-  const MemTensor& mb = mem(b.tensor);
-  const int bits = mb.dtype.bits();
-  const int64_t n = p.tiling.n;
-  const layout::Layout& q = p.tiling.quotient;
-  const int64_t words = n / 2 * d.dtype.bits() / 32;
-  const int64_t ksteps = p.k / 16;
-  const std::vector<int> kept = kept_dims(mb, b);
-  const ElementAccess at = access(mb, b, {}, std::vector<CExpr>(kept.size(), cconst(0)));
-  open("");
-  line(fmt::format(
-      "const unsigned long long tv_db = tv_wgmma_desc((unsigned)__cvta_generic_to_shared({} + ({}) * "
-      "{}), {}, {}, {});",
-      mb.ptr, at.offset.text, bits / 8, p.b.lbo_bytes, p.b.sbo_bytes, swizzle_mode(p.b.swizzle_bytes)));
-  line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
-  const CExpr wg = cvar("(t / 128)");
-  std::string dlist;
-  for (int64_t x = 0; x < words; ++x) dlist += fmt::format("{}%{}", x ? ", " : "", x);
-  for (int64_t slot = 0; slot < q.num_locals(); ++slot) {
-    const std::vector<CExpr> blk = layout_index(q, wg, cconst(slot));
-    for (int64_t kk = 0; kk < ksteps; ++kk) {
-      const CExpr b_off =
-          blk[1] * cconst(n / 8 * p.b.sbo_bytes) + cconst(target::wgmma_block_offset(p.b, 0, 16 * kk, bits));
-      const int64_t a_slot = p.a_slots[static_cast<size_t>(slot * ksteps + kk)];
-      std::string outs, ins;
-      for (int64_t x = 0; x < words; ++x)
-        outs += fmt::format("{}\"+r\"({}[{}])", x ? ", " : "", d.name, slot * words + x);
-      for (int64_t x = 0; x < 4; ++x) ins += fmt::format("\"r\"({}[{}]), ", own->name, a_slot * 4 + x);
-      line(
-          fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, 1, 0; {} {{{}}}, {{%{}, %{}, %{}, "
-                      "%{}}}, %{}, p, 1, 1, 0; "
-                      "}}\" : {} : {}\"l\"(tv_db + (unsigned long long)(({}) >> 4)));",
-                      inst, dlist, words, words + 1, words + 2, words + 3, words + 4, outs, ins, b_off.text));
-    }
-  }
-  line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
-  if (!async) {
-    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
-    fence_registers(d);
-    fence_registers(*own);
-  }
-  close();
-}
-
-void Emitter::copy_wgmma_register_operands(const ir::InstStmt& s) {
-  if (wgmma_register_a_.empty()) return;
-  std::vector<ir::Var> written = s.inst->writes();
-  written.insert(written.end(), s.results.begin(), s.results.end());
-  for (const auto& [var, own] : wgmma_register_a_) {
-    bool hit = false;
-    for (const ir::Var& w : written) hit = hit || w.get() == var.get();
-    if (!hit) continue;
-    const RegInfo& r = reg(var);
-    line(fmt::format("// '{}' is a register a of wgmma: copied into its own registers, which the wgmma reads",
-                     var->name));
-    line("#pragma unroll");
-    line(fmt::format(
-        "for (int w = 0; w < {}; ++w) asm volatile(\"mov.b32 %0, %1;\" : \"=r\"({}[w]) : \"r\"({}[w]));",
-        r.words, own.name, r.name));
-  }
-}
-
 void Emitter::fence_registers(const RegInfo& r) {
   line("#pragma unroll");
   line(fmt::format("for (int w = 0; w < {}; ++w) asm volatile(\"\" : \"+r\"({}[w]) :: \"memory\");", r.words,
@@ -264,8 +169,7 @@ void Emitter::fence_registers(const RegInfo& r) {
 void Emitter::emit_dot_async(const ir::InstStmt& s, const ir::DotAsyncInst& n) {
   const RegInfo& c = reg_arg(n.c);
   std::string why;
-  const std::optional<WgmmaPlan> plan =
-      wgmma_plan(n.a, n.b, c, n.transpose_a, n.transpose_b, &why, /*register_a=*/true);
+  const std::optional<WgmmaPlan> plan = wgmma_plan(n.a, n.b, c, n.transpose_a, n.transpose_b, &why);
   if (!plan) unsupported(s, fmt::format("DotAsync needs wgmma, and {}", why));
   emit_wgmma(s, *plan, n.a, n.b, c, true);
 }
@@ -273,13 +177,11 @@ void Emitter::emit_dot_async(const ir::InstStmt& s, const ir::DotAsyncInst& n) {
 void Emitter::emit_dot_async_wait(const ir::InstStmt&, const ir::DotAsyncWaitInst& n) {
   line(fmt::format("asm volatile(\"wgmma.wait_group.sync.aligned {};\" ::: \"memory\");", n.pending));
   for (const ir::Var& v : dot_async_accumulators_) fence_registers(reg(v));
-  for (const auto& [var, own] : wgmma_register_a_) fence_registers(own);
 }
 
 void Emitter::collect_wgmma_facts() {
   struct Collect : ir::IRVisitor {
     std::vector<ir::Var> vars;
-    std::vector<ir::Var> register_a;        // DotAsync's register a operands
     std::set<const ir::VarNode*> operands;  // shared tiles the tensor cores read
     std::set<const ir::VarNode*> written;   // shared tiles written through the generic proxy
     void visit_inst(const ir::Inst& inst) override {
@@ -287,11 +189,6 @@ void Emitter::collect_wgmma_facts() {
         bool seen = false;
         for (const ir::Var& v : vars) seen = seen || v.get() == d->c.tensor.get();
         if (!seen) vars.push_back(d->c.tensor);
-        if (d->a.tensor->type.tensor->scope == ir::Scope::Register) {
-          bool seen_a = false;
-          for (const ir::Var& v : register_a) seen_a = seen_a || v.get() == d->a.tensor.get();
-          if (!seen_a) register_a.push_back(d->a.tensor);
-        }
         operands.insert(d->a.tensor.get());
         operands.insert(d->b.tensor.get());
       }
@@ -304,15 +201,6 @@ void Emitter::collect_wgmma_facts() {
   } collect;
   collect.visit_program(program_);
   dot_async_accumulators_ = std::move(collect.vars);
-  wgmma_register_a_.clear();
-  for (const ir::Var& v : collect.register_a) {
-    // Zeroed once at the start, so that the waits before the first copy fence defined values.
-    RegInfo own = reg(v);
-    own.name = fresh("tv_wgmma_a_" + v->name);
-    decls_.push_back(fmt::format("tv_u32 {}[{}] = {{}};  // the registers wgmma reads for '{}'", own.name,
-                                 own.words, v->name));
-    wgmma_register_a_.emplace_back(v, std::move(own));
-  }
   generic_writes_to_wgmma_operands_ = false;
   for (const ir::VarNode* v : collect.written)
     generic_writes_to_wgmma_operands_ = generic_writes_to_wgmma_operands_ || collect.operands.count(v) > 0;

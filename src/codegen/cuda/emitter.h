@@ -213,30 +213,19 @@ class Emitter {
   // wgmma (emit_wgmma.cpp): the plan for a Dot's operands, or nullopt with the reason.
   struct WgmmaPlan {
     target::WgmmaTiling tiling;
-    target::WgmmaSharedForm a, b;  // a: unused when a is in registers
-    bool a_in_registers = false;
-    std::vector<int64_t> a_slots;  // a in registers: target::wgmma_register_a_slots
+    target::WgmmaSharedForm a, b;
     int64_t k = 0;
   };
-  // `register_a`: a may be in registers (DotAsync only: its operand's registers are managed as
-  // wgmma_register_a_ says).
   std::optional<WgmmaPlan> wgmma_plan(const ir::TensorArg& a, const ir::TensorArg& b, const RegInfo& c,
-                                      bool transpose_a, bool transpose_b, std::string* why,
-                                      bool register_a = false);
+                                      bool transpose_a, bool transpose_b, std::string* why);
   void emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::TensorArg& a, const ir::TensorArg& b,
                   const RegInfo& d, bool async);
-  void emit_wgmma_rs(const WgmmaPlan& p, const ir::TensorArg& a, const ir::TensorArg& b, const RegInfo& d,
-                     bool async, const std::string& inst);
-  // After an instruction: the opaque copy of every DotAsync register a it wrote into the operand's own
-  // registers (wgmma_register_a_), which only that copy writes and every wait keeps alive (emit_wgmma.cpp).
-  void copy_wgmma_register_operands(const ir::InstStmt& s);
   void emit_dot_async(const ir::InstStmt& s, const ir::DotAsyncInst& n);
   void emit_dot_async_wait(const ir::InstStmt& s, const ir::DotAsyncWaitInst& n);
   // An empty asm naming every register of r as in-out: orders its uses after the asm statements before it.
   void fence_registers(const RegInfo& r);
-  // Before the body: the DotAsync accumulators (fenced after each wait), the register a operands and their
-  // own registers (wgmma_register_a_), and whether generic writes reach a wgmma operand
-  // (generic_writes_to_wgmma_operands_).
+  // Before the body: the DotAsync accumulators (fenced after each wait) and whether generic writes reach a
+  // wgmma operand (generic_writes_to_wgmma_operands_).
   void collect_wgmma_facts();
   // Warp-specialized regions (emit_regions.cpp): the section of statements [first, end) of `block`.
   void emit_section(const ir::Block& block, size_t first, size_t end);
@@ -286,11 +275,6 @@ class Emitter {
   const ir::InstStmt* current_ = nullptr;
   // The accumulators of the program's DotAsync instructions, fenced after every DotAsyncWait.
   std::vector<ir::Var> dot_async_accumulators_;
-  // The register a operands of DotAsync instructions (wgmma's RS form), each with registers of its own that
-  // the wgmma reads: written only by an opaque copy right after an instruction writes the operand, and
-  // fenced after every wait, so that the compiler can neither merge them with the producer's registers nor
-  // reuse them while a wgmma may still read them (emit_wgmma.cpp).
-  std::vector<std::pair<ir::Var, RegInfo>> wgmma_register_a_;
   // Whether st.shared or cp.async writes a tile that wgmma reads: the tensor cores read shared memory through
   // the async proxy, so each Synchronize then begins with fence.proxy.async (PTX ISA, "proxies": writes of
   // the generic proxy are not ordered with reads of the async proxy by a barrier alone).

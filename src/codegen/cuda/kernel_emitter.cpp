@@ -205,7 +205,6 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
     }
     case ir::StmtKind::Inst:
       emit_inst(*s->as<ir::InstStmt>());
-      copy_wgmma_register_operands(*s->as<ir::InstStmt>());
       return;
     case ir::StmtKind::If: {
       const auto* f = s->as<ir::IfStmt>();

@@ -13,10 +13,6 @@
 //   stage)
 // so the next step's codes are dequantized while this step's product runs. w has two buffers: a step
 // writes the one that the product two steps back read, retired by the wait of the step before.
-//
-// The RS form (QMatmulConfig::wgmma_rs) skips shared memory: the dequantized tile, in wgmma's register A
-// fragment order, is the DotAsync's a; two register tiles alternate by the step's parity (wa, wb), and only
-// the barrier after the wait remains in the step.
 #include "qmatmul_stages.h"
 #include "tilevm/target/wgmma.h"
 
@@ -36,16 +32,12 @@ ir::Program build_wgmma_matmul(const QMatmulProblem& p, const QMatmulConfig& c) 
   const Layout layout_acc = pb.named_layout("layout_acc", l.dot_c);  // C^T [BN, BM]
   const Layout layout_c = pb.named_layout("layout_c", l.c);          // [BM, BN]: the same registers
   const Layout layout_sc = pb.named_layout("layout_sc", column_row(layout::transpose(l.b)));
-  const std::optional<PairLayouts> pairs = named_pair_layouts(pb, pair_layouts(p, c, k.s, 1, 1));
-  std::optional<Layout> smem_w_layout;
-  if (!c.wgmma_rs)
-    smem_w_layout =
-        pb.named_layout("smem_w_layout", layout::local(2, 1, 1) * layout::local(1, c.block_k / 64) *
-                                             target::wgmma_swizzled_tile(c.block_n, 64, 16, 128));
+  const Layout smem_w_layout =
+      pb.named_layout("smem_w_layout", layout::local(2, 1, 1) * layout::local(1, c.block_k / 64) *
+                                           target::wgmma_swizzled_tile(c.block_n, 64, 16, 128));
 
   MatmulPipeline m(k);
-  std::optional<Tensor> smem_w;
-  if (smem_w_layout) smem_w = pb.allocate_shared("smem_w", at, *smem_w_layout);
+  Tensor smem_w = pb.allocate_shared("smem_w", at, smem_w_layout);
   Tensor acc = pb.allocate_register("acc", f32, layout_acc, 0.0);
   // Per channel, the one row of zero points is loaded once (the scales multiply C in m.store).
   std::optional<Tensor> zero_row;
@@ -53,24 +45,16 @@ ir::Program build_wgmma_matmul(const QMatmulProblem& p, const QMatmulConfig& c) 
   Scalar wbuf = pb.let("wbuf", 0);
 
   m.loop([&](const Scalar& uk) {
-    Tensor w = m.convert_codes(m.load_codes(uk, layout_bt), layout_w, pairs);
+    Tensor w = m.convert_codes(m.load_codes(uk, layout_bt), layout_w, std::nullopt);
     Tensor wt = pb.view("wt", w, layout_wt);
     if (m.gz) {
       Tensor z = zero_row ? *zero_row : m.slice_row("z", (*m.smem_z)[m.cur()], layout_sc, uk);
       wt = pb.sub("wt", wt, z);
     }
     if (!k.s.per_channel) wt = pb.mul("wt", wt, m.slice_row("sc", (*m.smem_s)[m.cur()], layout_sc, uk));
-    if (c.wgmma_rs) {
-      // Two register tiles by the step's parity: the tensor cores read one until the next step's wait.
-      auto issue = [&](const char* name) {
-        pb.dot_async(pb.view(name, wt, layout_w), m.smem_a[m.cur()], acc, DotOptions{.transpose_b = true});
-      };
-      pb.if_(wbuf == 0, [&] { issue("wa"); }).else_([&] { issue("wb"); });
-    } else {
-      pb.store_shared(pb.view("ws", wt, layout_w), (*smem_w)[wbuf]);
-      pb.synchronize();
-      pb.dot_async((*smem_w)[wbuf], m.smem_a[m.cur()], acc, DotOptions{.transpose_b = true});
-    }
+    pb.store_shared(pb.view("ws", wt, layout_w), smem_w[wbuf]);
+    pb.synchronize();
+    pb.dot_async(smem_w[wbuf], m.smem_a[m.cur()], acc, DotOptions{.transpose_b = true});
     pb.dot_async_wait(1);
     pb.synchronize();
     pb.assign(wbuf, 1 - wbuf);

@@ -25,16 +25,13 @@ std::string QMatmulConfig::name() const {
   const std::string warps = warps_k > 1 ? fmt::format("{}x{}x{}", warps_m, warps_n, warps_k)
                                         : fmt::format("{}x{}", warps_m, warps_n);
   return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}_s{}_k{}{}", block_m, block_n, block_k, slice_k, warps, stages,
-                     split_k,
-                     wgmma_rs ? "_wgr"
-                     : wgmma  ? "_wg"
-                              : "");
+                     split_k, wgmma ? "_wg" : "");
 }
 
 QMatmulConfig QMatmulConfig::parse(const std::string& name) {
   if (name == "dequant_gemm") return QMatmulConfig{.dequant_gemm = true};
   static const std::regex re(
-      R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})(?:x(\d{1,6}))?_s(\d{1,6})_k(\d{1,6})(_wgr|_wg)?)");
+      R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})(?:x(\d{1,6}))?_s(\d{1,6})_k(\d{1,6})(_wg)?)");
   std::smatch m;
   if (!std::regex_match(name, m, re))
     fail(
@@ -55,7 +52,6 @@ QMatmulConfig QMatmulConfig::parse(const std::string& name) {
   c.stages = v(8);
   c.split_k = v(9);
   c.wgmma = m[10].matched;
-  c.wgmma_rs = m[10].matched && m[10].str() == "_wgr";
   return c;
 }
 
@@ -109,7 +105,6 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
   if (c.warps_m < 1 || c.warps_n < 1 || c.warps_k < 1) bad("warps_m, warps_n and warps_k must be at least 1");
   if (c.threads() > target.max_threads_per_block)
     bad(fmt::format("{} threads per block, at most {}", c.threads(), target.max_threads_per_block));
-  if (c.wgmma_rs && !c.wgmma) bad("wgmma_rs is a variant of the wgmma form: set wgmma too");
   if (c.wgmma) {
     // One warpgroup per 64 columns of C; the dequantized tile's rows are 64 ATYPE values (128 bytes).
     if (!target.features.wgmma)
@@ -128,14 +123,6 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
     if (!qmatmul_weight_fits(p.wtype, p.atype))
       bad(fmt::format("the wgmma form needs weights whose values fit {} ({} takes the f32 path)",
                       p.atype.name(), p.wtype.name()));
-    // The RS form holds the accumulator (block_m / 2 words a thread) and two register tiles of a (block_k / 2
-    // words together): past 96 words the dequantization's temporaries no longer fit 255 registers, ptxas
-    // spills, and the H200 gave wrong results (bm128 with bk128, bm256 with bk64, at 255 registers).
-    if (c.wgmma_rs && c.block_m + c.block_k > 192)
-      bad(fmt::format(
-          "the wgmma RS form needs block_m + block_k ({}) at most 192: the accumulator and the two "
-          "register tiles of a must leave room in 255 registers",
-          c.block_m + c.block_k));
   } else if (c.swapped()) {
     // block_m == 8: the weights are the mma's A operand (see QMatmulConfig::swapped).
     if (c.warps_m != 1 || c.warps_k != 1) bad("block_m 8 (swapped operands) needs warps_m and warps_k of 1");
@@ -210,7 +197,7 @@ QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {
   shared_bytes = c.stages * (c.block_m * c.block_k * 2 + tile_words * 4 + scale_bytes);
   if (c.warps_k > 1) shared_bytes += c.warps_k * c.block_m * c.block_n * 4;  // the partial tiles to sum
   // The wgmma form: two dequantized [BN, BK] tiles, and up to 1024 bytes to align the swizzled tiles.
-  if (c.wgmma) shared_bytes += (c.wgmma_rs ? 0 : 2 * c.block_n * c.block_k * 2) + 1024;
+  if (c.wgmma) shared_bytes += 2 * c.block_n * c.block_k * 2 + 1024;
 }
 
 bool qmatmul_weights_rounded(const QMatmulProblem& p, const QMatmulConfig& c) {

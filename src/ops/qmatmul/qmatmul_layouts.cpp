@@ -58,7 +58,7 @@ std::optional<PairLayouts> pair_order(const Layout& warps, int64_t e0, int64_t e
 SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_t warps_m, int64_t warps_k) {
   SliceLayouts l;
   const int64_t WM = warps_m, WN = c.warps_n, WK = warps_k;
-  if (c.wgmma && !c.wgmma_rs) {
+  if (c.wgmma) {
     // [BN, BK] weights over the warpgroups, 64 rows each, in column groups of 64: thread (i, j) of a
     // warpgroup holds rows 4i..4i+3 of each group as 8 consecutive k (chunk j of the group's 128-byte
     // swizzled row), so that the 8 threads of a quarter warp store the 8 chunks of one row: distinct banks
@@ -69,16 +69,13 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
     l.dot_c = spatial(WG, 1) * target::wgmma_accumulator(c.block_m);  // C^T [BN, BM]
     l.c = layout::transpose(l.dot_c);
     l.a = l.a_load = l.b;  // the activations go from shared memory to the tensor cores: no register layout
-  } else if (c.swapped() || c.wgmma_rs) {
+  } else if (c.swapped()) {
     const int64_t tn16 = s.tn / 2;  // m16 tiles of mma's A operand along N
     l.b = spatial(WN, 1) * local(tn16, s.tk) * mma_a();
     l.b_read = layout::transpose(l.b);
     l.a = reduce(spatial(WN, 1, 1), {0}) * local(s.tk, 1) * mma_b();
     l.a_load = layout::transpose(l.a);
     l.dot_c = spatial(WN, 1) * local(tn16, 1) * mma_c();
-    // The RS form: the same weights layout is wgmma's register A (spatial(4, 1) warps of mma_a() per
-    // warpgroup, target::wgmma_register_a()); the accumulator is the warpgroups' [BN, BM].
-    if (c.wgmma_rs) l.dot_c = spatial(WN / 4, 1) * target::wgmma_accumulator(c.block_m);
     l.c = layout::transpose(l.dot_c);
   } else if (WK == 1) {
     l.a = reduce(spatial(WM, 1, WN), {2}) * local(s.tm, s.tk) * mma_a();
@@ -106,10 +103,10 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
 std::optional<PairLayouts> pair_layouts(const QMatmulProblem& p, const QMatmulConfig& c,
                                         const QMatmulShape& s, int64_t warps_m, int64_t warps_k) {
   const int64_t bits = s.bits;
-  if (c.wgmma && !c.wgmma_rs) return std::nullopt;  // the wgmma form converts its codes in order
+  if (c.wgmma) return std::nullopt;  // the wgmma form converts its codes in order
   if (!(bits == 1 || bits == 2 || bits == 4) || !qmatmul_weight_fits(p.wtype, p.atype)) return std::nullopt;
   const int64_t WM = warps_m, WN = c.warps_n, WK = warps_k;
-  if (c.swapped() || c.wgmma_rs) {
+  if (c.swapped()) {
     // [BN, SK/2, 2]: slots (tn16, tk, the fragment's n-half and k-half, the pair index).
     auto pair_local = [](int64_t x, int64_t y, int64_t q) { return local(x, y, q); };
     const Layout fragment = column_local(2, 2, 1) * spatial(8, 4, 1);

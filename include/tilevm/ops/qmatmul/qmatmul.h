@@ -86,11 +86,6 @@ struct QMatmulConfig {
   // 128-byte swizzled tile), block_m a multiple of 16 up to 256, weights that fit ATYPE and a group that
   // block_k divides (or per channel). Named with the suffix "_wg".
   bool wgmma = false;
-  // With wgmma: the RS form, the dequantized weights fed to wgmma from registers (mma.m16n8k16's A fragment
-  // order, as the swapped form's) instead of through shared memory; two register tiles alternate, since the
-  // tensor cores read one until the next step's wait. Needs block_m + block_k <= 192 (registers). Named with
-  // the suffix "_wgr".
-  bool wgmma_rs = false;
 
   int64_t threads() const { return 32 * warps_m * warps_n * warps_k; }
   // block_m == 8 (decode, M <= 8): the mma's operands are swapped. The weights are its A operand (16 columns
