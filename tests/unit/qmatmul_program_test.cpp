@@ -308,8 +308,8 @@ void precompile(const std::vector<Problem>& cases) {
   for (auto& j : jobs) j.get();
 }
 
-TEST(QMatmulGpu, EveryWeightTypeMatchesTheReference) {
-  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+// The cases of QMatmulGpu.EveryWeightTypeMatchesTheReference, with their seeds.
+std::vector<std::pair<Problem, uint32_t>> every_weight_type_gpu_cases() {
   QMatmulConfig c;  // the default: 4 warps, 3 stages, with split-K
   c.split_k = 2;
   std::vector<std::pair<Problem, uint32_t>> cases;
@@ -333,12 +333,18 @@ TEST(QMatmulGpu, EveryWeightTypeMatchesTheReference) {
   QMatmulProblem z = problem(7, 96, 256, DataType::uint(4), 64);
   z.zero_point = true;
   cases.push_back({{z, QMatmulConfig{}}, 7001});
-  // Zero points in the swapped form (split-K, grouped and per channel).
-  cases.push_back({{z, swapped}, 7003});
+  // Zero points in the swapped form (split-K, grouped and per channel); slices of 64 for z's groups of 64.
+  cases.push_back({{z, QMatmulConfig::parse("bm8_bn64_bk128_sk64_w1x2_s3_k2")}, 7003});
   QMatmulProblem zc = problem(5, 80, 512, DataType::uint(2), 512);
   zc.zero_point = true;
   cases.push_back({{zc, QMatmulConfig::parse("bm8_bn32_bk128_sk128_w1x1_s3_k1")}, 7004});
   cases.push_back({{problem(7, 96, 256, DataType::f16(), 256), QMatmulConfig{}}, 7002});
+  return cases;
+}
+
+TEST(QMatmulGpu, EveryWeightTypeMatchesTheReference) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const std::vector<std::pair<Problem, uint32_t>> cases = every_weight_type_gpu_cases();
   std::vector<Problem> problems;
   for (const auto& [p, seed] : cases) problems.push_back(p);
   precompile(problems);
@@ -350,10 +356,8 @@ TEST(QMatmulGpu, EveryWeightTypeMatchesTheReference) {
 
 // The wgmma form on the GPU (sm_90a): every weight type that fits f16, one and two warpgroups, block_m from
 // 16 to 256, several blocks along M and N with ragged edges, split-K, zero points, per channel and bf16.
-TEST(QMatmulGpu, WgmmaFormMatchesTheReference) {
-  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
-  if (!target::Target::for_arch(runtime::Device::open().arch()).features.wgmma)
-    GTEST_SKIP() << "no wgmma (sm_90a) on this device";
+// The cases of QMatmulGpu.WgmmaFormMatchesTheReference, with their seeds.
+std::vector<std::pair<Problem, uint32_t>> wgmma_gpu_cases() {
   std::vector<std::pair<Problem, uint32_t>> cases;
   for (DataType w : weight_types())
     if (qmatmul_weight_fits(w, kF16))
@@ -374,6 +378,39 @@ TEST(QMatmulGpu, WgmmaFormMatchesTheReference) {
   QMatmulProblem b = problem(70, 256, 512, DataType::uint(4), 128);
   b.atype = DataType::bf16();
   cases.push_back({{b, wgmma_config(128, 2)}, 10105});
+  return cases;
+}
+
+// Every case of the two GPU tests above builds and verifies here, with no GPU: a case that cannot
+// (a configuration invalid for its problem) would otherwise show only on the next GPU run, and stop the
+// whole GPU test there (as case 7003 did once: slices of 128 for groups of 64).
+TEST(QMatmulProgram, TheGpuTestsCasesBuild) {
+  std::vector<std::pair<Problem, uint32_t>> cases = every_weight_type_gpu_cases();
+  for (auto& c : wgmma_gpu_cases()) cases.push_back(std::move(c));
+  EXPECT_GT(cases.size(), 100u);
+  const target::Target sm90a = target::Target::for_arch("sm_90a");
+  for (const auto& [p, seed] : cases) {
+    SCOPED_TRACE(p.problem.key() + " " + p.config.name());
+    EXPECT_NO_THROW(check_config(p.problem, p.config, sm90a));
+    try {
+      std::vector<ir::Program> programs = {build_qmatmul_transform(p.problem, p.config),
+                                           build_qmatmul(p.problem, p.config)};
+      if (p.config.split_k > 1) programs.push_back(build_qmatmul_reduce(p.problem, p.config));
+      for (ir::Program& program : programs) {
+        Diagnostics diags;
+        EXPECT_TRUE(ir::verify_program(program, diags)) << diags.render(program.name, "");
+      }
+    } catch (const Error& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }
+}
+
+TEST(QMatmulGpu, WgmmaFormMatchesTheReference) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  if (!target::Target::for_arch(runtime::Device::open().arch()).features.wgmma)
+    GTEST_SKIP() << "no wgmma (sm_90a) on this device";
+  const std::vector<std::pair<Problem, uint32_t>> cases = wgmma_gpu_cases();
   std::vector<Problem> problems;
   for (const auto& [p, seed] : cases) problems.push_back(p);
   precompile(problems);

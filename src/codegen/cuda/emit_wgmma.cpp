@@ -71,7 +71,10 @@ std::optional<Emitter::WgmmaPlan> Emitter::wgmma_plan(const ir::TensorArg& a, co
   if (a.tensor->type.tensor->scope != ir::Scope::Shared ||
       b.tensor->type.tensor->scope != ir::Scope::Shared) {
     // The RS form (a in registers) is checked and interpreted, not emitted: its first emission gave wrong
-    // results on the H200 (docs/performance.md, "wgmma's RS form").
+    // results on the H200, and a second (opaque copies into registers of the operand's own, kept alive to
+    // the wait) on the H100: ptxas counts a wgmma's register a as read when the instruction issues and gives
+    // those registers to the next loop step's values while the product is still in flight
+    // (docs/performance.md, "wgmma's RS form").
     *why =
         "an operand is in registers (the GPU code takes both from shared memory; a in registers, wgmma's "
         "RS form, runs on the interpreter only)";
