@@ -189,6 +189,7 @@ class ProgramPrinter {
           range += f.attrs.unroll == LoopAttrs::kFullUnroll ? ", unroll=True"
                                                             : fmt::format(", unroll={}", f.attrs.unroll);
         if (f.attrs.stages != 1) range += fmt::format(", stages={}", f.attrs.stages);
+        if (f.attrs.tma) range += ", tma=True";
         line(indent, fmt::format("for {} in range({}):", f.var->name, range));
         block(f.body, indent + 1);
         break;

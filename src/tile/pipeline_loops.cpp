@@ -9,6 +9,7 @@
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/mutator.h"
 #include "tilevm/ir/visitor.h"
+#include "tilevm/tile/tile_layouts.h"
 
 namespace tilevm::tile {
 
@@ -101,7 +102,8 @@ std::vector<const ir::InstStmt*> pipelinable_copies(const ir::ForStmt& f,
 
 class Pipeline : public ir::IRMutator {
  public:
-  explicit Pipeline(std::map<const ir::VarNode*, int> uses) : uses_(std::move(uses)) {}
+  Pipeline(std::map<const ir::VarNode*, int> uses, const target::Target& target)
+      : uses_(std::move(uses)), target_(target) {}
 
   ir::Program run(const ir::Program& p) {
     // First the loops (which decide the buffered tensors), then the allocations of those tensors.
@@ -167,9 +169,33 @@ class Pipeline : public ir::IRMutator {
       return ir::make_binary(ir::BinaryOp::Mod, std::move(i), ir::make_int(stages));
     };
 
+    // With tma=True on a Hopper target, where every tile is in a form the TMA writes: one barrier per stage,
+    // armed with the stage's bytes, completed by the copies.
+    const bool tma = f.attrs.tma && target_.features.hopper && tma_tiles(copies);
+    ir::Var full;
+    int64_t tx_bytes = 0;
+    if (tma) {
+      ir::TensorType bt{
+          DataType::uint(64), Scope::Barrier, {ir::make_int(stages)}, layout::local({stages}), {}};
+      full = ir::make_var(fmt::format("{}_full", f.var->name), ir::ValueType::tensor_of(std::move(bt)), loc);
+      out.push_back(inst_stmt(
+          std::make_shared<ir::AllocateBarrierInst>(1, std::vector<ir::Expr>{ir::make_int(stages)}, loc),
+          {full}));
+      for (const ir::InstStmt* is : copies) {
+        const ir::TensorType& t = is->inst->as<ir::CopyInst>()->dst.type();
+        tx_bytes += t.layout->num_locals() * t.dtype.bits() / 8;
+      }
+    }
+    auto barrier = [&](ir::Expr stage) {
+      return ir::TensorArg{full, {ir::Slice{ir::Slice::Kind::Index, std::move(stage)}}, loc};
+    };
+
     // The copies of iteration index `i`, into stage `stage`.
     auto issue = [&](const ir::Expr& value, const ir::Expr& stage) {
       ir::Block b;
+      if (tma)
+        b.push_back(
+            inst_stmt(std::make_shared<ir::BarrierArriveInst>(barrier(stage), ir::make_int(tx_bytes), loc)));
       for (const ir::InstStmt* is : copies) {
         const auto& c = *is->inst->as<ir::CopyInst>();
         struct Subst : ir::IRMutator {
@@ -187,7 +213,10 @@ class Pipeline : public ir::IRMutator {
             [](const ir::Var& v) { return v; });
         ir::TensorArg dst{
             buffers.at(c.dst.tensor.get()), {ir::Slice{ir::Slice::Kind::Index, stage}}, c.dst.loc};
-        b.push_back(inst_stmt(std::make_shared<ir::CopyAsyncInst>(dst, src, c.loc)));
+        if (tma)
+          b.push_back(inst_stmt(std::make_shared<ir::CopyTmaInst>(dst, src, barrier(stage), c.loc)));
+        else
+          b.push_back(inst_stmt(std::make_shared<ir::CopyAsyncInst>(dst, src, c.loc)));
       }
       return b;
     };
@@ -196,6 +225,11 @@ class Pipeline : public ir::IRMutator {
                                           std::vector<ir::Block>{std::move(body)}, ir::Block{}, false, loc);
     };
     auto commit = [&] { return inst_stmt(std::make_shared<ir::CopyAsyncCommitGroupInst>(loc)); };
+
+    if (tma) {
+      tma_loop(f, out, copies, buffers, index, value_at, stage_of, issue, guarded, barrier);
+      return true;
+    }
 
     // Prologue: iterations 0 .. S - 2, one commit group each (empty past the end, so the wait count holds).
     const ir::Var p =
@@ -244,6 +278,76 @@ class Pipeline : public ir::IRMutator {
                                                 ir::LoopAttrs{.unroll = f.attrs.unroll, .stages = 1}));
     if (async) out.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(0, loc)));
     out.push_back(inst_stmt(std::make_shared<ir::CopyAsyncWaitGroupInst>(ir::make_int(0), loc)));
+    return true;
+  }
+
+  // The TMA form: all S stages in flight from the start; iteration k waits for its stage's barrier (phase
+  // k / S), and a stage is refilled once every thread is done with it: after the body (its Synchronize), or,
+  // with an asynchronous Gemm, after the wait that retires the previous step's product, for that step's
+  // stage.
+  template <typename ValueAt, typename StageOf, typename Issue, typename Guarded, typename Barrier>
+  void tma_loop(const ir::ForStmt& f, ir::Block& out, const std::vector<const ir::InstStmt*>& copies,
+                const std::map<const ir::VarNode*, ir::Var>& buffers, const ir::Expr& index, ValueAt value_at,
+                StageOf stage_of, Issue issue, Guarded guarded, Barrier barrier) {
+    const int64_t stages = f.attrs.stages;
+    const SourceLoc loc = f.loc;
+    const ir::Var p =
+        ir::make_var(fmt::format("{}_stage", f.var->name), ir::ValueType::scalar(DataType::i32()), loc);
+    ir::Block prologue;
+    prologue.push_back(guarded(ir::make_binary(ir::BinaryOp::Lt, value_at(ir::make_var_ref(p)), f.stop),
+                               issue(value_at(ir::make_var_ref(p)), ir::make_var_ref(p))));
+    out.push_back(std::make_shared<ir::ForStmt>(p, ir::make_int(0), ir::make_int(stages), ir::make_int(1),
+                                                std::move(prologue), loc, ir::LoopAttrs{.unroll = 0}));
+    const ir::InstStmt* async = async_gemm(f, buffers);
+    ir::Block body;
+    const ir::Expr parity =
+        ir::make_binary(ir::BinaryOp::Mod, div(index, ir::make_int(stages)), ir::make_int(2));
+    body.push_back(inst_stmt(std::make_shared<ir::BarrierWaitInst>(barrier(stage_of(index)), parity, loc)));
+    // Refill the stage of iteration index i with iteration i + S.
+    auto refill = [&](const ir::Expr& i, ir::Expr extra) {
+      ir::Expr cond = ir::make_binary(ir::BinaryOp::Lt, value_at(add(i, ir::make_int(stages))), f.stop);
+      if (extra) cond = ir::make_binary(ir::BinaryOp::And, std::move(extra), std::move(cond));
+      body.push_back(guarded(std::move(cond), issue(value_at(add(i, ir::make_int(stages))), stage_of(i))));
+    };
+    std::set<const ir::InstStmt*> moved(copies.begin(), copies.end());
+    const ir::Expr here = stage_of(index);
+    for (const ir::Stmt& s : f.body) {
+      if (const auto* is = s ? s->as<ir::InstStmt>() : nullptr; is && moved.count(is)) continue;
+      if (s.get() != async) {
+        body.push_back(restage(s, buffers, here));
+        continue;
+      }
+      const auto& g = *async->inst->as<ir::GemmInst>();
+      const ir::Stmt restaged = restage(s, buffers, here);
+      const auto* staged = restaged->as<ir::InstStmt>()->inst->as<ir::GemmInst>();
+      body.push_back(inst_stmt(std::make_shared<ir::DotAsyncInst>(staged->a, staged->b, staged->c,
+                                                                  g.transpose_a, g.transpose_b, g.loc)));
+      body.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(1, g.loc)));
+      body.push_back(inst_stmt(std::make_shared<ir::SynchronizeInst>(g.loc)));
+      const ir::Expr previous = sub(index, ir::make_int(1));
+      refill(previous, ir::make_binary(ir::BinaryOp::Gt, index, ir::make_int(0)));
+    }
+    if (!async) {
+      body.push_back(inst_stmt(std::make_shared<ir::SynchronizeInst>(loc)));
+      refill(index, nullptr);
+    }
+    out.push_back(std::make_shared<ir::ForStmt>(f.var, f.start, f.stop, f.step, std::move(body), loc,
+                                                ir::LoopAttrs{.unroll = f.attrs.unroll, .stages = 1}));
+    if (async) out.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(0, loc)));
+  }
+
+  // Every pipelined tile is one the TMA writes: rank 2, in the tile layer's swizzled layout with rows of 32,
+  // 64 or 128 bytes (the TMA's swizzle modes), from a rank-2 global view.
+  static bool tma_tiles(const std::vector<const ir::InstStmt*>& copies) {
+    for (const ir::InstStmt* is : copies) {
+      const auto& c = *is->inst->as<ir::CopyInst>();
+      const ir::TensorType& t = c.dst.type();
+      auto shape = t.static_shape();
+      if (!shape || shape->size() != 2 || c.src.type().rank() != 2) return false;
+      const int64_t row_bytes = (*shape)[1] * t.dtype.bits() / 8;
+      if (row_bytes != 32 && row_bytes != 64 && row_bytes != 128) return false;
+      if (!(*t.layout == shared_tile_layout(*shape, t.dtype))) return false;
+    }
     return true;
   }
 
@@ -301,16 +405,17 @@ class Pipeline : public ir::IRMutator {
   }
 
   std::map<const ir::VarNode*, int> uses_;
+  const target::Target& target_;
   std::map<const ir::VarNode*, ir::Var> buffered_;
   bool realloc_ = false;
 };
 
 }  // namespace
 
-ir::Program pipeline_loops(ir::Program program) {
+ir::Program pipeline_loops(ir::Program program, const target::Target& target) {
   Uses uses;
   uses.visit_program(program);
-  return Pipeline(std::move(uses.count)).run(program);
+  return Pipeline(std::move(uses.count), target).run(program);
 }
 
 }  // namespace tilevm::tile

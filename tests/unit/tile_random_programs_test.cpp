@@ -30,15 +30,17 @@ namespace {
 struct Case {
   int threads = 128, bm = 64, bn = 64, bk = 32, stages = 2;
   bool a_shared = true, b_shared = true, transpose_a = false, transpose_b = false;
-  bool bf16 = false, f16_acc = false, epilogue_shared = false, hopper = false;
+  bool bf16 = false, f16_acc = false, epilogue_shared = false, hopper = false, tma = false;
   int64_t m = 1, n = 1, k = 1;
 
   std::string describe() const {
     return fmt::format(
-        "threads={} BM={} BN={} BK={} stages={} a={}{} b={}{} {} acc={} epilogue={} target={} M,N,K={},{},{}",
-        threads, bm, bn, bk, stages, a_shared ? "shared" : "register", transpose_a ? "^T" : "",
-        b_shared ? "shared" : "register", transpose_b ? "^T" : "", bf16 ? "bf16" : "f16",
-        f16_acc ? "f16" : "f32", epilogue_shared ? "shared" : "direct", hopper ? "sm_90a" : "sm_80", m, n, k);
+        "threads={} BM={} BN={} BK={} stages={}{} a={}{} b={}{} {} acc={} epilogue={} target={} "
+        "M,N,K={},{},{}",
+        threads, bm, bn, bk, stages, tma ? " tma" : "", a_shared ? "shared" : "register",
+        transpose_a ? "^T" : "", b_shared ? "shared" : "register", transpose_b ? "^T" : "",
+        bf16 ? "bf16" : "f16", f16_acc ? "f16" : "f32", epilogue_shared ? "shared" : "direct",
+        hopper ? "sm_90a" : "sm_80", m, n, k);
   }
 };
 
@@ -69,6 +71,14 @@ Case random_case(std::mt19937& rng) {
   c.m = 1 + rng() % (2 * c.bm + 5);
   c.n = 1 + rng() % (2 * c.bn + 5);
   c.k = 1 + rng() % (3 * c.bk + 9);
+  // The TMA where the global rows are 16-byte multiples (the tensor maps need it): K, and M or N where a
+  // transposed operand's rows run along them.
+  if (c.hopper && rng() % 2 == 0) {
+    c.k = (c.k + 7) / 8 * 8;
+    if (c.transpose_a) c.m = (c.m + 7) / 8 * 8;
+    if (!c.transpose_b) c.n = (c.n + 7) / 8 * 8;
+    c.tma = true;
+  }
   return c;
 }
 
@@ -93,7 +103,8 @@ std::string program_text(const Case& c) {
                   : fmt::format("    tb = AllocateFragment({}, shape={})\n", ab, b_shape);
   s += fmt::format("    acc = AllocateFragment({}, shape=[BM, BN])\n", acc);
   s += "    Fill(acc, 0.0)\n";
-  s += fmt::format("    for k in Pipelined(ceil_div(K, BK), stages={}):\n", c.stages);
+  s += fmt::format("    for k in Pipelined(ceil_div(K, BK), stages={}{}):\n", c.stages,
+                   c.tma ? ", tma=True" : "");
   s +=
       c.transpose_a ? "        Copy(a[k * BK:, bm * BM:], ta)\n" : "        Copy(a[bm * BM:, k * BK:], ta)\n";
   s +=
@@ -114,7 +125,8 @@ struct Outcome {
   bool lowered = false;
   std::string refused;     // the diagnostics when lowering failed
   std::vector<uint8_t> c;  // the result
-  bool wgmma = false;      // the Gemm became a Dot on shared tiles
+  bool wgmma = false;      // the Gemm became a Dot on shared tiles or a DotAsync
+  bool tma = false;        // the pipeline copies with CopyTma
 };
 
 Outcome run_case(const Case& c, int stages, const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
@@ -142,10 +154,13 @@ Outcome run_case(const Case& c, int stages, const std::vector<uint8_t>& a, const
     void visit_inst(const ir::Inst& inst) override {
       if (const auto* d = inst->as<ir::DotInst>()) found |= d->a.type().scope == ir::Scope::Shared;
       found |= inst->kind == ir::InstKind::DotAsync;
+      tma |= inst->kind == ir::InstKind::CopyTma;
     }
+    bool tma = false;
   } find;
   find.visit_program(*p);
   out.wgmma = find.found;
+  out.tma = find.tma;
   std::vector<uint8_t> abuf = a, bbuf = b;
   out.c.assign(static_cast<size_t>(c.m * c.n * 4), 0xff);  // NaN: an element never written shows
   interp::Arguments args;
@@ -173,7 +188,7 @@ int case_count() {
 TEST(TileRandomPrograms, PipelinedEqualsUnpipelinedAndTheProduct) {
   std::mt19937 rng(20261126);
   const int cases = case_count();
-  int lowered = 0, refused = 0, wgmma = 0;
+  int lowered = 0, refused = 0, wgmma = 0, tma = 0;
   for (int i = 0; i < cases; ++i) {
     const Case c = random_case(rng);
     SCOPED_TRACE(fmt::format("case {}: {}", i, c.describe()));
@@ -206,6 +221,7 @@ TEST(TileRandomPrograms, PipelinedEqualsUnpipelinedAndTheProduct) {
     }
     ++lowered;
     wgmma += piped.wgmma;
+    tma += piped.tma;
     const Outcome plain = run_case(c, 1, a, b);
     ASSERT_TRUE(plain.lowered) << plain.refused;
     // The same Dots in the same order: the pipeline moves data, never the arithmetic.
@@ -228,11 +244,12 @@ TEST(TileRandomPrograms, PipelinedEqualsUnpipelinedAndTheProduct) {
             << program_text(c);
       }
   }
-  std::cout << cases << " programs: " << lowered << " lowered (" << wgmma << " on wgmma), " << refused
-            << " refused (no warp split)\n";
+  std::cout << cases << " programs: " << lowered << " lowered (" << wgmma << " on wgmma, " << tma
+            << " with TMA), " << refused << " refused (no warp split)\n";
   // The generator is worth its time only if most cases lower, and the wgmma form is among them.
   EXPECT_GT(lowered, cases / 2) << refused << " refused";
   EXPECT_GT(wgmma, 0);
+  EXPECT_GT(tma, 0);
 }
 
 }  // namespace

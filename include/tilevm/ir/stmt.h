@@ -63,8 +63,9 @@ struct IfStmt : StmtNode {
 // code generator; they never change what the loop computes (docs/language.md, "Loop attributes").
 struct LoopAttrs {
   static constexpr int kFullUnroll = 0;
-  int unroll = 1;  // 1: not unrolled; n > 1: unrolled by n; kFullUnroll: completely (`unroll=True`)
-  int stages = 1;  // software-pipeline stages; 1: not pipelined
+  int unroll = 1;    // 1: not unrolled; n > 1: unrolled by n; kFullUnroll: completely (`unroll=True`)
+  int stages = 1;    // software-pipeline stages; 1: not pipelined
+  bool tma = false;  // the tile layer's pipeline copies with the TMA on Hopper (tile/pipeline_loops.h)
   bool operator==(const LoopAttrs&) const = default;
 };
 

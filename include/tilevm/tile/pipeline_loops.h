@@ -32,13 +32,30 @@
 //       if k + S - 1 < n: CopyAsync(sa[(k + S - 1) % S], ...) ...
 //       CopyAsyncCommitGroup()
 //   DotAsyncWait(0) after the loop.
+//
+// With `tma=True` on a Hopper target, and every tile in the tile layer's swizzled layout with rows of 32, 64
+// or 128 bytes (the TMA's swizzle modes), the copies are CopyTma on one barrier per stage instead, all S
+// stages in flight from the start (the global tensors' rows must then be 16-byte multiples: the tensor maps
+// are checked at launch):
+//
+//   full = AllocateBarrier(count=1, shape=[S])
+//   for p in range(S): if p < n: BarrierArrive(full[p], tx=<bytes of the stage>); CopyTma(sa[p], a[..p..],
+//   barrier=full[p]) ... for k in range(n):
+//       BarrierWait(full[k % S], parity=k / S % 2)
+//       <body on stage k % S>
+//       Synchronize()
+//       if k + S < n: BarrierArrive(full[k % S], ...); CopyTma(sa[k % S], a[..k + S..], ...) ...
+//
+// and with an asynchronous Gemm the refill follows its DotAsyncWait(1) + Synchronize() and fills stage
+// (k - 1) % S with iteration k - 1 + S, as examples/gemm_f16_wgmma.tile does by hand.
 #pragma once
 
 #include "tilevm/ir/program.h"
+#include "tilevm/target/target.h"
 
 namespace tilevm::tile {
 
 // @pre infer_layouts ran (every shared tile has its layout).
-ir::Program pipeline_loops(ir::Program program);
+ir::Program pipeline_loops(ir::Program program, const target::Target& target);
 
 }  // namespace tilevm::tile
