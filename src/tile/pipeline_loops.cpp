@@ -2,6 +2,7 @@
 #include "tilevm/tile/pipeline_loops.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <map>
 #include <set>
@@ -9,6 +10,7 @@
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/mutator.h"
 #include "tilevm/ir/visitor.h"
+#include "tilevm/target/limits.h"
 #include "tilevm/tile/tile_layouts.h"
 
 namespace tilevm::tile {
@@ -102,8 +104,9 @@ std::vector<const ir::InstStmt*> pipelinable_copies(const ir::ForStmt& f,
 
 class Pipeline : public ir::IRMutator {
  public:
-  Pipeline(std::map<const ir::VarNode*, int> uses, const target::Target& target)
-      : uses_(std::move(uses)), target_(target) {}
+  Pipeline(std::map<const ir::VarNode*, int> uses, const target::Target& target, Diagnostics& diags)
+      : uses_(std::move(uses)), target_(target), diags_(diags) {}
+  bool failed() const { return failed_; }
 
   ir::Program run(const ir::Program& p) {
     // First the loops (which decide the buffered tensors), then the allocations of those tensors.
@@ -159,6 +162,28 @@ class Pipeline : public ir::IRMutator {
       ir::Var nx = ir::make_var(x->name, ir::ValueType::tensor_of(std::move(t)), x->loc);
       buffers[x.get()] = nx;
       buffered_[x.get()] = nx;
+    }
+
+    // The buffers must fit in a block's shared memory (here, where the stages are known, rather than at the
+    // planner's first allocation past the limit).
+    int64_t total = 0;
+    std::vector<std::string> parts;
+    for (const auto& [x, nx] : buffers) {
+      const ir::TensorType& t = *nx->type.tensor;
+      const int64_t bytes = t.layout->num_locals() * t.dtype.bits() / 8;
+      total += bytes;
+      parts.push_back(fmt::format("'{}' {} x {}", nx->name, stages, bytes / stages));
+    }
+    if (total > target::kMaxSharedPerBlock) {
+      diags_.error(
+          loc,
+          "this pipeline's {} stages need {} bytes of shared memory ({}); a GPU block has at most {} ({} "
+          "KiB): give fewer stages or smaller tiles",
+          stages, total, fmt::join(parts, ", "), target::kMaxSharedPerBlock,
+          target::kMaxSharedPerBlock / 1024);
+      failed_ = true;
+      for (const auto& [x, nx] : buffers) buffered_.erase(x);
+      return false;
     }
 
     // The value of the loop variable at iteration index `i`, and the index of value `k`.
@@ -406,16 +431,22 @@ class Pipeline : public ir::IRMutator {
 
   std::map<const ir::VarNode*, int> uses_;
   const target::Target& target_;
+  Diagnostics& diags_;
+  bool failed_ = false;
   std::map<const ir::VarNode*, ir::Var> buffered_;
   bool realloc_ = false;
 };
 
 }  // namespace
 
-ir::Program pipeline_loops(ir::Program program, const target::Target& target) {
+std::optional<ir::Program> pipeline_loops(ir::Program program, Diagnostics& diags,
+                                          const target::Target& target) {
   Uses uses;
   uses.visit_program(program);
-  return Pipeline(std::move(uses.count), target).run(program);
+  Pipeline pipeline(std::move(uses.count), target, diags);
+  ir::Program out = pipeline.run(program);
+  if (pipeline.failed()) return std::nullopt;
+  return out;
 }
 
 }  // namespace tilevm::tile

@@ -33,18 +33,13 @@ std::optional<ir::Program> infallible(ir::Program p, Diagnostics&, const target:
   return F(std::move(p));
 }
 
-template <ir::Program (*F)(ir::Program, const target::Target&)>
-std::optional<ir::Program> targeted(ir::Program p, Diagnostics&, const target::Target& target) {
-  return F(std::move(p), target);
-}
-
 // The pipeline. A pass reads what the passes above it recorded in the program. The tile layer's passes
 // (src/tile/) come first and leave a program without tile operators; on one that has none they change
 // nothing.
 constexpr Pass kPipeline[] = {
     {"infer_threads", infallible<infer_threads>},
     {"infer_layouts", tile::infer_layouts},
-    {"pipeline_loops", targeted<tile::pipeline_loops>},
+    {"pipeline_loops", tile::pipeline_loops},
     {"insert_barriers", infallible<tile::insert_barriers>},
     {"lower_tile_ops", tile::lower_tile_ops},
     {"analyze_nan_payload", infallible<analyze_nan_payload>},

@@ -36,6 +36,11 @@ TEST(CodegenCompile, EveryProgramForSm80AndSm90) {
           std::cout << "[ refused  ] " << path.filename().string() << " " << arch << ": " << what << "\n";
           continue;
         }
+        // A program sized for Hopper's shared memory (the tile layer's GEMM: 192 KiB of stages).
+        if (arch == std::string("sm_80") && what.find("allows at most") != std::string::npos) {
+          std::cout << "[ refused  ] " << path.filename().string() << " " << arch << ": " << what << "\n";
+          continue;
+        }
         // Register reallocation (setmaxnreg) needs sm_90a.
         if (arch == std::string("sm_90") && what.find("arch-specific target sm_90a") != std::string::npos) {
           std::cout << "[ refused  ] " << path.filename().string() << " " << arch << ": " << what << "\n";

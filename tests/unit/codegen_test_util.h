@@ -1,4 +1,4 @@
-// Helpers for the codegen tests: the .tile programs they compile (examples/*.tile and every .tile under
+// Helpers for the codegen tests: the .tile programs they compile (examples/**/*.tile and every .tile under
 // tests/golden/ that parses and verifies), loaded and verified.
 #pragma once
 
@@ -34,10 +34,10 @@ inline std::optional<ir::Program> load_program(const std::filesystem::path& p) {
   return transform::lower(*std::move(program), diags, {.verify_each_pass = true});
 }
 
-// Every program that verifies: examples/*.tile, then tests/golden/**/*.tile (sorted).
+// Every program that verifies: examples/**/*.tile, then tests/golden/**/*.tile (sorted).
 inline std::vector<std::filesystem::path> verifying_programs() {
   std::vector<std::filesystem::path> out;
-  for (const auto& e : std::filesystem::directory_iterator(source_root() / "examples"))
+  for (const auto& e : std::filesystem::recursive_directory_iterator(source_root() / "examples"))
     if (e.path().extension() == ".tile") out.push_back(e.path());
   for (const auto& e : std::filesystem::recursive_directory_iterator(source_root() / "tests" / "golden"))
     if (e.path().extension() == ".tile") out.push_back(e.path());

@@ -50,12 +50,18 @@
 // (k - 1) % S with iteration k - 1 + S, as examples/gemm_f16_wgmma.tile does by hand.
 #pragma once
 
+#include <optional>
+
 #include "tilevm/ir/program.h"
+#include "tilevm/support/diagnostics.h"
 #include "tilevm/target/target.h"
 
 namespace tilevm::tile {
 
 // @pre infer_layouts ran (every shared tile has its layout).
-ir::Program pipeline_loops(ir::Program program, const target::Target& target);
+// nullopt after reporting when a loop's buffers would not fit in a block's shared memory (the message gives
+// the stages, each tile's bytes and the limit).
+std::optional<ir::Program> pipeline_loops(ir::Program program, Diagnostics& diags,
+                                          const target::Target& target);
 
 }  // namespace tilevm::tile
