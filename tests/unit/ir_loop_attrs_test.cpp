@@ -67,7 +67,7 @@ TEST(IrLoopAttrs, ParsedAndPrintedCanonically) {
 
 TEST(IrLoopAttrs, BadAttributesAreParseErrors) {
   const std::pair<const char*, const char*> cases[] = {
-      {"n, unrol=2", "range takes the keyword arguments unroll= and stages=, not unrol="},
+      {"n, unrol=2", "range takes the keyword arguments unroll=, stages= and tma=, not unrol="},
       {"n, unroll=0", "unroll=0 is out of range: 1 to 1024"},
       {"n, stages=n", "stages= must be an integer constant, got n"},
       {"n, unroll=1.5", "unroll= must be an integer constant or True, got 1.5"},
