@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -279,26 +280,9 @@ class Pipeline : public ir::IRMutator {
       body.push_back(commit());
     };
     if (!async) refill();
-    // The rest of the body reads this iteration's stage.
-    std::set<const ir::InstStmt*> moved(copies.begin(), copies.end());
-    const ir::Expr here = stage_of(index);
-    for (const ir::Stmt& s : f.body) {
-      if (const auto* is = s ? s->as<ir::InstStmt>() : nullptr; is && moved.count(is)) continue;
-      if (s.get() != async) {
-        body.push_back(restage(s, buffers, here));
-        continue;
-      }
-      // The tensor cores work on this step while the previous one's product retires; once every warpgroup
-      // has retired it (the barrier), its stage is refilled.
-      const auto& g = *async->inst->as<ir::GemmInst>();
-      const ir::Stmt restaged = restage(s, buffers, here);
-      const auto* staged = restaged->as<ir::InstStmt>()->inst->as<ir::GemmInst>();
-      body.push_back(inst_stmt(std::make_shared<ir::DotAsyncInst>(staged->a, staged->b, staged->c,
-                                                                  g.transpose_a, g.transpose_b, g.loc)));
-      body.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(1, g.loc)));
-      body.push_back(inst_stmt(std::make_shared<ir::SynchronizeInst>(g.loc)));
-      refill();
-    }
+    // The rest of the body reads this iteration's stage; the previous step's stage is refilled once its
+    // asynchronous product has retired.
+    staged_body(f, copies, buffers, stage_of(index), async, body, refill);
     out.push_back(std::make_shared<ir::ForStmt>(f.var, f.start, f.stop, f.step, std::move(body), loc,
                                                 ir::LoopAttrs{.unroll = f.attrs.unroll, .stages = 1}));
     if (async) out.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(0, loc)));
@@ -334,8 +318,27 @@ class Pipeline : public ir::IRMutator {
       if (extra) cond = ir::make_binary(ir::BinaryOp::And, std::move(extra), std::move(cond));
       body.push_back(guarded(std::move(cond), issue(value_at(add(i, ir::make_int(stages))), stage_of(i))));
     };
-    std::set<const ir::InstStmt*> moved(copies.begin(), copies.end());
-    const ir::Expr here = stage_of(index);
+    const ir::Expr previous = sub(index, ir::make_int(1));
+    staged_body(f, copies, buffers, stage_of(index), async, body,
+                [&] { refill(previous, ir::make_binary(ir::BinaryOp::Gt, index, ir::make_int(0))); });
+    if (!async) {
+      body.push_back(inst_stmt(std::make_shared<ir::SynchronizeInst>(loc)));
+      refill(index, nullptr);
+    }
+    out.push_back(std::make_shared<ir::ForStmt>(f.var, f.start, f.stop, f.step, std::move(body), loc,
+                                                ir::LoopAttrs{.unroll = f.attrs.unroll, .stages = 1}));
+    if (async) out.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(0, loc)));
+  }
+
+  // Appends the loop body without its pipelined copies, on stage `here`, to `body`. The asynchronous Gemm
+  // (if any) becomes DotAsync + DotAsyncWait(1) + Synchronize(): the tensor cores work on this step while the
+  // previous one's product retires, and once every warpgroup has retired it (the barrier) `after_async`
+  // refills that step's stage.
+  static void staged_body(const ir::ForStmt& f, const std::vector<const ir::InstStmt*>& copies,
+                          const std::map<const ir::VarNode*, ir::Var>& buffers, const ir::Expr& here,
+                          const ir::InstStmt* async, ir::Block& body,
+                          const std::function<void()>& after_async) {
+    const std::set<const ir::InstStmt*> moved(copies.begin(), copies.end());
     for (const ir::Stmt& s : f.body) {
       if (const auto* is = s ? s->as<ir::InstStmt>() : nullptr; is && moved.count(is)) continue;
       if (s.get() != async) {
@@ -349,16 +352,8 @@ class Pipeline : public ir::IRMutator {
                                                                   g.transpose_a, g.transpose_b, g.loc)));
       body.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(1, g.loc)));
       body.push_back(inst_stmt(std::make_shared<ir::SynchronizeInst>(g.loc)));
-      const ir::Expr previous = sub(index, ir::make_int(1));
-      refill(previous, ir::make_binary(ir::BinaryOp::Gt, index, ir::make_int(0)));
+      after_async();
     }
-    if (!async) {
-      body.push_back(inst_stmt(std::make_shared<ir::SynchronizeInst>(loc)));
-      refill(index, nullptr);
-    }
-    out.push_back(std::make_shared<ir::ForStmt>(f.var, f.start, f.stop, f.step, std::move(body), loc,
-                                                ir::LoopAttrs{.unroll = f.attrs.unroll, .stages = 1}));
-    if (async) out.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(0, loc)));
   }
 
   // Every pipelined tile is one the TMA writes: rank 2, in the tile layer's swizzled layout with rows of 32,
