@@ -50,6 +50,8 @@ TEST(IrLoopAttrs, ParsedAndPrintedCanonically) {
       {"n, unroll=True", {.unroll = LoopAttrs::kFullUnroll}, "n, unroll=True"},
       {"0, n, unroll=False, stages=1", {}, "n"},
       {"n, stages=2 * 2", {.stages = 4}, "n, stages=4"},
+      {"n, tma=True, stages=3", {.stages = 3, .tma = true}, "n, stages=3, tma=True"},
+      {"n, tma=False", {}, "n"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.written);
@@ -72,6 +74,7 @@ TEST(IrLoopAttrs, BadAttributesAreParseErrors) {
       {"n, stages=n", "stages= must be an integer constant, got n"},
       {"n, unroll=1.5", "unroll= must be an integer constant or True, got 1.5"},
       {"n, unroll=2, unroll=2", "unroll= is given twice"},
+      {"n, tma=1", "tma= must be True or False, got 1"},
       {"unroll=2", "range takes 1 to 3 arguments, got 0"},
   };
   for (const auto& [written, message] : cases) {
