@@ -42,8 +42,7 @@ ir::TensorArg whole(const ir::Var& v, SourceLoc loc) {
 
 class Lower : public ir::IRMutator {
  public:
-  Lower(int64_t threads, const target::Target& target, Diagnostics& diags)
-      : threads_(threads), target_(target), diags_(diags) {}
+  Lower(int64_t threads, Diagnostics& diags) : threads_(threads), diags_(diags) {}
   bool ok() const { return ok_; }
 
   ir::Block mutate_block(const ir::Block& block) override {
@@ -211,7 +210,6 @@ class Lower : public ir::IRMutator {
   }
 
   int64_t threads_;
-  const target::Target& target_;
   Diagnostics& diags_;
   bool ok_ = true;
   ir::Block* out_ = nullptr;
@@ -237,10 +235,10 @@ bool has_tile_operators(const ir::Block& block) {
 
 }  // namespace
 
-std::optional<ir::Program> lower_tile_ops(ir::Program program, Diagnostics& diags,
-                                          const target::Target& target) {
+// The target is not read here: infer_layouts already wrote the wgmma choice into each Gemm.
+std::optional<ir::Program> lower_tile_ops(ir::Program program, Diagnostics& diags, const target::Target&) {
   if (!has_tile_operators(program.body)) return program;
-  Lower lower(program.threads, target, diags);
+  Lower lower(program.threads, diags);
   ir::Program out = lower.mutate_program(program);
   if (!lower.ok()) return std::nullopt;
   return out;
