@@ -41,7 +41,7 @@ size_t Machine::issue_copy(const ir::TensorArg& dst_arg, const ir::TensorArg& sr
     if (pending >= 0) {
       const PendingCopy& other = copies_[static_cast<size_t>(pending)];
       raise(n.loc, "{} writes shared '{}' element {} which a {} issued at {} still has to write", what,
-            s.name, shared_element(s, off), other.barrier ? "CopyTma" : "CopyAsync", format_loc(*other.loc));
+            s.name, shared_element(s, off), other.barrier ? "CopyTma" : "CopyAsync", loc_text(*other.loc));
     }
     check_not_dot_operand(s, off, n.loc);
     if (options_.check_races) check_async_issue(s, off, n.loc, what);

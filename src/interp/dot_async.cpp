@@ -52,7 +52,7 @@ void Machine::check_not_dot_accumulator(const RegTensor& r, const std::string& n
           "'{}' is used while the DotAsync at {} still accumulates into it: wait for it first "
           "(DotAsyncWait({}) "
           "retires it here)",
-          name, format_loc(*dots_[static_cast<size_t>(r.dot_seq - 1)].loc), dots_after(r.dot_seq));
+          name, loc_text(*dots_[static_cast<size_t>(r.dot_seq - 1)].loc), dots_after(r.dot_seq));
 }
 
 void Machine::check_not_dot_register_operand(const ir::Var& var) {
@@ -61,7 +61,7 @@ void Machine::check_not_dot_register_operand(const ir::Var& var) {
   raise(*current_loc_ptr_,
         "'{}' is written while the DotAsync at {} may still read it from its registers: wait for it first "
         "(DotAsyncWait({}) retires it here)",
-        var->name, format_loc(*dots_[static_cast<size_t>(it->second - 1)].loc), dots_after(it->second));
+        var->name, loc_text(*dots_[static_cast<size_t>(it->second - 1)].loc), dots_after(it->second));
 }
 
 void Machine::check_not_dot_operand(const SharedBuffer& s, int64_t offset, const SourceLoc& loc) {
@@ -71,7 +71,7 @@ void Machine::check_not_dot_operand(const SharedBuffer& s, int64_t offset, const
     raise(loc,
           "shared '{}' element {} is written while the DotAsync at {} may still read it: wait for it first "
           "(DotAsyncWait({}) retires it here)",
-          s.name, shared_element(s, offset), format_loc(*dots_[static_cast<size_t>(seq - 1)].loc),
+          s.name, shared_element(s, offset), loc_text(*dots_[static_cast<size_t>(seq - 1)].loc),
           dots_after(seq));
 }
 

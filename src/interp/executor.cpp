@@ -374,7 +374,7 @@ RegTensor& Machine::reg_operand(const ir::TensorArg& arg) {
     const ir::RegionStmt* r = v.reg->region ? v.reg->region : region_;
     raise(current_loc_, "register tensor '{}' is held by {} but used by {} (Warpgroups({}, {}) at {})",
           arg.tensor->name, v.reg->region ? "a region" : "the block", region_ ? "a region" : "the block",
-          r->first, r->stop, format_loc(r->loc));
+          r->first, r->stop, loc_text(r->loc));
   }
   return *v.reg;
 }

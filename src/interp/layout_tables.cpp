@@ -11,10 +11,6 @@ std::string format_index(const Index& index) {
   return fmt::format("[{}]", fmt::join(index, ", "));
 }
 
-std::string format_loc(SourceLoc loc) {
-  return loc.known() ? fmt::format("{}:{}", loc.line, loc.col) : std::string("?");
-}
-
 Index unravel(int64_t linear, const Index& shape) {
   Index out(shape.size(), 0);
   for (size_t d = shape.size(); d-- > 0;) {

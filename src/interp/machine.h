@@ -41,9 +41,8 @@ template <typename... Args>
   throw RunError{loc, fmt::format(format, std::forward<Args>(args)...)};
 }
 
-// `[1, 2]`; `L:C` (or `?` for an unknown location).
+// `[1, 2]`.
 std::string format_index(const Index& index);
-std::string format_loc(SourceLoc loc);
 // Row-major unravel of a linear index.
 Index unravel(int64_t linear, const Index& shape);
 

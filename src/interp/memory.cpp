@@ -341,7 +341,7 @@ RegPtr Machine::load_shared(const ir::LoadInst& n) {
     if (s.pending[uo] >= 0) {
       raise(*current_loc_ptr_, "read of shared '{}' element {} before {} (issued at {})", s.name,
             shared_element(s, off), pending_wait_text(copies_[static_cast<size_t>(s.pending[uo])]),
-            format_loc(*copies_[static_cast<size_t>(s.pending[uo])].loc));
+            loc_text(*copies_[static_cast<size_t>(s.pending[uo])].loc));
     }
     if (options_.check_races)
       check_shared_read(s, off, static_cast<int32_t>(static_cast<int64_t>(k) / m), *current_loc_ptr_);
@@ -421,7 +421,7 @@ void Machine::store_shared(const ir::StoreInst& n) {
     if (s.pending[uo] >= 0) {
       raise(*current_loc_ptr_, "write of shared '{}' element {} before {} (issued at {})", s.name,
             shared_element(s, off), pending_wait_text(copies_[static_cast<size_t>(s.pending[uo])]),
-            format_loc(*copies_[static_cast<size_t>(s.pending[uo])].loc));
+            loc_text(*copies_[static_cast<size_t>(s.pending[uo])].loc));
     }
     check_not_dot_operand(s, off, *current_loc_ptr_);
     if (options_.check_races)

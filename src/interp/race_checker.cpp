@@ -28,7 +28,7 @@ namespace tilevm::interp::detail {
 namespace {
 
 std::string where(const SourceLoc* loc) {
-  return loc ? format_loc(*loc) : std::string("?");
+  return loc ? loc_text(*loc) : std::string("?");
 }
 
 uint32_t entry(const Clock& c, uint16_t actor) {
@@ -75,7 +75,7 @@ std::string Machine::race_text(const Access& a, const char* verb) const {
                        verb, where(a.loc));
   const ir::RegionStmt* r = a.actor < actor_regions_.size() ? actor_regions_[a.actor] : nullptr;
   const std::string region =
-      r ? fmt::format("Warpgroups({}, {}) at {}", r->first, r->stop, format_loc(r->loc)) : std::string("?");
+      r ? fmt::format("Warpgroups({}, {}) at {}", r->first, r->stop, loc_text(r->loc)) : std::string("?");
   return fmt::format(
       "{} of the region {} {} it at {}, and no barrier phase orders the two (an arrival there after it "
       "that a BarrierWait here waited for)",

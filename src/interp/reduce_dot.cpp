@@ -139,7 +139,7 @@ Machine::DotValues Machine::dot_operand(const ir::TensorArg& arg, bool transpose
       if (s.pending[uo] >= 0) {
         raise(*current_loc_ptr_, "read of shared '{}' element {} before {} (issued at {})", s.name,
               shared_element(s, off), pending_wait_text(copies_[static_cast<size_t>(s.pending[uo])]),
-              format_loc(*copies_[static_cast<size_t>(s.pending[uo])].loc));
+              loc_text(*copies_[static_cast<size_t>(s.pending[uo])].loc));
       }
       if (options_.check_races) check_shared_read(s, off, kSeveral, *current_loc_ptr_);
       if (!s.init[uo])

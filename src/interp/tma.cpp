@@ -126,7 +126,7 @@ void Machine::barrier_arrive(const ir::BarrierArriveInst& n) {
     raise(n.loc,
           "phase {} of barrier {} completes here with the CopyTma issued at {} still in flight: the arrivals "
           "announced {} bytes fewer than the copies bring (BarrierArrive tx=)",
-          st.phase, barrier_text(*b, i), format_loc(*c.loc), c.bytes);
+          st.phase, barrier_text(*b, i), loc_text(*c.loc), c.bytes);
   }
   if (st.tx < 0) {
     raise(n.loc, "phase {} of barrier {}: its copies brought {} bytes more than its arrivals announced (tx=)",

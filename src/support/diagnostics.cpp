@@ -2,7 +2,14 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace tilevm {
+
+std::string loc_text(SourceLoc loc) {
+  return loc.known() ? fmt::format("{}:{}", loc.line, loc.col) : std::string("?");
+}
+
 namespace {
 
 std::string_view severity_name(Severity s) {

@@ -12,6 +12,7 @@
 #include "tilevm/layout/layout_text.h"
 #include "tilevm/support/error.h"
 #include "tilevm/tile/tile_layouts.h"
+#include "tilevm/tile/tile_program.h"
 
 namespace tilevm::tile {
 
@@ -23,34 +24,12 @@ struct Decision {
   std::string what;  // "Gemm's accumulator", ...
 };
 
-std::string loc_text(SourceLoc loc) {
-  return loc.known() ? fmt::format("{}:{}", loc.line, loc.col) : std::string("?");
-}
-
-layout::Index static_shape(const ir::TensorType& t) {
-  auto s = t.static_shape();
-  if (!s) throw InternalError("a tile operand with a non-constant shape passed the verifier");
-  return *s;
-}
-
-// The view's constant shape (indexed dimensions dropped).
-layout::Index view_shape(const ir::TensorArg& arg) {
-  const layout::Index full = static_shape(arg.type());
-  layout::Index out;
-  for (size_t d = 0; d < full.size(); ++d) {
-    const bool indexed = d < arg.slices.size() && arg.slices[d].kind == ir::Slice::Kind::Index;
-    if (!indexed) out.push_back(full[d]);
-  }
-  return out;
-}
-
 class Collect : public ir::IRVisitor {
  public:
   std::map<const ir::VarNode*, const ir::AllocateFragmentInst*> fragments;
   std::map<const ir::VarNode*, const ir::AllocateSharedInst*> open_shared;
   std::vector<ir::Inst> ops;              // Copy, Gemm, Fill in program order
   std::vector<const ir::VarNode*> order;  // fragments in program order
-  int64_t first_threads = 0;              // of the first register layout, when the header gives none
 
   void visit_inst_stmt(const ir::InstStmt& s) override {
     const ir::InstNode& inst = *s.inst;
@@ -62,10 +41,6 @@ class Collect : public ir::IRVisitor {
     } else if (ir::is_tile_operator(inst.kind)) {
       ops.push_back(s.inst);
     }
-    if (const auto* r = inst.as<ir::AllocateRegisterInst>(); r && !first_threads)
-      first_threads = r->layout.num_threads();
-    if (const auto* l = dynamic_cast<const ir::LoadInst*>(&inst); l && !first_threads)
-      first_threads = l->layout.num_threads();
     ir::IRVisitor::visit_inst_stmt(s);
   }
 };
@@ -88,7 +63,7 @@ class Inference {
       if (decided_.count(v)) continue;
       const ir::AllocateFragmentInst& f = *c_.fragments.at(v);
       std::string why;
-      auto lay = copy_layout(static_shape(*v->type.tensor), f.dtype, threads_, &why);
+      auto lay = copy_layout(*v->type.tensor->static_shape(), f.dtype, threads_, &why);
       if (!lay) {
         diags_.error(f.loc, "cannot lay out fragment '{}': {}", v->name, why);
         ok_ = false;
@@ -131,11 +106,11 @@ class Inference {
   void shared_operand(const ir::TensorArg& arg) {
     const ir::VarNode* v = arg.tensor.get();
     if (!c_.open_shared.count(v)) return;  // laid out by the program
-    shared_[v] = shared_tile_layout(static_shape(arg.type()), arg.type().dtype);
+    shared_[v] = shared_tile_layout(*arg.type().static_shape(), arg.type().dtype);
   }
 
   void strict_gemm(const ir::GemmInst& g) {
-    const layout::Index cs = view_shape(g.c), as = view_shape(g.a);
+    const layout::Index cs = tile_shape(g.c), as = tile_shape(g.a);
     const int64_t m = cs[0], n = cs[1], k = g.transpose_a ? as[0] : as[1];
     if (k % 16 != 0) {
       diags_.error(g.loc, "Gemm: K = {} is not a multiple of 16 (mma.m16n8k16's k)", k);
@@ -286,12 +261,9 @@ std::optional<ir::Program> infer_layouts(ir::Program program, Diagnostics& diags
   Collect c;
   c.visit_program(program);
   if (c.fragments.empty() && c.ops.empty()) return program;
-  const int64_t threads = program.threads > 0 ? program.threads : c.first_threads;
-  if (threads <= 0) {
-    diags.error(program.loc, "'{}' uses tile operators but has no thread count: write def {}<...>[threads=T]",
-                program.name, program.name);
-    return std::nullopt;
-  }
+  // infer_threads runs first, and a program that verifies has a thread count.
+  TILEVM_ASSERT(program.threads > 0, "'{}' reached infer_layouts without a thread count", program.name);
+  const int64_t threads = program.threads;
   Inference inference(c, threads, target, diags);
   if (!inference.run()) return std::nullopt;
   return Retype(inference).mutate_program(program);

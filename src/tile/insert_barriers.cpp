@@ -5,7 +5,7 @@
 #include <set>
 
 #include "tilevm/ir/inst/all.h"
-#include "tilevm/ir/visitor.h"
+#include "tilevm/tile/tile_program.h"
 
 namespace tilevm::tile {
 
@@ -127,15 +127,6 @@ class Insert {
     return out;
   }
 };
-
-bool uses_tile_operators(const ir::Program& p) {
-  struct Find : ir::IRVisitor {
-    bool found = false;
-    void visit_inst(const ir::Inst& inst) override { found |= ir::is_tile_operator(inst->kind); }
-  } find;
-  find.visit_program(p);
-  return find.found;
-}
 
 }  // namespace
 

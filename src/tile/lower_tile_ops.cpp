@@ -7,25 +7,13 @@
 #include "tilevm/ir/mutator.h"
 #include "tilevm/support/error.h"
 #include "tilevm/tile/tile_layouts.h"
+#include "tilevm/tile/tile_program.h"
 
 namespace tilevm::tile {
 
 namespace {
 
 using ir::Scope;
-
-layout::Index view_shape(const ir::TensorArg& arg) {
-  const ir::TensorType& t = arg.type();
-  auto full = t.static_shape();
-  layout::Index out;
-  for (size_t d = 0; d < t.shape.size(); ++d) {
-    const bool indexed = d < arg.slices.size() && arg.slices[d].kind == ir::Slice::Kind::Index;
-    if (indexed) continue;
-    auto c = ir::as_const_int(t.shape[d]);
-    out.push_back(full ? (*full)[d] : c.value_or(0));
-  }
-  return out;
-}
 
 ir::Var register_var(const std::string& name, DataType dtype, const layout::Layout& lay) {
   ir::TensorType t;
@@ -136,14 +124,14 @@ class Lower : public ir::IRMutator {
     } else {
       // Between memories through registers, in the coalesced layout of the non-global side's tile.
       const ir::TensorArg& tile_side = s == Scope::Global ? c.dst : c.src;
-      auto lay = moving_layout(view_shape(tile_side), c.src.type().dtype, c.loc);
+      auto lay = moving_layout(tile_shape(tile_side), c.src.type().dtype, c.loc);
       if (!lay) return;
       store(load(c.src, *lay, nullptr, c.loc), c.dst, c.loc);
     }
   }
 
   void lower_gemm(const ir::GemmInst& g) {
-    const layout::Index cs = view_shape(g.c), as = view_shape(g.a);
+    const layout::Index cs = tile_shape(g.c), as = tile_shape(g.a);
     const int64_t m = cs[0], n = cs[1], k = g.transpose_a ? as[0] : as[1];
     // infer_layouts recorded its choice in wgmma=: one Dot on the shared tiles.
     if (g.wgmma.value_or(false)) {
@@ -216,28 +204,11 @@ class Lower : public ir::IRMutator {
   int counter_ = 0;
 };
 
-bool has_tile_operators(const ir::Block& block) {
-  for (const ir::Stmt& s : block) {
-    if (!s) continue;
-    if (const auto* is = s->as<ir::InstStmt>(); is && is->inst && ir::is_tile_operator(is->inst->kind))
-      return true;
-    if (const auto* f = s->as<ir::ForStmt>(); f && has_tile_operators(f->body)) return true;
-    if (const auto* w = s->as<ir::WhileStmt>(); w && has_tile_operators(w->body)) return true;
-    if (const auto* i = s->as<ir::IfStmt>()) {
-      for (const ir::Block& b : i->bodies)
-        if (has_tile_operators(b)) return true;
-      if (has_tile_operators(i->else_body)) return true;
-    }
-    if (const auto* r = s->as<ir::RegionStmt>(); r && has_tile_operators(r->body)) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 // The target is not read here: infer_layouts already wrote the wgmma choice into each Gemm.
 std::optional<ir::Program> lower_tile_ops(ir::Program program, Diagnostics& diags, const target::Target&) {
-  if (!has_tile_operators(program.body)) return program;
+  if (!uses_tile_operators(program)) return program;
   Lower lower(program.threads, diags);
   ir::Program out = lower.mutate_program(program);
   if (!lower.ok()) return std::nullopt;

@@ -50,40 +50,29 @@ ir::Expr div(ir::Expr a, ir::Expr b) {
   return ir::make_binary(ir::BinaryOp::Div, std::move(a), std::move(b));
 }
 
-// Every use of a variable (as an operand or in an expression) and the shared tensors each loop writes.
-class Uses : public ir::IRVisitor {
+// What the instructions of a program or block do with variables: how often each is an operand (read or
+// written), how often written, and which the block's statements define.
+class Accesses : public ir::IRVisitor {
  public:
-  std::map<const ir::VarNode*, int> count;
+  std::map<const ir::VarNode*, int> uses, writes;
+  std::set<const ir::VarNode*> defined;
+  void visit_inst_stmt(const ir::InstStmt& s) override {
+    for (const ir::Var& r : s.results) defined.insert(r.get());
+    ir::IRVisitor::visit_inst_stmt(s);
+  }
   void visit_inst(const ir::Inst& inst) override {
-    for (const ir::Var& v : inst->used_vars()) ++count[v.get()];
+    for (const ir::Var& v : inst->used_vars()) ++uses[v.get()];
+    for (const ir::Var& v : inst->writes()) ++writes[v.get()];
     ir::IRVisitor::visit_inst(inst);
   }
 };
 
-// The copies of a loop body that can be pipelined (see the header).
+// The copies of a loop body that can be pipelined (see the header): into a shared tensor allocated before
+// the loop, used nowhere else and written by nothing else.
 std::vector<const ir::InstStmt*> pipelinable_copies(const ir::ForStmt& f,
                                                     const std::map<const ir::VarNode*, int>& all_uses) {
-  Uses inside;
+  Accesses inside;
   inside.visit_block(f.body);
-  // Shared tensors written by something other than a candidate copy, anywhere in the body.
-  struct Writers : ir::IRVisitor {
-    std::map<const ir::VarNode*, int> writes;
-    void visit_inst(const ir::Inst& inst) override {
-      for (const ir::Var& v : inst->writes()) ++writes[v.get()];
-    }
-  } writers;
-  writers.visit_block(f.body);
-  std::set<const ir::VarNode*> allocated_inside;
-  struct Allocs : ir::IRVisitor {
-    std::set<const ir::VarNode*>* out;
-    void visit_inst_stmt(const ir::InstStmt& s) override {
-      for (const ir::Var& r : s.results) out->insert(r.get());
-      ir::IRVisitor::visit_inst_stmt(s);
-    }
-  } allocs;
-  allocs.out = &allocated_inside;
-  allocs.visit_block(f.body);
-
   std::vector<const ir::InstStmt*> out;
   for (const ir::Stmt& s : f.body) {
     const auto* is = s ? s->as<ir::InstStmt>() : nullptr;
@@ -92,12 +81,12 @@ std::vector<const ir::InstStmt*> pipelinable_copies(const ir::ForStmt& f,
     const ir::VarNode* x = c->dst.tensor.get();
     const ir::TensorType& dt = c->dst.type();
     if (c->src.type().scope != Scope::Global || dt.scope != Scope::Shared || !c->dst.slices.empty() ||
-        dt.dtype != c->src.type().dtype || allocated_inside.count(x))
+        dt.dtype != c->src.type().dtype || inside.defined.count(x))
       continue;
     auto total = all_uses.find(x);
-    auto in = inside.count.find(x);
-    if (total == all_uses.end() || in == inside.count.end() || total->second != in->second) continue;
-    if (writers.writes[x] != 1) continue;
+    auto in = inside.uses.find(x);
+    if (total == all_uses.end() || in == inside.uses.end() || total->second != in->second) continue;
+    if (inside.writes[x] != 1) continue;
     out.push_back(is);
   }
   return out;
@@ -386,9 +375,9 @@ class Pipeline : public ir::IRMutator {
       found = is;
     }
     if (!found) return nullptr;
-    Uses uses;
-    uses.visit_block(f.body);
-    return uses.count[found->inst->as<ir::GemmInst>()->c.tensor.get()] == 1 ? found : nullptr;
+    Accesses inside;
+    inside.visit_block(f.body);
+    return inside.uses[found->inst->as<ir::GemmInst>()->c.tensor.get()] == 1 ? found : nullptr;
   }
 
   // `s` with every operand naming a buffered tensor x turned into x'[stage].
@@ -414,9 +403,7 @@ class Pipeline : public ir::IRMutator {
           if (a.tensor.tensor) fix(a.tensor);
           if (a.operand.tensor) fix(*a.operand.tensor);
         }
-        ir::Inst base = ir::IRMutator::mutate_inst(inst);
-        if (!changed) return base;
-        return args.def().build(args, inst->loc);
+        return changed ? args.def().build(args, inst->loc) : inst;
       }
     } r;
     r.buffers = &buffers;
@@ -436,9 +423,9 @@ class Pipeline : public ir::IRMutator {
 
 std::optional<ir::Program> pipeline_loops(ir::Program program, Diagnostics& diags,
                                           const target::Target& target) {
-  Uses uses;
-  uses.visit_program(program);
-  Pipeline pipeline(std::move(uses.count), target, diags);
+  Accesses all;
+  all.visit_program(program);
+  Pipeline pipeline(std::move(all.uses), target, diags);
   ir::Program out = pipeline.run(program);
   if (pipeline.failed()) return std::nullopt;
   return out;

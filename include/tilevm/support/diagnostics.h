@@ -22,6 +22,9 @@ struct SourceLoc {
   bool operator==(const SourceLoc&) const = default;
 };
 
+// "LINE:COL" for messages that point at a second place ("... at 12:5"), "?" when unknown.
+std::string loc_text(SourceLoc loc);
+
 enum class Severity { Error, Warning, Note };
 
 struct Diagnostic {

@@ -24,7 +24,8 @@
 
 namespace tilevm::tile {
 
-// @pre `program` verifies. nullopt after reporting to `diags` when no layout satisfies the operators.
+// @pre `program` verifies and infer_threads ran (Program::threads is set). nullopt after reporting to `diags`
+// when no layout satisfies the operators.
 std::optional<ir::Program> infer_layouts(ir::Program program, Diagnostics& diags,
                                          const target::Target& target);
 

@@ -10,6 +10,15 @@ const TensorType& TensorArg::type() const {
   return *tensor->type.tensor;
 }
 
+std::optional<layout::Index> TensorArg::static_view_shape() const {
+  const std::optional<layout::Index> full = type().static_shape();
+  if (!full) return std::nullopt;
+  layout::Index out;
+  for (size_t d = 0; d < full->size(); ++d)
+    if (d >= slices.size() || slices[d].kind != Slice::Kind::Index) out.push_back((*full)[d]);
+  return out;
+}
+
 void for_each_expr(const TensorArg& arg, const ExprFn& fn) {
   for (const Slice& s : arg.slices)
     if (s.value) fn(s.value);

@@ -244,10 +244,8 @@ const TensorType* Verifier::tensor_operand(const TensorArg& arg, const InstNode&
       ok = false;
     }
   }
-  if (t->scope == Scope::Register && !t->layout && !is_tile_operator(inst.kind)) {  // a fragment
-    diags_.error(loc, "{}: register tensor '{}' has no layout", inst.name(), arg.tensor->name);
-    return nullptr;
-  }
+  // A register tensor without a layout (a fragment) reaches only tile operators: check_stmt refuses any
+  // other instruction that names one (check_fragments_laid_out) before its check_* runs.
   if (t->scope == Scope::Shared && !t->layout) {
     diags_.error(loc, "{}: shared tensor '{}' has no layout", inst.name(), arg.tensor->name);
     return nullptr;

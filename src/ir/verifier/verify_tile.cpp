@@ -8,21 +8,6 @@ namespace tilevm::ir::verifier_detail {
 
 namespace {
 
-// The constant shape of a view, or nullopt when an extent is not constant.
-std::optional<layout::Index> const_shape_of(const std::vector<Expr>& shape) {
-  layout::Index out;
-  for (const Expr& e : shape) {
-    auto c = as_const_int(e);
-    if (!c) return std::nullopt;
-    out.push_back(*c);
-  }
-  return out;
-}
-
-std::string index_list(const layout::Index& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
 bool is_gemm_input(DataType t) {
   return t == DataType::f16() || t == DataType::bf16();
 }
@@ -66,25 +51,23 @@ void Verifier::check_copy(const CopyInst& n) {
                  n.src.tensor->name, n.dst.tensor->name);
     return;
   }
-  const std::vector<Expr> sshape = view_shape(n.src, *src), dshape = view_shape(n.dst, *dst);
   // The tile is the non-global side; a global view must have at least its rank (it addresses the trailing
   // dimensions).
   const bool src_tile = src->scope != Scope::Global;
-  const std::vector<Expr>& tile_shape = src_tile ? sshape : dshape;
-  const std::optional<layout::Index> tile = const_shape_of(tile_shape);
+  const std::optional<layout::Index> tile = (src_tile ? n.src : n.dst).static_view_shape();
   if (!tile) return;  // the allocation reported it
   if (src->scope != Scope::Global && dst->scope != Scope::Global) {
-    const std::optional<layout::Index> other = const_shape_of(dshape);
+    const std::optional<layout::Index> other = n.dst.static_view_shape();
     if (other && *other != *tile)
       diags_.error(n.loc, "Copy: '{}' is {} but '{}' is {}; tiles of both sides must have one shape",
-                   n.src.tensor->name, index_list(*tile), n.dst.tensor->name, index_list(*other));
+                   n.src.tensor->name, index_text(*tile), n.dst.tensor->name, index_text(*other));
     return;
   }
-  const std::vector<Expr>& global_shape = src_tile ? dshape : sshape;
   const TensorArg& global = src_tile ? n.dst : n.src;
+  const std::vector<Expr> global_shape = view_shape(global, global.type());
   if (global_shape.size() < tile->size())
     diags_.error(n.loc, "Copy: the tile is {} (rank {}) but the global view '{}' has rank {}",
-                 index_list(*tile), tile->size(), global.tensor->name, global_shape.size());
+                 index_text(*tile), tile->size(), global.tensor->name, global_shape.size());
 }
 
 void Verifier::check_gemm(const GemmInst& n) {
@@ -104,15 +87,14 @@ void Verifier::check_gemm(const GemmInst& n) {
                  n.c.tensor->name, type_text(n.c.tensor->type));
     return;
   }
-  auto as = const_shape_of(view_shape(n.a, *a)), bs = const_shape_of(view_shape(n.b, *b)),
-       cs = const_shape_of(view_shape(n.c, *c));
+  auto as = n.a.static_view_shape(), bs = n.b.static_view_shape(), cs = n.c.static_view_shape();
   if (!as || !bs || !cs) return;
   for (auto [s, arg, role] :
        {std::tuple{&*as, &n.a, "a"}, std::tuple{&*bs, &n.b, "b"}, std::tuple{&*cs, &n.c, "c"}}) {
     if (s->size() != 2) {
       diags_.error(pick(arg->loc, n.loc),
                    "Gemm: {} ('{}') is {}; Gemm takes rank-2 tiles (index a stage with t[s])", role,
-                   arg->tensor->name, index_list(*s));
+                   arg->tensor->name, index_text(*s));
       return;
     }
   }
@@ -121,8 +103,8 @@ void Verifier::check_gemm(const GemmInst& n) {
   if (ka != kb || (*cs)[0] != m || (*cs)[1] != nb)
     diags_.error(
         n.loc, "Gemm: shapes do not chain: a{} is {}, b{} is {}, c is {} (want [M, K] @ [K, N] into [M, N])",
-        n.transpose_a ? "^T" : "", index_list({m, ka}), n.transpose_b ? "^T" : "", index_list({kb, nb}),
-        index_list(*cs));
+        n.transpose_a ? "^T" : "", index_text({m, ka}), n.transpose_b ? "^T" : "", index_text({kb, nb}),
+        index_text(*cs));
   if (a->dtype != b->dtype || !is_gemm_input(a->dtype))
     diags_.error(n.loc, "Gemm: a is {} and b is {}; Gemm multiplies f16 or bf16 tiles of one type",
                  a->dtype.name(), b->dtype.name());

@@ -85,6 +85,9 @@ struct TensorArg {
   SourceLoc loc;
 
   const TensorType& type() const;  // the underlying tensor's type. @pre tensor is a tensor variable
+  // The view's shape when every extent of the tensor is constant (register and shared tensors): the
+  // tensor's shape without its indexed dimensions; nullopt otherwise. @pre tensor is a tensor variable
+  std::optional<layout::Index> static_view_shape() const;
 };
 
 // An operand that is a tensor or a scalar expression (scalars broadcast).

@@ -1,0 +1,25 @@
+// tile_program.h.
+#include "tilevm/tile/tile_program.h"
+
+#include "tilevm/ir/inst/all.h"
+#include "tilevm/ir/visitor.h"
+#include "tilevm/support/error.h"
+
+namespace tilevm::tile {
+
+bool uses_tile_operators(const ir::Program& program) {
+  struct Find : ir::IRVisitor {
+    bool found = false;
+    void visit_inst(const ir::Inst& inst) override { found |= ir::is_tile_operator(inst->kind); }
+  } find;
+  find.visit_program(program);
+  return find.found;
+}
+
+layout::Index tile_shape(const ir::TensorArg& arg) {
+  std::optional<layout::Index> s = arg.static_view_shape();
+  TILEVM_ASSERT(s, "tile operand '{}' has a non-constant shape after verification", arg.tensor->name);
+  return *s;
+}
+
+}  // namespace tilevm::tile
