@@ -185,6 +185,10 @@ Flow Machine::exec_stmt(const ir::Stmt& s) {
     case ir::StmtKind::Region:  // exec_block runs sections
       run_section(ir::Block{s}, 0, 1);
       return Flow::Normal;
+    case ir::StmtKind::Parallel:
+      raise(s->loc,
+            "a Parallel loop is the tile layer's: the interpreter runs the lowered program "
+            "(transform::lower)");
   }
   return Flow::Normal;
 }

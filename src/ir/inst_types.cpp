@@ -115,7 +115,8 @@ bool check_fragments_laid_out(const InstNode& inst, Diagnostics& diags) {
     if (t.scope == Scope::Register && !t.layout) {
       diags.error(inst.loc,
                   "{} needs the layout of '{}', a fragment whose layout the tile layer infers: only tile "
-                  "operators (Copy, Gemm, Fill) take it; give it one with AllocateRegister(layout=) instead",
+                  "operators (Copy, Gemm, Fill, Parallel loops) and ReduceSum/Max/Min take it; give it one "
+                  "with AllocateRegister(layout=) instead",
                   inst.name(), v->name);
       return false;
     }
@@ -126,7 +127,7 @@ bool check_fragments_laid_out(const InstNode& inst, Diagnostics& diags) {
 std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, int grid_rank,
                                                          Diagnostics& diags) {
   using Types = std::vector<ValueType>;
-  if (!is_tile_operator(inst.kind) && !check_fragments_laid_out(inst, diags)) return std::nullopt;
+  if (!takes_fragments(inst.kind) && !check_fragments_laid_out(inst, diags)) return std::nullopt;
   try {
     switch (inst.kind) {
       case InstKind::BlockIndices:
@@ -214,6 +215,14 @@ std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, i
           diags.error(inst.loc, "{} dim={} is out of range for a tensor of rank {}", inst.name(), n.dim,
                       t->rank());
           return std::nullopt;
+        }
+        if (!t->layout) {  // a fragment's reduction: a fragment, laid out by the tile layer
+          TensorType r{t->dtype, Scope::Register, t->shape, std::nullopt, {}};
+          if (n.keepdim)
+            r.shape[n.dim] = make_int(1);
+          else
+            r.shape.erase(r.shape.begin() + n.dim);
+          return out_or(n.out, ValueType::tensor_of(std::move(r)));
         }
         layout::Layout lay = layout::reduce(*t->layout, {n.dim});
         if (n.keepdim) lay = layout::insert_dim(lay, n.dim);

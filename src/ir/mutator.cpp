@@ -40,6 +40,8 @@ Stmt IRMutator::mutate_stmt(const Stmt& s) {
       return mutate_while(s, *s->as<WhileStmt>());
     case StmtKind::Region:
       return mutate_region(s, *s->as<RegionStmt>());
+    case StmtKind::Parallel:
+      return mutate_parallel(s, *s->as<ParallelStmt>());
     case StmtKind::Break:
     case StmtKind::Continue:
     case StmtKind::Return:
@@ -104,6 +106,29 @@ Stmt IRMutator::mutate_region(const Stmt& s, const RegionStmt& node) {
   Block body = mutate_block(node.body);
   if (same_nodes(body, node.body)) return s;
   return std::make_shared<RegionStmt>(node.first, node.stop, node.registers, std::move(body), node.loc);
+}
+
+Stmt IRMutator::mutate_parallel(const Stmt& s, const ParallelStmt& node) {
+  bool changed = false;
+  auto exprs = [&](const Expr& e) {
+    Expr n = mutate_expr(e);
+    changed |= n != e;
+    return n;
+  };
+  auto vars = [&](const Var& v) {
+    Var n = mutate_var(v);
+    changed |= n != v;
+    return n;
+  };
+  std::vector<Var> loop_vars;
+  for (const Var& v : node.vars) loop_vars.push_back(vars(v));
+  std::vector<Expr> extents;
+  for (const Expr& e : node.extents) extents.push_back(exprs(e));
+  std::vector<ElementAssign> body;
+  for (const ElementAssign& a : node.body)
+    body.push_back({rewrite(a.target, exprs, vars), rewrite(a.value, exprs, vars), a.loc});
+  if (!changed) return s;
+  return std::make_shared<ParallelStmt>(std::move(loop_vars), std::move(extents), std::move(body), node.loc);
 }
 
 Inst IRMutator::mutate_inst(const Inst& inst) {

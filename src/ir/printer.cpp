@@ -209,6 +209,21 @@ class ProgramPrinter {
       case StmtKind::Return:
         line(indent, "return");
         break;
+      case StmtKind::Parallel: {
+        const auto& par = *s.as<ParallelStmt>();
+        std::string vars, extents;
+        for (size_t k = 0; k < par.vars.size(); ++k) {
+          vars += (k ? ", " : "") + par.vars[k]->name;
+          extents += (k ? ", " : "") + print_expr(par.extents[k]);
+          scalar_[par.vars[k]->name] = true;
+        }
+        line(indent, fmt::format("for {} in Parallel({}):", vars, extents));
+        if (par.body.empty()) line(indent + 1, "pass");
+        for (const ElementAssign& a : par.body)
+          line(indent + 1,
+               fmt::format("{} = {}", print_element_access(a.target), print_element_expr(a.value)));
+        break;
+      }
       case StmtKind::Region: {
         const auto& r = *s.as<RegionStmt>();
         const std::string registers = r.registers ? fmt::format(", registers={}", r.registers) : "";

@@ -31,6 +31,8 @@ void IRVisitor::visit_stmt(const Stmt& s) {
       return visit_return(*s->as<ReturnStmt>());
     case StmtKind::Region:
       return visit_region(*s->as<RegionStmt>());
+    case StmtKind::Parallel:
+      return visit_parallel(*s->as<ParallelStmt>());
   }
 }
 
@@ -55,6 +57,15 @@ void IRVisitor::visit_for(const ForStmt& s) {
   visit_expr(s.stop);
   visit_expr(s.step);
   visit_block(s.body);
+}
+
+void IRVisitor::visit_parallel(const ParallelStmt& s) {
+  for (const Expr& e : s.extents) visit_expr(e);
+  auto fn = [&](const Expr& e) { visit_expr(e); };
+  for (const ElementAssign& a : s.body) {
+    for_each_expr(a.target, fn);
+    for_each_expr(a.value, fn);
+  }
 }
 
 void IRVisitor::visit_while(const WhileStmt& s) {

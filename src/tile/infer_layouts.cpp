@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <map>
 
 #include "tilevm/ir/inst/all.h"
@@ -11,6 +12,7 @@
 #include "tilevm/ir/visitor.h"
 #include "tilevm/layout/layout_text.h"
 #include "tilevm/support/error.h"
+#include "tilevm/tile/parallel_binding.h"
 #include "tilevm/tile/tile_layouts.h"
 #include "tilevm/tile/tile_program.h"
 
@@ -24,17 +26,36 @@ struct Decision {
   std::string what;  // "Gemm's accumulator", ...
 };
 
+bool is_fragment(const ir::Var& v) {
+  return v && v->type.is_tensor() && v->type.tensor && v->type.tensor->scope == ir::Scope::Register &&
+         !v->type.tensor->layout;
+}
+
 class Collect : public ir::IRVisitor {
  public:
-  std::map<const ir::VarNode*, const ir::AllocateFragmentInst*> fragments;
+  std::map<const ir::VarNode*, SourceLoc> fragments;  // where each is defined
   std::map<const ir::VarNode*, const ir::AllocateSharedInst*> open_shared;
-  std::vector<ir::Inst> ops;              // Copy, Gemm, Fill in program order
-  std::vector<const ir::VarNode*> order;  // fragments in program order
+  std::vector<ir::Inst> ops;                       // Copy, Gemm, Fill in program order
+  std::vector<const ir::InstStmt*> reduces;        // ReduceSum/Max/Min of or into fragments
+  std::vector<const ir::ParallelStmt*> parallels;  // in program order
+  std::vector<const ir::VarNode*> order;           // fragments in program order
+
+  void visit_parallel(const ir::ParallelStmt& s) override {
+    parallels.push_back(&s);
+    ir::IRVisitor::visit_parallel(s);
+  }
 
   void visit_inst_stmt(const ir::InstStmt& s) override {
     const ir::InstNode& inst = *s.inst;
-    if (const auto* f = inst.as<ir::AllocateFragmentInst>(); f && s.results.size() == 1) {
-      fragments[s.results[0].get()] = f;
+    if (const auto* r = inst.as<ir::ReduceInst>()) {
+      const bool result = s.results.size() == 1 && is_fragment(s.results[0]);
+      if (result) {
+        fragments[s.results[0].get()] = inst.loc;
+        order.push_back(s.results[0].get());
+      }
+      if (result || is_fragment(r->src.tensor) || is_fragment(r->out)) reduces.push_back(&s);
+    } else if (const auto* f = inst.as<ir::AllocateFragmentInst>(); f && s.results.size() == 1) {
+      fragments[s.results[0].get()] = f->loc;
       order.push_back(s.results[0].get());
     } else if (const auto* a = inst.as<ir::AllocateSharedInst>(); a && !a->layout && s.results.size() == 1) {
       open_shared[s.results[0].get()] = a;
@@ -51,38 +72,139 @@ class Inference {
       : c_(c), threads_(threads), target_(target), diags_(diags) {}
 
   bool run() {
+    for (const ir::ParallelStmt* p : c_.parallels) {
+      if (auto b = bind_parallel(*p, diags_))
+        bindings_.emplace(p, std::move(*b));
+      else
+        ok_ = false;
+    }
+    if (!ok_) return false;
     for (const ir::Inst& op : c_.ops)
       if (const auto* g = op->as<ir::GemmInst>()) strict_gemm(*g);
-    for (bool changed = true; changed && ok_;) {
-      changed = false;
-      for (const ir::Inst& op : c_.ops)
-        if (const auto* cp = op->as<ir::CopyInst>()) changed |= common_copy(*cp);
-    }
-    for (const ir::VarNode* v : c_.order) {
-      if (!ok_) break;
-      if (decided_.count(v)) continue;
-      const ir::AllocateFragmentInst& f = *c_.fragments.at(v);
-      std::string why;
-      auto lay = copy_layout(*v->type.tensor->static_shape(), f.dtype, threads_, &why);
-      if (!lay) {
-        diags_.error(f.loc, "cannot lay out fragment '{}': {}", v->name, why);
-        ok_ = false;
-        break;
+    // Common propagation to a fixed point, then one free choice at a time (a loop's layout before a lone
+    // fragment's, since a loop lays out all its tiles at once), until everything has a layout.
+    while (ok_) {
+      for (bool changed = true; changed && ok_;) {
+        changed = false;
+        for (const ir::Inst& op : c_.ops)
+          if (const auto* cp = op->as<ir::CopyInst>()) changed |= common_copy(*cp);
+        for (const ir::InstStmt* r : c_.reduces) changed |= common_reduce(*r);
+        for (const ir::ParallelStmt* p : c_.parallels) changed |= common_parallel(*p);
       }
-      decided_[v] = {*lay, f.loc, "a coalesced layout (no operator constrains it)"};
+      if (ok_ && !free_choice()) break;
     }
     return ok_;
   }
 
   const std::map<const ir::VarNode*, Decision>& decided() const { return decided_; }
+
+ private:
+  // The free level: the first loop without a layout gets free_loop_layout, else the first fragment without
+  // one gets a coalesced layout. False when nothing was left to choose.
+  bool free_choice() {
+    for (const ir::ParallelStmt* p : c_.parallels) {
+      if (loops_.count(p)) continue;
+      std::string why;
+      auto lay = free_loop_layout(bindings_.at(p), threads_, &why);
+      if (!lay) {
+        diags_.error(p->loc, "Parallel: cannot lay out the loop over {} threads: {}", threads_, why);
+        ok_ = false;
+        return false;
+      }
+      loops_[p] = {*lay, p->loc, "a coalesced layout (no tile of the loop's shape has one)"};
+      return true;
+    }
+    for (const ir::VarNode* v : c_.order) {
+      if (decided_.count(v)) continue;
+      const SourceLoc loc = c_.fragments.at(v);
+      std::string why;
+      auto lay = copy_layout(*v->type.tensor->static_shape(), v->type.tensor->dtype, threads_, &why);
+      if (!lay) {
+        diags_.error(loc, "cannot lay out fragment '{}': {}", v->name, why);
+        ok_ = false;
+        return false;
+      }
+      decided_[v] = {*lay, loc, "a coalesced layout (no operator constrains it)"};
+      return true;
+    }
+    return false;
+  }
+
+  std::optional<layout::Layout> known(const ir::Var& v) const {
+    if (v->type.tensor->layout) return v->type.tensor->layout;
+    auto it = decided_.find(v.get());
+    return it == decided_.end() ? std::nullopt : std::optional<layout::Layout>(it->second.layout);
+  }
+
+  // A reduction's result is laid out as reduce(source, [dim]) (kept as extent 1 with keepdim).
+  bool common_reduce(const ir::InstStmt& s) {
+    const auto& r = *s.inst->as<ir::ReduceInst>();
+    const ir::Var result = s.results.size() == 1 ? s.results[0] : r.out;
+    auto src = known(r.src.tensor);
+    if (!src || !result || known(result)) {
+      if (src && result) check_reduce_result(r, *src, result);
+      return false;
+    }
+    return assign_var(result, reduced(r, *src), r.loc,
+                      fmt::format("{} of '{}'", r.name(), r.src.tensor->name));
+  }
+  static layout::Layout reduced(const ir::ReduceInst& r, const layout::Layout& src) {
+    layout::Layout lay = layout::reduce(src, {r.dim});
+    return r.keepdim ? layout::insert_dim(lay, r.dim) : lay;
+  }
+  void check_reduce_result(const ir::ReduceInst& r, const layout::Layout& src, const ir::Var& result) {
+    assign_var(result, reduced(r, src), r.loc, fmt::format("{} of '{}'", r.name(), r.src.tensor->name));
+  }
+
+  // A Parallel loop: every register tile of its shape shares the loop's layout, and a tile following some
+  // of its dimensions takes the loop's layout reduced over the others.
+  bool common_parallel(const ir::ParallelStmt& p) {
+    const ParallelBinding& b = bindings_.at(&p);
+    auto each = [&](const std::function<bool(const BoundAccess&)>& fn) {
+      for (const ParallelBinding::Assign& a : b.body) {
+        for (const BoundAccess& x : a.reads)
+          if (!x.memory && !fn(x)) return;
+        if (!a.target.memory && !fn(a.target)) return;
+      }
+    };
+    bool changed = false;
+    if (!loops_.count(&p)) {
+      each([&](const BoundAccess& x) {
+        if (!x.full(b.shape.size())) return true;
+        auto lay = known(x.access->tensor);
+        if (!lay) return true;
+        loops_[&p] = {*lay, x.access->loc, fmt::format("'{}'", x.access->tensor->name)};
+        changed = true;
+        return false;
+      });
+      if (!loops_.count(&p)) return false;
+    }
+    const layout::Layout loop = loops_.at(&p).layout;
+    each([&](const BoundAccess& x) {
+      const ir::Var& v = x.access->tensor;
+      const bool had = known(v).has_value();
+      if (!assign_var(
+              v, access_layout(loop, x.loop_dims()), x.access->loc,
+              fmt::format("the Parallel loop at {} (laid out like {})", loc_text(p.loc), loops_.at(&p).what)))
+        return false;
+      changed |= !had;
+      return true;
+    });
+    return changed;
+  }
+
+ public:
   const std::map<const ir::VarNode*, layout::Layout>& shared() const { return shared_; }
   const std::map<const ir::InstNode*, bool>& wgmma() const { return wgmma_; }
 
  private:
   // Registers `lay` for the register tensor `arg` names, or reports the conflict with what was there.
   bool assign(const ir::TensorArg& arg, const layout::Layout& lay, SourceLoc loc, const std::string& what) {
-    const ir::VarNode* v = arg.tensor.get();
-    const ir::TensorType& t = arg.type();
+    return assign_var(arg.tensor, lay, loc, what);
+  }
+  bool assign_var(const ir::Var& var, const layout::Layout& lay, SourceLoc loc, const std::string& what) {
+    const ir::VarNode* v = var.get();
+    const ir::TensorType& t = *var->type.tensor;
     if (t.layout) {  // laid out by the program itself
       if (*t.layout == lay) return true;
       diags_.error(loc, "{} needs '{}' in layout {} but the program gives it {}", what, v->name,
@@ -176,12 +298,7 @@ class Inference {
   bool common_copy(const ir::CopyInst& cp) {
     if (cp.src.type().scope != ir::Scope::Register || cp.dst.type().scope != ir::Scope::Register)
       return false;
-    auto known = [&](const ir::TensorArg& a) -> std::optional<layout::Layout> {
-      if (a.type().layout) return a.type().layout;
-      auto it = decided_.find(a.tensor.get());
-      return it == decided_.end() ? std::nullopt : std::optional<layout::Layout>(it->second.layout);
-    };
-    auto s = known(cp.src), d = known(cp.dst);
+    auto s = known(cp.src.tensor), d = known(cp.dst.tensor);
     const std::string what = fmt::format("Copy from '{}' to '{}'", cp.src.tensor->name, cp.dst.tensor->name);
     if (s && !d) return assign(cp.dst, *s, cp.loc, what);
     if (d && !s) return assign(cp.src, *d, cp.loc, what);
@@ -197,6 +314,8 @@ class Inference {
   std::map<const ir::VarNode*, Decision> decided_;
   std::map<const ir::VarNode*, layout::Layout> shared_;
   std::map<const ir::InstNode*, bool> wgmma_;  // each Gemm's instructions, as Gemm's wgmma= records them
+  std::map<const ir::ParallelStmt*, ParallelBinding> bindings_;
+  std::map<const ir::ParallelStmt*, Decision> loops_;  // each Parallel loop's layout
 };
 
 // Retypes the fragments and open shared tiles with their layouts and rewrites their allocations.
@@ -260,7 +379,7 @@ std::optional<ir::Program> infer_layouts(ir::Program program, Diagnostics& diags
                                          const target::Target& target) {
   Collect c;
   c.visit_program(program);
-  if (c.fragments.empty() && c.ops.empty()) return program;
+  if (c.fragments.empty() && c.ops.empty() && c.parallels.empty()) return program;
   // infer_threads runs first, and a program that verifies has a thread count.
   TILEVM_ASSERT(program.threads > 0, "'{}' reached infer_layouts without a thread count", program.name);
   const int64_t threads = program.threads;

@@ -46,6 +46,24 @@ void shared_accesses(const ir::InstNode& inst, std::vector<const ir::VarNode*>& 
 
 class Insert {
  public:
+  // A statement that reads and writes these shared tensors: a barrier first (into `out`, when applying)
+  // where it would read or overwrite what was written, or overwrite what was read, since the last one.
+  static void access(const std::vector<const ir::VarNode*>& reads,
+                     const std::vector<const ir::VarNode*>& writes, State& state, ir::Block* out,
+                     SourceLoc loc) {
+    bool need = false;
+    for (const ir::VarNode* v : reads) need |= state.written.count(v) > 0;
+    for (const ir::VarNode* v : writes) need |= state.written.count(v) > 0 || state.read.count(v) > 0;
+    if (need) {
+      if (out)
+        out->push_back(std::make_shared<ir::InstStmt>(std::vector<ir::Var>{},
+                                                      std::make_shared<ir::SynchronizeInst>(loc), loc));
+      state = {};
+    }
+    state.read.insert(reads.begin(), reads.end());
+    state.written.insert(writes.begin(), writes.end());
+  }
+
   // Walks `block` from `state`; with `apply`, returns the block with barriers inserted.
   ir::Block block(const ir::Block& in, State& state, bool apply) {
     ir::Block out;
@@ -61,17 +79,19 @@ class Insert {
           }
           std::vector<const ir::VarNode*> reads, writes;
           shared_accesses(inst, reads, writes);
-          bool need = false;
-          for (const ir::VarNode* v : reads) need |= state.written.count(v) > 0;
-          for (const ir::VarNode* v : writes) need |= state.written.count(v) > 0 || state.read.count(v) > 0;
-          if (need) {
-            if (apply)
-              out.push_back(std::make_shared<ir::InstStmt>(
-                  std::vector<ir::Var>{}, std::make_shared<ir::SynchronizeInst>(s->loc), s->loc));
-            state = {};
+          access(reads, writes, state, apply ? &out : nullptr, s->loc);
+          break;
+        }
+        case ir::StmtKind::Parallel: {
+          // As one statement: lower_parallel orders the shared accesses between its own assignments.
+          std::vector<const ir::VarNode*> reads, writes;
+          for (const ir::ElementAssign& a : s->as<ir::ParallelStmt>()->body) {
+            ir::for_each_access(a.value, [&](const ir::ElementAccess& e) {
+              if (is_shared(e.tensor)) reads.push_back(e.tensor.get());
+            });
+            if (is_shared(a.target.tensor)) writes.push_back(a.target.tensor.get());
           }
-          state.read.insert(reads.begin(), reads.end());
-          state.written.insert(writes.begin(), writes.end());
+          access(reads, writes, state, apply ? &out : nullptr, s->loc);
           break;
         }
         case ir::StmtKind::For: {

@@ -15,19 +15,6 @@ namespace {
 
 using ir::Scope;
 
-ir::Var register_var(const std::string& name, DataType dtype, const layout::Layout& lay) {
-  ir::TensorType t;
-  t.dtype = dtype;
-  t.scope = Scope::Register;
-  for (int64_t e : lay.shape()) t.shape.push_back(ir::make_int(e));
-  t.layout = lay;
-  return ir::make_var(name, ir::ValueType::tensor_of(std::move(t)));
-}
-
-ir::TensorArg whole(const ir::Var& v, SourceLoc loc) {
-  return ir::TensorArg{v, {}, loc};
-}
-
 class Lower : public ir::IRMutator {
  public:
   Lower(int64_t threads, Diagnostics& diags) : threads_(threads), diags_(diags) {}

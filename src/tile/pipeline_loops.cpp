@@ -65,6 +65,14 @@ class Accesses : public ir::IRVisitor {
     for (const ir::Var& v : inst->writes()) ++writes[v.get()];
     ir::IRVisitor::visit_inst(inst);
   }
+  void visit_parallel(const ir::ParallelStmt& s) override {
+    for (const ir::ElementAssign& a : s.body) {
+      ir::for_each_access(a.value, [&](const ir::ElementAccess& e) { ++uses[e.tensor.get()]; });
+      ++uses[a.target.tensor.get()];
+      ++writes[a.target.tensor.get()];
+    }
+    ir::IRVisitor::visit_parallel(s);
+  }
 };
 
 // The copies of a loop body that can be pipelined (see the header): into a shared tensor allocated before
@@ -404,6 +412,29 @@ class Pipeline : public ir::IRMutator {
           if (a.operand.tensor) fix(*a.operand.tensor);
         }
         return changed ? args.def().build(args, inst->loc) : inst;
+      }
+      // A Parallel body's element x[i, j] of a buffered x becomes x'[stage, i, j].
+      ir::Stmt mutate_parallel(const ir::Stmt& s, const ir::ParallelStmt& node) override {
+        bool changed = false;
+        auto fix = [&](ir::ElementAccess a) {
+          auto it = buffers->find(a.tensor.get());
+          if (it == buffers->end()) return a;
+          a.tensor = it->second;
+          a.index.insert(a.index.begin(), stage);
+          changed = true;
+          return a;
+        };
+        std::function<ir::ElementExpr(const ir::ElementExpr&)> value = [&](const ir::ElementExpr& e) {
+          if (e->kind == ir::ElementExprNode::Kind::Access) return ir::make_element_access(fix(e->access));
+          if (e->kind == ir::ElementExprNode::Kind::Scalar) return e;
+          std::vector<ir::ElementExpr> args;
+          for (const ir::ElementExpr& a : e->args) args.push_back(value(a));
+          return ir::make_element_op(e->op, std::move(args), e->loc);
+        };
+        std::vector<ir::ElementAssign> body;
+        for (const ir::ElementAssign& a : node.body) body.push_back({fix(a.target), value(a.value), a.loc});
+        if (!changed) return s;
+        return std::make_shared<ir::ParallelStmt>(node.vars, node.extents, std::move(body), node.loc);
       }
     } r;
     r.buffers = &buffers;

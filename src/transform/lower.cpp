@@ -11,6 +11,7 @@
 #include "tilevm/target/limits.h"
 #include "tilevm/tile/infer_layouts.h"
 #include "tilevm/tile/insert_barriers.h"
+#include "tilevm/tile/lower_parallel.h"
 #include "tilevm/tile/lower_tile_ops.h"
 #include "tilevm/tile/pipeline_loops.h"
 #include "tilevm/transform/analyze_nan_payload.h"
@@ -41,6 +42,7 @@ constexpr Pass kPipeline[] = {
     {"infer_layouts", tile::infer_layouts},
     {"pipeline_loops", tile::pipeline_loops},
     {"insert_barriers", infallible<tile::insert_barriers>},
+    {"lower_parallel", tile::lower_parallel},
     {"lower_tile_ops", tile::lower_tile_ops},
     {"analyze_nan_payload", infallible<analyze_nan_payload>},
     {"plan_shared_memory", infallible<plan_shared_memory>},

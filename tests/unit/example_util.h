@@ -169,12 +169,12 @@ inline std::vector<double> reference_matmul(const std::vector<double>& a,
 // Checks an f16 result against the reference: each element within f16 rounding of the reference (half an
 // ulp, taken generously as 2^-10 relative) plus a small absolute slack for the f32 accumulation.
 inline void expect_f16_near(const std::vector<uint8_t>& got_bytes, const std::vector<double>& expected,
-                            int64_t N) {
+                            int64_t N, double slack = 1e-3) {
   std::vector<uint64_t> got = unpack(DataType::f16(), got_bytes, static_cast<int64_t>(expected.size()));
   int failures = 0;
   for (size_t i = 0; i < expected.size() && failures < 10; ++i) {
     double v = decode(DataType::f16(), got[i]);
-    double tol = std::ldexp(std::abs(expected[i]), -10) + 1e-3;
+    double tol = std::ldexp(std::abs(expected[i]), -10) + slack;
     if (!(std::abs(v - expected[i]) <= tol)) {
       ADD_FAILURE() << "C[" << static_cast<int64_t>(i) / N << ", " << static_cast<int64_t>(i) % N
                     << "] = " << v << ", expected " << expected[i] << " (tolerance " << tol << ")";

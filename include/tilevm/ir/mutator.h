@@ -35,6 +35,7 @@ class IRMutator {
   virtual Stmt mutate_for(const Stmt& s, const ForStmt& node);
   virtual Stmt mutate_while(const Stmt& s, const WhileStmt& node);
   virtual Stmt mutate_region(const Stmt& s, const RegionStmt& node);
+  virtual Stmt mutate_parallel(const Stmt& s, const ParallelStmt& node);
 
   // By default rebuilds the instruction with mutated expressions and variables (InstNode::rewrite), or
   // returns `inst` itself when none changed.

@@ -4,11 +4,12 @@
 #include <memory>
 #include <vector>
 
+#include "tilevm/ir/element_expr.h"
 #include "tilevm/ir/inst/inst.h"
 
 namespace tilevm::ir {
 
-enum class StmtKind { Assign, Inst, If, For, While, Break, Continue, Return, Region };
+enum class StmtKind { Assign, Inst, If, For, While, Break, Continue, Return, Region, Parallel };
 
 struct StmtNode {
   StmtKind kind;
@@ -126,6 +127,19 @@ struct RegionStmt : StmtNode {
       : StmtNode(kKind, l), first(f), stop(s), registers(r), body(std::move(b)) {}
   int64_t threads() const { return (stop - first) * kWarpgroupThreads; }
   int64_t first_thread() const { return first * kWarpgroupThreads; }
+};
+
+// `for i, j in Parallel(BM, BN):` over element assignments (the tile layer's element-wise loop,
+// docs/language.md "The tile layer"): each statement of the body is applied to every index of the extents,
+// in order, as if to whole tiles at once. The loop variables are i32 scalars that only the body's indices
+// see. No backend runs it: tile/lower_parallel.h turns each statement into whole-tile instructions.
+struct ParallelStmt : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Parallel;
+  std::vector<Var> vars;
+  std::vector<Expr> extents;  // one per variable: compile-time constants >= 1
+  std::vector<ElementAssign> body;
+  ParallelStmt(std::vector<Var> v, std::vector<Expr> e, std::vector<ElementAssign> b, SourceLoc l = {})
+      : StmtNode(kKind, l), vars(std::move(v)), extents(std::move(e)), body(std::move(b)) {}
 };
 
 }  // namespace tilevm::ir

@@ -23,6 +23,8 @@ class IRVisitor {
   virtual void visit_continue(const ContinueStmt&) {}
   virtual void visit_return(const ReturnStmt&) {}
   virtual void visit_region(const RegionStmt& s);  // visits the body
+  // By default visits the extents and every scalar expression of the body (indices and scalars).
+  virtual void visit_parallel(const ParallelStmt& s);
 
   // An instruction: by default visits its expressions.
   virtual void visit_inst(const Inst& inst);

@@ -5,12 +5,17 @@
 
 namespace tilevm::tile {
 
-// Whether any statement of the program, at any depth, is a tile operator (ir::is_tile_operator): the passes
+// Whether any statement of the program, at any depth, is a tile operator (ir::is_tile_operator) or a
+// Parallel loop: the passes
 // that act only on tile programs return every other program unchanged.
 bool uses_tile_operators(const ir::Program& program);
 
 // The shape of a register or shared tile operand's view (TensorArg::static_view_shape), which the verifier
 // has checked to be constant. @pre the program verified
 layout::Index tile_shape(const ir::TensorArg& arg);
+
+// A new register tensor of `lay`'s shape (the lowering passes' temporaries), and a whole-tensor operand.
+ir::Var register_var(const std::string& name, DataType dtype, const layout::Layout& lay);
+ir::TensorArg whole(const ir::Var& v, SourceLoc loc);
 
 }  // namespace tilevm::tile

@@ -261,6 +261,8 @@ void Emitter::emit_stmt(const ir::Stmt& s) {
     case ir::StmtKind::Region:  // emit_block emits sections
       emit_section(ir::Block{s}, 0, 1);
       return;
+    case ir::StmtKind::Parallel:
+      throw InternalError("a Parallel loop reached the code generator: transform::lower lowers it");
   }
 }
 

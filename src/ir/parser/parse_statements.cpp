@@ -141,7 +141,7 @@ int Parser::bind_loop_attr(const SynArg& a) {
 }
 
 // for v in range([start,] stop[, step][, unroll=u][, stages=s][, tma=b]): v is a new i32 variable.
-// Pipelined(...) takes the same arguments.
+// Pipelined(...) takes the same arguments; `for i, j in Parallel(...)` is parse_parallel's.
 Stmt Parser::parse_for() {
   SourceLoc loc = cur().loc;
   advance();
@@ -152,8 +152,26 @@ Stmt Parser::parse_for() {
   try {
     Token name = expect_name("a loop variable name");
     pending_targets_.push_back({name.text, name.loc, std::nullopt});
+    std::vector<Token> names{name};
+    while (is_punct(",")) {
+      advance();
+      names.push_back(expect_name("a loop variable name"));
+      pending_targets_.push_back({names.back().text, names.back().loc, std::nullopt});
+    }
     expect_keyword("in");
     SynPtr range = parse_expr();
+    if (range->kind == SynKind::Call && range->name == "Parallel") {
+      try {
+        return parse_parallel(names, *range, loc);
+      } catch (const ParseAbort&) {  // a failed header: its body is element assignments, skipped whole
+        for (const Target& t : pending_targets_) symbols_[t.name] = Symbol{};
+        pending_targets_.clear();
+        skip_line();
+        if (cur().kind == TokenKind::Indent) skip_block();
+        return nullptr;
+      }
+    }
+    if (names.size() > 1) fail(names[1].loc, "only a Parallel(...) loop has several loop variables");
     // Pipelined(...) is the tile layer's spelling of a software-pipelined range (stages=2 unless given).
     if (range->kind != SynKind::Call || (range->name != "range" && range->name != "Pipelined"))
       fail(range->loc, "a for loop iterates over range(...) or Pipelined(...)");

@@ -105,6 +105,10 @@ class Parser {
   int bind_loop_attr(const SynArg& a);
   Stmt parse_while();
   Stmt parse_region();
+  // --- parse_parallel.cpp
+  Stmt parse_parallel(const std::vector<Token>& names, const Syn& call, SourceLoc loc);
+  ElementAccess bind_element_access(const Syn& syn);
+  ElementExpr bind_element(const Syn& syn);
   Stmt parse_assignment_or_call();
   Stmt bind_scalar_assignment(const Target& target, const SynPtr& value, SourceLoc loc);
   void recover();

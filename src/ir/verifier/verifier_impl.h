@@ -117,6 +117,7 @@ class Verifier {
   void check_view(const ViewInst& n);
   void check_elementwise(const ElementwiseInst& n);
   void check_reduce(const ReduceInst& n);
+  void check_fragment_reduce(const ReduceInst& n, const TensorType& src);
   void check_print(const PrintInst& n);
 
   // ---- verify_dot.cpp
@@ -143,6 +144,11 @@ class Verifier {
   void check_copy(const CopyInst& n);
   void check_gemm(const GemmInst& n);
   void check_fill(const FillInst& n);
+  // A Parallel loop: constant extents, accesses with one integer index per dimension of a defined tensor,
+  // operations with their arity. Whether the body binds to threads is the tile layer's to say.
+  void check_parallel(const ParallelStmt& n);
+  void check_element_access(const ElementAccess& a, SourceLoc fallback, bool written);
+  void check_element_expr(const ElementExpr& e, SourceLoc fallback);
 
   // ---- shared helpers (verifier.cpp)
   // Records a register layout's thread count: the first one fixes the program's T when threads was left

@@ -324,6 +324,10 @@ void Verifier::check_reduce(const ReduceInst& n) {
     return;
   }
   if (src->dtype.is_bool()) diags_.error(n.loc, "{} needs numbers, got bool", n.name());
+  if (!src->layout || (n.out && tensor_type_of(n.out) && !tensor_type_of(n.out)->layout)) {
+    check_fragment_reduce(n, *src);
+    return;
+  }
   if (n.dim < 0 || n.dim >= src->layout->rank()) {
     diags_.error(n.loc, "{}: dim={} is out of range for '{}' of rank {}", n.name(), n.dim, n.src.tensor->name,
                  src->layout->rank());
@@ -338,6 +342,40 @@ void Verifier::check_reduce(const ReduceInst& n) {
   } catch (const Error& e) {
     diags_.error(n.loc, "{}: {}", n.name(), e.what());
   }
+}
+
+// A reduction of or into a fragment: the shapes and dtypes; the layouts are the tile layer's to infer
+// (reduce(src's layout, [dim]), docs/language.md "The tile layer").
+void Verifier::check_fragment_reduce(const ReduceInst& n, const TensorType& src) {
+  const std::optional<layout::Index> shape = n.src.static_view_shape();
+  if (!shape) return;  // the allocation reported it
+  const int rank = static_cast<int>(shape->size());
+  if (n.dim < 0 || n.dim >= rank) {
+    diags_.error(n.loc, "{}: dim={} is out of range for '{}' of rank {}", n.name(), n.dim, n.src.tensor->name,
+                 rank);
+    return;
+  }
+  layout::Index want = *shape;
+  if (n.keepdim)
+    want[n.dim] = 1;
+  else
+    want.erase(want.begin() + n.dim);
+  if (!n.out) return;
+  use_var(n.out, n.loc);
+  const TensorType* t = tensor_type_of(n.out);
+  const std::optional<layout::Index> got = t ? t->static_shape() : std::nullopt;
+  if (!t || t->scope != Scope::Register || !got) {
+    diags_.error(n.loc, "{}: out= must be a register tensor, '{}' is {}", n.name(), n.out->name,
+                 type_text(n.out->type));
+    return;
+  }
+  if (t->dtype != src.dtype)
+    diags_.error(n.loc, "{}: out= '{}' is {} but the result is {}", n.name(), n.out->name, t->dtype.name(),
+                 src.dtype.name());
+  if (*got != want)
+    diags_.error(n.loc, "{}: out= '{}' is {} but reducing '{}' {} along dim {} gives {}", n.name(),
+                 n.out->name, index_text(*got), n.src.tensor->name, index_text(*shape), n.dim,
+                 index_text(want));
 }
 
 void Verifier::check_print(const PrintInst& n) {

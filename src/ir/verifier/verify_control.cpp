@@ -101,7 +101,7 @@ void Verifier::check_stmt(const Stmt& s) {
       result_.reset();
       current_ = &is;
       // A fragment reaches only tile operators until the tile layer gives it a layout.
-      const bool laid_out = is_tile_operator(inst.kind) || check_fragments_laid_out(inst, diags_);
+      const bool laid_out = takes_fragments(inst.kind) || check_fragments_laid_out(inst, diags_);
       if (laid_out) switch (inst.kind) {
           case InstKind::BlockIndices:
           case InstKind::Synchronize:
@@ -323,6 +323,9 @@ void Verifier::check_stmt(const Stmt& s) {
       return;
     case StmtKind::Region:
       check_region(*s->as<RegionStmt>());
+      return;
+    case StmtKind::Parallel:
+      check_parallel(*s->as<ParallelStmt>());
       return;
   }
 }

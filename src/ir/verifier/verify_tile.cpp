@@ -125,4 +125,76 @@ void Verifier::check_fill(const FillInst& n) {
                  expr_text(n.value), n.dst.tensor->name, dst->dtype.name());
 }
 
+void Verifier::check_parallel(const ParallelStmt& n) {
+  if (n.vars.size() != n.extents.size() || n.vars.empty()) {
+    diags_.error(n.loc, "Parallel: {} loop variables for {} extents", n.vars.size(), n.extents.size());
+    return;
+  }
+  for (const Expr& e : n.extents) {
+    check_int_expr(e, n.loc, "a Parallel extent");
+    auto c = as_const_int(e);
+    if (!c || *c < 1)
+      diags_.error(pick(e ? e->loc : SourceLoc{}, n.loc),
+                   "Parallel: extent {} must be a constant of at least 1", expr_text(e));
+  }
+  // The loop variables are the body's only: like a for loop's, they are not visible after it.
+  const FlowState before = state_;
+  for (const Var& v : n.vars) {
+    if (!v || !v->type.is_scalar() || !v->type.dtype.is_integer())
+      diags_.error(n.loc, "Parallel: a loop variable must be an integer scalar");
+    else
+      define_var(v);
+  }
+  for (const ElementAssign& a : n.body) {
+    check_element_expr(a.value, a.loc);
+    check_element_access(a.target, a.loc, true);
+  }
+  FlowState after = before;
+  for (const auto& [v, loc] : state_.freed) after.freed.emplace(v, loc);
+  state_ = std::move(after);
+}
+
+void Verifier::check_element_access(const ElementAccess& a, SourceLoc fallback, bool written) {
+  const SourceLoc loc = pick(a.loc, fallback);
+  if (!a.tensor || !a.tensor->type.is_tensor() || !a.tensor->type.tensor) {
+    diags_.error(loc, "Parallel: '{}' is not a tensor", a.tensor ? a.tensor->name : "?");
+    return;
+  }
+  use_var(a.tensor, loc);
+  const TensorType& t = *a.tensor->type.tensor;
+  if (t.scope == Scope::Barrier) {
+    diags_.error(loc, "Parallel: '{}' is a barrier; only the barrier instructions take it", a.tensor->name);
+    return;
+  }
+  if (a.index.size() != t.shape.size())
+    diags_.error(loc, "Parallel: '{}' has rank {} but {} is indexed by {} value{}", a.tensor->name,
+                 t.shape.size(), print_element_access(a), a.index.size(), a.index.size() == 1 ? "" : "s");
+  for (const Expr& e : a.index) check_int_expr(e, loc, "an element index");
+  if (written && !t.dtype.is_float() && !t.dtype.is_integer())
+    diags_.error(loc, "Parallel: '{}' is {}; a Parallel body writes numbers", a.tensor->name, t.dtype.name());
+}
+
+void Verifier::check_element_expr(const ElementExpr& e, SourceLoc fallback) {
+  if (!e) {
+    diags_.error(fallback, "Parallel: an assignment has no value");
+    return;
+  }
+  switch (e->kind) {
+    case ElementExprNode::Kind::Scalar:
+      check_expr(e->scalar, pick(e->loc, fallback));
+      return;
+    case ElementExprNode::Kind::Access:
+      check_element_access(e->access, fallback, false);
+      return;
+    case ElementExprNode::Kind::Op:
+      if (static_cast<int>(e->args.size()) != arity(e->op)) {
+        diags_.error(pick(e->loc, fallback), "Parallel: {} takes {} operands, got {}", to_string(e->op),
+                     arity(e->op), e->args.size());
+        return;
+      }
+      for (const ElementExpr& a : e->args) check_element_expr(a, fallback);
+      return;
+  }
+}
+
 }  // namespace tilevm::ir::verifier_detail

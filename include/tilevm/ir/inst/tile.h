@@ -73,4 +73,10 @@ inline bool is_tile_operator(InstKind kind) {
          kind == InstKind::Fill;
 }
 
+// Whether an instruction takes fragments (register tensors whose layout the tile layer infers): the tile
+// operators, and ReduceSum/Max/Min, whose result is then a fragment laid out as reduce(source, [dim]).
+inline bool takes_fragments(InstKind kind) {
+  return is_tile_operator(kind) || kind == InstKind::Reduce;
+}
+
 }  // namespace tilevm::ir

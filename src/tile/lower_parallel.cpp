@@ -1,0 +1,364 @@
+// Lowering of Parallel loops to whole-tile instructions (lower_parallel.h).
+#include "tilevm/tile/lower_parallel.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "tilevm/ir/inst/all.h"
+#include "tilevm/ir/mutator.h"
+#include "tilevm/ir/printer.h"
+#include "tilevm/support/error.h"
+#include "tilevm/tile/parallel_binding.h"
+#include "tilevm/tile/tile_layouts.h"
+#include "tilevm/tile/tile_program.h"
+
+namespace tilevm::tile {
+
+namespace {
+
+using ir::ElementwiseOp;
+using ir::Scope;
+
+// A value of the loop being lowered: a scalar, or a register tile of the loop's rank whose extents are 1 in
+// the dimensions it does not follow.
+struct Val {
+  ir::Expr scalar;
+  ir::Var tile;
+  std::vector<int> dims;  // the loop dimensions the tile follows
+  DataType dtype = DataType::f32();
+  bool is_tile() const { return tile != nullptr; }
+};
+
+// Trailing whole dimensions need no subscript (`y` rather than `y[:, :]`).
+void trim(ir::TensorArg& view) {
+  while (!view.slices.empty() && view.slices.back().kind == ir::Slice::Kind::Full) view.slices.pop_back();
+}
+
+// The wider of two dtypes for computing: a float over an integer, the wider float, f32 for f16 with bf16.
+DataType wider(DataType a, DataType b) {
+  if (a == b) return a;
+  if (a.is_float() != b.is_float()) return a.is_float() ? a : b;
+  if (a.is_float()) {
+    if (a.bits() == b.bits()) return DataType::f32();
+    return a.bits() > b.bits() ? a : b;
+  }
+  if (a.bits() != b.bits()) return a.bits() > b.bits() ? a : b;
+  return a.is_signed() ? b : a;
+}
+
+bool float_only(ElementwiseOp op) {
+  switch (op) {
+    case ElementwiseOp::Exp:
+    case ElementwiseOp::Exp2:
+    case ElementwiseOp::Log:
+    case ElementwiseOp::Sqrt:
+    case ElementwiseOp::Rsqrt:
+      return true;
+    default:
+      return false;
+  }
+}
+
+class Lowering : public ir::IRMutator {
+ public:
+  Lowering(int64_t threads, Diagnostics& diags) : threads_(threads), diags_(diags) {}
+  bool ok() const { return ok_; }
+
+  ir::Block mutate_block(const ir::Block& block) override {
+    ir::Block out;
+    for (const ir::Stmt& s : block) {
+      if (const auto* p = s ? s->as<ir::ParallelStmt>() : nullptr) {
+        out_ = &out;
+        lower(*p);
+        out_ = nullptr;
+        continue;
+      }
+      if (ir::Stmt m = mutate_stmt(s)) out.push_back(std::move(m));
+    }
+    return out;
+  }
+
+ private:
+  void emit(ir::Inst inst, std::vector<ir::Var> results = {}) {
+    const SourceLoc loc = inst->loc;
+    out_->push_back(std::make_shared<ir::InstStmt>(std::move(results), std::move(inst), loc));
+  }
+  ir::Var temp(DataType dtype, const layout::Layout& lay) {
+    return register_var(fmt::format("p_{}", counter_++), dtype, lay);
+  }
+
+  // The loop's layout reduced to `dims`, with extent 1 in the other dimensions.
+  layout::Layout tile_layout(const std::vector<int>& dims) const {
+    layout::Layout lay = access_layout(loop_, dims);
+    for (int k = 0; k < loop_.rank(); ++k)
+      if (std::find(dims.begin(), dims.end(), k) == dims.end()) lay = layout::insert_dim(lay, k);
+    return lay;
+  }
+
+  void lower(const ir::ParallelStmt& p) {
+    auto bound = bind_parallel(p, diags_);
+    TILEVM_ASSERT(bound, "a Parallel loop that infer_layouts bound does not bind in lower_parallel");
+    binding_ = &*bound;
+    loc_ = p.loc;
+    // The loop's layout: its register tiles of the full shape share it (infer_layouts), else the free one.
+    std::optional<layout::Layout> loop;
+    for (const ParallelBinding::Assign& a : bound->body) {
+      for (const BoundAccess* x : {&a.target}) {
+        if (!loop && !x->memory && x->full(bound->shape.size()))
+          loop = x->access->tensor->type.tensor->layout;
+      }
+      for (const BoundAccess& x : a.reads)
+        if (!loop && !x.memory && x.full(bound->shape.size())) loop = x.access->tensor->type.tensor->layout;
+    }
+    if (!loop) {
+      std::string why;
+      loop = free_loop_layout(*bound, threads_, &why);
+      TILEVM_ASSERT(loop, "infer_layouts laid out a Parallel loop that free_loop_layout cannot: {}", why);
+    }
+    loop_ = *loop;
+    loaded_.clear();
+    std::set<const ir::VarNode*> read, written;  // memory tensors since the last barrier
+    for (size_t k = 0; k < p.body.size(); ++k) {
+      const ir::ElementAssign& a = p.body[k];
+      const ParallelBinding::Assign& b = bound->body[k];
+      bool hazard = false;
+      for (const BoundAccess& r : b.reads) hazard |= r.memory && written.count(r.access->tensor.get());
+      if (b.target.memory) {
+        const ir::VarNode* t = b.target.access->tensor.get();
+        hazard |= written.count(t) || read.count(t);
+      }
+      if (hazard) {
+        emit(std::make_shared<ir::SynchronizeInst>(a.loc));
+        read.clear();
+        written.clear();
+      }
+      for (const BoundAccess& r : b.reads)
+        if (r.memory) read.insert(r.access->tensor.get());
+      reads_ = &b.reads;
+      next_read_ = 0;
+      std::optional<Val> v = eval(a.value);
+      if (!v) return;
+      assign(b.target, *v, a.loc);
+      if (b.target.memory) {
+        written.insert(b.target.access->tensor.get());
+        // A later read of the tensor loads again.
+        for (auto it = loaded_.begin(); it != loaded_.end();)
+          it = it->second.first == b.target.access->tensor.get() ? loaded_.erase(it) : std::next(it);
+      }
+    }
+  }
+
+  std::optional<Val> eval(const ir::ElementExpr& e) {
+    switch (e->kind) {
+      case ir::ElementExprNode::Kind::Scalar:
+        return Val{e->scalar, nullptr, {}, e->scalar->type};
+      case ir::ElementExprNode::Kind::Access:
+        return read((*reads_)[next_read_++]);
+      case ir::ElementExprNode::Kind::Op:
+        break;
+    }
+    std::vector<Val> args;
+    for (const ir::ElementExpr& a : e->args) {
+      std::optional<Val> v = eval(a);
+      if (!v) return std::nullopt;
+      args.push_back(*v);
+    }
+    return op(e->op, std::move(args), e);
+  }
+
+  // A read: a register tile as it is (viewed with extent 1 in the loop dimensions it does not follow), a
+  // memory tile loaded in the loop's layout.
+  Val read(const BoundAccess& x) {
+    const ir::Var& t = x.access->tensor;
+    const DataType dtype = t->type.tensor->dtype;
+    const std::vector<int> dims = x.loop_dims();
+    const bool full = dims.size() == binding_->shape.size();
+    if (!x.memory) {
+      if (full) return Val{nullptr, t, dims, dtype};
+      const std::string key = t->name + "#" + fmt::format("{}", fmt::join(dims, ","));
+      if (auto it = loaded_.find(key); it != loaded_.end())
+        return Val{nullptr, it->second.second, dims, dtype};
+      const layout::Layout lay = tile_layout(dims);
+      ir::Var v = temp(dtype, lay);
+      emit(std::make_shared<ir::ViewInst>(whole(t, x.access->loc), std::nullopt, lay, x.access->loc), {v});
+      loaded_[key] = {t.get(), v};
+      return Val{nullptr, v, dims, dtype};
+    }
+    const std::string key = ir::print_element_access(*x.access);
+    if (auto it = loaded_.find(key); it != loaded_.end()) return Val{nullptr, it->second.second, dims, dtype};
+    // The view: fixed indices select, the others start at their base.
+    ir::TensorArg view{t, {}, x.access->loc};
+    std::vector<ir::Expr> offset;
+    bool offset_zero = true;
+    for (size_t d = 0; d < x.dims.size(); ++d) {
+      if (x.dims[d] < 0) {
+        view.slices.push_back(ir::Slice{ir::Slice::Kind::Index, x.offsets[d]});
+      } else {
+        view.slices.push_back(ir::Slice{ir::Slice::Kind::Full, nullptr});
+        offset.push_back(x.offsets[d]);
+        offset_zero &= ir::as_const_int(x.offsets[d]) == 0;
+      }
+    }
+    if (offset_zero) offset.clear();
+    trim(view);
+    const layout::Layout lay = access_layout(loop_, dims);
+    ir::Var r = temp(dtype, lay);
+    if (t->type.tensor->scope == Scope::Global)
+      emit(std::make_shared<ir::LoadGlobalInst>(view, lay, offset, nullptr, x.access->loc), {r});
+    else
+      emit(std::make_shared<ir::LoadSharedInst>(view, lay, offset, nullptr, x.access->loc), {r});
+    if (!full) {
+      const layout::Layout viewed = tile_layout(dims);
+      ir::Var v = temp(dtype, viewed);
+      emit(std::make_shared<ir::ViewInst>(whole(r, x.access->loc), std::nullopt, viewed, x.access->loc), {v});
+      r = v;
+    }
+    loaded_[key] = {t.get(), r};
+    return Val{nullptr, r, dims, dtype};
+  }
+
+  // `v` as a tile of `dtype` (a Cast when it is not).
+  Val converted(const Val& v, DataType dtype, SourceLoc loc) {
+    if (!v.is_tile() || v.dtype == dtype) return v;
+    ir::Var c = temp(dtype, *v.tile->type.tensor->layout);
+    emit(std::make_shared<ir::CastInst>(whole(v.tile, loc), dtype, nullptr, loc), {c});
+    return Val{nullptr, c, v.dims, dtype};
+  }
+
+  // `v` following every dimension of `dims` (a broadcast by adding to a zero tile when it follows fewer).
+  Val widened(const Val& v, const std::vector<int>& dims, SourceLoc loc) {
+    if (v.is_tile() && v.dims.size() == dims.size()) return v;
+    const layout::Layout lay = tile_layout(dims);
+    ir::Var z = temp(v.dtype, lay);
+    const bool is_float = v.dtype.is_float();
+    emit(std::make_shared<ir::AllocateRegisterInst>(
+             v.dtype, lay, v.is_tile() ? (is_float ? ir::make_float(0) : ir::make_int(0)) : v.scalar, loc),
+         {z});
+    if (!v.is_tile()) return Val{nullptr, z, dims, v.dtype};
+    ir::Var s = temp(v.dtype, lay);
+    emit(std::make_shared<ir::ElementwiseInst>(
+             ElementwiseOp::Add,
+             std::vector<ir::Operand>{{ir::TensorArg{z, {}, loc}, nullptr},
+                                      {ir::TensorArg{v.tile, {}, loc}, nullptr}},
+             nullptr, loc),
+         {s});
+    return Val{nullptr, s, dims, v.dtype};
+  }
+
+  std::optional<Val> op(ElementwiseOp o, std::vector<Val> args, const ir::ElementExpr& e) {
+    const SourceLoc loc = e->loc.known() ? e->loc : loc_;
+    // The dtype to compute in: the wider of the tiles' (a Where's condition aside), float for float scalars
+    // and float functions.
+    const size_t first = o == ElementwiseOp::Where ? 1 : 0;
+    std::optional<DataType> dtype;
+    bool float_scalar = false;
+    std::vector<int> dims;
+    for (size_t k = 0; k < args.size(); ++k) {
+      const Val& a = args[k];
+      if (a.is_tile()) {
+        for (int d : a.dims)
+          if (std::find(dims.begin(), dims.end(), d) == dims.end()) dims.push_back(d);
+      }
+      if (k < first) continue;
+      if (a.is_tile())
+        dtype = dtype ? wider(*dtype, a.dtype) : a.dtype;
+      else
+        float_scalar |= a.dtype.is_float();
+    }
+    std::sort(dims.begin(), dims.end());
+    if (dims.empty()) {
+      diags_.error(loc, "Parallel: `{}` has no element operand to compute on; compute it before the loop",
+                   ir::print_element_expr(e));
+      ok_ = false;
+      return std::nullopt;
+    }
+    if (!dtype) dtype = DataType::f32();  // Where of two scalars by a tile condition
+    if ((float_scalar || float_only(o)) && !dtype->is_float()) dtype = DataType::f32();
+    if (o == ElementwiseOp::Fma && dtype->bits() < 32) dtype = DataType::f32();
+    // A scalar converts to the tiles' dtype in the instruction (an integer scalar into a float one).
+    std::vector<ir::Operand> operands;
+    bool owner = false;  // some operand has the result's shape (the VM takes its layout)
+    for (size_t k = 0; k < args.size(); ++k) {
+      Val a = k < first ? args[k] : converted(args[k], *dtype, loc);
+      owner |= a.is_tile() && a.dims.size() == dims.size();
+      args[k] = a;
+    }
+    if (!owner) args[first] = widened(args[first], dims, loc);
+    for (const Val& a : args) {
+      if (a.is_tile())
+        operands.push_back({ir::TensorArg{a.tile, {}, loc}, nullptr});
+      else
+        operands.push_back({std::nullopt, a.scalar});
+    }
+    const DataType result = ir::is_comparison(o) ? DataType::boolean() : *dtype;
+    ir::Var r = temp(result, tile_layout(dims));
+    emit(std::make_shared<ir::ElementwiseInst>(o, std::move(operands), nullptr, loc), {r});
+    return Val{nullptr, r, dims, result};
+  }
+
+  void assign(const BoundAccess& target, Val v, SourceLoc loc) {
+    const ir::Var& t = target.access->tensor;
+    const DataType dtype = t->type.tensor->dtype;
+    const size_t rank = binding_->shape.size();
+    std::vector<int> all(rank);
+    for (size_t k = 0; k < rank; ++k) all[k] = static_cast<int>(k);
+    if (!v.is_tile()) {  // a scalar for every element
+      const layout::Layout lay = target.memory ? access_layout(loop_, all) : *t->type.tensor->layout;
+      ir::Var z = temp(dtype, lay);
+      emit(std::make_shared<ir::AllocateRegisterInst>(dtype, lay, v.scalar, loc), {z});
+      v = Val{nullptr, z, all, dtype};
+    } else {
+      v = widened(v, all, loc);
+    }
+    if (!target.memory) {
+      emit(std::make_shared<ir::CastInst>(whole(v.tile, loc), dtype, t, loc));
+      return;
+    }
+    v = converted(v, dtype, loc);
+    ir::TensorArg view{t, {}, target.access->loc};
+    std::vector<ir::Expr> offset;
+    bool offset_zero = true;
+    for (size_t d = 0; d < target.dims.size(); ++d) {
+      if (target.dims[d] < 0) {
+        view.slices.push_back(ir::Slice{ir::Slice::Kind::Index, target.offsets[d]});
+      } else {
+        view.slices.push_back(ir::Slice{ir::Slice::Kind::Full, nullptr});
+        offset.push_back(target.offsets[d]);
+        offset_zero &= ir::as_const_int(target.offsets[d]) == 0;
+      }
+    }
+    if (offset_zero) offset.clear();
+    trim(view);
+    if (t->type.tensor->scope == Scope::Global)
+      emit(std::make_shared<ir::StoreGlobalInst>(whole(v.tile, loc), view, offset, loc));
+    else
+      emit(std::make_shared<ir::StoreSharedInst>(whole(v.tile, loc), view, offset, loc));
+  }
+
+  int64_t threads_;
+  Diagnostics& diags_;
+  bool ok_ = true;
+  ir::Block* out_ = nullptr;
+  int counter_ = 0;
+  const ParallelBinding* binding_ = nullptr;
+  const std::vector<BoundAccess>* reads_ = nullptr;
+  size_t next_read_ = 0;
+  layout::Layout loop_;
+  SourceLoc loc_;
+  // Tiles this loop already read (memory loads, register views), by access: the tensor and the tile.
+  std::map<std::string, std::pair<const ir::VarNode*, ir::Var>> loaded_;
+};
+
+}  // namespace
+
+std::optional<ir::Program> lower_parallel(ir::Program program, Diagnostics& diags, const target::Target&) {
+  if (!uses_tile_operators(program)) return program;
+  Lowering lowering(program.threads, diags);
+  ir::Program out = lowering.mutate_program(program);
+  if (!lowering.ok()) return std::nullopt;
+  return out;
+}
+
+}  // namespace tilevm::tile

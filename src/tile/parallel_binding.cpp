@@ -1,0 +1,202 @@
+// The binding of a Parallel loop's accesses (parallel_binding.h).
+#include "tilevm/tile/parallel_binding.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "tilevm/ir/printer.h"
+#include "tilevm/support/error.h"
+#include "tilevm/tile/tile_layouts.h"
+
+namespace tilevm::tile {
+
+namespace {
+
+class Binder {
+ public:
+  Binder(const ir::ParallelStmt& p, Diagnostics& diags) : p_(p), diags_(diags) {}
+
+  std::optional<ParallelBinding> run() {
+    ParallelBinding out;
+    for (const ir::Expr& e : p_.extents) {
+      auto c = ir::as_const_int(e);
+      TILEVM_ASSERT(c, "a Parallel extent is not constant after verification");
+      out.shape.push_back(*c);
+    }
+    shape_ = out.shape;
+    for (const ir::ElementAssign& a : p_.body) {
+      ParallelBinding::Assign bound;
+      check_values(a.value);
+      ir::for_each_access(a.value, [&](const ir::ElementAccess& r) {
+        if (auto b = bind(r, false)) bound.reads.push_back(*b);
+      });
+      if (auto t = bind(a.target, true)) bound.target = *t;
+      out.body.push_back(std::move(bound));
+    }
+    if (!ok_) return std::nullopt;
+    return out;
+  }
+
+ private:
+  // The loop dimension `e` is the variable of, or -1.
+  int loop_var(const ir::Expr& e) const {
+    const auto* r = e ? e->as<ir::VarRef>() : nullptr;
+    if (!r) return -1;
+    for (size_t k = 0; k < p_.vars.size(); ++k)
+      if (r->var == p_.vars[k]) return static_cast<int>(k);
+    return -1;
+  }
+
+  // A loop variable `e` mentions (the first), or null.
+  const ir::VarNode* mentioned(const ir::Expr& e) const {
+    if (!e) return nullptr;
+    if (int k = loop_var(e); k >= 0) return p_.vars[k].get();
+    if (const auto* b = e->as<ir::BinaryExpr>()) {
+      if (const ir::VarNode* v = mentioned(b->a)) return v;
+      return mentioned(b->b);
+    }
+    if (const auto* u = e->as<ir::UnaryExpr>()) return mentioned(u->a);
+    return nullptr;
+  }
+
+  void error(SourceLoc loc, const std::string& message) {
+    diags_.error(loc.known() ? loc : p_.loc, "Parallel: {}", message);
+    ok_ = false;
+  }
+
+  // Scalars of a value may not use the loop variables: only indices follow the loop.
+  void check_values(const ir::ElementExpr& e) {
+    if (e->kind == ir::ElementExprNode::Kind::Scalar) {
+      if (const ir::VarNode* v = mentioned(e->scalar))
+        error(e->loc, fmt::format("the loop variable '{}' is used as a value in `{}`; a Parallel body uses "
+                                  "its loop variables only to index tensors",
+                                  v->name, ir::print_expr(e->scalar)));
+      return;
+    }
+    for (const ir::ElementExpr& a : e->args) check_values(a);
+  }
+
+  std::optional<BoundAccess> bind(const ir::ElementAccess& a, bool target) {
+    const ir::TensorType& t = *a.tensor->type.tensor;
+    const std::string text = ir::print_element_access(a);
+    BoundAccess b;
+    b.access = &a;
+    b.memory = t.scope != ir::Scope::Register;
+    for (const ir::Expr& e : a.index) {
+      const int k = loop_var(e);
+      if (k >= 0) {
+        b.dims.push_back(k);
+        b.offsets.push_back(ir::make_int(0));
+        continue;
+      }
+      const ir::VarNode* v = mentioned(e);
+      if (!b.memory) {
+        error(a.loc, fmt::format("`{}` cannot be bound to threads: index `{}` of the register tile '{}' is "
+                                 "not a loop variable (a thread holds fixed elements of a register tile, so "
+                                 "it is read only where the loop stands)",
+                                 text, ir::print_expr(e), a.tensor->name));
+        return std::nullopt;
+      }
+      if (!v) {  // loop-invariant: a fixed index
+        b.dims.push_back(-1);
+        b.offsets.push_back(e);
+        continue;
+      }
+      const auto* add = e->as<ir::BinaryExpr>();
+      int dim = -1;
+      ir::Expr base;
+      if (add && add->op == ir::BinaryOp::Add) {
+        if (int x = loop_var(add->a); x >= 0 && !mentioned(add->b)) dim = x, base = add->b;
+        if (int y = loop_var(add->b); y >= 0 && !mentioned(add->a)) dim = y, base = add->a;
+      }
+      if (dim < 0) {
+        error(a.loc, fmt::format("`{}` cannot be bound to threads: index `{}` of '{}' is not `{}`, "
+                                 "`base + {}` or free of the loop variables",
+                                 text, ir::print_expr(e), a.tensor->name, v->name, v->name));
+        return std::nullopt;
+      }
+      b.dims.push_back(dim);
+      b.offsets.push_back(base);
+    }
+    const std::vector<int> dims = b.loop_dims();
+    for (size_t k = 1; k < dims.size(); ++k) {
+      if (dims[k] <= dims[k - 1]) {
+        error(a.loc, fmt::format("`{}` cannot be bound to threads: it follows the loop variables out of "
+                                 "order ('{}' before '{}'; transpose with a Copy first)",
+                                 text, p_.vars[dims[k - 1]]->name, p_.vars[dims[k]]->name));
+        return std::nullopt;
+      }
+    }
+    if (!b.memory) {
+      const auto shape = t.static_shape();
+      for (size_t d = 0; shape && d < shape->size(); ++d) {
+        if ((*shape)[d] != shape_[b.dims[d]]) {
+          error(a.loc,
+                fmt::format("'{}' is {} but `{}` indexes its dimension {} with '{}', whose extent is {}",
+                            a.tensor->name, index_text(*shape), text, d, p_.vars[b.dims[d]]->name,
+                            shape_[b.dims[d]]));
+          return std::nullopt;
+        }
+      }
+    }
+    if (target && dims.size() != shape_.size()) {
+      std::string missing;
+      for (size_t k = 0; k < shape_.size(); ++k)
+        if (std::find(dims.begin(), dims.end(), static_cast<int>(k)) == dims.end())
+          missing += (missing.empty() ? "'" : ", '") + p_.vars[k]->name + "'";
+      error(a.loc, fmt::format("`{}` cannot be bound to threads: it does not follow {} of the loop, so each "
+                               "of its values would write the same element (a reduction is ReduceSum, "
+                               "ReduceMax or ReduceMin)",
+                               text, missing));
+      return std::nullopt;
+    }
+    return b;
+  }
+
+  static std::string index_text(const layout::Index& s) {
+    std::string out;
+    for (int64_t e : s) out += (out.empty() ? "" : ", ") + std::to_string(e);
+    return "[" + out + "]";
+  }
+
+  const ir::ParallelStmt& p_;
+  Diagnostics& diags_;
+  layout::Index shape_;
+  bool ok_ = true;
+};
+
+}  // namespace
+
+std::vector<int> BoundAccess::loop_dims() const {
+  std::vector<int> out;
+  for (int d : dims)
+    if (d >= 0) out.push_back(d);
+  return out;
+}
+
+std::optional<ParallelBinding> bind_parallel(const ir::ParallelStmt& p, Diagnostics& diags) {
+  return Binder(p, diags).run();
+}
+
+std::optional<layout::Layout> free_loop_layout(const ParallelBinding& b, int64_t threads, std::string* why) {
+  std::optional<DataType> memory, reg;
+  auto note = [&](const BoundAccess& x) {
+    std::optional<DataType>& first = x.memory ? memory : reg;
+    if (!first) first = x.access->tensor->type.tensor->dtype;
+  };
+  for (const ParallelBinding::Assign& a : b.body) {
+    for (const BoundAccess& x : a.reads) note(x);
+    note(a.target);
+  }
+  return copy_layout(b.shape, memory.value_or(reg.value_or(DataType::f32())), threads, why);
+}
+
+layout::Layout access_layout(const layout::Layout& loop, const std::vector<int>& dims) {
+  std::vector<int> others;
+  for (int k = 0; k < loop.rank(); ++k)
+    if (std::find(dims.begin(), dims.end(), k) == dims.end()) others.push_back(k);
+  return others.empty() ? loop : layout::reduce(loop, others);
+}
+
+}  // namespace tilevm::tile
