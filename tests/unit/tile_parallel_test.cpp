@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "example_util.h"
+#include "tilevm/exec/gpu_runner.h"
 #include "tilevm/ir/printer.h"
 
 namespace tilevm::tile {
@@ -28,24 +29,35 @@ std::optional<ir::Program> lowered(const std::string& name, const std::map<std::
   return p;
 }
 
-bool run(const ir::Program& p, const std::map<std::string, std::vector<uint8_t>*>& buffers, int64_t m,
-         const std::string& name) {
+// Runs examples/NAME with these defines on the interpreter (lowered for sm_80) or on the GPU (lowered for
+// the device by exec::run_on_gpu).
+bool run(const std::string& name, const std::map<std::string, std::string>& defines, bool gpu,
+         const std::map<std::string, std::vector<uint8_t>*>& buffers,
+         const std::map<std::string, int64_t>& scalars) {
   interp::Arguments args;
   args.buffers = buffers;
-  args.scalars["M"] = interp::ScalarValue{false, m, 0.0};
+  for (const auto& [k, v] : scalars) args.scalars[k] = interp::ScalarValue{false, v, 0.0};
   Diagnostics diags;
-  const bool ok = interp::run_program(p, args, diags);
+  bool ok = false;
+  if (gpu) {
+    const std::string source = example_test::read_text(example_test::example_path(name));
+    ir::ParseOptions options;
+    options.defines = defines;
+    std::optional<ir::Program> p = ir::parse_program(source, diags, options);
+    ok = p && exec::run_on_gpu(*p, args, diags);
+  } else {
+    std::optional<ir::Program> p = lowered(name, defines);
+    ok = p && interp::run_program(*p, args, diags);
+  }
   if (!ok) ADD_FAILURE() << diags.render(name, "");
   return ok;
 }
 
-TEST(TileParallel, SoftmaxOnTheInterpreter) {
-  const int64_t m = 7, n = 64;  // 7 rows: the second block's last row is outside x
-  std::optional<ir::Program> p = lowered("tile/softmax.tile", {{"N", std::to_string(n)}});
-  ASSERT_TRUE(p);
+void expect_softmax(int64_t m, int64_t n, bool gpu) {
   example_test::F16Matrix x = random_f16(m * n, 11);
   std::vector<uint8_t> y = poisoned(m * n * 2);
-  ASSERT_TRUE(run(*p, {{"x_ptr", &x.bytes}, {"y_ptr", &y}}, m, "softmax.tile"));
+  ASSERT_TRUE(run("tile/softmax.tile", {{"N", std::to_string(n)}}, gpu, {{"x_ptr", &x.bytes}, {"y_ptr", &y}},
+                  {{"M", m}}));
   std::vector<double> want(static_cast<size_t>(m * n));
   for (int64_t r = 0; r < m; ++r) {
     const double* row = &x.values[static_cast<size_t>(r * n)];
@@ -57,13 +69,11 @@ TEST(TileParallel, SoftmaxOnTheInterpreter) {
   expect_f16_near(y, want, n, 1e-6);  // the values are about 1 / n: f16's relative precision decides
 }
 
-TEST(TileParallel, RmsNormOnTheInterpreter) {
-  const int64_t m = 6, n = 128;
-  std::optional<ir::Program> p = lowered("tile/rms_norm.tile", {{"N", std::to_string(n)}});
-  ASSERT_TRUE(p);
+void expect_rms_norm(int64_t m, int64_t n, bool gpu) {
   example_test::F16Matrix x = random_f16(m * n, 12), w = random_f16(n, 13);
   std::vector<uint8_t> y = poisoned(m * n * 2);
-  ASSERT_TRUE(run(*p, {{"x_ptr", &x.bytes}, {"w_ptr", &w.bytes}, {"y_ptr", &y}}, m, "rms_norm.tile"));
+  ASSERT_TRUE(run("tile/rms_norm.tile", {{"N", std::to_string(n)}}, gpu,
+                  {{"x_ptr", &x.bytes}, {"w_ptr", &w.bytes}, {"y_ptr", &y}}, {{"M", m}}));
   std::vector<double> want(static_cast<size_t>(m * n));
   for (int64_t r = 0; r < m; ++r) {
     double ss = 0;
@@ -77,11 +87,18 @@ TEST(TileParallel, RmsNormOnTheInterpreter) {
   expect_f16_near(y, want, n, 1e-5);
 }
 
+TEST(TileParallel, SoftmaxOnTheInterpreter) {
+  expect_softmax(7, 64, false);  // 7 rows: the second block's last row is outside x
+}
+
+TEST(TileParallel, RmsNormOnTheInterpreter) {
+  expect_rms_norm(6, 128, false);
+}
+
 // The fused epilogue on both Gemm forms: mma.sync fragments (sm_80) and the wgmma accumulator (sm_90a).
+// gpu: on the device (the target is the device's); else on the interpreter for `target`.
 void expect_gemm_bias_relu(const std::map<std::string, std::string>& defines, const target::Target& target,
-                           int64_t m, int64_t n, int64_t k) {
-  std::optional<ir::Program> p = lowered("tile/gemm_bias_relu.tile", defines, target);
-  ASSERT_TRUE(p);
+                           int64_t m, int64_t n, int64_t k, bool gpu = false) {
   example_test::F16Matrix a = random_f16(m * k, 21), b = random_f16(n * k, 22), bias = random_f16(n, 23);
   std::vector<uint8_t> c = poisoned(m * n * 2);
   interp::Arguments args;
@@ -90,7 +107,17 @@ void expect_gemm_bias_relu(const std::map<std::string, std::string>& defines, co
   args.scalars["N"] = interp::ScalarValue{false, n, 0.0};
   args.scalars["K"] = interp::ScalarValue{false, k, 0.0};
   Diagnostics diags;
-  ASSERT_TRUE(interp::run_program(*p, args, diags)) << diags.render("gemm_bias_relu.tile", "");
+  if (gpu) {
+    const std::string source = example_test::read_text(example_test::example_path("tile/gemm_bias_relu.tile"));
+    ir::ParseOptions options;
+    options.defines = defines;
+    std::optional<ir::Program> p = ir::parse_program(source, diags, options);
+    ASSERT_TRUE(p && exec::run_on_gpu(*p, args, diags)) << diags.render("gemm_bias_relu.tile", "");
+  } else {
+    std::optional<ir::Program> p = lowered("tile/gemm_bias_relu.tile", defines, target);
+    ASSERT_TRUE(p);
+    ASSERT_TRUE(interp::run_program(*p, args, diags)) << diags.render("gemm_bias_relu.tile", "");
+  }
   std::vector<double> want(static_cast<size_t>(m * n));
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
@@ -100,7 +127,8 @@ void expect_gemm_bias_relu(const std::map<std::string, std::string>& defines, co
       want[static_cast<size_t>(i * n + j)] = std::max(s, 0.0);
     }
   }
-  expect_f16_near(c, want, n);
+  // f32 sums in the tensor cores' order, then one rounding to f16.
+  expect_f16_near(c, want, n, 1e-5 * static_cast<double>(k));
 }
 
 TEST(TileParallel, GemmBiasReluOnMmaSync) {
@@ -125,6 +153,88 @@ TEST(TileParallel, TextRoundTrips) {
     std::optional<ir::Program> q = ir::parse_program(printed, diags);
     ASSERT_TRUE(q) << diags.render(name, printed);
     EXPECT_EQ(ir::print_program(*q), printed);
+  }
+}
+
+// examples/tile/dequant_gemm.tile with its weight type replaced by `wtype` (the example's one edit for
+// another type): C = A @ (codes * scale)^T against a double reference, the codes every code of the type.
+void expect_dequant_gemm(const std::string& wtype, const std::map<std::string, std::string>& defines,
+                         const target::Target& target, int64_t m, int64_t n, int64_t k, bool gpu = false) {
+  std::string source = example_test::read_text(example_test::example_path("tile/dequant_gemm.tile"));
+  for (size_t at = source.find("u4"); at != std::string::npos; at = source.find("u4", at + wtype.size()))
+    source.replace(at, 2, wtype);
+  const DataType wt = DataType::parse(wtype);
+  const int64_t group = 128;
+  example_test::F16Matrix a = random_f16(m * k, 31), scales = random_f16(n * ((k + group - 1) / group), 32);
+  std::vector<uint64_t> codes = example_test::random_codes(n * k, wt.bits(), 33);
+  std::vector<double> w(codes.size());
+  for (size_t i = 0; i < codes.size(); ++i) {
+    while (!std::isfinite(decode(wt, codes[i]))) codes[i] = (codes[i] + 1) % (uint64_t{1} << wt.bits());
+    w[i] = decode(wt, codes[i]);
+  }
+  std::vector<uint8_t> w_bytes = pack(wt, codes), c = poisoned(m * n * 2);
+  // Scales of 1/16 of their draw keep every product within f16 for the 8-bit types.
+  std::vector<uint64_t> scale_codes;
+  std::vector<double> sv;
+  for (double v : scales.values) {
+    scale_codes.push_back(encode(DataType::f16(), v / 16));
+    sv.push_back(decode(DataType::f16(), scale_codes.back()));
+  }
+  std::vector<uint8_t> s_bytes = pack(DataType::f16(), scale_codes);
+  interp::Arguments args;
+  args.buffers = {{"a_ptr", &a.bytes}, {"w_ptr", &w_bytes}, {"s_ptr", &s_bytes}, {"c_ptr", &c}};
+  args.scalars["M"] = interp::ScalarValue{false, m, 0.0};
+  args.scalars["N"] = interp::ScalarValue{false, n, 0.0};
+  args.scalars["K"] = interp::ScalarValue{false, k, 0.0};
+  Diagnostics diags;
+  ir::ParseOptions options;
+  options.defines = defines;
+  std::optional<ir::Program> p = ir::parse_program(source, diags, options);
+  ASSERT_TRUE(p) << diags.render("dequant_gemm.tile", source);
+  if (gpu) {
+    ASSERT_TRUE(exec::run_on_gpu(*p, args, diags)) << diags.render("dequant_gemm.tile", source);
+  } else {
+    p = transform::lower(*std::move(p), diags, {.target = target, .verify_each_pass = true});
+    ASSERT_TRUE(p) << diags.render("dequant_gemm.tile", source);
+    ASSERT_TRUE(interp::run_program(*p, args, diags)) << diags.render("dequant_gemm.tile", source);
+  }
+  const int64_t groups = (k + group - 1) / group;
+  std::vector<double> want(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        // The tile holds code * scale rounded to f16 (the Parallel loop's f16 product), as the Gemm reads it.
+        const double b = decode(DataType::f16(), encode(DataType::f16(), w[static_cast<size_t>(j * k + kk)] *
+                                                                           sv[static_cast<size_t>(j * groups + kk / group)]));
+        sum += a.values[static_cast<size_t>(i * k + kk)] * b;
+      }
+      want[static_cast<size_t>(i * n + j)] = sum;
+    }
+  }
+  expect_f16_near(c, want, n, 1e-5 * static_cast<double>(k));
+}
+
+TEST(TileParallel, DequantGemmOfEveryWidthOnTheInterpreter) {
+  for (const char* wtype : {"u1", "u2", "u3", "u4", "u5", "u6", "u7", "u8", "i4", "f4e2m1", "f6e3m2", "f8e4m3"}) {
+    SCOPED_TRACE(wtype);
+    expect_dequant_gemm(wtype, {{"BN", "64"}}, target::Target::generic_sm80(), 70, 72, 256);
+  }
+}
+
+TEST(TileParallel, DequantGemmOnWgmma) {
+  expect_dequant_gemm("u4", {}, target::Target::h100_sxm(), 70, 136, 192);
+}
+
+// The same kernels on the device, at sizes whose tiles are partial in every direction.
+TEST(TileParallelGpu, KernelsOnTheDevice) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  expect_softmax(333, 1024, true);
+  expect_rms_norm(333, 1024, true);
+  expect_gemm_bias_relu({}, target::Target::h100_sxm(), 333, 520, 264, true);
+  for (const char* wtype : {"u4", "u3", "f6e3m2"}) {
+    SCOPED_TRACE(wtype);
+    expect_dequant_gemm(wtype, {}, target::Target::h100_sxm(), 333, 520, 384, true);
   }
 }
 

@@ -133,7 +133,8 @@ Stmt Parser::parse_parallel(const std::vector<Token>& names, const Syn& call, So
   }
   if (extents.size() != names.size())
     fail(call.loc,
-         fmt::format("Parallel has {} extents for {} loop variables", extents.size(), names.size()));
+         fmt::format("Parallel has {} extent{} for {} loop variables", extents.size(),
+                     extents.size() == 1 ? "" : "s", names.size()));
   std::vector<Var> vars;
   for (const Token& n : names)
     vars.push_back(define_var({n.text, n.loc, std::nullopt}, ValueType::scalar(DataType::i32())));
