@@ -32,11 +32,26 @@ if [ -d .gpu/wheels ]; then
 else
   echo "gpu.sh: no .gpu/wheels: the Python package is not tested (bench/prepare_gpu_python.sh)"
 fi
-# The benchmarks of docs/performance.md: BENCH="decode dtypes prefill" (the default) or a subset,
+# The benchmarks of docs/performance.md: BENCH="decode dtypes prefill" (the default) or a subset, or
+# "tile" (the tile layer's GEMMs),
 # BENCH_ARGS extra options for each (e.g. --quick). Every table goes to $OUT/bench_<workloads>.txt and .csv.
 export TILEVM_TUNE_CACHE=$OUT/tuning.json
 for w in ${BENCH-decode dtypes prefill}; do
   extra=${BENCH_ARGS:-}
+  if [ "$w" = tile ]; then
+    # The tile layer's GEMMs beside their hand-written counterparts, on the GEMM workloads with cuBLAS.
+    for f in examples/gemm_f16_wgmma.tile examples/tile/gemm_f16.tile examples/tile/gemm_bias_relu.tile \
+             examples/tile/dequant_gemm.tile; do
+      name=$(basename "$f" .tile)
+      echo "== tilevm bench --gemm $f $extra"
+      timeout "${BENCH_TIMEOUT:-300}" "$BIN/tilevm" bench --gemm "$f" $extra > "$OUT/bench_tile_$name.txt" \
+        2> "$OUT/bench_tile_$name.err"
+      rc=$?
+      cat "$OUT/bench_tile_$name.txt"; tail -3 "$OUT/bench_tile_$name.err"
+      [ $rc -eq 0 ] || { echo "tilevm bench --gemm $f: exit $rc"; status=1; }
+    done
+    continue
+  fi
   [ "$w" = dtypes ] && extra="${BENCH_DTYPES_ARGS:---quick --max-candidates 8}"
   echo "== tilevm bench --workloads $w $extra"
   timeout "${BENCH_TIMEOUT:-300}" "$BIN/tilevm" bench --workloads "$w" $extra --csv "$OUT/bench_$w.csv" \

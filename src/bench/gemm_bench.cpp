@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <random>
 
 #include "tilevm/runtime/cublas.h"
@@ -42,19 +43,58 @@ void upload_random(runtime::DeviceBuffer& buffer, int64_t count, std::mt19937_64
 
 }  // namespace
 
+// The elements of a GEMM program's pointer parameter, by the names the GEMM programs use (examples/tile/):
+// a_ptr [M, K], b_ptr or w_ptr [N, K], c_ptr [M, N], bias_ptr [N], s_ptr [N, K / 32] (group scales of
+// groups of 32 or more).
+int64_t gemm_param_elements(const std::string& name, int64_t m, int64_t n, int64_t k) {
+  if (name == "a_ptr") return m * k;
+  if (name == "b_ptr" || name == "w_ptr") return n * k;
+  if (name == "c_ptr") return m * n;
+  if (name == "bias_ptr") return n;
+  if (name == "s_ptr") return n * ((k + 31) / 32);
+  throw Error(fmt::format("bench --gemm: the program's pointer parameter '{}' has no size here; a GEMM "
+                          "program takes a_ptr [M, K], b_ptr or w_ptr [N, K], c_ptr [M, N], bias_ptr [N] and "
+                          "s_ptr [N, K / GROUP]",
+                          name));
+}
+
 GemmBenchResult bench_gemm(const runtime::Device& device, const exec::GpuProgram& program,
                            const GemmShape& shape, const tune::TimingOptions& timing, bool with_cublas) {
   GemmBenchResult r;
   r.shape = shape;
   const int64_t m = shape.m, n = shape.n, k = shape.k;
   std::mt19937_64 rng(static_cast<std::uint64_t>(m * 1000003 + n * 1009 + k));
-  runtime::DeviceBuffer a = device.allocate(static_cast<size_t>(m * k * 2));
-  runtime::DeviceBuffer b = device.allocate(static_cast<size_t>(n * k * 2));
-  runtime::DeviceBuffer c = device.allocate(static_cast<size_t>(m * n * 2));
-  upload_random(a, m * k, rng);
-  upload_random(b, n * k, rng);
+  // Every pointer parameter gets a buffer of its size, f16 ones random values in [-1, 1] and the others
+  // (packed weight codes) random bytes; cuBLAS multiplies f16 buffers of A, B (the dense weight, its own
+  // when the program reads packed codes) and C.
+  std::map<std::string, runtime::DeviceBuffer> buffers;
   exec::ProgramArgs args;
-  args.pointers = {{"a_ptr", a.device_ptr()}, {"b_ptr", b.device_ptr()}, {"c_ptr", c.device_ptr()}};
+  for (const ir::Var& p : program.compiled().program.params) {
+    if (!p->type.is_pointer()) continue;
+    const int64_t count = gemm_param_elements(p->name, m, n, k);
+    const DataType t = p->type.dtype;
+    const size_t bytes = static_cast<size_t>((count * t.bits() + 7) / 8);
+    runtime::DeviceBuffer buffer = device.allocate(bytes);
+    if (t == DataType::f16()) {
+      upload_random(buffer, count, rng);
+    } else {
+      std::vector<std::uint8_t> host(bytes);
+      for (std::uint8_t& b : host) b = static_cast<std::uint8_t>(rng());
+      buffer.copy_from_host(host.data(), bytes, 0);
+    }
+    args.pointers[p->name] = buffer.device_ptr();
+    buffers.emplace(p->name, std::move(buffer));
+  }
+  for (const char* name : {"a_ptr", "b_ptr", "c_ptr"}) {
+    if (buffers.count(name)) continue;
+    const int64_t count = gemm_param_elements(name, m, n, k);
+    runtime::DeviceBuffer buffer = device.allocate(static_cast<size_t>(count * 2));
+    upload_random(buffer, count, rng);
+    buffers.emplace(name, std::move(buffer));
+  }
+  const runtime::DeviceBuffer& a = buffers.at("a_ptr");
+  const runtime::DeviceBuffer& b = buffers.at("b_ptr");
+  const runtime::DeviceBuffer& c = buffers.at("c_ptr");
   args.scalars = {{"M", m}, {"N", n}, {"K", k}};
   const runtime::Stream stream = device.create_stream();
   program.launch(stream, args);  // fails here, untimed, if the launch cannot
