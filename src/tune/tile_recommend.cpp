@@ -144,4 +144,25 @@ TileRecommendation recommend_tiles(std::string_view source, const ScalarArgs& ar
   return rec;
 }
 
+RankingCheck check_ranking(const std::vector<std::optional<double>>& measured_us, size_t space_size) {
+  RankingCheck c;
+  std::vector<size_t> by_time;
+  for (size_t i = 0; i < measured_us.size(); ++i)
+    if (measured_us[i]) by_time.push_back(i);
+  std::stable_sort(by_time.begin(), by_time.end(),
+                   [&](size_t x, size_t y) { return *measured_us[x] < *measured_us[y]; });
+  c.measured_rank.assign(measured_us.size(), 0);
+  for (size_t r = 0; r < by_time.size(); ++r) c.measured_rank[by_time[r]] = r + 1;
+  c.top_count = std::max<size_t>(1, (space_size + 19) / 20);
+  if (by_time.empty()) return c;
+  c.best = by_time[0];
+  const double best = *measured_us[by_time[0]];
+  if (measured_us[0]) c.first_choice_gap = *measured_us[0] / best - 1;
+  std::optional<double> top;
+  for (size_t i = 0; i < std::min(c.top_count, measured_us.size()); ++i)
+    if (measured_us[i]) top = std::min(top.value_or(*measured_us[i]), *measured_us[i]);
+  if (top) c.top_fraction = best / *top;
+  return c;
+}
+
 }  // namespace tilevm::tune

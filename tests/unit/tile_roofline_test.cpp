@@ -206,6 +206,29 @@ TEST(TileRecommend, L40sTakesSmallerPipelinesWithoutWgmma) {
                           [](const TileCandidate& c) { return c.name() == "BM=128 BN=256 BK=64 STAGES=4"; }));
 }
 
+TEST(TileRecommend, CheckRankingAgainstMeasuredTimes) {
+  // Ranked 0..4; candidate 2 failed; the fastest measured is candidate 3.
+  const std::vector<std::optional<double>> us = {105.0, 110.0, std::nullopt, 100.0, 120.0};
+  const RankingCheck c = check_ranking(us, 100);  // a space of 100: its top 5% is the first 5 ranked
+  EXPECT_EQ(c.measured_rank, (std::vector<size_t>{2, 3, 0, 1, 4}));
+  ASSERT_TRUE(c.best);
+  EXPECT_EQ(*c.best, 3u);
+  ASSERT_TRUE(c.first_choice_gap);
+  EXPECT_NEAR(*c.first_choice_gap, 0.05, 1e-12);
+  EXPECT_EQ(c.top_count, 5u);
+  ASSERT_TRUE(c.top_fraction);
+  EXPECT_DOUBLE_EQ(*c.top_fraction, 1.0);  // the best is in the top 5%
+  // A space of 20: the top 5% is the first choice alone.
+  const RankingCheck small = check_ranking(us, 20);
+  EXPECT_EQ(small.top_count, 1u);
+  EXPECT_NEAR(*small.top_fraction, 100.0 / 105, 1e-12);
+  // Nothing measured: no best, no gap.
+  const RankingCheck none = check_ranking({std::nullopt, std::nullopt}, 2);
+  EXPECT_FALSE(none.best);
+  EXPECT_FALSE(none.first_choice_gap);
+  EXPECT_FALSE(none.top_fraction);
+}
+
 TEST(TileRecommend, MissingArgumentIsAnError) {
   expect_error(
       [] {

@@ -196,13 +196,7 @@ void measure(const RecommendRequest& req, const std::string& source, const ir::P
       std::cerr << fmt::format("candidate {} ({}) failed: {}\n", i + 1, rec.ranked[i].name(), e.what());
     }
   }
-  // Measured ranks, fastest first.
-  std::vector<size_t> by_time;
-  for (size_t i = 0; i < count; ++i)
-    if (us[i]) by_time.push_back(i);
-  std::stable_sort(by_time.begin(), by_time.end(), [&](size_t x, size_t y) { return *us[x] < *us[y]; });
-  std::vector<size_t> measured_rank(count, 0);
-  for (size_t r = 0; r < by_time.size(); ++r) measured_rank[by_time[r]] = r + 1;
+  const tune::RankingCheck check = tune::check_ranking(us, rec.space_size());
   const double flops =
       2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k);
 
@@ -215,32 +209,28 @@ void measure(const RecommendRequest& req, const std::string& source, const ir::P
     if (us[i])
       std::cout << fmt::format("{:>9} {:<40} {:>14.1f} {:>13.1f} {:>8.1f} {:>8}\n", i + 1,
                                rec.ranked[i].name(), predicted, *us[i], flops / *us[i] * 1e-6,
-                               measured_rank[i]);
+                               check.measured_rank[i]);
     else
       std::cout << fmt::format("{:>9} {:<40} {:>14.1f} {:>13} {:>8} {:>8}\n", i + 1, rec.ranked[i].name(),
                                predicted, "failed", "-", "-");
   }
   if (cublas_us)
     std::cout << fmt::format("cuBLAS: {:.1f} us, {:.1f} TFLOP/s\n", *cublas_us, flops / *cublas_us * 1e-6);
-  if (by_time.empty()) fail("no candidate could be timed");
-  const double best = *us[by_time[0]];
-  std::cout << fmt::format("measured best: {} at {:.1f} us (predicted rank {})\n",
-                           rec.ranked[by_time[0]].name(), best, by_time[0] + 1);
-  if (us[0])
-    std::cout << fmt::format("first choice within {:.1f}% of the measured best ({:.1f}% of its speed)\n",
-                             (*us[0] / best - 1) * 100, best / *us[0] * 100);
+  if (!check.best) fail("no candidate could be timed");
+  // With --measure-top the best is the best of those timed, not of the whole space.
+  const std::string of = count < rec.ranked.size() ? fmt::format(" (of the first {} ranked)", count) : "";
+  std::cout << fmt::format("measured best{}: {} at {:.1f} us (predicted rank {})\n", of,
+                           rec.ranked[*check.best].name(), *us[*check.best], *check.best + 1);
+  if (check.first_choice_gap)
+    std::cout << fmt::format("first choice within {:.1f}% of the measured best{} ({:.1f}% of its speed)\n",
+                             *check.first_choice_gap * 100, of, 100 / (1 + *check.first_choice_gap));
   else
     std::cout << "first choice failed to run\n";
-  // The paper's measure (appendix F): the best of the predicted top 5% of the space against the best of all.
-  const size_t top5 = std::max<size_t>(1, (rec.space_size() + 19) / 20);
-  std::optional<double> best_top5;
-  for (size_t i = 0; i < std::min(top5, count); ++i)
-    if (us[i]) best_top5 = std::min(best_top5.value_or(*us[i]), *us[i]);
-  if (best_top5)
+  if (check.top_fraction)
     std::cout << fmt::format(
         "best of the predicted top 5% ({} of {} candidates): {:.1f}% of the measured best's "
-        "speed\n",
-        std::min(top5, count), rec.space_size(), best / *best_top5 * 100);
+        "speed{}\n",
+        std::min(check.top_count, count), rec.space_size(), *check.top_fraction * 100, of);
   if (failed > 0) std::cout << fmt::format("{} of {} candidates failed (listed on stderr)\n", failed, count);
 }
 

@@ -69,6 +69,22 @@ std::vector<TileAxis> with_overrides(const ir::Program& parsed, std::vector<Tile
 TileRecommendation recommend_tiles(std::string_view source, const ScalarArgs& args,
                                    const std::vector<TileAxis>& axes, const target::Target& target);
 
+// How measured times of the ranked candidates agree with the ranking (`tilevm recommend --measure`).
+struct RankingCheck {
+  std::vector<size_t> measured_rank;  // per ranked candidate: 1 for the fastest measured, 0 when not measured
+  std::optional<size_t> best;         // the ranked index of the fastest measured candidate
+  // The first choice's time over the best's, less 1 (0.03: 3% slower), when both were measured.
+  std::optional<double> first_choice_gap;
+  size_t top_count = 0;  // the predicted top 5% of the space (at least 1)
+  // The best's time over the fastest of the predicted top 5% (1: the best is among them), when one of those
+  // was measured: the paper's measure (appendix F, 98.5% with 95% pruned).
+  std::optional<double> top_fraction;
+};
+
+// `measured_us[i]` is the time of ranked candidate i (nullopt: not measured or failed); `space_size` counts
+// the dropped candidates too, as the paper's 5% does.
+RankingCheck check_ranking(const std::vector<std::optional<double>>& measured_us, size_t space_size);
+
 // The program of one candidate: `source` parsed with the candidate's values as -D overrides.
 // @throws tilevm::Error with the first diagnostic when it does not parse.
 ir::Program candidate_program(std::string_view source, const TileCandidate& candidate);
