@@ -94,7 +94,9 @@ TileRoofline estimate_tile_program(const ir::Program& lowered, const ScalarArgs&
                                    const target::Target& target);
 
 // Registers per thread of `lowered`, estimated: 24 for addresses and counters, every register tensor it
-// allocates, and twice the largest temporary tile (loaded or computed operands live across an instruction).
+// allocates, and the temporary tiles live together (a block's own and the most of any nested statement's,
+// every iteration's for a fully unrolled loop). ptxas takes more where it may (up to 255 without launch
+// bounds), so this is what the program needs rather than what the compiler reports.
 int64_t estimate_registers(const ir::Program& lowered);
 
 }  // namespace tilevm::tune
