@@ -130,6 +130,25 @@ void print_shortlist(const tune::TileRecommendation& rec, int top) {
   }
 }
 
+// A program with M, N and K whose shown candidates do fewer tensor-core flops than 2 M N K may not follow its
+// own constants (a shared layout written for one BK while the loop steps by another computes part of the
+// product, and the model ranks it fast): said on stderr, the ranking unchanged.
+void note_missing_work(const tune::TileRecommendation& rec, const tune::ScalarArgs& args, int top) {
+  if (!args.count("M") || !args.count("N") || !args.count("K")) return;
+  const double product = 2.0 * static_cast<double>(args.at("M")) * static_cast<double>(args.at("N")) *
+                         static_cast<double>(args.at("K"));
+  const size_t shown =
+      top > 0 ? std::min<size_t>(rec.ranked.size(), static_cast<size_t>(top)) : rec.ranked.size();
+  for (size_t i = 0; i < shown; ++i) {
+    const double flops = rec.ranked[i].estimate->cost.mma_flops;
+    if (flops > 0 && flops < 0.999 * product)
+      std::cerr << fmt::format(
+          "note: rank {} ({}) does {:.0f}% of the 2 M N K tensor-core flops: do the program's layouts follow "
+          "its constants?\n",
+          i + 1, rec.ranked[i].name(), 100 * flops / product);
+  }
+}
+
 // Reasons with the numbers and quoted names taken out, so that "needs 655360 bytes ('sa' ...)" and "needs
 // 327680 bytes ('sb' ...)" count together.
 void print_dropped(const tune::TileRecommendation& rec) {
@@ -282,7 +301,7 @@ void run(const RecommendRequest& req) {
   const size_t shown =
       req.top > 0 ? std::min<size_t>(rec.ranked.size(), static_cast<size_t>(req.top)) : rec.ranked.size();
   std::cout << fmt::format(
-      "dropped {} (refused by the tile layer {}, beyond the target's limits {}); ranked {}; shown {} "
+      "dropped {} (refused when lowered {}, beyond the target's limits {}); ranked {}; shown {} "
       "({:.1f}% of the "
       "space)\n\n",
       rec.dropped.size(), by_lowering, rec.dropped.size() - by_lowering, rec.ranked.size(), shown,
@@ -293,6 +312,7 @@ void run(const RecommendRequest& req) {
   }
   print_shortlist(rec, req.top);
   std::cout << "\n";
+  note_missing_work(rec, args, req.top);
   print_dropped(rec);
   if (device) measure(req, source, parsed, rec, args, *device);
 }

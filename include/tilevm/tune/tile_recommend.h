@@ -37,7 +37,7 @@ struct TileCandidate {
   std::vector<std::pair<std::string, int64_t>> values;  // one per axis, in axis order
   std::optional<TileRoofline> estimate;                 // set when ranked
   std::string dropped;                                  // why not, when dropped
-  bool dropped_by_lowering = false;                     // the tile layer refused it (else: over the limits)
+  bool dropped_by_lowering = false;                     // parsing or lowering refused it (else: the limits)
   // "BM=128 BN=256 BK=64 STAGES=4".
   std::string name() const;
 };
