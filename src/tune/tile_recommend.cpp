@@ -25,8 +25,13 @@ std::vector<int64_t> powers_of_two(int64_t lo, int64_t hi) {
 // The values a constant of this name is searched over by default, or none.
 std::vector<int64_t> default_values(const std::string& name) {
   static const std::regex stages(R"((NUM_)?STAGES)");
+  static const std::regex threads(R"((NUM_)?THREADS)");
+  static const std::regex warps(R"((NUM_)?WARPS)");
   static const std::regex tile(R"(B[MNK]|(BLOCK|TILE)_?[A-Z]+)");
   if (std::regex_match(name, stages)) return {2, 3, 4, 5};
+  // The warp partition, where the program names its size: the tile layer splits the tile over the warps.
+  if (std::regex_match(name, threads)) return {128, 256};
+  if (std::regex_match(name, warps)) return {4, 8};
   if (std::regex_match(name, tile)) return powers_of_two(16, name.back() == 'K' ? 128 : 256);
   return {};
 }

@@ -183,6 +183,30 @@ TEST(TileRecommend, DefaultAxesAreTheTileConstants) {
   expect_error([&] { with_overrides(*p, axes, {{"BX", {1}}}); }, "no integer top-level constant 'BX'");
 }
 
+TEST(TileRecommend, SearchesTheWarpPartitionWhereTheProgramNamesIt) {
+  // The example with its thread count as a constant: 4 or 8 warps split the tile (tile/tile_layouts.h).
+  std::string source = gemm_source();
+  const size_t header = source.find("[threads=256]");
+  ASSERT_NE(header, std::string::npos);
+  source.replace(header, 13, "[threads=THREADS]");
+  source.insert(source.find("GROUP = 8"), "THREADS = 256\n");
+  Diagnostics diags;
+  const std::optional<ir::Program> p = ir::parse_program(source, diags);
+  ASSERT_TRUE(p) << diags.render("gemm.tile", source);
+  const std::vector<TileAxis> axes = default_tile_axes(*p);
+  ASSERT_EQ(axes.size(), 5u);
+  EXPECT_EQ(axes[4].name, "THREADS");
+  EXPECT_EQ(axes[4].values, (std::vector<int64_t>{128, 256}));
+  const TileRecommendation rec = recommend_tiles(
+      source, kSquare4k,
+      {{"BM", {128}}, {"BN", {128, 256}}, {"BK", {64}}, {"STAGES", {3}}, {"THREADS", {128, 256}}},
+      Target::generic_sm80());
+  ASSERT_EQ(rec.space_size(), 4u);
+  ASSERT_FALSE(rec.ranked.empty());
+  for (const TileCandidate& c : rec.ranked)
+    EXPECT_EQ(c.estimate->cost.threads, c.values[4].second) << c.name();
+}
+
 TEST(TileRecommend, DropsWhatCannotRunAndRanksTheRest) {
   const std::vector<TileAxis> axes = {
       {"BM", {64, 128, 256}}, {"BN", {128, 256}}, {"BK", {64, 128}}, {"STAGES", {2, 4, 5}}};

@@ -53,8 +53,9 @@ struct TileRecommendation {
 inline constexpr size_t kMaxTileSpace = 100000;
 
 // The axes searched when none are given: the program's integer top-level constants that name a tile
-// (BM, BN, BK, BLOCK_M..., TILE_...: powers of two, 16 to 256, and 16 to 128 for a K extent) or the pipeline
-// depth (STAGES, NUM_STAGES: 2 to 5). Other constants keep their values.
+// (BM, BN, BK, BLOCK_M..., TILE_...: powers of two, 16 to 256, and 16 to 128 for a K extent), the pipeline
+// depth (STAGES, NUM_STAGES: 2 to 5) or the warp partition (THREADS: 128, 256; WARPS: 4, 8). Other
+// constants keep their values.
 std::vector<TileAxis> default_tile_axes(const ir::Program& parsed);
 
 // `axes` with each of `overrides` replacing the axis of its name, or added when the default space has no
