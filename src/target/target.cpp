@@ -1,5 +1,5 @@
-// The targets the project builds for (target.h): the H100's measured figures, and other devices fitted to
-// them by name, arch and what the driver reports.
+// Targets fitted to a device (target.h): by name, arch and what the driver reports, starting from the H100's
+// row of the GPU table (gpu_table.cpp).
 #include "tilevm/target/target.h"
 
 #include <algorithm>
@@ -47,31 +47,6 @@ ArchFeatures Target::features_of(const std::string& arch) {
   // wgmma and setmaxnreg exist only in the arch-specific Hopper target (sm_100a has tcgen05 instead).
   f.wgmma = cc == 90 && arch.back() == 'a';
   return f;
-}
-
-Target Target::h100_sxm() {
-  Target t;
-  t.name = "H100 SXM";
-  t.arch = "sm_90a";
-  t.compute_capability = 90;
-  t.features = features_of(t.arch);
-  t.sm_count = 132;
-  t.max_threads_per_block = 1024;
-  t.max_threads_per_sm = 2048;
-  t.max_blocks_per_sm = 32;
-  t.shared_per_block = 227 * 1024;
-  t.shared_per_sm = 228 * 1024;
-  t.registers_per_sm = 65536;
-  t.l2_cache_bytes = 50 * 1024 * 1024;  // re-read tiles that fit hit L2 instead of DRAM
-  t.dram_gbps = 3160;                   // measured (docs/performance.md)
-  t.l2_gbps = 10000;
-  t.mma_tflops = 474;   // ~60% of the 790 dense peak: mma.sync, not wgmma
-  t.gemm_tflops = 722;  // cuBLAS f16 GEMM, large, measured
-  t.fma_tflops = 60;
-  t.sm_dram_gbps = 72;  // ~3x an SM's share of the total
-  t.dram_latency_ns = 700;
-  t.launch_us = 2.5;
-  return t;
 }
 
 Target Target::h100_like(int sm_count) {
@@ -136,32 +111,6 @@ Target Target::from_properties(const DeviceProperties& d) {
   if (d.max_shared_per_block_optin > 0) t.shared_per_block = d.max_shared_per_block_optin;
   if (d.max_shared_per_sm > 0) t.shared_per_sm = d.max_shared_per_sm;
   if (d.l2_cache_bytes > 0) t.l2_cache_bytes = d.l2_cache_bytes;
-  return t;
-}
-
-Target Target::h200() {
-  Target t = from_properties({.name = "NVIDIA H200",
-                              .arch = "sm_90a",
-                              .sm_count = 132,
-                              .max_threads_per_block = 1024,
-                              .max_shared_per_block_optin = 227 * 1024,
-                              .max_shared_per_sm = 228 * 1024,
-                              .l2_cache_bytes = 50 * 1024 * 1024,
-                              .total_memory = std::size_t{141} << 30});
-  t.name = "H200";
-  return t;
-}
-
-Target Target::generic_sm80() {
-  Target t = from_properties({.name = "NVIDIA A100-SXM4-80GB",
-                              .arch = "sm_80",
-                              .sm_count = 108,
-                              .max_threads_per_block = 1024,
-                              .max_shared_per_block_optin = 163 * 1024,
-                              .max_shared_per_sm = 164 * 1024,
-                              .l2_cache_bytes = 40 * 1024 * 1024,
-                              .total_memory = std::size_t{80} << 30});
-  t.name = "generic sm_80 (A100 SXM)";
   return t;
 }
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "expect_error.h"
 #include "tilevm/support/error.h"
@@ -131,6 +133,79 @@ TEST(TargetTarget, ForArchGivesThePartOfThatGenerationWithTheArchsFeatures) {
   EXPECT_FALSE(sm89.features.hopper);
   expect_error([] { Target::for_arch("sm_75"); }, "sm_75 is not supported");
   expect_error([] { Target::for_arch("hopper"); }, "hopper");
+}
+
+TEST(TargetTarget, TableByName) {
+  EXPECT_EQ(Target::known_names(), (std::vector<std::string>{"a100", "h100", "h200", "l40s"}));
+  EXPECT_EQ(Target::by_name("h100").name, Target::h100_sxm().name);
+  EXPECT_EQ(Target::by_name("H200").name, "H200");  // case-insensitive
+  EXPECT_EQ(Target::by_name("a100").arch, "sm_80");
+  EXPECT_EQ(Target::by_name("l40s").name, "L40S");
+  expect_error([] { Target::by_name("v100"); }, "unknown target 'v100' (one of: a100, h100, h200, l40s)");
+  for (const std::string& name : Target::known_names()) {
+    const Target t = Target::by_name(name);
+    SCOPED_TRACE(name);
+    // Every row is complete: limits, rates and the clock that gives shared memory's bandwidth.
+    EXPECT_GT(t.sm_count, 100);
+    EXPECT_GT(t.shared_per_sm, t.shared_per_block);
+    EXPECT_GT(t.l2_cache_bytes, 0);
+    EXPECT_GT(t.l2_gbps, t.dram_gbps);
+    EXPECT_GE(t.gemm_tflops, t.mma_tflops);
+    EXPECT_GT(t.fma_tflops, 0);
+    EXPECT_GT(t.shared_gbps(), t.l2_gbps);
+    EXPECT_EQ(t.max_registers_per_thread, 255);
+  }
+}
+
+TEST(TargetTarget, L40sIsAdaWithoutHopperInstructions) {
+  const Target t = Target::l40s();
+  EXPECT_EQ(t.arch, "sm_89");
+  EXPECT_EQ(t.compute_capability, 89);
+  EXPECT_EQ(t.sm_count, 142);
+  EXPECT_FALSE(t.features.hopper);  // no TMA, no mbarrier transactions
+  EXPECT_FALSE(t.features.wgmma);
+  EXPECT_TRUE(t.features.cp_async && t.features.mma_sync && t.features.ldmatrix);
+  EXPECT_EQ(t.shared_per_block, 99 * 1024);
+  EXPECT_EQ(t.max_threads_per_sm, 1536);
+  EXPECT_EQ(t.max_blocks_per_sm, 24);
+  EXPECT_EQ(t.l2_cache_bytes, 48 * 1024 * 1024);
+  // The same rates from_properties gives a device that calls itself an L40S.
+  const Target fitted = Target::from_properties({.name = "NVIDIA L40S", .arch = "sm_89", .sm_count = 142});
+  EXPECT_DOUBLE_EQ(fitted.dram_gbps, t.dram_gbps);
+  EXPECT_DOUBLE_EQ(fitted.mma_tflops, t.mma_tflops);
+  EXPECT_DOUBLE_EQ(fitted.gemm_tflops, t.gemm_tflops);
+  EXPECT_EQ(fitted.max_threads_per_sm, t.max_threads_per_sm);
+}
+
+TEST(TargetTarget, TableRowsAgreeWithFittedDevices) {
+  // The table's H200 and A100 rows are what from_properties makes of those devices.
+  const Target h200 = Target::from_properties({.name = "NVIDIA H200",
+                                               .arch = "sm_90a",
+                                               .sm_count = 132,
+                                               .max_shared_per_block_optin = 227 * 1024,
+                                               .max_shared_per_sm = 228 * 1024,
+                                               .l2_cache_bytes = 50 * 1024 * 1024});
+  const Target a100 = Target::from_properties({.name = "NVIDIA A100-SXM4-80GB",
+                                               .arch = "sm_80",
+                                               .sm_count = 108,
+                                               .max_shared_per_block_optin = 163 * 1024,
+                                               .max_shared_per_sm = 164 * 1024,
+                                               .l2_cache_bytes = 40 * 1024 * 1024,
+                                               .total_memory = std::size_t{80} << 30});
+  for (const auto& [table, fitted] :
+       {std::pair{Target::h200(), h200}, std::pair{Target::generic_sm80(), a100}}) {
+    SCOPED_TRACE(table.name);
+    EXPECT_EQ(table.sm_count, fitted.sm_count);
+    EXPECT_EQ(table.shared_per_block, fitted.shared_per_block);
+    EXPECT_EQ(table.shared_per_sm, fitted.shared_per_sm);
+    EXPECT_EQ(table.l2_cache_bytes, fitted.l2_cache_bytes);
+    EXPECT_DOUBLE_EQ(table.dram_gbps, fitted.dram_gbps);
+    EXPECT_DOUBLE_EQ(table.l2_gbps, fitted.l2_gbps);
+    EXPECT_NEAR(table.mma_tflops, fitted.mma_tflops, 1e-9);
+    EXPECT_NEAR(table.gemm_tflops, fitted.gemm_tflops, 1e-9);
+    EXPECT_DOUBLE_EQ(table.fma_tflops, fitted.fma_tflops);
+    EXPECT_NEAR(table.sm_dram_gbps, fitted.sm_dram_gbps, 1e-9);
+  }
 }
 
 }  // namespace

@@ -146,25 +146,8 @@ void run(const BenchRequest& req) {
   const std::vector<ops::QMatmulProblem> problems =
       gemm ? std::vector<ops::QMatmulProblem>{} : problems_of(req);
 
-  std::optional<runtime::Device> opened;
-  try {
-    opened = runtime::Device::open();
-  } catch (const Error& e) {
-    // The driver's message ends by pointing at the interpreter, which has no timings to offer here.
-    std::string why = e.what();
-    if (size_t hint = why.find("; tilevm can still run"); hint != std::string::npos) why.resize(hint);
-    fail("tilevm bench needs a CUDA GPU: {}", why);
-  }
-  const runtime::Device& device = *opened;
-  if (!runtime::nvrtc_available()) {
-    std::string why = "libnvrtc cannot be loaded";
-    try {
-      runtime::nvrtc_version();  // throws the loader's explanation
-    } catch (const Error& e) {
-      why = e.what();
-    }
-    fail("tilevm bench needs NVRTC: {}", why);
-  }
+  const runtime::Device opened = open_gpu("tilevm bench");
+  const runtime::Device& device = opened;
   if (gemm) {
     run_gemm(req, device);
     return;

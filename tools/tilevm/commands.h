@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tilevm/ir/parser.h"
+#include "tilevm/runtime/device.h"
 #include "tilevm/transform/lower.h"
 #include "tilevm/type/data_type.h"
 
@@ -43,6 +44,10 @@ ir::Program load_program(const std::string& path, const ir::ParseOptions& option
 // DataType::parse for an option's value: a bad name is a UsageError "OPTION 'TEXT': why".
 DataType parse_type_option(const std::string& option, const std::string& text);
 
+// The GPU and NVRTC for a command that times kernels (`what`: "tilevm bench"). @throws tilevm::Error
+// "WHAT needs a CUDA GPU: why" or "WHAT needs NVRTC: why".
+runtime::Device open_gpu(const std::string& what);
+
 // Thrown by a command that has already printed its diagnostics and only needs to end with `code`.
 struct ExitStatus {
   int code;
@@ -56,5 +61,6 @@ void add_run_command(CLI::App& app);
 void add_emit_command(CLI::App& app);
 void add_qmatmul_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_recommend_command(CLI::App& app);
 
 }  // namespace tilevm::cli

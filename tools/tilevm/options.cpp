@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "tilevm/runtime/nvrtc.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
 #include "tilevm/support/file_io.h"
@@ -57,6 +58,28 @@ DataType parse_type_option(const std::string& option, const std::string& text) {
   } catch (const Error& e) {
     throw UsageError(fmt::format("{} '{}': {}", option, text, e.what()));
   }
+}
+
+runtime::Device open_gpu(const std::string& what) {
+  std::optional<runtime::Device> device;
+  try {
+    device = runtime::Device::open();
+  } catch (const Error& e) {
+    // The driver's message ends by pointing at the interpreter, which has no timings to offer here.
+    std::string why = e.what();
+    if (size_t hint = why.find("; tilevm can still run"); hint != std::string::npos) why.resize(hint);
+    fail("{} needs a CUDA GPU: {}", what, why);
+  }
+  if (!runtime::nvrtc_available()) {
+    std::string why = "libnvrtc cannot be loaded";
+    try {
+      runtime::nvrtc_version();  // throws the loader's explanation
+    } catch (const Error& e) {
+      why = e.what();
+    }
+    fail("{} needs NVRTC: {}", what, why);
+  }
+  return *std::move(device);
 }
 
 }  // namespace tilevm::cli

@@ -9,6 +9,10 @@
 //   t.arch                                          // "sm_90a"
 //   t.features.hopper                               // true: TMA, mbarrier transactions, clusters
 //   t.shared_per_block                              // 232448 (227 KB: what a kernel may opt in to)
+//   Target::by_name("l40s")                         // a row of the GPU table (src/target/gpu_table.cpp)
+//
+// The GPUs the project describes (A100, H100, H200, L40S) are rows of one table of figures, each with its
+// source; the named constructors and by_name() read it.
 //
 // The rates are what the cost models need (bytes and operations per second the hardware sustains), measured
 // where the project had the device (docs/performance.md) and about 88% of the data sheet elsewhere. They rank
@@ -18,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tilevm::target {
 
@@ -70,6 +75,17 @@ struct Target {
   double sm_dram_gbps = 0;       // what one SM alone can pull from DRAM
   double dram_latency_ns = 700;  // loaded DRAM latency: bytes in flight needed = bandwidth * latency
   double launch_us = 2.5;        // launch and ramp-down of one kernel, as CUDA events measure it
+  double clock_ghz = 1.98;       // boost clock: shared memory delivers its bytes per clock
+  int64_t shared_bytes_per_clock = 128;  // per SM: 32 banks of 4 bytes
+  int max_registers_per_thread = 255;
+  // The bubble of one block-wide wait (a barrier, an async-copy or wgmma wait) that the block's own warps
+  // cannot fill: about 60 cycles, a guess that the tile recommendation's measurements can refine.
+  double sync_ns = 30;
+
+  // Shared-memory bandwidth of the whole chip (bytes per clock of every SM).
+  double shared_gbps() const {
+    return static_cast<double>(sm_count) * static_cast<double>(shared_bytes_per_clock) * clock_ghz;
+  }
 
   // H100 SXM (132 SMs, 3160 GB/s measured, sm_90a).
   static Target h100_sxm();
@@ -77,6 +93,13 @@ struct Target {
   static Target h200();
   // A generic sm_80 part: the A100 SXM's figures (108 SMs, 164 KB shared per block).
   static Target generic_sm80();
+  // L40S (Ada, sm_89: cp.async and mma.sync, no TMA or wgmma; 142 SMs, 99 KB shared per block).
+  static Target l40s();
+  // A GPU of the table by its short name, case-insensitive: "a100", "h100", "h200" or "l40s".
+  // @throws tilevm::Error "unknown target 'X' (one of: a100, h100, h200, l40s)".
+  static Target by_name(const std::string& name);
+  // The short names by_name() takes, in table order.
+  static const std::vector<std::string>& known_names();
   // The H100's figures scaled to `sm_count` SMs: for choosing a configuration without a device.
   static Target h100_like(int sm_count = 132);
   // The H100's figures fitted to a device: known parts by name (H200, H100 PCIe and NVL, A100, L40S, RTX

@@ -1,0 +1,1 @@
+recommend ../../../examples/tile/gemm_f16.tile --arg M=4096 --arg N=4096 --arg K=big

@@ -1,0 +1,1 @@
+recommend no_tiles.tile --arg M=64

@@ -1,0 +1,1 @@
+recommend broken.tile --arg M=64
