@@ -149,6 +149,8 @@ class BlockWalker {
         return Flow::Stop;
       case ir::StmtKind::Region:
         return walk(s.as<ir::RegionStmt>()->body, weight) == Flow::Stop ? Flow::Stop : Flow::Next;
+      case ir::StmtKind::Parallel:  // lowered before the model sees the program
+        throw InternalError("a Parallel loop reached the tile roofline model: it counts lowered programs");
     }
     return Flow::Next;
   }
