@@ -52,10 +52,11 @@ int64_t gemm_param_elements(const std::string& name, int64_t m, int64_t n, int64
   if (name == "c_ptr") return m * n;
   if (name == "bias_ptr") return n;
   if (name == "s_ptr") return n * ((k + 31) / 32);
-  throw Error(fmt::format("bench --gemm: the program's pointer parameter '{}' has no size here; a GEMM "
-                          "program takes a_ptr [M, K], b_ptr or w_ptr [N, K], c_ptr [M, N], bias_ptr [N] and "
-                          "s_ptr [N, K / GROUP]",
-                          name));
+  throw Error(
+      fmt::format("bench --gemm: the program's pointer parameter '{}' has no size here; a GEMM "
+                  "program takes a_ptr [M, K], b_ptr or w_ptr [N, K], c_ptr [M, N], bias_ptr [N] and "
+                  "s_ptr [N, K / GROUP]",
+                  name));
 }
 
 GemmBenchResult bench_gemm(const runtime::Device& device, const exec::GpuProgram& program,

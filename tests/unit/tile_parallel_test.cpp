@@ -108,7 +108,8 @@ void expect_gemm_bias_relu(const std::map<std::string, std::string>& defines, co
   args.scalars["K"] = interp::ScalarValue{false, k, 0.0};
   Diagnostics diags;
   if (gpu) {
-    const std::string source = example_test::read_text(example_test::example_path("tile/gemm_bias_relu.tile"));
+    const std::string source =
+        example_test::read_text(example_test::example_path("tile/gemm_bias_relu.tile"));
     ir::ParseOptions options;
     options.defines = defines;
     std::optional<ir::Program> p = ir::parse_program(source, diags, options);
@@ -205,8 +206,9 @@ void expect_dequant_gemm(const std::string& wtype, const std::map<std::string, s
       double sum = 0;
       for (int64_t kk = 0; kk < k; ++kk) {
         // The tile holds code * scale rounded to f16 (the Parallel loop's f16 product), as the Gemm reads it.
-        const double b = decode(DataType::f16(), encode(DataType::f16(), w[static_cast<size_t>(j * k + kk)] *
-                                                                           sv[static_cast<size_t>(j * groups + kk / group)]));
+        const double b = decode(
+            DataType::f16(), encode(DataType::f16(), w[static_cast<size_t>(j * k + kk)] *
+                                                         sv[static_cast<size_t>(j * groups + kk / group)]));
         sum += a.values[static_cast<size_t>(i * k + kk)] * b;
       }
       want[static_cast<size_t>(i * n + j)] = sum;
@@ -216,7 +218,8 @@ void expect_dequant_gemm(const std::string& wtype, const std::map<std::string, s
 }
 
 TEST(TileParallel, DequantGemmOfEveryWidthOnTheInterpreter) {
-  for (const char* wtype : {"u1", "u2", "u3", "u4", "u5", "u6", "u7", "u8", "i4", "f4e2m1", "f6e3m2", "f8e4m3"}) {
+  for (const char* wtype :
+       {"u1", "u2", "u3", "u4", "u5", "u6", "u7", "u8", "i4", "f4e2m1", "f6e3m2", "f8e4m3"}) {
     SCOPED_TRACE(wtype);
     expect_dequant_gemm(wtype, {{"BN", "64"}}, target::Target::generic_sm80(), 70, 72, 256);
   }

@@ -132,9 +132,8 @@ Stmt Parser::parse_parallel(const std::vector<Token>& names, const Syn& call, So
     extents.push_back(make_int(e, a.loc));
   }
   if (extents.size() != names.size())
-    fail(call.loc,
-         fmt::format("Parallel has {} extent{} for {} loop variables", extents.size(),
-                     extents.size() == 1 ? "" : "s", names.size()));
+    fail(call.loc, fmt::format("Parallel has {} extent{} for {} loop variables", extents.size(),
+                               extents.size() == 1 ? "" : "s", names.size()));
   std::vector<Var> vars;
   for (const Token& n : names)
     vars.push_back(define_var({n.text, n.loc, std::nullopt}, ValueType::scalar(DataType::i32())));
