@@ -31,9 +31,23 @@ struct Val {
   bool is_tile() const { return tile != nullptr; }
 };
 
-// Trailing whole dimensions need no subscript (`y` rather than `y[:, :]`).
-void trim(ir::TensorArg& view) {
+// The view of a memory access's tile: fixed indices select, and the loop dimensions start at their bases,
+// which go to `offset` (left empty when all are 0). Trailing whole dimensions need no subscript.
+ir::TensorArg memory_view(const BoundAccess& x, std::vector<ir::Expr>* offset) {
+  ir::TensorArg view{x.access->tensor, {}, x.access->loc};
+  bool zero = true;
+  for (size_t d = 0; d < x.dims.size(); ++d) {
+    if (x.dims[d] < 0) {
+      view.slices.push_back(ir::Slice{ir::Slice::Kind::Index, x.offsets[d]});
+    } else {
+      view.slices.push_back(ir::Slice{ir::Slice::Kind::Full, nullptr});
+      offset->push_back(x.offsets[d]);
+      zero &= ir::as_const_int(x.offsets[d]) == 0;
+    }
+  }
+  if (zero) offset->clear();
   while (!view.slices.empty() && view.slices.back().kind == ir::Slice::Kind::Full) view.slices.pop_back();
+  return view;
 }
 
 // The wider of two dtypes for computing: a float over an integer, the wider float, f32 for f16 with bf16.
@@ -188,21 +202,8 @@ class Lowering : public ir::IRMutator {
     }
     const std::string key = ir::print_element_access(*x.access);
     if (auto it = loaded_.find(key); it != loaded_.end()) return Val{nullptr, it->second.second, dims, dtype};
-    // The view: fixed indices select, the others start at their base.
-    ir::TensorArg view{t, {}, x.access->loc};
     std::vector<ir::Expr> offset;
-    bool offset_zero = true;
-    for (size_t d = 0; d < x.dims.size(); ++d) {
-      if (x.dims[d] < 0) {
-        view.slices.push_back(ir::Slice{ir::Slice::Kind::Index, x.offsets[d]});
-      } else {
-        view.slices.push_back(ir::Slice{ir::Slice::Kind::Full, nullptr});
-        offset.push_back(x.offsets[d]);
-        offset_zero &= ir::as_const_int(x.offsets[d]) == 0;
-      }
-    }
-    if (offset_zero) offset.clear();
-    trim(view);
+    const ir::TensorArg view = memory_view(x, &offset);
     const layout::Layout lay = access_layout(loop_, dims);
     ir::Var r = temp(dtype, lay);
     if (t->type.tensor->scope == Scope::Global)
@@ -317,20 +318,8 @@ class Lowering : public ir::IRMutator {
       return;
     }
     v = converted(v, dtype, loc);
-    ir::TensorArg view{t, {}, target.access->loc};
     std::vector<ir::Expr> offset;
-    bool offset_zero = true;
-    for (size_t d = 0; d < target.dims.size(); ++d) {
-      if (target.dims[d] < 0) {
-        view.slices.push_back(ir::Slice{ir::Slice::Kind::Index, target.offsets[d]});
-      } else {
-        view.slices.push_back(ir::Slice{ir::Slice::Kind::Full, nullptr});
-        offset.push_back(target.offsets[d]);
-        offset_zero &= ir::as_const_int(target.offsets[d]) == 0;
-      }
-    }
-    if (offset_zero) offset.clear();
-    trim(view);
+    const ir::TensorArg view = memory_view(target, &offset);
     if (t->type.tensor->scope == Scope::Global)
       emit(std::make_shared<ir::StoreGlobalInst>(whole(v.tile, loc), view, offset, loc));
     else

@@ -1,9 +1,10 @@
 // Random tile programs (issue 15's "correctness by construction"): GEMM-shaped programs with random tile
 // shapes, thread counts, operand placements (shared or register), transposes, dtypes, pipeline depths,
-// epilogues (straight to global, or through a shared tile) and problem sizes with partial tiles, lowered for
-// sm_80 or sm_90a. Each must lower (verified after every pass), run on the interpreter without a race, give
-// bit for bit the result of the same program with no pipeline, and match the product in doubles. A program
-// whose Gemm no warp split tiles must be refused with that diagnostic, never crash.
+// epilogues (straight to global, or through a shared tile; element-wise Parallel bodies on the accumulator)
+// and problem sizes with partial tiles, lowered for sm_80 or sm_90a. Each must lower (verified after every
+// pass), run on the interpreter without a race, give bit for bit the result of the same program with no
+// pipeline, and match the product in doubles. A program whose Gemm no warp split tiles must be refused with
+// that diagnostic, never crash.
 //
 // TILEVM_TILE_CASES overrides the number of programs (default 1000, about 30 s, each run twice on the
 // interpreter; 200 under AddressSanitizer).
@@ -31,16 +32,35 @@ struct Case {
   int threads = 128, bm = 64, bn = 64, bk = 32, stages = 2;
   bool a_shared = true, b_shared = true, transpose_a = false, transpose_b = false;
   bool bf16 = false, f16_acc = false, epilogue_shared = false, hopper = false, tma = false;
+  // An element-wise epilogue (a Parallel loop): 0 none, 1 acc * S + T, 2 max(acc, T), 3 where(acc > T, acc,
+  // acc * S); written straight to C, or back into acc (then copied) when `into_acc`.
+  int body = 0;
+  bool into_acc = false;
+  double scale = 1, shift = 0;
   int64_t m = 1, n = 1, k = 1;
+
+  // The epilogue applied to one value of the product.
+  double apply(double x) const {
+    switch (body) {
+      case 1:
+        return x * scale + shift;
+      case 2:
+        return std::max(x, shift);
+      case 3:
+        return x > shift ? x : x * scale;
+      default:
+        return x;
+    }
+  }
 
   std::string describe() const {
     return fmt::format(
-        "threads={} BM={} BN={} BK={} stages={}{} a={}{} b={}{} {} acc={} epilogue={} target={} "
+        "threads={} BM={} BN={} BK={} stages={}{} a={}{} b={}{} {} acc={} epilogue={} body={}{} target={} "
         "M,N,K={},{},{}",
         threads, bm, bn, bk, stages, tma ? " tma" : "", a_shared ? "shared" : "register",
         transpose_a ? "^T" : "", b_shared ? "shared" : "register", transpose_b ? "^T" : "",
-        bf16 ? "bf16" : "f16", f16_acc ? "f16" : "f32", epilogue_shared ? "shared" : "direct",
-        hopper ? "sm_90a" : "sm_80", m, n, k);
+        bf16 ? "bf16" : "f16", f16_acc ? "f16" : "f32", epilogue_shared ? "shared" : "direct", body,
+        into_acc ? " into acc" : "", hopper ? "sm_90a" : "sm_80", m, n, k);
   }
 };
 
@@ -59,6 +79,10 @@ Case random_case(std::mt19937& rng) {
   c.bf16 = rng() % 3 == 0;
   c.f16_acc = !c.bf16 && rng() % 4 == 0;
   c.epilogue_shared = rng() % 3 == 0;
+  c.body = rng() % 2 == 0 ? 0 : static_cast<int>(1 + rng() % 3);
+  c.into_acc = rng() % 2 == 0;
+  c.scale = pick({-3, -1, 1, 3}) * 0.5;
+  c.shift = pick({-2, 0, 1}) * 0.25;
   c.hopper = rng() % 2 == 0;
   if (c.hopper && rng() % 2 == 0) {  // half of the sm_90a cases in the shapes wgmma takes
     c.threads = pick({128, 256});
@@ -111,6 +135,19 @@ std::string program_text(const Case& c) {
       c.transpose_b ? "        Copy(b[bn * BN:, k * BK:], tb)\n" : "        Copy(b[k * BK:, bn * BN:], tb)\n";
   s += fmt::format("        Gemm(ta, tb, acc{}{})\n", c.transpose_a ? ", transpose_a=True" : "",
                    c.transpose_b ? ", transpose_b=True" : "");
+  const std::string value =
+      c.body == 1   ? fmt::format("acc[i, j] * {} + {}", c.scale, c.shift)
+      : c.body == 2 ? fmt::format("max(acc[i, j], {})", c.shift)
+                    : fmt::format("where(acc[i, j] > {}, acc[i, j], acc[i, j] * {})", c.shift, c.scale);
+  if (c.body != 0 && !c.into_acc) {
+    s += "    for i, j in Parallel(BM, BN):\n";
+    s += fmt::format("        c[bm * BM + i, bn * BN + j] = {}\n", value);
+    return s;
+  }
+  if (c.body != 0) {
+    s += "    for i, j in Parallel(BM, BN):\n";
+    s += fmt::format("        acc[i, j] = {}\n", value);
+  }
   if (c.epilogue_shared) {
     s += "    sc = AllocateShared(f32, shape=[BM, BN])\n";
     s += "    Copy(acc, sc)\n";
@@ -188,7 +225,7 @@ int case_count() {
 TEST(TileRandomPrograms, PipelinedEqualsUnpipelinedAndTheProduct) {
   std::mt19937 rng(20261126);
   const int cases = case_count();
-  int lowered = 0, refused = 0, wgmma = 0, tma = 0;
+  int lowered = 0, refused = 0, wgmma = 0, tma = 0, bodies = 0;
   for (int i = 0; i < cases; ++i) {
     const Case c = random_case(rng);
     SCOPED_TRACE(fmt::format("case {}: {}", i, c.describe()));
@@ -220,6 +257,7 @@ TEST(TileRandomPrograms, PipelinedEqualsUnpipelinedAndTheProduct) {
       continue;
     }
     ++lowered;
+    bodies += c.body != 0;
     wgmma += piped.wgmma;
     tma += piped.tma;
     const Outcome plain = run_case(c, 1, a, b);
@@ -239,17 +277,25 @@ TEST(TileRandomPrograms, PipelinedEqualsUnpipelinedAndTheProduct) {
           mag += std::fabs(p);
         }
         const double v = got[static_cast<size_t>(m * c.n + n)];
-        ASSERT_LE(std::fabs(v - ref), rel * mag + 1e-6)
-            << "C[" << m << ", " << n << "] = " << v << ", the product is " << ref << "\n"
-            << program_text(c);
+        // The epilogue scales the product's error by at most |S| and rounds once or twice more (f16 where
+        // the accumulator is); where(acc > T) may take either branch for a product within the error of T.
+        const double err = rel * mag + 1e-6, want = c.apply(ref);
+        if (c.body == 3 && std::fabs(ref - c.shift) <= err) continue;
+        const double tol = err * std::max(1.0, std::fabs(c.scale)) +
+                           (c.f16_acc ? std::ldexp(1.0, -10) : 1e-6) * (std::fabs(want) + std::fabs(c.shift));
+        ASSERT_LE(std::fabs(v - want), tol) << "C[" << m << ", " << n << "] = " << v << ", the product is "
+                                            << ref << " and the epilogue gives " << want << "\n"
+                                            << program_text(c);
       }
   }
   std::cout << cases << " programs: " << lowered << " lowered (" << wgmma << " on wgmma, " << tma
-            << " with TMA), " << refused << " refused (no warp split)\n";
+            << " with TMA, " << bodies << " with element-wise epilogues), " << refused
+            << " refused (no warp split)\n";
   // The generator is worth its time only if most cases lower, and the wgmma form is among them.
   EXPECT_GT(lowered, cases / 2) << refused << " refused";
   EXPECT_GT(wgmma, 0);
   EXPECT_GT(tma, 0);
+  EXPECT_GT(bodies, 0);
 }
 
 }  // namespace
