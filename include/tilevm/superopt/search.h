@@ -1,0 +1,68 @@
+// The first slice of the search (Mirage, paper section 4.1): enumeration of the block graph of one
+// graph-defined kernel for a given schedule, in canonical form, pruned by abstract expressions, each
+// complete candidate checked by the equivalence verifier.
+//
+// Canonical form. Tensors are numbered in the order they are made (the iterators first). An op's rank is
+// (its largest input number, its other input number or -1, its kind, its attribute), and ops are only ever
+// added in strictly increasing rank. A graph has exactly one such order (at every step it must take the
+// available op of smallest rank: one left for later could never be placed with a larger rank), so no graph
+// is generated twice; add and mul take their operands in increasing order. A candidate saves one tensor, and
+// every op must lead to it, so a graph with a dead op is not a second copy of one without it.
+//
+// Pruning. Each new tensor's abstract expression must be admitted by the SubexpressionOracle of the
+// program's output; a tensor is saved only when its expression is one of the output's equivalent forms.
+// Deterministic: the enumeration order is fixed and the verifier's seed is SearchLimits::seed.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "tilevm/superopt/graph.h"
+
+namespace tilevm::superopt {
+
+// How the one graph-defined kernel is laid out: its grid and loop, an iterator per program input (in order)
+// and the omap of its save.
+struct BlockSchedule {
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  int64_t loop = 1;
+  std::vector<DimMap> imaps;
+  std::vector<int> fmaps;
+  DimMap omap = kAllReplica;
+};
+
+struct SearchLimits {
+  int max_ops = 4;  // block ops besides the iterators and the save, accumulators included
+  int max_accums = 2;
+  std::vector<OpKind> ops = {OpKind::Matmul, OpKind::Add,    OpKind::Mul, OpKind::Div,
+                             OpKind::Exp,    OpKind::Square, OpKind::Sum};
+  bool prune = true;
+  // Off only to measure what the canonical form saves (tests): every order of the same ops is generated.
+  bool canonical = true;
+  int verify_trials = 4;
+  uint64_t seed = 1;
+  int64_t max_states = 2'000'000;
+  // Called with every block graph the enumeration reaches (tests, progress).
+  std::function<void(const Graph& block)> on_state;
+};
+
+struct SearchStats {
+  int64_t states = 0;      // block graphs reached
+  int64_t pruned = 0;      // extensions refused by the abstract-expression check
+  int64_t candidates = 0;  // complete graphs given to the verifier
+  int64_t verified = 0;    // of those, equivalent
+};
+
+struct SearchResult {
+  std::vector<Graph> found;  // kernel graphs of one block op, each verified equivalent to the program
+  SearchStats stats;
+};
+
+// @pre `program` is a kernel graph with one output. Throws Error when the schedule does not fit the
+// program's inputs (an imap that does not divide an extent, a missing imap).
+SearchResult search_block_graphs(const Graph& program, const BlockSchedule& schedule,
+                                 const SearchLimits& limits);
+
+}  // namespace tilevm::superopt

@@ -1,0 +1,173 @@
+// Enumeration of block graphs in canonical form with abstract-expression pruning (tilevm/superopt/search.h).
+#include "tilevm/superopt/search.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "tilevm/superopt/abstract_expr.h"
+#include "tilevm/superopt/verify.h"
+#include "tilevm/support/error.h"
+
+namespace tilevm::superopt {
+
+namespace {
+
+using Rank = std::array<int64_t, 4>;
+
+class BlockSearch {
+ public:
+  BlockSearch(const Graph& program, const BlockSchedule& schedule, const SearchLimits& limits)
+      : program_(program), schedule_(schedule), limits_(limits) {
+    if (program.outputs().size() != 1)
+      fail("the search needs a program of one output, got {}", program.outputs().size());
+    std::vector<int> exprs = abstract_exprs(pool_, program);
+    target_ = exprs[program.outputs()[0]];
+    target_shape_ = program.tensor(program.outputs()[0]).shape;
+    for (int id : program.inputs()) input_exprs_.push_back(exprs[id]);
+    oracle_.emplace(pool_, target_);
+  }
+
+  SearchResult run() {
+    std::vector<int> inputs = program_.inputs();
+    if (schedule_.imaps.size() != inputs.size() || schedule_.fmaps.size() != inputs.size())
+      fail("the schedule has {} imaps and {} fmaps for {} program inputs", schedule_.imaps.size(),
+           schedule_.fmaps.size(), inputs.size());
+    std::vector<Shape> shapes;
+    for (int id : inputs) shapes.push_back(program_.tensor(id).shape);
+    Graph block = Graph::block(schedule_.grid, schedule_.loop, shapes);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      block.iter(static_cast<int>(i), schedule_.imaps[i], schedule_.fmaps[i],
+                 program_.tensor(inputs[i]).name + "_");
+    iterators_ = static_cast<int>(inputs.size());
+    extend(block, {-1, -1, -1, -1}, 0, 0);
+    return std::move(result_);
+  }
+
+ private:
+  void extend(const Graph& block, const Rank& last, int ops, int accums) {
+    if (result_.stats.states >= limits_.max_states) return;
+    ++result_.stats.states;
+    if (limits_.on_state) limits_.on_state(block);
+    try_saves(block);
+    if (ops == limits_.max_ops) return;
+    int n = static_cast<int>(block.tensors().size());
+    std::vector<OpKind> kinds = limits_.ops;
+    if (accums < limits_.max_accums) kinds.push_back(OpKind::Accum);
+    for (int b = 0; b < n; ++b)
+      for (int a = -1; a <= b; ++a)  // a = -1: a unary op on b
+        for (OpKind kind : kinds) {
+          bool binary = kind == OpKind::Matmul || is_elementwise_binary(kind);
+          if (binary != (a >= 0)) continue;
+          bool commutative = kind == OpKind::Add || kind == OpKind::Mul;
+          // Ordered pairs: (a, b) and, unless the op commutes, (b, a).
+          for (int swap = 0; swap < (binary && !commutative && a != b ? 2 : 1); ++swap) {
+            int x = swap ? b : a, y = swap ? a : b;
+            for (int attr : attributes(kind, block.tensor(b).shape)) {
+              Rank rank = {b, a, static_cast<int64_t>(kind), attr * 2 + swap};
+              if (limits_.canonical && rank <= last) continue;
+              try_op(block, kind, x, y, attr, rank, ops, accums);
+            }
+          }
+        }
+  }
+
+  // Sum: each dimension; Accum: fmap "-" then each dimension; others: none.
+  static std::vector<int> attributes(OpKind kind, const Shape& shape) {
+    std::vector<int> attrs;
+    if (kind == OpKind::Accum) attrs.push_back(kReplica);
+    if (kind == OpKind::Sum || kind == OpKind::Accum)
+      for (int d = 0; d < static_cast<int>(shape.size()); ++d) attrs.push_back(d);
+    if (attrs.empty()) attrs.push_back(0);
+    return attrs;
+  }
+
+  void try_op(const Graph& block, OpKind kind, int x, int y, int attr, const Rank& rank, int ops,
+              int accums) {
+    Graph next = block;
+    try {
+      if (kind == OpKind::Accum) {
+        next.accum(y, attr);
+      } else if (kind == OpKind::Sum) {
+        next.sum(y, attr);
+      } else if (x >= 0) {
+        next.binary(kind, x, y);
+      } else {
+        next.unary(kind, y);
+      }
+    } catch (const Error&) {
+      return;  // shapes or loop phases do not fit
+    }
+    if (limits_.prune) {
+      std::vector<int> exprs = abstract_exprs(pool_, next, input_exprs_);
+      if (!oracle_->admits(exprs.back())) {
+        ++result_.stats.pruned;
+        return;
+      }
+    }
+    extend(next, rank, ops + 1, accums + (kind == OpKind::Accum));
+  }
+
+  // Every op other than the iterators leads to `t`.
+  bool all_live(const Graph& block, int t) const {
+    std::vector<bool> live(block.tensors().size(), false);
+    live[t] = true;
+    for (int i = static_cast<int>(block.ops().size()) - 1; i >= 0; --i) {
+      const Op& op = block.ops()[i];
+      if (!live[op.outputs[0]]) {
+        if (op.kind != OpKind::Iter) return false;
+        continue;
+      }
+      for (int id : op.inputs) live[id] = true;
+    }
+    return true;
+  }
+
+  void try_saves(const Graph& block) {
+    std::vector<int> exprs = abstract_exprs(pool_, block, input_exprs_);
+    for (int t = iterators_; t < static_cast<int>(block.tensors().size()); ++t) {
+      if (block.tensor(t).phase == Phase::Loop || !oracle_->equivalent(exprs[t]) || !all_live(block, t))
+        continue;
+      Graph candidate = block;
+      try {
+        candidate.save(t, schedule_.omap, "out");
+      } catch (const Error&) {
+        continue;
+      }
+      if (candidate.tensor(candidate.outputs()[0]).shape != target_shape_) continue;
+      Graph kernel = Graph::kernel(program_.name());
+      std::vector<int> operands;
+      for (int id : program_.inputs())
+        operands.push_back(kernel.input(program_.tensor(id).name, program_.tensor(id).shape));
+      std::vector<int> outs =
+          kernel.block_op(operands, std::move(candidate), {program_.tensor(program_.outputs()[0]).name});
+      kernel.add_output(outs[0]);
+      ++result_.stats.candidates;
+      VerifyResult r =
+          verify_equivalent(program_, kernel, {.trials = limits_.verify_trials, .seed = limits_.seed});
+      if (r.verdict == Verdict::Equivalent) {
+        ++result_.stats.verified;
+        result_.found.push_back(std::move(kernel));
+      }
+    }
+  }
+
+  const Graph& program_;
+  const BlockSchedule& schedule_;
+  const SearchLimits& limits_;
+  ExprPool pool_;
+  int target_ = -1;
+  Shape target_shape_;
+  std::vector<int> input_exprs_;
+  std::optional<SubexpressionOracle> oracle_;
+  int iterators_ = 0;
+  SearchResult result_;
+};
+
+}  // namespace
+
+SearchResult search_block_graphs(const Graph& program, const BlockSchedule& schedule,
+                                 const SearchLimits& limits) {
+  return BlockSearch(program, schedule, limits).run();
+}
+
+}  // namespace tilevm::superopt
