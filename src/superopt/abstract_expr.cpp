@@ -24,29 +24,27 @@ int ExprPool::constant(const std::string& text) {
   return intern({ExprKind::Const, text, 0, {}});
 }
 
-int ExprPool::add(std::vector<int> terms) {
+std::vector<int> ExprPool::flatten(ExprKind kind, const std::vector<int>& items) const {
   std::vector<int> flat;
-  for (int t : terms) {
+  for (int t : items) {
     const ExprNode& n = nodes_[t];
-    if (n.kind == ExprKind::Add)
+    if (n.kind == kind)
       flat.insert(flat.end(), n.children.begin(), n.children.end());
     else
       flat.push_back(t);
   }
+  return flat;
+}
+
+int ExprPool::add(std::vector<int> terms) {
+  std::vector<int> flat = flatten(ExprKind::Add, terms);
   if (flat.size() == 1) return flat[0];
   std::sort(flat.begin(), flat.end());
   return intern({ExprKind::Add, "", 0, std::move(flat)});
 }
 
 int ExprPool::mul(std::vector<int> factors) {
-  std::vector<int> flat;
-  for (int f : factors) {
-    const ExprNode& n = nodes_[f];
-    if (n.kind == ExprKind::Mul)
-      flat.insert(flat.end(), n.children.begin(), n.children.end());
-    else
-      flat.push_back(f);
-  }
+  std::vector<int> flat = flatten(ExprKind::Mul, factors);
   // Sums and quotients move outward: sum(k, a) * b = sum(k, a * b), (a / b) * c = (a * c) / b.
   for (size_t i = 0; i < flat.size(); ++i) {
     const ExprNode n = nodes_[flat[i]];

@@ -321,20 +321,24 @@ std::vector<int> Graph::block_op(std::vector<int> operands, Graph child,
            shape_text(child.operand_shapes_[i]));
   }
   if (child.outputs_.empty()) fail("block: its block graph saves nothing");
+  return attach(OpKind::Block, std::move(operands), std::move(child), names, Phase::Invariant);
+}
+
+std::vector<int> Graph::attach(OpKind kind, std::vector<int> operands, Graph child,
+                               const std::vector<std::string>& names, Phase phase) {
   if (!names.empty() && names.size() != child.outputs_.size())
-    fail("block: {} names for {} outputs", names.size(), child.outputs_.size());
+    fail("{}: {} names for {} outputs", op_name(kind), names.size(), child.outputs_.size());
   Op op;
-  op.kind = OpKind::Block;
+  op.kind = kind;
   op.inputs = std::move(operands);
   op.child = static_cast<int>(children_.size());
-  std::vector<int> outs;
   for (size_t i = 0; i < child.outputs_.size(); ++i) {
     std::string name = names.empty() ? fresh_name() : names[i];
-    if (find(name) >= 0) fail("'{}' is defined twice in a kernel graph", name);
-    outs.push_back(static_cast<int>(tensors_.size()));
-    tensors_.push_back({name, child.tensors_[child.outputs_[i]].shape, static_cast<int>(ops_.size())});
+    if (find(name) >= 0) fail("'{}' is defined twice in a {} graph", name, level_name(level_));
+    op.outputs.push_back(static_cast<int>(tensors_.size()));
+    tensors_.push_back({name, child.tensors_[child.outputs_[i]].shape, static_cast<int>(ops_.size()), phase});
   }
-  op.outputs = outs;
+  std::vector<int> outs = op.outputs;
   children_.push_back(std::move(child));
   ops_.push_back(std::move(op));
   return outs;
@@ -358,24 +362,8 @@ std::vector<int> Graph::thread_op(std::vector<int> operands, Graph child,
            child.tensors_[child_inputs[i]].name, shape_text(expected));
   }
   if (child.outputs_.empty()) fail("thread: its thread graph has no output");
-  if (!names.empty() && names.size() != child.outputs_.size())
-    fail("thread: {} names for {} outputs", names.size(), child.outputs_.size());
   Phase phase = combined_phase(operands, OpKind::Thread);
-  Op op;
-  op.kind = OpKind::Thread;
-  op.inputs = std::move(operands);
-  op.child = static_cast<int>(children_.size());
-  std::vector<int> outs;
-  for (size_t i = 0; i < child.outputs_.size(); ++i) {
-    std::string name = names.empty() ? fresh_name() : names[i];
-    if (find(name) >= 0) fail("'{}' is defined twice in a block graph", name);
-    outs.push_back(static_cast<int>(tensors_.size()));
-    tensors_.push_back({name, child.tensors_[child.outputs_[i]].shape, static_cast<int>(ops_.size()), phase});
-  }
-  op.outputs = outs;
-  children_.push_back(std::move(child));
-  ops_.push_back(std::move(op));
-  return outs;
+  return attach(OpKind::Thread, std::move(operands), std::move(child), names, phase);
 }
 
 void Graph::add_output(int tensor) {
@@ -392,6 +380,14 @@ std::vector<int> Graph::add(OpKind kind, std::vector<int> inputs, const Op& attr
   std::string name = names.empty() ? "" : names[0];
   if (kind != OpKind::Block && kind != OpKind::Thread && names.size() > 1)
     fail("{} has one result, got {} names", op_name(kind), names.size());
+  if (is_unary(kind)) {
+    arity(1);
+    return {unary(kind, inputs[0], name)};
+  }
+  if (kind == OpKind::Matmul || is_elementwise_binary(kind)) {
+    arity(2);
+    return {binary(kind, inputs[0], inputs[1], name)};
+  }
   switch (kind) {
     case OpKind::Input:
       arity(0);
@@ -399,20 +395,6 @@ std::vector<int> Graph::add(OpKind kind, std::vector<int> inputs, const Op& attr
     case OpKind::Const:
       arity(0);
       return {constant(attrs.value, shape, name)};
-    case OpKind::Matmul:
-    case OpKind::Add:
-    case OpKind::Mul:
-    case OpKind::Div:
-      arity(2);
-      return {binary(kind, inputs[0], inputs[1], name)};
-    case OpKind::Exp:
-    case OpKind::Sqrt:
-    case OpKind::Square:
-    case OpKind::Silu:
-    case OpKind::Gelu:
-    case OpKind::Relu:
-      arity(1);
-      return {unary(kind, inputs[0], name)};
     case OpKind::Sum:
       arity(1);
       return {sum(inputs[0], attrs.dim, name)};
@@ -436,6 +418,8 @@ std::vector<int> Graph::add(OpKind kind, std::vector<int> inputs, const Op& attr
       TILEVM_ASSERT(child != nullptr, "{} needs its body", op_name(kind));
       return kind == OpKind::Block ? block_op(std::move(inputs), std::move(*child), names)
                                    : thread_op(std::move(inputs), std::move(*child), names);
+    default:
+      break;
   }
   internal_failure("known operator", __FILE__, __LINE__, fmt::format("operator {}", static_cast<int>(kind)));
 }

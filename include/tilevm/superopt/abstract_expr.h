@@ -51,6 +51,8 @@ class ExprPool {
 
  private:
   int intern(ExprNode node);
+  // The operands of `items`, with nested nodes of `kind` replaced by their operands (associativity).
+  std::vector<int> flatten(ExprKind kind, const std::vector<int>& items) const;
 
   std::vector<ExprNode> nodes_;
   std::unordered_map<std::string, int> index_;

@@ -118,6 +118,9 @@ class Graph {
  private:
   explicit Graph(Level level) : level_(level) {}
   int append(Op op, const Shape& shape, const std::string& name, Phase phase);
+  // Adds a Block or Thread op with its body, one output per output of the body.
+  std::vector<int> attach(OpKind kind, std::vector<int> operands, Graph child,
+                          const std::vector<std::string>& names, Phase phase);
   std::string fresh_name() const;
   void check_tensor(int id, std::string_view what) const;
   Phase combined_phase(const std::vector<int>& inputs, OpKind kind) const;
