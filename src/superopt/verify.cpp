@@ -12,8 +12,8 @@ namespace tilevm::superopt {
 
 namespace {
 
-// after_exp[i]: the value of operand i of a block or thread op already went through exp.
-void check_lax_graph(const Graph& g, const std::vector<bool>& operand_after_exp) {
+// Whether each output of `g` went through exp; operand_after_exp[i]: operand i of its block or thread op did.
+std::vector<bool> check_lax_graph(const Graph& g, const std::vector<bool>& operand_after_exp) {
   std::vector<bool> after(g.tensors().size(), false);
   size_t next_input = 0;
   for (const Op& op : g.ops()) {
@@ -21,8 +21,7 @@ void check_lax_graph(const Graph& g, const std::vector<bool>& operand_after_exp)
     for (int id : op.inputs) any = any || after[id];
     switch (op.kind) {
       case OpKind::Input:
-        any = g.level() == Level::Thread && next_input < operand_after_exp.size() &&
-              operand_after_exp[next_input];
+        any = g.level() == Level::Thread && operand_after_exp.at(next_input);
         ++next_input;
         break;
       case OpKind::Iter:
@@ -45,13 +44,8 @@ void check_lax_graph(const Graph& g, const std::vector<bool>& operand_after_exp)
       case OpKind::Thread: {
         std::vector<bool> operands;
         for (int id : op.inputs) operands.push_back(after[id]);
-        const Graph& child = g.children()[op.child];
-        check_lax_graph(child, operands);
-        // Conservative: every output of the body counts as having gone through exp if any operand or any
-        // exp inside did; the precise answer per output is not needed by any graph so far.
-        bool inner = any;
-        for (const Op& inner_op : child.ops()) inner = inner || inner_op.kind == OpKind::Exp;
-        for (int id : op.outputs) after[id] = inner;
+        std::vector<bool> inner = check_lax_graph(g.children()[op.child], operands);
+        for (size_t i = 0; i < op.outputs.size(); ++i) after[op.outputs[i]] = inner[i];
         continue;
       }
       default:
@@ -59,6 +53,9 @@ void check_lax_graph(const Graph& g, const std::vector<bool>& operand_after_exp)
     }
     for (int id : op.outputs) after[id] = any;
   }
+  std::vector<bool> outputs;
+  for (int id : g.outputs()) outputs.push_back(after[id]);
+  return outputs;
 }
 
 void check_compatible(const Graph& a, const Graph& b) {

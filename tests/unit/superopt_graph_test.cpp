@@ -95,6 +95,17 @@ TEST(SuperoptGraph, ExpOfExpIsOutsideTheLaxFragment) {
       "  (Y) = block(E) grid=[1] loop=1 {\n    e = iter(E) imap=[-] fmap=-\n    f = exp(e)\n"
       "    a = accum(f) fmap=-\n    y = save(a) omap=[-]\n  }\n  output Y\n}\n");
   expect_error([&] { check_lax(block); }, "'f = exp(e)' applies exp");
+  // Per output of a block op: exp after the one output that went through exp is refused, after the other
+  // it is not.
+  std::string two_outputs =
+      "kernel k {{\n  input X [2, 2]\n"
+      "  (A, B) = block(X) grid=[1] loop=1 {{\n    x = iter(X) imap=[-] fmap=-\n    e = exp(x)\n"
+      "    a = accum(e) fmap=-\n    b = accum(x) fmap=-\n    sa = save(a) omap=[-]\n    sb = save(b) "
+      "omap=[-]\n"
+      "  }}\n  F = exp({})\n  output F\n}}\n";
+  check_lax(parse_graph(fmt::format(fmt::runtime(two_outputs), "B")));
+  expect_error([&] { check_lax(parse_graph(fmt::format(fmt::runtime(two_outputs), "A"))); },
+               "'F = exp(A)' applies exp");
 }
 
 TEST(SuperoptGraph, BlockMatmulComputesTheMatmul) {
