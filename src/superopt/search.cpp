@@ -38,7 +38,22 @@ class BlockSearch {
     for (size_t i = 0; i < inputs.size(); ++i)
       block.iter(static_cast<int>(i), schedule_.imaps[i], schedule_.fmaps[i],
                  program_.tensor(inputs[i]).name + "_");
-    iterators_ = static_cast<int>(inputs.size());
+    // The program's constants, as [1, ..., 1] tensors the block ops may use (rms_norm brings 1/n and eps).
+    std::vector<Constant> constants;
+    for (const Op& op : program_.ops()) {
+      if (op.kind == OpKind::Const) constants.push_back(op.value);
+      if (op.kind == OpKind::RmsNorm) {
+        constants.push_back(make_constant(1, program_.tensor(op.inputs[0]).shape.back()));
+        constants.push_back(op.value);
+      }
+    }
+    std::vector<std::string> made;
+    for (const Constant& c : constants) {
+      if (std::find(made.begin(), made.end(), c.text) != made.end()) continue;
+      made.push_back(c.text);
+      block.constant(c, Shape(target_shape_.size(), 1));
+    }
+    fixed_ = static_cast<int>(block.tensors().size());
     extend(block, {-1, -1, -1, -1}, 0, 0);
     return std::move(result_);
   }
@@ -107,14 +122,14 @@ class BlockSearch {
     extend(next, rank, ops + 1, accums + (kind == OpKind::Accum));
   }
 
-  // Every op other than the iterators leads to `t`.
+  // Every op other than the iterators and constants leads to `t`.
   bool all_live(const Graph& block, int t) const {
     std::vector<bool> live(block.tensors().size(), false);
     live[t] = true;
     for (int i = static_cast<int>(block.ops().size()) - 1; i >= 0; --i) {
       const Op& op = block.ops()[i];
       if (!live[op.outputs[0]]) {
-        if (op.kind != OpKind::Iter) return false;
+        if (op.outputs[0] >= fixed_) return false;
         continue;
       }
       for (int id : op.inputs) live[id] = true;
@@ -124,7 +139,7 @@ class BlockSearch {
 
   void try_saves(const Graph& block) {
     std::vector<int> exprs = abstract_exprs(pool_, block, input_exprs_);
-    for (int t = iterators_; t < static_cast<int>(block.tensors().size()); ++t) {
+    for (int t = fixed_; t < static_cast<int>(block.tensors().size()); ++t) {
       if (block.tensor(t).phase == Phase::Loop || !oracle_->equivalent(exprs[t]) || !all_live(block, t))
         continue;
       Graph candidate = block;
@@ -159,7 +174,7 @@ class BlockSearch {
   Shape target_shape_;
   std::vector<int> input_exprs_;
   std::optional<SubexpressionOracle> oracle_;
-  int iterators_ = 0;
+  int fixed_ = 0;  // the iterators and constants made before the enumeration
   SearchResult result_;
 };
 

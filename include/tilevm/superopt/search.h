@@ -61,8 +61,23 @@ struct SearchResult {
 };
 
 // @pre `program` is a kernel graph with one output. Throws Error when the schedule does not fit the
-// program's inputs (an imap that does not divide an extent, a missing imap).
+// program's inputs (an imap that does not divide an extent, a missing imap). Besides an iterator per input,
+// the block graph starts with the program's constants (rms_norm's 1/n and eps included) as [1, ..., 1]
+// tensors.
 SearchResult search_block_graphs(const Graph& program, const BlockSchedule& schedule,
                                  const SearchLimits& limits);
+
+// The schedules to try: grids of at most two dimensions (x >= y, z = 1) and loops from the given extents,
+// every imap, fmap and omap that divides the extents, less the useless ones: a grid dimension of more than
+// one block must partition some input (else every block computes the same), a loop of more than one
+// iteration must partition some input, and a loop of one partitions none.
+struct ScheduleSpace {
+  std::vector<int64_t> grid_extents = {1, 2, 4};
+  std::vector<int64_t> loop_extents = {1, 2, 4};
+};
+std::vector<BlockSchedule> enumerate_schedules(const Graph& program, const ScheduleSpace& space);
+
+// search_block_graphs over every schedule, in enumeration order; stats summed.
+SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, const SearchLimits& limits);
 
 }  // namespace tilevm::superopt
