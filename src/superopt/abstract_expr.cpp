@@ -121,78 +121,68 @@ std::vector<int> exprs_of(ExprPool& pool, const Graph& g, const std::vector<int>
   std::vector<int> e(g.tensors().size(), -1);
   size_t next_input = 0;
   for (const Op& op : g.ops()) {
-    auto in = [&](int i) { return e[op.inputs[i]]; };
-    const Shape& out_shape = g.tensor(op.outputs[0]).shape;
-    int r = -1;
-    switch (op.kind) {
-      case OpKind::Input:
-        r = g.level() == Level::Kernel ? pool.var(g.tensor(op.outputs[0]).name) : operands.at(next_input);
-        ++next_input;
-        break;
-      case OpKind::Const:
-        r = pool.constant(op.value.text);
-        break;
-      case OpKind::Matmul:
-        r = pool.sum(g.tensor(op.inputs[0]).shape.back(), pool.mul({in(0), in(1)}));
-        break;
-      case OpKind::Add:
-        r = pool.add({in(0), in(1)});
-        break;
-      case OpKind::Mul:
-        r = pool.mul({in(0), in(1)});
-        break;
-      case OpKind::Div:
-        r = pool.div(in(0), in(1));
-        break;
-      case OpKind::Square:
-        r = pool.mul({in(0), in(0)});
-        break;
-      case OpKind::Exp:
-        r = pool.exp(in(0));
-        break;
-      case OpKind::Sqrt:
-      case OpKind::Silu:
-      case OpKind::Gelu:
-      case OpKind::Relu:
-        r = pool.fn(op.kind, in(0));
-        break;
-      case OpKind::Sum:
-        r = pool.sum(g.tensor(op.inputs[0]).shape[op.dim], in(0));
-        break;
-      case OpKind::Concat:
-        r = pool.concat(in(0), in(1));
-        break;
-      case OpKind::RmsNorm: {
-        int64_t n = out_shape.back();
-        int mean = pool.mul({pool.sum(n, pool.mul({in(0), in(0)})), pool.constant(make_constant(1, n).text)});
-        r = pool.div(in(0), pool.fn(OpKind::Sqrt, pool.add({mean, pool.constant(op.value.text)})));
-        break;
-      }
-      case OpKind::Iter:
-        r = operands.at(op.operand);
-        break;
-      case OpKind::Accum:
-        r = op.fmap == kReplica ? pool.sum(g.loop(), in(0)) : in(0);
-        break;
-      case OpKind::Save:
-        r = in(0);
-        break;
-      case OpKind::Block:
-      case OpKind::Thread: {
-        std::vector<int> operand_exprs;
-        for (int id : op.inputs) operand_exprs.push_back(e[id]);
-        const Graph& child = g.children()[op.child];
-        std::vector<int> inner = exprs_of(pool, child, operand_exprs);
-        for (size_t i = 0; i < op.outputs.size(); ++i) e[op.outputs[i]] = inner[child.outputs()[i]];
-        continue;
-      }
+    if (op.kind == OpKind::Input) {
+      e[op.outputs[0]] =
+          g.level() == Level::Kernel ? pool.var(g.tensor(op.outputs[0]).name) : operands.at(next_input);
+      ++next_input;
+    } else if (op.kind == OpKind::Block || op.kind == OpKind::Thread) {
+      std::vector<int> operand_exprs;
+      for (int id : op.inputs) operand_exprs.push_back(e[id]);
+      const Graph& child = g.children()[op.child];
+      std::vector<int> inner = exprs_of(pool, child, operand_exprs);
+      for (size_t i = 0; i < op.outputs.size(); ++i) e[op.outputs[i]] = inner[child.outputs()[i]];
+    } else {
+      e[op.outputs[0]] = op_abstract_expr(pool, g, op, e, operands);
     }
-    e[op.outputs[0]] = r;
   }
   return e;
 }
 
 }  // namespace
+
+int op_abstract_expr(ExprPool& pool, const Graph& g, const Op& op, const std::vector<int>& exprs,
+                     const std::vector<int>& operands) {
+  auto in = [&](int i) { return exprs.at(op.inputs[i]); };
+  switch (op.kind) {
+    case OpKind::Const:
+      return pool.constant(op.value.text);
+    case OpKind::Matmul:
+      return pool.sum(g.tensor(op.inputs[0]).shape.back(), pool.mul({in(0), in(1)}));
+    case OpKind::Add:
+      return pool.add({in(0), in(1)});
+    case OpKind::Mul:
+      return pool.mul({in(0), in(1)});
+    case OpKind::Div:
+      return pool.div(in(0), in(1));
+    case OpKind::Square:
+      return pool.mul({in(0), in(0)});
+    case OpKind::Exp:
+      return pool.exp(in(0));
+    case OpKind::Sqrt:
+    case OpKind::Silu:
+    case OpKind::Gelu:
+    case OpKind::Relu:
+      return pool.fn(op.kind, in(0));
+    case OpKind::Sum:
+      return pool.sum(g.tensor(op.inputs[0]).shape[op.dim], in(0));
+    case OpKind::Concat:
+      return pool.concat(in(0), in(1));
+    case OpKind::RmsNorm: {
+      int64_t n = g.tensor(op.outputs[0]).shape.back();
+      int mean = pool.mul({pool.sum(n, pool.mul({in(0), in(0)})), pool.constant(make_constant(1, n).text)});
+      return pool.div(in(0), pool.fn(OpKind::Sqrt, pool.add({mean, pool.constant(op.value.text)})));
+    }
+    case OpKind::Iter:
+      return operands.at(op.operand);
+    case OpKind::Accum:
+      return op.fmap == kReplica ? pool.sum(g.loop(), in(0)) : in(0);
+    case OpKind::Save:
+      return in(0);
+    default:
+      break;
+  }
+  internal_failure("op with one expression", __FILE__, __LINE__, fmt::format("{}", op_name(op.kind)));
+}
 
 std::vector<int> abstract_exprs(ExprPool& pool, const Graph& kernel) {
   return exprs_of(pool, kernel, {});
@@ -296,6 +286,8 @@ bool sub_multiset(const std::vector<int>& small, const std::vector<int>& big) {
 
 // x is y, one operand of y's add or mul, or a sub-multiset of them.
 bool part_of(const ExprPool& pool, int x, int y) {
+  // Through quotients: sum(k, a) / d is sum(k, a / d) in normal form, and sum(k, a) is part of it.
+  while (pool.node(y).kind == ExprKind::Div && x != y) y = pool.node(y).children[0];
   if (x == y) return true;
   const ExprNode& a = pool.node(x);
   const ExprNode& b = pool.node(y);

@@ -366,6 +366,15 @@ std::vector<int> Graph::thread_op(std::vector<int> operands, Graph child,
   return attach(OpKind::Thread, std::move(operands), std::move(child), names, phase);
 }
 
+void Graph::pop_op() {
+  TILEVM_ASSERT(!ops_.empty(), "pop_op on an empty graph");
+  const Op& op = ops_.back();
+  if (op.kind == OpKind::Save) outputs_.pop_back();
+  if (op.child >= 0) children_.pop_back();
+  tensors_.resize(tensors_.size() - op.outputs.size());
+  ops_.pop_back();
+}
+
 void Graph::add_output(int tensor) {
   if (level_ == Level::Block) fail("a block graph's outputs are its save ops");
   check_tensor(tensor, "output");

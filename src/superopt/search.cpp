@@ -54,16 +54,20 @@ class BlockSearch {
       block.constant(c, Shape(target_shape_.size(), 1));
     }
     fixed_ = static_cast<int>(block.tensors().size());
+    exprs_ = abstract_exprs(pool_, block, input_exprs_);
     extend(block, {-1, -1, -1, -1}, 0, 0);
     return std::move(result_);
   }
 
  private:
-  void extend(const Graph& block, const Rank& last, int ops, int accums) {
+  // `block` is changed in place and restored: each extension is added, explored and popped.
+  void extend(Graph& block, const Rank& last, int ops, int accums) {
     if (result_.stats.states >= limits_.max_states) return;
     ++result_.stats.states;
     if (limits_.on_state) limits_.on_state(block);
-    try_saves(block);
+    // Only the newest tensor can be saved: with any other, the newest op would be dead.
+    if (static_cast<int>(block.tensors().size()) > fixed_)
+      try_save(block, static_cast<int>(block.tensors().size()) - 1);
     if (ops == limits_.max_ops) return;
     int n = static_cast<int>(block.tensors().size());
     std::vector<OpKind> kinds = limits_.ops;
@@ -96,30 +100,47 @@ class BlockSearch {
     return attrs;
   }
 
-  void try_op(const Graph& block, OpKind kind, int x, int y, int attr, const Rank& rank, int ops,
-              int accums) {
-    Graph next = block;
+  // The builder's checks that fail most often, without the cost of formatting and throwing its error.
+  static bool fits(const Graph& block, OpKind kind, int x, int y) {
+    Phase py = block.tensor(y).phase;
+    if (kind == OpKind::Accum) return py != Phase::Post;
+    if (x < 0) return true;
+    Phase px = block.tensor(x).phase;
+    if ((px == Phase::Loop && py == Phase::Post) || (px == Phase::Post && py == Phase::Loop)) return false;
+    const Shape& a = block.tensor(x).shape;
+    const Shape& b = block.tensor(y).shape;
+    if (a.size() != b.size()) return false;
+    size_t r = a.size();
+    if (kind == OpKind::Matmul)
+      return r >= 2 && a[r - 1] == b[r - 2] && std::equal(a.begin(), a.end() - 2, b.begin());
+    for (size_t d = 0; d < r; ++d)
+      if (a[d] != b[d] && a[d] != 1 && b[d] != 1) return false;
+    return true;
+  }
+
+  void try_op(Graph& block, OpKind kind, int x, int y, int attr, const Rank& rank, int ops, int accums) {
+    if (!fits(block, kind, x, y)) return;
     try {
       if (kind == OpKind::Accum) {
-        next.accum(y, attr);
+        block.accum(y, attr);
       } else if (kind == OpKind::Sum) {
-        next.sum(y, attr);
+        block.sum(y, attr);
       } else if (x >= 0) {
-        next.binary(kind, x, y);
+        block.binary(kind, x, y);
       } else {
-        next.unary(kind, y);
+        block.unary(kind, y);
       }
     } catch (const Error&) {
       return;  // shapes or loop phases do not fit
     }
-    if (limits_.prune) {
-      std::vector<int> exprs = abstract_exprs(pool_, next, input_exprs_);
-      if (!oracle_->admits(exprs.back())) {
-        ++result_.stats.pruned;
-        return;
-      }
+    exprs_.push_back(op_abstract_expr(pool_, block, block.ops().back(), exprs_, input_exprs_));
+    if (limits_.prune && !oracle_->admits(exprs_.back())) {
+      ++result_.stats.pruned;
+    } else {
+      extend(block, rank, ops + 1, accums + (kind == OpKind::Accum));
     }
-    extend(next, rank, ops + 1, accums + (kind == OpKind::Accum));
+    exprs_.pop_back();
+    block.pop_op();
   }
 
   // Every op other than the iterators and constants leads to `t`.
@@ -137,32 +158,29 @@ class BlockSearch {
     return true;
   }
 
-  void try_saves(const Graph& block) {
-    std::vector<int> exprs = abstract_exprs(pool_, block, input_exprs_);
-    for (int t = fixed_; t < static_cast<int>(block.tensors().size()); ++t) {
-      if (block.tensor(t).phase == Phase::Loop || !oracle_->equivalent(exprs[t]) || !all_live(block, t))
-        continue;
-      Graph candidate = block;
-      try {
-        candidate.save(t, schedule_.omap, "out");
-      } catch (const Error&) {
-        continue;
-      }
-      if (candidate.tensor(candidate.outputs()[0]).shape != target_shape_) continue;
-      Graph kernel = Graph::kernel(program_.name());
-      std::vector<int> operands;
-      for (int id : program_.inputs())
-        operands.push_back(kernel.input(program_.tensor(id).name, program_.tensor(id).shape));
-      std::vector<int> outs =
-          kernel.block_op(operands, std::move(candidate), {program_.tensor(program_.outputs()[0]).name});
-      kernel.add_output(outs[0]);
-      ++result_.stats.candidates;
-      VerifyResult r =
-          verify_equivalent(program_, kernel, {.trials = limits_.verify_trials, .seed = limits_.seed});
-      if (r.verdict == Verdict::Equivalent) {
-        ++result_.stats.verified;
-        result_.found.push_back(std::move(kernel));
-      }
+  void try_save(const Graph& block, int t) {
+    if (block.tensor(t).phase == Phase::Loop || !oracle_->equivalent(exprs_[t]) || !all_live(block, t))
+      return;
+    Graph candidate = block;
+    try {
+      candidate.save(t, schedule_.omap, "out");
+    } catch (const Error&) {
+      return;
+    }
+    if (candidate.tensor(candidate.outputs()[0]).shape != target_shape_) return;
+    Graph kernel = Graph::kernel(program_.name());
+    std::vector<int> operands;
+    for (int id : program_.inputs())
+      operands.push_back(kernel.input(program_.tensor(id).name, program_.tensor(id).shape));
+    std::vector<int> outs =
+        kernel.block_op(operands, std::move(candidate), {program_.tensor(program_.outputs()[0]).name});
+    kernel.add_output(outs[0]);
+    ++result_.stats.candidates;
+    VerifyResult r =
+        verify_equivalent(program_, kernel, {.trials = limits_.verify_trials, .seed = limits_.seed});
+    if (r.verdict == Verdict::Equivalent) {
+      ++result_.stats.verified;
+      result_.found.push_back(std::move(kernel));
     }
   }
 
@@ -174,7 +192,8 @@ class BlockSearch {
   Shape target_shape_;
   std::vector<int> input_exprs_;
   std::optional<SubexpressionOracle> oracle_;
-  int fixed_ = 0;  // the iterators and constants made before the enumeration
+  int fixed_ = 0;           // the iterators and constants made before the enumeration
+  std::vector<int> exprs_;  // the abstract expression of each tensor of the block graph being built
   SearchResult result_;
 };
 

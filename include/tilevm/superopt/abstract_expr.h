@@ -65,6 +65,11 @@ std::vector<int> abstract_exprs(ExprPool& pool, const Graph& kernel);
 // The abstract expressions of a block graph's tensors, its Iter ops taking `operands`' expressions.
 std::vector<int> abstract_exprs(ExprPool& pool, const Graph& block, const std::vector<int>& operands);
 
+// The expression of one op's (single) result from the expressions of the graph's tensors so far; not for
+// Input, Block and Thread ops (abstract_exprs handles those).
+int op_abstract_expr(ExprPool& pool, const Graph& g, const Op& op, const std::vector<int>& exprs,
+                     const std::vector<int>& operands);
+
 // Whether an expression can be part of a graph equivalent to the target (the paper's subexpression check,
 // by rewriting instead of an SMT solver): the target is closed under distributivity in both directions
 // (mul over add, div over add, sum over add; at most `max_forms` forms), and e is admitted when it is a

@@ -94,6 +94,8 @@ class Graph {
                              const std::vector<std::string>& names = {});
   // Kernel and thread graphs; a block graph's outputs are its Save ops' tensors, in order.
   void add_output(int tensor);
+  // Removes the last op and its tensors (the search's undo). @pre no output names them, except a Save's own.
+  void pop_op();
 
   // Any op by kind and attributes (the parser's and the mutation tests' entry): dispatches to the builders
   // above, so the same checks apply. `names` as for block_op.
