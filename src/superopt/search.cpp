@@ -55,6 +55,7 @@ class BlockSearch {
     }
     fixed_ = static_cast<int>(block.tensors().size());
     exprs_ = abstract_exprs(pool_, block, input_exprs_);
+    uses_.assign(block.tensors().size(), 0);
     extend(block, {-1, -1, -1, -1}, 0, 0);
     return std::move(result_);
   }
@@ -134,11 +135,29 @@ class BlockSearch {
       return;  // shapes or loop phases do not fit
     }
     exprs_.push_back(op_abstract_expr(pool_, block, block.ops().back(), exprs_, input_exprs_));
+    // Unused tensors: the new one, less its operands that had no use yet. A candidate uses every op, and
+    // one more op lowers the count by at most one, so more unused tensors than ops left plus one is a dead
+    // end.
+    const std::vector<int> inputs = block.ops().back().inputs;  // a copy: extend() grows block.ops()
+    uses_.push_back(0);
+    int unused_before = unused_;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      int in = inputs[k];
+      bool repeated = std::find(inputs.begin(), inputs.begin() + k, in) != inputs.begin() + k;
+      if (in >= fixed_ && uses_[in] == 0 && !repeated) --unused_;
+    }
+    for (int in : inputs) ++uses_[in];
+    ++unused_;
     if (limits_.prune && !oracle_->admits(exprs_.back())) {
+      ++result_.stats.pruned;
+    } else if (limits_.prune && unused_ - 1 > limits_.max_ops - (ops + 1)) {
       ++result_.stats.pruned;
     } else {
       extend(block, rank, ops + 1, accums + (kind == OpKind::Accum));
     }
+    for (int in : inputs) --uses_[in];
+    uses_.pop_back();
+    unused_ = unused_before;
     exprs_.pop_back();
     block.pop_op();
   }
@@ -192,8 +211,11 @@ class BlockSearch {
   Shape target_shape_;
   std::vector<int> input_exprs_;
   std::optional<SubexpressionOracle> oracle_;
-  int fixed_ = 0;           // the iterators and constants made before the enumeration
-  std::vector<int> exprs_;  // the abstract expression of each tensor of the block graph being built
+  int fixed_ = 0;  // the iterators and constants made before the enumeration
+  std::vector<int> exprs_;
+  std::vector<int> uses_;  // per tensor of the block graph being built, how many ops use it
+  int unused_ = 0;  // its tensors made by the enumeration that no op uses yet  // the abstract expression of
+                    // each tensor of the block graph being built
   SearchResult result_;
 };
 
