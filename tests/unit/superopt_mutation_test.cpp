@@ -1,4 +1,5 @@
-// Random single-operator mutations are rejected by the verifier. Each mutation changes one operator of a
+// Random single-operator mutations are rejected by the verifier (and every mutant that builds round-trips
+// through the text form). Each mutation changes one operator of a
 // graph (its kind, an operand, a constant, a dimension, an imap, fmap or omap) at any level; a mutant that
 // still builds and that real-number evaluation shows to compute something else must fail verification.
 // Mutants that agree on real numbers (add(a, b) -> add(b, a)) are counted, not checked: they may be
@@ -135,6 +136,9 @@ void check_mutant(const Graph& base, const Mutation& m, uint64_t seed, Counts& c
     ++counts.invalid;
     return;
   }
+  // Every graph that builds prints to text that parses back to the same graph.
+  std::string printed = print_graph(mutant);
+  ASSERT_EQ(print_graph(parse_graph(printed)), printed);
   if (!differ_on_reals(base, mutant)) {
     ++counts.agreeing;
     return;

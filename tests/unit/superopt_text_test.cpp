@@ -1,6 +1,7 @@
 // The text form of superoptimizer graphs: the golden printed form, parse(print(g)) round trips, and the
 // parser's messages (line:column and the concrete values).
 #include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 
 #include "expect_error.h"
 #include "superopt_test_util.h"
@@ -108,6 +109,31 @@ TEST(SuperoptText, ErrorsNameTheLineAndTheValues) {
             "2:18: expected the end of the line, found 'extra'");
   EXPECT_EQ(parse_error("kernel k {\n  input X 4\n}\n"), "2:11: expected '[', found '4'");
   EXPECT_EQ(parse_error("kernel k {\n  input X [4, 8]\n"), "3:1: expected '}' to close the kernel graph");
+}
+
+// Damaged text (cut short, a character replaced or dropped) parses or throws tilevm::Error, nothing else.
+RC_GTEST_PROP(SuperoptText, DamagedTextThrowsOnlyErrors, ()) {
+  static const std::vector<std::string> texts = {read_test_file("rmsnorm_linear_fused.graph"),
+                                                 read_test_file("attention_fused.graph")};
+  std::string text = texts[*rc::gen::inRange<size_t>(0, texts.size())];
+  size_t at = *rc::gen::inRange<size_t>(0, text.size());
+  switch (*rc::gen::inRange(0, 3)) {
+    case 0:
+      text.resize(at);
+      break;
+    case 1:
+      text[at] =
+          *rc::gen::element('(', ')', '[', ']', '{', '}', ',', '=', '-', '0', '9', 'x', ' ', '\n', '/');
+      break;
+    default:
+      text.erase(at, 1);
+      break;
+  }
+  try {
+    Graph g = parse_graph(text);
+    RC_ASSERT(print_graph(parse_graph(print_graph(g))) == print_graph(g));
+  } catch (const Error&) {
+  }
 }
 
 }  // namespace
