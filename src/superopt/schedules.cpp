@@ -114,6 +114,7 @@ SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, 
     total.stats.pruned += r.stats.pruned;
     total.stats.candidates += r.stats.candidates;
     total.stats.verified += r.stats.verified;
+    total.stats.stopped = total.stats.stopped || r.stats.stopped;
   }
   return total;
 }

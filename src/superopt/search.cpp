@@ -2,6 +2,7 @@
 #include "tilevm/superopt/search.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 
 #include "tilevm/superopt/abstract_expr.h"
@@ -63,8 +64,19 @@ class BlockSearch {
  private:
   // `block` is changed in place and restored: each extension is added, explored and popped.
   void extend(Graph& block, const Rank& last, int ops, int accums) {
-    if (result_.stats.states >= limits_.max_states) return;
-    ++result_.stats.states;
+    SearchStats& stats = result_.stats;
+    if (stats.stopped || stats.states >= limits_.max_states) {
+      stats.stopped = true;
+      return;
+    }
+    ++stats.states;
+    if (limits_.budget_seconds > 0 && stats.states % 1024 == 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() >
+            limits_.budget_seconds) {
+      stats.stopped = true;
+      return;
+    }
+    if (limits_.on_progress && stats.states % limits_.progress_every == 0) limits_.on_progress(stats);
     if (limits_.on_state) limits_.on_state(block);
     // Only the newest tensor can be saved: with any other, the newest op would be dead.
     if (static_cast<int>(block.tensors().size()) > fixed_)
@@ -211,6 +223,7 @@ class BlockSearch {
   Shape target_shape_;
   std::vector<int> input_exprs_;
   std::optional<SubexpressionOracle> oracle_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   int fixed_ = 0;  // the iterators and constants made before the enumeration
   std::vector<int> exprs_;
   std::vector<int> uses_;  // per tensor of the block graph being built, how many ops use it

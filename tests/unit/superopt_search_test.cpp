@@ -164,6 +164,7 @@ TEST(SuperoptSearch, FindsTheBlockGraphOfAMatmul) {
             "  output C\n"
             "}\n");
   EXPECT_EQ(pruned.stats.verified, static_cast<int64_t>(pruned.found.size()));
+  EXPECT_FALSE(pruned.stats.stopped);
   limits.prune = false;
   SearchResult unpruned = search_block_graphs(program, schedule, limits);
   EXPECT_EQ(unpruned.found.size(), pruned.found.size());
@@ -192,6 +193,19 @@ TEST(SuperoptSearch, FindsARowSoftmaxOverTheLoop) {
   for (size_t i = 0; i < first.found.size(); ++i)
     EXPECT_EQ(print_graph(second.found[i]), print_graph(first.found[i]));
   EXPECT_EQ(second.stats.states, first.stats.states);
+  // A state cap stops the search and says so; progress is reported on the way.
+  int reports = 0;
+  SearchLimits capped = limits;
+  capped.max_states = 100;
+  capped.progress_every = 10;
+  capped.on_progress = [&](const SearchStats& stats) {
+    EXPECT_EQ(stats.states % 10, 0);
+    ++reports;
+  };
+  SearchResult cut = search_block_graphs(program, schedule, capped);
+  EXPECT_TRUE(cut.stats.stopped);
+  EXPECT_EQ(cut.stats.states, 100);
+  EXPECT_EQ(reports, 10);
   std::printf("softmax: %zu found, %lld states, %lld pruned, %lld candidates\n%s", first.found.size(),
               static_cast<long long>(first.stats.states), static_cast<long long>(first.stats.pruned),
               static_cast<long long>(first.stats.candidates), print_graph(first.found[0]).c_str());

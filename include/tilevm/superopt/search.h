@@ -33,6 +33,8 @@ struct BlockSchedule {
   DimMap omap = kAllReplica;
 };
 
+struct SearchStats;
+
 struct SearchLimits {
   int max_ops = 4;  // block ops besides the iterators and the save, accumulators included
   int max_accums = 2;
@@ -44,11 +46,16 @@ struct SearchLimits {
   int verify_trials = 4;
   uint64_t seed = 1;
   int64_t max_states = 2'000'000;
+  double budget_seconds = 0;  // > 0: stop after this long (checked every 1,024 states)
+  // Called every `progress_every` states with the counts so far (a progress display).
+  int64_t progress_every = 100'000;
+  std::function<void(const SearchStats& stats)> on_progress;
   // Called with every block graph the enumeration reaches (tests, progress).
   std::function<void(const Graph& block)> on_state;
 };
 
 struct SearchStats {
+  bool stopped = false;    // the state cap or the time budget ended the search before it was complete
   int64_t states = 0;      // block graphs reached
   int64_t pruned = 0;      // extensions refused by the abstract-expression check
   int64_t candidates = 0;  // complete graphs given to the verifier
