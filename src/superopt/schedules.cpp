@@ -1,5 +1,9 @@
 // The schedules of one graph-defined kernel (grid, loop, imaps, fmaps, omap) and the search over them.
+#include <algorithm>
+#include <atomic>
+#include <exception>
 #include <functional>
+#include <thread>
 
 #include "tilevm/superopt/search.h"
 #include "tilevm/support/error.h"
@@ -105,10 +109,31 @@ std::vector<BlockSchedule> enumerate_schedules(const Graph& program, const Sched
   return schedules;
 }
 
-SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, const SearchLimits& limits) {
+SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, const SearchLimits& limits,
+                              int threads) {
+  std::vector<BlockSchedule> schedules = enumerate_schedules(program, space);
+  std::vector<SearchResult> results(schedules.size());
+  std::atomic<size_t> next{0};
+  // Errors of a worker are kept and rethrown here, the first by schedule order.
+  std::vector<std::exception_ptr> errors(schedules.size());
+  auto work = [&] {
+    for (size_t i = next++; i < schedules.size(); i = next++) {
+      try {
+        results[i] = search_block_graphs(program, schedules[i], limits);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
   SearchResult total;
-  for (const BlockSchedule& schedule : enumerate_schedules(program, space)) {
-    SearchResult r = search_block_graphs(program, schedule, limits);
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    if (errors[i]) std::rethrow_exception(errors[i]);
+    SearchResult& r = results[i];
     for (Graph& g : r.found) total.found.push_back(std::move(g));
     total.stats.states += r.stats.states;
     total.stats.pruned += r.stats.pruned;

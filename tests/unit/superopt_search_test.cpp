@@ -251,6 +251,13 @@ TEST(SuperoptSearch, FindsMatmulsOverAllSchedules) {
   EXPECT_GT(r.found.size(), 4u);
   for (const Graph& g : r.found)
     EXPECT_EQ(verify_equivalent(program, g, {.seed = 7}).verdict, Verdict::Equivalent);
+  // Two threads give the same graphs in the same order.
+  SearchResult parallel =
+      search_schedules(program, space, {.max_ops = 3, .ops = {OpKind::Matmul, OpKind::Add}}, 2);
+  ASSERT_EQ(parallel.found.size(), r.found.size());
+  for (size_t i = 0; i < r.found.size(); ++i)
+    EXPECT_EQ(print_graph(parallel.found[i]), print_graph(r.found[i]));
+  EXPECT_EQ(parallel.stats.states, r.stats.states);
   std::printf("matmul over %zu schedules: %zu found, %lld states, %lld pruned, %lld candidates\n",
               enumerate_schedules(program, space).size(), r.found.size(),
               static_cast<long long>(r.stats.states), static_cast<long long>(r.stats.pruned),

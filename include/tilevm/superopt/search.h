@@ -84,7 +84,10 @@ struct ScheduleSpace {
 };
 std::vector<BlockSchedule> enumerate_schedules(const Graph& program, const ScheduleSpace& space);
 
-// search_block_graphs over every schedule, in enumeration order; stats summed.
-SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, const SearchLimits& limits);
+// search_block_graphs over every schedule; stats summed. `threads` searches run at once (0: one per core),
+// each on its own schedules; the result is the same for any number of threads (graphs in schedule order).
+// With more than one thread, limits.on_state and on_progress are called from several threads at once.
+SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, const SearchLimits& limits,
+                              int threads = 1);
 
 }  // namespace tilevm::superopt
