@@ -319,6 +319,15 @@ void SubexpressionOracle::collect(int e) {
 
 bool SubexpressionOracle::admits(int e) const {
   if (subterms_.count(e)) return true;
+  // The search asks about the same expressions again and again; the scan below is linear in the subterms.
+  auto cached = cache_.find(e);
+  if (cached != cache_.end()) return cached->second;
+  bool result = scan(e);
+  cache_.emplace(e, result);
+  return result;
+}
+
+bool SubexpressionOracle::scan(int e) const {
   const ExprNode& n = pool_.node(e);
   for (int s : subterms_) {
     const ExprNode& t = pool_.node(s);

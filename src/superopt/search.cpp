@@ -133,6 +133,17 @@ class BlockSearch {
 
   void try_op(Graph& block, OpKind kind, int x, int y, int attr, const Rank& rank, int ops, int accums) {
     if (!fits(block, kind, x, y)) return;
+    // The expression first: most extensions are pruned, and this costs less than building the op.
+    Op op;
+    op.kind = kind;
+    op.inputs = x >= 0 ? std::vector<int>{x, y} : std::vector<int>{y};
+    op.dim = attr;
+    op.fmap = attr;
+    int expr = op_abstract_expr(pool_, block, op, exprs_, input_exprs_);
+    if (limits_.prune && !oracle_->admits(expr)) {
+      ++result_.stats.pruned;
+      return;
+    }
     try {
       if (kind == OpKind::Accum) {
         block.accum(y, attr);
@@ -146,7 +157,7 @@ class BlockSearch {
     } catch (const Error&) {
       return;  // shapes or loop phases do not fit
     }
-    exprs_.push_back(op_abstract_expr(pool_, block, block.ops().back(), exprs_, input_exprs_));
+    exprs_.push_back(expr);
     // Unused tensors: the new one, less its operands that had no use yet. A candidate uses every op, and
     // one more op lowers the count by at most one, so more unused tensors than ops left plus one is a dead
     // end.
@@ -160,9 +171,7 @@ class BlockSearch {
     }
     for (int in : inputs) ++uses_[in];
     ++unused_;
-    if (limits_.prune && !oracle_->admits(exprs_.back())) {
-      ++result_.stats.pruned;
-    } else if (limits_.prune && unused_ - 1 > limits_.max_ops - (ops + 1)) {
+    if (limits_.prune && unused_ - 1 > limits_.max_ops - (ops + 1)) {
       ++result_.stats.pruned;
     } else {
       extend(block, rank, ops + 1, accums + (kind == OpKind::Accum));

@@ -85,10 +85,12 @@ class SubexpressionOracle {
 
  private:
   void collect(int e);
+  bool scan(int e) const;
 
   ExprPool& pool_;
-  std::unordered_set<int> forms_;     // the target's equivalent forms
-  std::unordered_set<int> subterms_;  // every subterm of every form
+  std::unordered_set<int> forms_;                // the target's equivalent forms
+  std::unordered_set<int> subterms_;             // every subterm of every form
+  mutable std::unordered_map<int, bool> cache_;  // admits() of expressions that are not subterms
 };
 
 }  // namespace tilevm::superopt
