@@ -8,12 +8,21 @@
 
 namespace tilevm::superopt {
 
+size_t ExprNodeHash::operator()(const ExprNode& n) const {
+  // The search interns millions of candidate terms: hash the fields, no text.
+  size_t h = std::hash<std::string>()(n.name) ^ (static_cast<size_t>(n.kind) * 0x9e3779b97f4a7c15ULL);
+  h = h * 31 + static_cast<size_t>(n.extent);
+  for (int c : n.children) h = h * 1000003 + static_cast<size_t>(c);
+  return h;
+}
+
 int ExprPool::intern(ExprNode node) {
-  std::string key = fmt::format("{}|{}|{}|{}", static_cast<int>(node.kind), node.name, node.extent,
-                                fmt::join(node.children, ","));
-  auto [it, inserted] = index_.emplace(key, static_cast<int>(nodes_.size()));
-  if (inserted) nodes_.push_back(std::move(node));
-  return it->second;
+  auto it = index_.find(node);
+  if (it != index_.end()) return it->second;
+  int id = static_cast<int>(nodes_.size());
+  nodes_.push_back(node);
+  index_.emplace(std::move(node), id);
+  return id;
 }
 
 int ExprPool::var(const std::string& name) {

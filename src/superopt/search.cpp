@@ -103,13 +103,15 @@ class BlockSearch {
         }
   }
 
-  // Sum: each dimension; Accum: fmap "-" then each dimension; others: none.
+  // Sum: each dimension of extent > 1 (a sum over one element is the identity, never needed); Accum: fmap
+  // "-" then each dimension; others: none.
   static std::vector<int> attributes(OpKind kind, const Shape& shape) {
     std::vector<int> attrs;
     if (kind == OpKind::Accum) attrs.push_back(kReplica);
     if (kind == OpKind::Sum || kind == OpKind::Accum)
-      for (int d = 0; d < static_cast<int>(shape.size()); ++d) attrs.push_back(d);
-    if (attrs.empty()) attrs.push_back(0);
+      for (int d = 0; d < static_cast<int>(shape.size()); ++d)
+        if (kind == OpKind::Accum || shape[d] > 1) attrs.push_back(d);
+    if (attrs.empty() && kind != OpKind::Sum) attrs.push_back(0);
     return attrs;
   }
 

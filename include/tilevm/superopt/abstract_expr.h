@@ -32,6 +32,11 @@ struct ExprNode {
   std::string name;           // Var: the input's name; Const: its text; Fn: the function (sqrt, silu, ...)
   int64_t extent = 0;         // Sum
   std::vector<int> children;  // Add, Mul: sorted; Div: {num, den}
+  bool operator==(const ExprNode&) const = default;
+};
+
+struct ExprNodeHash {
+  size_t operator()(const ExprNode& n) const;
 };
 
 class ExprPool {
@@ -55,7 +60,7 @@ class ExprPool {
   std::vector<int> flatten(ExprKind kind, const std::vector<int>& items) const;
 
   std::vector<ExprNode> nodes_;
-  std::unordered_map<std::string, int> index_;
+  std::unordered_map<ExprNode, int, ExprNodeHash> index_;
 };
 
 // The abstract expression of every tensor of a kernel graph (block and thread graphs inlined), by tensor id;
