@@ -59,16 +59,9 @@ TEST(SuperoptFuse, FusedWorkloadsStayEquivalent) {
 }
 
 TEST(SuperoptFuse, SearchResultsFuse) {
-  Graph program = parse_graph(
-      "kernel softmax {\n  input X [4, 8]\n  E = exp(X)\n  Z = sum(E) dim=1\n  Y = div(E, Z)\n  output "
-      "Y\n}\n");
-  BlockSchedule schedule{.grid = {2, 1, 1},
-                         .loop = 2,
-                         .imaps = {{0, kReplica, kReplica}},
-                         .fmaps = {1},
-                         .omap = {0, kReplica, kReplica}};
-  SearchResult r =
-      search_block_graphs(program, schedule, {.max_ops = 5, .ops = {OpKind::Exp, OpKind::Sum, OpKind::Div}});
+  Graph program = testing::softmax_program();
+  SearchResult r = search_block_graphs(program, testing::softmax_schedule(),
+                                       {.max_ops = 5, .ops = {OpKind::Exp, OpKind::Sum, OpKind::Div}});
   ASSERT_FALSE(r.found.empty());
   for (const Graph& g : r.found)
     EXPECT_EQ(verify_equivalent(program, fuse_elementwise(g)).verdict, Verdict::Equivalent);

@@ -176,14 +176,8 @@ TEST(SuperoptSearch, FindsTheBlockGraphOfAMatmul) {
 }
 
 TEST(SuperoptSearch, FindsARowSoftmaxOverTheLoop) {
-  Graph program = parse_graph(
-      "kernel softmax {\n  input X [4, 8]\n  E = exp(X)\n  Z = sum(E) dim=1\n  Y = div(E, Z)\n  output "
-      "Y\n}\n");
-  BlockSchedule schedule{.grid = {2, 1, 1},
-                         .loop = 2,
-                         .imaps = {{0, kReplica, kReplica}},
-                         .fmaps = {1},
-                         .omap = {0, kReplica, kReplica}};
+  Graph program = testing::softmax_program();
+  BlockSchedule schedule = testing::softmax_schedule();
   SearchLimits limits{.max_ops = 5, .ops = {OpKind::Exp, OpKind::Sum, OpKind::Div, OpKind::Mul}};
   SearchResult first = search_block_graphs(program, schedule, limits);
   ASSERT_FALSE(first.found.empty()) << first.stats.states << " states";
@@ -279,9 +273,7 @@ TEST(SuperoptSearch, FindsAFusedAttention) {
   SearchResult r = search_block_graphs(program, schedule, limits);
   ASSERT_FALSE(r.found.empty());
   EXPECT_FALSE(r.stats.stopped);
-  std::printf("attention: %zu found, %lld states, %lld pruned, %lld candidates\n", r.found.size(),
-              static_cast<long long>(r.stats.states), static_cast<long long>(r.stats.pruned),
-              static_cast<long long>(r.stats.candidates));
+  testing::print_search("attention", r);
 }
 
 // Too slow for CI, run by hand (--gtest_also_run_disabled_tests): the fused RMSNorm + Linear needs 9 block
@@ -299,9 +291,7 @@ TEST(SuperoptSearch, DISABLED_FindsTheFusedRmsNormLinear) {
       .ops = {OpKind::Matmul, OpKind::Mul, OpKind::Add, OpKind::Div, OpKind::Sqrt, OpKind::Sum},
       .max_states = 10'000'000};
   SearchResult r = search_block_graphs(program, schedule, limits);
-  std::printf("rmsnorm+linear: %zu found, %lld states, %lld pruned, %lld candidates\n", r.found.size(),
-              static_cast<long long>(r.stats.states), static_cast<long long>(r.stats.pruned),
-              static_cast<long long>(r.stats.candidates));
+  testing::print_search("rmsnorm+linear", r);
   ASSERT_FALSE(r.found.empty());
   for (const Graph& g : r.found)
     EXPECT_EQ(verify_equivalent(program, g, {.seed = 3}).verdict, Verdict::Equivalent);

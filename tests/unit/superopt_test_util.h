@@ -1,6 +1,7 @@
 // Helpers of the superopt tests: graphs from text, the test graphs under tests/superopt/, random inputs.
 #pragma once
 
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -9,6 +10,7 @@
 
 #include "source_dir.h"
 #include "tilevm/superopt/graph.h"
+#include "tilevm/superopt/search.h"
 #include "tilevm/superopt/text.h"
 
 namespace tilevm::superopt::testing {
@@ -35,6 +37,27 @@ inline std::vector<std::vector<double>> random_inputs(const Graph& g, uint64_t s
     inputs.push_back(std::move(values));
   }
   return inputs;
+}
+
+// A row softmax of [4, 8], and a schedule for it: 2 blocks of rows, 2 iterations over the columns.
+inline Graph softmax_program() {
+  return parse_graph(
+      "kernel softmax {\n  input X [4, 8]\n  E = exp(X)\n  Z = sum(E) dim=1\n  Y = div(E, Z)\n  output "
+      "Y\n}\n");
+}
+inline BlockSchedule softmax_schedule() {
+  return {.grid = {2, 1, 1},
+          .loop = 2,
+          .imaps = {{0, kReplica, kReplica}},
+          .fmaps = {1},
+          .omap = {0, kReplica, kReplica}};
+}
+
+// One line of a search's counts in the test log ("attention: 16 found, 235164 states, ...").
+inline void print_search(const char* name, const SearchResult& r) {
+  std::printf("%s: %zu found, %lld states, %lld pruned, %lld candidates\n", name, r.found.size(),
+              static_cast<long long>(r.stats.states), static_cast<long long>(r.stats.pruned),
+              static_cast<long long>(r.stats.candidates));
 }
 
 }  // namespace tilevm::superopt::testing
