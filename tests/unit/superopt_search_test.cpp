@@ -260,8 +260,10 @@ TEST(SuperoptSearch, FindsMatmulsOverAllSchedules) {
 }
 
 // Attention over a loop of 4 token chunks: 8 block ops (QK, accumulators, * 1/4, exp, sum, matmul with V,
-// div), found in about 235,000 states (4 s on one core).
-TEST(SuperoptSearch, FindsAFusedAttention) {
+// div), found in about 235,000 states: 4 s on one core, but 150 s in the sanitizer build, so it is run by
+// hand
+// (--gtest_also_run_disabled_tests); the softmax search above covers the same steps in CI.
+TEST(SuperoptSearch, DISABLED_FindsAFusedAttention) {
   Graph program = test_graph("attention.graph");
   BlockSchedule schedule{.grid = {2, 1, 1},
                          .loop = 4,
