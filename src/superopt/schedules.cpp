@@ -137,6 +137,7 @@ SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, 
     for (Graph& g : r.found) total.found.push_back(std::move(g));
     total.stats.states += r.stats.states;
     total.stats.pruned += r.stats.pruned;
+    total.stats.over_memory += r.stats.over_memory;
     total.stats.candidates += r.stats.candidates;
     total.stats.verified += r.stats.verified;
     total.stats.stopped = total.stats.stopped || r.stats.stopped;

@@ -57,6 +57,8 @@ class BlockSearch {
     fixed_ = static_cast<int>(block.tensors().size());
     exprs_ = abstract_exprs(pool_, block, input_exprs_);
     uses_.assign(block.tensors().size(), 0);
+    for (const TensorDecl& t : block.tensors())
+      shared_bytes_ += element_count(t.shape) * limits_.element_bytes;
     extend(block, {-1, -1, -1, -1}, 0, 0);
     return std::move(result_);
   }
@@ -159,6 +161,14 @@ class BlockSearch {
     } catch (const Error&) {
       return;  // shapes or loop phases do not fit
     }
+    int64_t bytes = element_count(block.tensor(static_cast<int>(block.tensors().size()) - 1).shape) *
+                    limits_.element_bytes;
+    if (limits_.max_shared_bytes > 0 && shared_bytes_ + bytes > limits_.max_shared_bytes) {
+      ++result_.stats.over_memory;
+      block.pop_op();
+      return;
+    }
+    shared_bytes_ += bytes;
     exprs_.push_back(expr);
     // Unused tensors: the new one, less its operands that had no use yet. A candidate uses every op, and
     // one more op lowers the count by at most one, so more unused tensors than ops left plus one is a dead
@@ -182,6 +192,7 @@ class BlockSearch {
     uses_.pop_back();
     unused_ = unused_before;
     exprs_.pop_back();
+    shared_bytes_ -= bytes;
     block.pop_op();
   }
 
@@ -235,11 +246,11 @@ class BlockSearch {
   std::vector<int> input_exprs_;
   std::optional<SubexpressionOracle> oracle_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  int fixed_ = 0;  // the iterators and constants made before the enumeration
-  std::vector<int> exprs_;
-  std::vector<int> uses_;  // per tensor of the block graph being built, how many ops use it
-  int unused_ = 0;  // its tensors made by the enumeration that no op uses yet  // the abstract expression of
-                    // each tensor of the block graph being built
+  int fixed_ = 0;             // the iterators and constants made before the enumeration
+  std::vector<int> exprs_;    // the abstract expression of each tensor of the block graph being built
+  std::vector<int> uses_;     // per tensor of that graph, how many ops use it
+  int unused_ = 0;            // its tensors made by the enumeration that no op uses yet
+  int64_t shared_bytes_ = 0;  // the bytes of all its tensors
   SearchResult result_;
 };
 

@@ -166,6 +166,14 @@ TEST(SuperoptSearch, FindsTheBlockGraphOfAMatmul) {
             "}\n");
   EXPECT_EQ(pruned.stats.verified, static_cast<int64_t>(pruned.found.size()));
   EXPECT_FALSE(pruned.stats.stopped);
+  // With shared memory for 32 f16 elements, only the per-iteration graph fits (A_, B_, the product and its
+  // accumulator: 4 tensors of 2 x 2); the other concatenates [2, 8] and [8, 2] parts.
+  SearchLimits small = limits;
+  small.max_shared_bytes = 64;
+  SearchResult fitting = search_block_graphs(program, schedule, small);
+  ASSERT_EQ(fitting.found.size(), 1u);
+  EXPECT_EQ(print_graph(fitting.found[0]), print_graph(pruned.found[1]));
+  EXPECT_GT(fitting.stats.over_memory, 0);
   limits.prune = false;
   SearchResult unpruned = search_block_graphs(program, schedule, limits);
   EXPECT_EQ(unpruned.found.size(), pruned.found.size());

@@ -41,6 +41,10 @@ struct SearchLimits {
   std::vector<OpKind> ops = {OpKind::Matmul, OpKind::Add,    OpKind::Mul, OpKind::Div,
                              OpKind::Exp,    OpKind::Square, OpKind::Sum};
   bool prune = true;
+  // The paper's memory check: every tensor of a block graph lives in shared memory, so a prefix whose
+  // tensors take more than this many bytes (at element_bytes each) is cut. 0: no limit.
+  int64_t max_shared_bytes = 0;
+  int element_bytes = 2;
   // Off only to measure what the canonical form saves (tests): every order of the same ops is generated.
   bool canonical = true;
   int verify_trials = 4;
@@ -55,11 +59,12 @@ struct SearchLimits {
 };
 
 struct SearchStats {
-  bool stopped = false;    // the state cap or the time budget ended the search before it was complete
-  int64_t states = 0;      // block graphs reached
-  int64_t pruned = 0;      // extensions refused by the abstract-expression check
-  int64_t candidates = 0;  // complete graphs given to the verifier
-  int64_t verified = 0;    // of those, equivalent
+  bool stopped = false;     // the state cap or the time budget ended the search before it was complete
+  int64_t states = 0;       // block graphs reached
+  int64_t pruned = 0;       // extensions refused by the abstract-expression check or as dead ends
+  int64_t over_memory = 0;  // extensions refused because the block graph would not fit max_shared_bytes
+  int64_t candidates = 0;   // complete graphs given to the verifier
+  int64_t verified = 0;     // of those, equivalent
 };
 
 struct SearchResult {
