@@ -1,6 +1,7 @@
 // The probabilistic equivalence verifier: random trials over Z_p and Z_q, and the bound on a false pass.
 #include "tilevm/superopt/verify.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -169,8 +170,16 @@ VerifyResult verify_equivalent(const Graph& a, const Graph& b, const VerifyOptio
   check_lax(a);
   check_lax(b);
   VerifyResult result;
+  int trials = options.trials;
+  double per_trial = 0;
+  if (options.target_log2_bound < 0) {
+    per_trial = log2_per_trial_bound(a, b);
+    int needed = per_trial < 0 ? static_cast<int>(std::ceil(options.target_log2_bound / per_trial))
+                               : options.max_trials;
+    trials = std::clamp(needed, trials, std::max(trials, options.max_trials));
+  }
   std::mt19937_64 rng(options.seed);
-  while (result.trials < options.trials) {
+  while (result.trials < trials) {
     Trial trial = run_trial(a, b, rng);
     if (trial.undefined) {
       if (++result.redraws > options.max_redraws) return result;  // Inconclusive
@@ -184,7 +193,7 @@ VerifyResult verify_equivalent(const Graph& a, const Graph& b, const VerifyOptio
     ++result.trials;
   }
   result.verdict = Verdict::Equivalent;
-  result.log2_per_trial = log2_per_trial_bound(a, b);
+  result.log2_per_trial = options.target_log2_bound < 0 ? per_trial : log2_per_trial_bound(a, b);
   result.log2_bound = result.log2_per_trial * result.trials;
   return result;
 }

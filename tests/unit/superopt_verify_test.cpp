@@ -175,6 +175,19 @@ TEST(SuperoptVerify, ResultsPrintTheirBound) {
                "output 0 has shape [2, 2] in one graph and [2, 1] in the other");
 }
 
+TEST(SuperoptVerify, RunsTheTrialsATargetBoundNeeds) {
+  // Attention's per-trial bound is 2^-9.0, so 2^-128 takes 15 trials; RMSNorm + Linear's 2^-51.9 takes 3.
+  VerifyOptions options{.trials = 1, .target_log2_bound = -128};
+  VerifyResult attention =
+      verify_equivalent(test_graph("attention.graph"), test_graph("attention_fused.graph"), options);
+  EXPECT_EQ(attention.trials, 15) << attention.summary();
+  EXPECT_LE(attention.log2_bound, -128);
+  VerifyResult rms = verify_equivalent(test_graph("rmsnorm_linear.graph"),
+                                       test_graph("rmsnorm_linear_fused.graph"), options);
+  EXPECT_EQ(rms.trials, 3) << rms.summary();
+  EXPECT_LE(rms.log2_bound, -128);
+}
+
 TEST(SuperoptVerify, FieldsAreTheDocumentedPrimes) {
   // q = 2^31 - 1 and p = 1073741790 q + 1: q | p - 1, so Z_p has the q-th roots of unity exp needs.
   EXPECT_EQ(kFieldQ, (uint64_t{1} << 31) - 1);
