@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "tilevm/support/error.h"
+#include "tilevm/support/int_math.h"
 
 namespace tilevm::superopt {
 
@@ -120,6 +121,10 @@ int Graph::append(Op op, const Shape& shape, const std::string& name, Phase phas
   for (int id : op.inputs) check_tensor(id, op_name(op.kind));
   std::string tensor_name = name.empty() ? fresh_name() : name;
   if (find(tensor_name) >= 0) fail("'{}' is defined twice in a {} graph", tensor_name, level_name(level_));
+  // Evaluation multiplies extents; a shape of more than 2^63 elements is refused here, not overflowed there.
+  if (!checked_product(shape))
+    fail("{}: '{}' of shape {} has more than 2^63 elements", op_name(op.kind), tensor_name,
+         shape_text(shape));
   int id = static_cast<int>(tensors_.size());
   tensors_.push_back({tensor_name, shape, static_cast<int>(ops_.size()), phase});
   op.outputs = {id};

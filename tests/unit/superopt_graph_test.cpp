@@ -57,6 +57,11 @@ TEST(SuperoptGraph, BadGraphsSayWhatIsWrong) {
   expect_error([&] { g.input("A", {2}); }, "'A' is defined twice in a kernel graph");
   expect_error([&] { g.input("C", {0, 2}); }, "input 'C': extents must be >= 1, got [0, 2]");
   expect_error([&] { g.iter(0, kAllReplica, kReplica); }, "iter is not an operator of a kernel graph");
+  expect_error(
+      [&] {
+        g.input("Huge", {1 << 30, 1 << 30, 1 << 30});
+      },
+      "input: 'Huge' of shape [1073741824, 1073741824, 1073741824] has more than 2^63 elements");
   expect_error([&] { Graph::block({2, 0, 1}, 1, {}); }, "grid extents must be >= 1, got [2, 0, 1]");
 
   Graph block = Graph::block({2, 1, 1}, 2, {{6, 8}});
