@@ -1,0 +1,113 @@
+// The finite-field algebra of the equivalence verifier (paper section 5.2, internal to the superopt layer).
+// Every value is a pair: its residue mod p, the field in which the graph is evaluated, and its residue mod
+// q, used only when the value becomes an exponent. exp(v) = omega^(v mod q) mod p, where omega is a random
+// q-th root of unity in Z_p (q divides p - 1): a group homomorphism from (Z_q, +) into Z_p^*, so that
+// exp(a + b) = exp(a) * exp(b) holds exactly. A value that went through exp has no residue mod q; the Lax
+// fragment (at most one exp on a path) means none is needed, and check_lax refuses graphs that would.
+//
+// sqrt, silu, gelu and relu are outside the fragment. Each is evaluated as a random function of its
+// argument's residue mod p, keyed per trial: equal arguments give equal results (so a fused and an unfused
+// rms_norm agree) and nothing else about them is assumed.
+#pragma once
+
+#include <cstdint>
+
+#include "tilevm/superopt/constant.h"
+#include "tilevm/superopt/op_kind.h"
+#include "tilevm/superopt/verify.h"
+
+namespace tilevm::superopt {
+
+namespace field {
+
+// __extension__: -Wpedantic rejects __int128 otherwise; 61-bit products need 122 bits.
+__extension__ typedef unsigned __int128 Wide;
+
+inline uint64_t mul_mod(uint64_t a, uint64_t b, uint64_t m) {
+  return static_cast<uint64_t>(static_cast<Wide>(a) * b % m);
+}
+
+inline uint64_t pow_mod(uint64_t base, uint64_t e, uint64_t m) {
+  uint64_t r = 1 % m;
+  for (base %= m; e > 0; e >>= 1) {
+    if (e & 1) r = mul_mod(r, base, m);
+    base = mul_mod(base, base, m);
+  }
+  return r;
+}
+
+// @pre a % m != 0, m prime.
+inline uint64_t inv_mod(uint64_t a, uint64_t m) {
+  return pow_mod(a, m - 2, m);
+}
+
+inline uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+inline uint64_t residue(int64_t v, uint64_t m) {
+  int64_t r = v % static_cast<int64_t>(m);
+  return static_cast<uint64_t>(r < 0 ? r + static_cast<int64_t>(m) : r);
+}
+
+}  // namespace field
+
+struct FieldValue {
+  uint64_t p = 0;
+  uint64_t q = 0;
+  bool q_ok = true;  // false after exp, or after a division by zero mod q
+};
+
+class FieldAlgebra {
+ public:
+  using Value = FieldValue;
+  FieldAlgebra(uint64_t omega, uint64_t key) : omega_(omega), key_(key) {}
+
+  Value add(const Value& a, const Value& b) {
+    return {(a.p + b.p) % kFieldP, (a.q + b.q) % kFieldQ, a.q_ok && b.q_ok};
+  }
+  Value mul(const Value& a, const Value& b) {
+    return {field::mul_mod(a.p, b.p, kFieldP), field::mul_mod(a.q, b.q, kFieldQ), a.q_ok && b.q_ok};
+  }
+  Value div(const Value& a, const Value& b) {
+    Value r;
+    if (b.p == 0) {
+      undefined_ = true;  // the trial says nothing; the verifier draws another
+    } else {
+      r.p = field::mul_mod(a.p, field::inv_mod(b.p, kFieldP), kFieldP);
+    }
+    r.q_ok = a.q_ok && b.q_ok && b.q != 0;
+    if (r.q_ok) r.q = field::mul_mod(a.q, field::inv_mod(b.q, kFieldQ), kFieldQ);
+    return r;
+  }
+  Value exp(const Value& a) {
+    // check_lax ran first, so a missing residue mod q here comes from a division by zero mod q.
+    if (!a.q_ok) undefined_ = true;
+    return {field::pow_mod(omega_, a.q, kFieldP), 0, false};
+  }
+  Value apply(OpKind fn, const Value& a) {
+    uint64_t h = field::mix(key_ ^ field::mix(static_cast<uint64_t>(fn) + 1) ^ field::mix(a.p));
+    return {h % kFieldP, field::mix(h) % kFieldQ, true};
+  }
+  Value constant(const Constant& c) {
+    uint64_t den_p = field::residue(c.den, kFieldP), den_q = field::residue(c.den, kFieldQ);
+    Value v;
+    if (den_p == 0) undefined_ = true;
+    v.p = field::mul_mod(field::residue(c.num, kFieldP), field::inv_mod(den_p, kFieldP), kFieldP);
+    v.q_ok = den_q != 0;
+    if (v.q_ok) v.q = field::mul_mod(field::residue(c.num, kFieldQ), field::inv_mod(den_q, kFieldQ), kFieldQ);
+    return v;
+  }
+
+  bool undefined() const { return undefined_; }
+
+ private:
+  uint64_t omega_;
+  uint64_t key_;
+  bool undefined_ = false;
+};
+
+}  // namespace tilevm::superopt

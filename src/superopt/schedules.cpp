@@ -1,0 +1,148 @@
+// The schedules of one graph-defined kernel (grid, loop, imaps, fmaps, omap) and the search over them.
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <thread>
+
+#include "tilevm/superopt/search.h"
+#include "tilevm/support/error.h"
+
+namespace tilevm::superopt {
+
+namespace {
+
+// Every map of the grid dimensions with more than one block to distinct dimensions of `shape` that they
+// divide (or, where `replica_ok`, to none); grid dimensions of one block map to none.
+std::vector<DimMap> grid_maps(const std::array<int64_t, 3>& grid, const Shape& shape, bool replica_ok) {
+  std::vector<DimMap> maps;
+  DimMap map = kAllReplica;
+  std::function<void(int)> place = [&](int g) {
+    if (g == 3) {
+      maps.push_back(map);
+      return;
+    }
+    if (grid[g] == 1 || replica_ok) {
+      map[g] = kReplica;
+      place(g + 1);
+    }
+    if (grid[g] == 1) return;
+    for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
+      bool taken = false;
+      for (int h = 0; h < g; ++h) taken = taken || map[h] == d;
+      if (taken || shape[d] % grid[g] != 0) continue;
+      map[g] = d;
+      place(g + 1);
+    }
+    map[g] = kReplica;
+  };
+  place(0);
+  return maps;
+}
+
+Shape partitioned(Shape shape, const std::array<int64_t, 3>& grid, const DimMap& map) {
+  for (int g = 0; g < 3; ++g)
+    if (map[g] != kReplica) shape[map[g]] /= grid[g];
+  return shape;
+}
+
+}  // namespace
+
+std::vector<BlockSchedule> enumerate_schedules(const Graph& program, const ScheduleSpace& space) {
+  if (program.outputs().size() != 1)
+    fail("the search needs a program of one output, got {}", program.outputs().size());
+  const Shape& out = program.tensor(program.outputs()[0]).shape;
+  std::vector<Shape> shapes;
+  for (int id : program.inputs()) shapes.push_back(program.tensor(id).shape);
+  std::vector<BlockSchedule> schedules;
+  for (int64_t gx : space.grid_extents)
+    for (int64_t gy : space.grid_extents) {
+      if (gy > gx) continue;  // (x, y) and (y, x) are the same schedule
+      for (int64_t loop : space.loop_extents) {
+        BlockSchedule s;
+        s.grid = {gx, gy, 1};
+        s.loop = loop;
+        std::vector<DimMap> omaps = grid_maps(s.grid, out, false);
+        // Per input: every (imap, fmap).
+        std::vector<std::vector<std::pair<DimMap, int>>> choices;
+        for (const Shape& shape : shapes) {
+          std::vector<std::pair<DimMap, int>> options;
+          for (const DimMap& imap : grid_maps(s.grid, shape, true)) {
+            Shape part = partitioned(shape, s.grid, imap);
+            if (loop == 1) {
+              options.push_back({imap, kReplica});
+              continue;
+            }
+            options.push_back({imap, kReplica});
+            for (int d = 0; d < static_cast<int>(part.size()); ++d)
+              if (part[d] % loop == 0) options.push_back({imap, d});
+          }
+          choices.push_back(std::move(options));
+        }
+        std::vector<size_t> pick(shapes.size(), 0);
+        std::function<void(size_t)> choose = [&](size_t i) {
+          if (i == shapes.size()) {
+            bool loop_used = loop == 1;
+            std::array<bool, 3> grid_used = {gx == 1, gy == 1, true};
+            for (size_t k = 0; k < shapes.size(); ++k) {
+              const auto& [imap, fmap] = choices[k][pick[k]];
+              loop_used = loop_used || fmap != kReplica;
+              for (int g = 0; g < 3; ++g) grid_used[g] = grid_used[g] || imap[g] != kReplica;
+            }
+            if (!loop_used || !grid_used[0] || !grid_used[1]) return;
+            for (const DimMap& omap : omaps) {
+              BlockSchedule full = s;
+              for (size_t k = 0; k < shapes.size(); ++k) {
+                full.imaps.push_back(choices[k][pick[k]].first);
+                full.fmaps.push_back(choices[k][pick[k]].second);
+              }
+              full.omap = omap;
+              schedules.push_back(std::move(full));
+            }
+            return;
+          }
+          for (pick[i] = 0; pick[i] < choices[i].size(); ++pick[i]) choose(i + 1);
+        };
+        choose(0);
+      }
+    }
+  return schedules;
+}
+
+SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, const SearchLimits& limits,
+                              int threads) {
+  std::vector<BlockSchedule> schedules = enumerate_schedules(program, space);
+  std::vector<SearchResult> results(schedules.size());
+  std::atomic<size_t> next{0};
+  // Errors of a worker are kept and rethrown here, the first by schedule order.
+  std::vector<std::exception_ptr> errors(schedules.size());
+  auto work = [&] {
+    for (size_t i = next++; i < schedules.size(); i = next++) {
+      try {
+        results[i] = search_block_graphs(program, schedules[i], limits);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  SearchResult total;
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    if (errors[i]) std::rethrow_exception(errors[i]);
+    SearchResult& r = results[i];
+    for (Graph& g : r.found) total.found.push_back(std::move(g));
+    total.stats.states += r.stats.states;
+    total.stats.pruned += r.stats.pruned;
+    total.stats.over_memory += r.stats.over_memory;
+    total.stats.candidates += r.stats.candidates;
+    total.stats.verified += r.stats.verified;
+    total.stats.stopped = total.stats.stopped || r.stats.stopped;
+  }
+  return total;
+}
+
+}  // namespace tilevm::superopt

@@ -1,0 +1,221 @@
+// The probabilistic equivalence verifier: random trials over Z_p and Z_q, and the bound on a false pass.
+#include "tilevm/superopt/verify.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "degree_algebra.h"
+#include "evaluator.h"
+#include "field_algebra.h"
+
+namespace tilevm::superopt {
+
+namespace {
+
+// Whether each output of `g` went through exp; operand_after_exp[i]: operand i of its block or thread op did.
+std::vector<bool> check_lax_graph(const Graph& g, const std::vector<bool>& operand_after_exp) {
+  std::vector<bool> after(g.tensors().size(), false);
+  size_t next_input = 0;
+  for (const Op& op : g.ops()) {
+    bool any = false;
+    for (int id : op.inputs) any = any || after[id];
+    switch (op.kind) {
+      case OpKind::Input:
+        any = g.level() == Level::Thread && operand_after_exp.at(next_input);
+        ++next_input;
+        break;
+      case OpKind::Iter:
+        any = operand_after_exp.at(op.operand);
+        break;
+      case OpKind::Exp:
+        if (any)
+          fail(
+              "outside the Lax fragment: '{} = exp({})' applies exp to a value that already went through exp",
+              g.tensor(op.outputs[0]).name, g.tensor(op.inputs[0]).name);
+        any = true;
+        break;
+      case OpKind::Sqrt:
+      case OpKind::Silu:
+      case OpKind::Gelu:
+      case OpKind::Relu:
+        any = false;
+        break;  // a fresh value for the verifier (field_algebra.h)
+      case OpKind::Block:
+      case OpKind::Thread: {
+        std::vector<bool> operands;
+        for (int id : op.inputs) operands.push_back(after[id]);
+        std::vector<bool> inner = check_lax_graph(g.children()[op.child], operands);
+        for (size_t i = 0; i < op.outputs.size(); ++i) after[op.outputs[i]] = inner[i];
+        continue;
+      }
+      default:
+        break;
+    }
+    for (int id : op.outputs) after[id] = any;
+  }
+  std::vector<bool> outputs;
+  for (int id : g.outputs()) outputs.push_back(after[id]);
+  return outputs;
+}
+
+void check_compatible(const Graph& a, const Graph& b) {
+  if (a.level() != Level::Kernel || b.level() != Level::Kernel) fail("the verifier compares kernel graphs");
+  std::vector<int> ia = a.inputs(), ib = b.inputs();
+  if (ia.size() != ib.size()) fail("the graphs have {} and {} inputs", ia.size(), ib.size());
+  for (size_t i = 0; i < ia.size(); ++i)
+    if (a.tensor(ia[i]).shape != b.tensor(ib[i]).shape)
+      fail("input {} has shape {} in one graph and {} in the other", i, shape_text(a.tensor(ia[i]).shape),
+           shape_text(b.tensor(ib[i]).shape));
+  if (a.outputs().size() != b.outputs().size())
+    fail("the graphs have {} and {} outputs", a.outputs().size(), b.outputs().size());
+  for (size_t i = 0; i < a.outputs().size(); ++i)
+    if (a.tensor(a.outputs()[i]).shape != b.tensor(b.outputs()[i]).shape)
+      fail("output {} has shape {} in one graph and {} in the other", i,
+           shape_text(a.tensor(a.outputs()[i]).shape), shape_text(b.tensor(b.outputs()[i]).shape));
+}
+
+uint64_t uniform(std::mt19937_64& rng, uint64_t m) {
+  // Rejection sampling: exactly uniform in [0, m).
+  uint64_t mask = 1;
+  while (mask < m - 1) mask = (mask << 1) | 1;
+  for (;;) {
+    uint64_t v = rng() & mask;
+    if (v < m) return v;
+  }
+}
+
+// The probability that a nonzero expression with these bounds evaluates to zero in one trial (the
+// derivation is in docs/superopt.md): Schwartz-Zippel over Z_p for the polynomial part, Schwartz-Zippel over
+// Z_q for two exponents colliding, and (k - 1) / q for a k-term sum over the roots of unity.
+double zero_probability(const PolyBound& poly) {
+  double p = poly.deg / static_cast<double>(kFieldP);
+  if (poly.terms > 1) {
+    double pairs = poly.terms * (poly.terms - 1) / 2;
+    p += (pairs * (poly.exp_num + poly.exp_den) + (poly.terms - 1)) / static_cast<double>(kFieldQ);
+  }
+  return p;
+}
+
+// log2 of the per-trial bound for a non-equivalent pair.
+double log2_per_trial_bound(const Graph& a, const Graph& b) {
+  DegreeAlgebra alg;
+  std::vector<Array<DegreeValue>> inputs;
+  for (int id : a.inputs()) {
+    Array<DegreeValue> in{a.tensor(id).shape, {}};
+    for (int64_t i = 0; i < element_count(in.shape); ++i) in.data.push_back(alg.input());
+    inputs.push_back(std::move(in));
+  }
+  std::vector<const Array<DegreeValue>*> pointers;
+  for (const Array<DegreeValue>& in : inputs) pointers.push_back(&in);
+  Evaluator<DegreeAlgebra> evaluator(alg);
+  std::vector<Array<DegreeValue>> oa = evaluator.run(a, pointers), ob = evaluator.run(b, pointers);
+  double worst = 0;
+  for (size_t o = 0; o < oa.size(); ++o)
+    for (size_t i = 0; i < oa[o].data.size(); ++i)
+      worst = std::max(worst, zero_probability(alg.difference(oa[o].data[i], ob[o].data[i])));
+  double m = alg.applications();
+  double collisions = m * (m - 1) / 2 * zero_probability(alg.argument_difference());
+  return std::log2(std::min(1.0, worst + collisions));
+}
+
+struct Trial {
+  bool undefined = false;
+  std::string mismatch;
+};
+
+Trial run_trial(const Graph& a, const Graph& b, std::mt19937_64& rng) {
+  // omega = g^((p-1)/q) for a uniform g in Z_p^* is uniform over the q-th roots of unity.
+  uint64_t g = 1 + uniform(rng, kFieldP - 1);
+  uint64_t omega = field::pow_mod(g, (kFieldP - 1) / kFieldQ, kFieldP);
+  FieldAlgebra alg(omega, rng());
+  std::vector<Array<FieldValue>> inputs;
+  for (int id : a.inputs()) {
+    Array<FieldValue> in{a.tensor(id).shape, {}};
+    for (int64_t i = 0; i < element_count(in.shape); ++i) {
+      uint64_t vp = uniform(rng, kFieldP);
+      uint64_t vq = uniform(rng, kFieldQ);
+      in.data.push_back({vp, vq, true});
+    }
+    inputs.push_back(std::move(in));
+  }
+  std::vector<const Array<FieldValue>*> pointers;
+  for (const Array<FieldValue>& in : inputs) pointers.push_back(&in);
+  Evaluator<FieldAlgebra> evaluator(alg);
+  std::vector<Array<FieldValue>> oa = evaluator.run(a, pointers), ob = evaluator.run(b, pointers);
+  Trial trial;
+  if (alg.undefined()) {
+    trial.undefined = true;
+    return trial;
+  }
+  for (size_t o = 0; o < oa.size(); ++o)
+    for (size_t i = 0; i < oa[o].data.size(); ++i)
+      if (oa[o].data[i].p != ob[o].data[i].p) {
+        trial.mismatch = fmt::format("output {} ('{}') element {}: {} != {} mod p", o,
+                                     a.tensor(a.outputs()[o]).name, i, oa[o].data[i].p, ob[o].data[i].p);
+        return trial;
+      }
+  return trial;
+}
+
+}  // namespace
+
+void check_lax(const Graph& graph) {
+  check_lax_graph(graph, {});
+}
+
+VerifyResult verify_equivalent(const Graph& a, const Graph& b, const VerifyOptions& options) {
+  if (options.trials < 1) fail("the verifier needs at least one trial, got {}", options.trials);
+  check_compatible(a, b);
+  check_lax(a);
+  check_lax(b);
+  VerifyResult result;
+  int trials = options.trials;
+  double per_trial = 0;
+  if (options.target_log2_bound < 0) {
+    per_trial = log2_per_trial_bound(a, b);
+    int needed = per_trial < 0 ? static_cast<int>(std::ceil(options.target_log2_bound / per_trial))
+                               : options.max_trials;
+    trials = std::clamp(needed, trials, std::max(trials, options.max_trials));
+  }
+  std::mt19937_64 rng(options.seed);
+  while (result.trials < trials) {
+    Trial trial = run_trial(a, b, rng);
+    if (trial.undefined) {
+      if (++result.redraws > options.max_redraws) return result;  // Inconclusive
+      continue;
+    }
+    if (!trial.mismatch.empty()) {
+      result.verdict = Verdict::NotEquivalent;
+      result.mismatch = std::move(trial.mismatch);
+      return result;
+    }
+    ++result.trials;
+  }
+  result.verdict = Verdict::Equivalent;
+  result.log2_per_trial = options.target_log2_bound < 0 ? per_trial : log2_per_trial_bound(a, b);
+  result.log2_bound = result.log2_per_trial * result.trials;
+  return result;
+}
+
+std::string VerifyResult::summary() const {
+  switch (verdict) {
+    case Verdict::Equivalent:
+      if (log2_per_trial >= 0)
+        return fmt::format(
+            "equivalent: {} of {} trials agree (p = {}, q = {}); no useful bound: the degrees are "
+            "too high for these fields",
+            trials, trials, kFieldP, kFieldQ);
+      return fmt::format(
+          "equivalent: {} of {} trials agree (p = {}, q = {}); a non-equivalent pair passes with "
+          "probability <= 2^{:.1f} (2^{:.1f} per trial)",
+          trials, trials, kFieldP, kFieldQ, log2_bound, log2_per_trial);
+    case Verdict::NotEquivalent:
+      return fmt::format("not equivalent: {} (after {} agreeing trials)", mismatch, trials);
+    case Verdict::Inconclusive:
+      return fmt::format("inconclusive: {} trials divided by zero", redraws);
+  }
+  return "?";
+}
+
+}  // namespace tilevm::superopt

@@ -1,0 +1,199 @@
+// The finite-field equivalence verifier: known-equivalent rewrites pass for random shapes and partitions,
+// known-different graphs fail, and the bound it prints is the documented one.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include "expect_error.h"
+#include "superopt_test_util.h"
+#include "tilevm/superopt/verify.h"
+
+namespace tilevm::superopt {
+namespace {
+
+using testing::test_graph;
+
+VerifyResult verify_text(const std::string& a, const std::string& b, uint64_t seed = 1) {
+  return verify_equivalent(parse_graph(a), parse_graph(b), {.trials = 4, .seed = seed});
+}
+
+void expect_equivalent(const std::string& a, const std::string& b, uint64_t seed = 1) {
+  VerifyResult r = verify_text(a, b, seed);
+  EXPECT_EQ(r.verdict, Verdict::Equivalent) << r.summary() << "\n" << a << b;
+}
+
+void expect_different(const std::string& a, const std::string& b) {
+  VerifyResult r = verify_text(a, b);
+  EXPECT_EQ(r.verdict, Verdict::NotEquivalent) << r.summary() << "\n" << a << b;
+}
+
+std::string kernel(const std::string& inputs, const std::string& body) {
+  return "kernel k {\n" + inputs + body + "  output Y\n}\n";
+}
+
+std::string input(const char* name, int64_t rows, int64_t cols) {
+  return fmt::format("  input {} [{}, {}]\n", name, rows, cols);
+}
+
+RC_GTEST_PROP(SuperoptVerify, MatmulDistributesOverAdd, ()) {
+  int64_t m = *rc::gen::inRange(1, 6), k = *rc::gen::inRange(1, 6), n = *rc::gen::inRange(1, 6);
+  std::string in = input("A", m, k) + input("B", k, n) + input("C", k, n);
+  RC_ASSERT(verify_text(kernel(in, "  S = add(B, C)\n  Y = matmul(A, S)\n"),
+                        kernel(in, "  P = matmul(A, B)\n  Q = matmul(A, C)\n  Y = add(P, Q)\n"),
+                        *rc::gen::arbitrary<uint64_t>())
+                .verdict == Verdict::Equivalent);
+}
+
+RC_GTEST_PROP(SuperoptVerify, MatmulIsAssociative, ()) {
+  int64_t m = *rc::gen::inRange(1, 5), k = *rc::gen::inRange(1, 5), l = *rc::gen::inRange(1, 5),
+          n = *rc::gen::inRange(1, 5);
+  std::string in = input("A", m, k) + input("B", k, l) + input("C", l, n);
+  RC_ASSERT(verify_text(kernel(in, "  P = matmul(A, B)\n  Y = matmul(P, C)\n"),
+                        kernel(in, "  Q = matmul(B, C)\n  Y = matmul(A, Q)\n"),
+                        *rc::gen::arbitrary<uint64_t>())
+                .verdict == Verdict::Equivalent);
+}
+
+RC_GTEST_PROP(SuperoptVerify, SumSplitOverTheLoopWithAnAccumulator, ()) {
+  int64_t blocks = *rc::gen::inRange(1, 4), loop = *rc::gen::inRange(1, 4), chunk = *rc::gen::inRange(1, 4);
+  int64_t rows = blocks * *rc::gen::inRange(1, 3), cols = loop * chunk;
+  std::string in = input("X", rows, cols);
+  std::string blocked = fmt::format(
+      "  (Y) = block(X) grid=[{}] loop={} {{\n    x = iter(X) imap=[0] fmap=1\n    s = sum(x) dim=1\n"
+      "    a = accum(s) fmap=-\n    y = save(a) omap=[0]\n  }}\n",
+      blocks, loop);
+  RC_ASSERT(
+      verify_text(kernel(in, "  Y = sum(X) dim=1\n"), kernel(in, blocked), *rc::gen::arbitrary<uint64_t>())
+          .verdict == Verdict::Equivalent);
+}
+
+RC_GTEST_PROP(SuperoptVerify, BlockMatmulEqualsTheKernelOp, ()) {
+  int64_t gx = *rc::gen::inRange(1, 3), gy = *rc::gen::inRange(1, 3), loop = *rc::gen::inRange(1, 4);
+  int64_t m = gx * *rc::gen::inRange(1, 3), n = gy * *rc::gen::inRange(1, 3),
+          k = loop * *rc::gen::inRange(1, 3);
+  std::string in = input("A", m, k) + input("B", k, n);
+  std::string blocked = fmt::format(
+      "  (Y) = block(A, B) grid=[{}, {}] loop={} {{\n    a = iter(A) imap=[0, -] fmap=1\n"
+      "    b = iter(B) imap=[-, 1] fmap=0\n    c = matmul(a, b)\n    acc = accum(c) fmap=-\n"
+      "    y = save(acc) omap=[0, 1]\n  }}\n",
+      gx, gy, loop);
+  RC_ASSERT(
+      verify_text(kernel(in, "  Y = matmul(A, B)\n"), kernel(in, blocked), *rc::gen::arbitrary<uint64_t>())
+          .verdict == Verdict::Equivalent);
+}
+
+RC_GTEST_PROP(SuperoptVerify, RmsNormFusedEqualsUnfused, ()) {
+  int64_t rows = *rc::gen::inRange(1, 5), cols = *rc::gen::inRange(1, 9);
+  std::string in = input("X", rows, cols);
+  std::string unfused = fmt::format(
+      "  Q = square(X)\n  S = sum(Q) dim=1\n  N = const(1/{}) shape=[1, 1]\n  M = mul(S, N)\n"
+      "  E = const(1e-5) shape=[1, 1]\n  V = add(M, E)\n  R = sqrt(V)\n  Y = div(X, R)\n",
+      cols);
+  RC_ASSERT(verify_text(kernel(in, "  Y = rms_norm(X) eps=1e-5\n"), kernel(in, unfused),
+                        *rc::gen::arbitrary<uint64_t>())
+                .verdict == Verdict::Equivalent);
+}
+
+TEST(SuperoptVerify, FusedWorkloadsEqualTheirPrograms) {
+  for (auto [program, fused] : {std::pair{"rmsnorm_linear.graph", "rmsnorm_linear_fused.graph"},
+                                std::pair{"attention.graph", "attention_fused.graph"}}) {
+    // Attention's per-trial bound is weak (2^-9: the softmax sum has 32 exponential terms, and pairs of
+    // them could collide mod q), so this asks for enough trials.
+    VerifyResult r = verify_equivalent(test_graph(program), test_graph(fused), {.trials = 24});
+    EXPECT_EQ(r.verdict, Verdict::Equivalent) << fused << ": " << r.summary();
+    EXPECT_LT(r.log2_bound, -200) << r.summary();
+    std::printf("%s: %s\n", fused, r.summary().c_str());
+  }
+}
+
+TEST(SuperoptVerify, ExpIsAHomomorphism) {
+  std::string in = input("A", 2, 3) + input("B", 2, 3);
+  expect_equivalent(kernel(in, "  S = add(A, B)\n  Y = exp(S)\n"),
+                    kernel(in, "  P = exp(A)\n  Q = exp(B)\n  Y = mul(P, Q)\n"));
+  expect_different(kernel(in, "  S = add(A, B)\n  Y = exp(S)\n"),
+                   kernel(in, "  P = exp(A)\n  Q = exp(B)\n  Y = add(P, Q)\n"));
+  // exp(2a) = exp(a)^2 and exp(a / 2)^2 = exp(a): constants inside the exponent are exact in Z_q.
+  expect_equivalent(kernel(in, "  C = const(2) shape=[1, 1]\n  S = mul(A, C)\n  Y = exp(S)\n"),
+                    kernel(in, "  P = exp(A)\n  Y = square(P)\n"));
+  expect_equivalent(
+      kernel(in, "  C = const(0.5) shape=[1, 1]\n  S = mul(A, C)\n  E = exp(S)\n  Y = square(E)\n"),
+      kernel(in, "  Y = exp(A)\n"));
+  expect_different(kernel(in, "  C = const(3) shape=[1, 1]\n  S = mul(A, C)\n  Y = exp(S)\n"),
+                   kernel(in, "  P = exp(A)\n  Y = square(P)\n"));
+}
+
+TEST(SuperoptVerify, SoftmaxDivisionCommutesWithTheMatmul) {
+  std::string in = input("S", 3, 5) + input("V", 5, 2);
+  expect_equivalent(kernel(in, "  E = exp(S)\n  Z = sum(E) dim=1\n  P = div(E, Z)\n  Y = matmul(P, V)\n"),
+                    kernel(in, "  E = exp(S)\n  Z = sum(E) dim=1\n  O = matmul(E, V)\n  Y = div(O, Z)\n"));
+  expect_different(kernel(in, "  E = exp(S)\n  Z = sum(E) dim=1\n  P = div(E, Z)\n  Y = matmul(P, V)\n"),
+                   kernel(in, "  E = exp(S)\n  Z = sum(E) dim=1\n  O = matmul(E, V)\n  Y = mul(O, Z)\n"));
+}
+
+TEST(SuperoptVerify, ThreadGraphEqualsTheUnfusedChain) {
+  std::string in = input("A", 4, 4) + input("B", 4, 4);
+  std::string fused =
+      "  (Y) = block(A, B) grid=[2, 2] loop=1 {\n    a = iter(A) imap=[0, 1] fmap=-\n"
+      "    b = iter(B) imap=[0, 1] fmap=-\n    (t) = thread(a, b) {\n      input x [2, 2]\n      input y [2, "
+      "2]\n"
+      "      m = mul(x, y)\n      e = exp(m)\n      s = silu(e)\n      output s\n    }\n"
+      "    acc = accum(t) fmap=-\n    o = save(acc) omap=[0, 1]\n  }\n";
+  expect_equivalent(kernel(in, "  M = mul(A, B)\n  E = exp(M)\n  Y = silu(E)\n"), kernel(in, fused));
+  expect_different(kernel(in, "  M = mul(A, B)\n  E = exp(M)\n  Y = gelu(E)\n"), kernel(in, fused));
+}
+
+TEST(SuperoptVerify, DifferentGraphsAreRejected) {
+  std::string sq = input("A", 3, 3) + input("B", 3, 3);
+  expect_different(kernel(sq, "  Y = matmul(A, B)\n"), kernel(sq, "  Y = matmul(B, A)\n"));
+  expect_different(kernel(sq, "  Y = silu(A)\n"), kernel(sq, "  Y = gelu(A)\n"));
+  expect_different(kernel(sq, "  Y = rms_norm(A) eps=1e-6\n"), kernel(sq, "  Y = rms_norm(A) eps=1e-5\n"));
+  // Transposed block placement: same shapes, different elements.
+  std::string blocked =
+      "  (Y) = block(A) grid=[3, 3] loop=1 {{\n    a = iter(A) imap=[0, 1] fmap=-\n"
+      "    acc = accum(a) fmap=-\n    o = save(acc) omap={}\n  }}\n";
+  expect_different(kernel(sq, fmt::format(fmt::runtime(blocked), "[0, 1]")),
+                   kernel(sq, fmt::format(fmt::runtime(blocked), "[1, 0]")));
+  // Incomplete by design: sqrt is uninterpreted, so sqrt(a)^2 = a is not proven (and not wrongly accepted).
+  expect_different(kernel(sq, "  R = sqrt(A)\n  Y = square(R)\n"), kernel(sq, "  Y = add(A, A)\n"));
+}
+
+TEST(SuperoptVerify, ResultsPrintTheirBound) {
+  std::string in = input("A", 2, 2) + input("B", 2, 2);
+  VerifyResult same = verify_text(kernel(in, "  Y = add(A, B)\n"), kernel(in, "  Y = add(B, A)\n"));
+  ASSERT_EQ(same.verdict, Verdict::Equivalent);
+  EXPECT_EQ(same.trials, 4);
+  // Per trial: degree 1 over p ~ 2^61, so about 2^-61; four trials multiply.
+  EXPECT_NEAR(same.log2_per_trial, -61.0, 0.1);
+  EXPECT_NEAR(same.log2_bound, 4 * same.log2_per_trial, 1e-9);
+  EXPECT_EQ(same.summary(),
+            fmt::format("equivalent: 4 of 4 trials agree (p = 2305842935125508131, q = 2147483647); a "
+                        "non-equivalent pair passes with probability <= 2^{:.1f} (2^{:.1f} per trial)",
+                        same.log2_bound, same.log2_per_trial));
+  VerifyResult different = verify_text(kernel(in, "  Y = add(A, B)\n"), kernel(in, "  Y = mul(B, A)\n"));
+  EXPECT_EQ(different.summary().rfind("not equivalent: output 0 ('Y') element 0: ", 0), 0)
+      << different.summary();
+  expect_error([&] { verify_text(kernel(in, "  Y = add(A, B)\n"), kernel(in, "  Y = sum(A) dim=1\n")); },
+               "output 0 has shape [2, 2] in one graph and [2, 1] in the other");
+}
+
+TEST(SuperoptVerify, RunsTheTrialsATargetBoundNeeds) {
+  // Attention's per-trial bound is 2^-9.0, so 2^-128 takes 15 trials; RMSNorm + Linear's 2^-51.9 takes 3.
+  VerifyOptions options{.trials = 1, .target_log2_bound = -128};
+  VerifyResult attention =
+      verify_equivalent(test_graph("attention.graph"), test_graph("attention_fused.graph"), options);
+  EXPECT_EQ(attention.trials, 15) << attention.summary();
+  EXPECT_LE(attention.log2_bound, -128);
+  VerifyResult rms = verify_equivalent(test_graph("rmsnorm_linear.graph"),
+                                       test_graph("rmsnorm_linear_fused.graph"), options);
+  EXPECT_EQ(rms.trials, 3) << rms.summary();
+  EXPECT_LE(rms.log2_bound, -128);
+}
+
+TEST(SuperoptVerify, FieldsAreTheDocumentedPrimes) {
+  // q = 2^31 - 1 and p = 1073741790 q + 1: q | p - 1, so Z_p has the q-th roots of unity exp needs.
+  EXPECT_EQ(kFieldQ, (uint64_t{1} << 31) - 1);
+  EXPECT_EQ((kFieldP - 1) % kFieldQ, 0u);
+  EXPECT_EQ(kFieldP >> 60, 1u);  // 61 bits
+}
+
+}  // namespace
+}  // namespace tilevm::superopt
