@@ -43,9 +43,6 @@ void upload_random(runtime::DeviceBuffer& buffer, int64_t count, std::mt19937_64
 
 }  // namespace
 
-// The elements of a GEMM program's pointer parameter, by the names the GEMM programs use (examples/tile/):
-// a_ptr [M, K], b_ptr or w_ptr [N, K], c_ptr [M, N], bias_ptr [N], s_ptr [N, K / 32] (group scales of
-// groups of 32 or more).
 int64_t gemm_param_elements(const std::string& name, int64_t m, int64_t n, int64_t k) {
   if (name == "a_ptr") return m * k;
   if (name == "b_ptr" || name == "w_ptr") return n * k;

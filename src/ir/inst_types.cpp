@@ -252,6 +252,7 @@ std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, i
       case InstKind::Copy:
       case InstKind::Gemm:
       case InstKind::Fill:
+      case InstKind::AtomicAdd:
         return Types{};
       case InstKind::AllocateFragment: {
         const auto& n = *inst.as<AllocateFragmentInst>();

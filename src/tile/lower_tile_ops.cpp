@@ -36,6 +36,8 @@ class Lower : public ir::IRMutator {
         lower_gemm(*g);
       else if (const auto* f = inst->as<ir::FillInst>())
         lower_fill(*f);
+      else if (const auto* a = inst->as<ir::AtomicAddInst>())
+        lower_atomic_add(*a);
       else
         throw InternalError(
             fmt::format("{} reached lower_tile_ops: infer_layouts allocates fragments", inst->name()));
@@ -115,6 +117,19 @@ class Lower : public ir::IRMutator {
       if (!lay) return;
       store(load(c.src, *lay, nullptr, c.loc), c.dst, c.loc);
     }
+  }
+
+  // A register tile adds in its own layout (converted to the destination's dtype); a shared one through
+  // registers in the coalesced layout.
+  void lower_atomic_add(const ir::AtomicAddInst& a) {
+    ir::TensorArg src = a.src;
+    if (src.type().scope == Scope::Shared) {
+      auto lay = moving_layout(tile_shape(src), src.type().dtype, a.loc);
+      if (!lay) return;
+      src = load(src, *lay, nullptr, a.loc);
+    }
+    const ir::TensorArg v = converted(src, a.dst.type().dtype, a.loc);
+    emit(std::make_shared<ir::AtomicAddGlobalInst>(v, a.dst, std::vector<ir::Expr>{}, a.loc));
   }
 
   void lower_gemm(const ir::GemmInst& g) {

@@ -229,6 +229,61 @@ TEST(TileParallel, DequantGemmOnWgmma) {
   expect_dequant_gemm("u4", {}, target::Target::h100_sxm(), 70, 136, 192);
 }
 
+// Split-K with AtomicAdd: SPLIT blocks per tile of C each multiply their share of K and add it into C.
+constexpr const char* kSplitK = R"(
+BM, BN, BK = 64, 32, 32
+SPLIT = 3
+
+def split_k<ceil_div(M, BM), ceil_div(N, BN), SPLIT>[threads=128](f16* a_ptr, f16* b_ptr, f32* c_ptr, i32 M, i32 N, i32 K):
+    bm, bn, ks = BlockIndices()
+    a = ViewGlobal(a_ptr, dtype=f16, shape=[M, K])
+    b = ViewGlobal(b_ptr, dtype=f16, shape=[N, K])
+    c = ViewGlobal(c_ptr, dtype=f32, shape=[M, N])
+    sa = AllocateShared(f16, shape=[BM, BK])
+    sb = AllocateShared(f16, shape=[BN, BK])
+    acc = AllocateFragment(f32, shape=[BM, BN])
+    Fill(acc, 0.0)
+    steps = ceil_div(K, BK)
+    for k in Pipelined(ceil_div(steps - ks, SPLIT), stages=2):
+        kk = ks + k * SPLIT
+        Copy(a[bm * BM:, kk * BK:], sa)
+        Copy(b[bn * BN:, kk * BK:], sb)
+        Gemm(sa, sb, acc, transpose_b=True)
+    AtomicAdd(acc, c[bm * BM:, bn * BN:])
+)";
+
+TEST(TileParallel, SplitKWithAtomicAdd) {
+  const int64_t m = 70, n = 40, k = 200;  // 7 K steps over 3 blocks: shares of 3, 2 and 2
+  Diagnostics diags;
+  std::optional<ir::Program> p = ir::parse_program(kSplitK, diags);
+  if (p)
+    p = transform::lower(*std::move(p), diags,
+                         {.target = target::Target::generic_sm80(), .verify_each_pass = true});
+  ASSERT_TRUE(p) << diags.render("split_k.tile", kSplitK);
+  example_test::F16Matrix a = random_f16(m * k, 41), b = random_f16(n * k, 42);
+  std::vector<uint8_t> c(static_cast<size_t>(m * n * 4), 0);  // C starts at 0: the blocks add into it
+  interp::Arguments args;
+  args.buffers = {{"a_ptr", &a.bytes}, {"b_ptr", &b.bytes}, {"c_ptr", &c}};
+  args.scalars["M"] = interp::ScalarValue{false, m, 0.0};
+  args.scalars["N"] = interp::ScalarValue{false, n, 0.0};
+  args.scalars["K"] = interp::ScalarValue{false, k, 0.0};
+  ASSERT_TRUE(interp::run_program(*p, args, diags)) << diags.render("split_k.tile", kSplitK);
+  const std::vector<uint64_t> codes = unpack(DataType::f32(), c, m * n);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0, mag = 0;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const double x =
+            a.values[static_cast<size_t>(i * k + kk)] * b.values[static_cast<size_t>(j * k + kk)];
+        want += x;
+        mag += std::abs(x);
+      }
+      const double got = decode(DataType::f32(), codes[static_cast<size_t>(i * n + j)]);
+      ASSERT_LE(std::abs(got - want), 1e-6 * mag + 1e-6) << "C[" << i << ", " << j << "]";
+    }
+  }
+}
+
 // The same kernels on the device, at sizes whose tiles are partial in every direction.
 TEST(TileParallelGpu, KernelsOnTheDevice) {
   if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";

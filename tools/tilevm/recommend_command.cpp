@@ -178,8 +178,8 @@ void measure(const RecommendRequest& req, const std::string& source, const ir::P
     const char* name;
     bool pointer;
   };
-  for (const Param want : {Param{"a_ptr", true}, Param{"b_ptr", true}, Param{"c_ptr", true},
-                           Param{"M", false}, Param{"N", false}, Param{"K", false}}) {
+  for (const Param want : {Param{"a_ptr", true}, Param{"c_ptr", true}, Param{"M", false}, Param{"N", false},
+                           Param{"K", false}}) {
     const bool found = std::any_of(parsed.params.begin(), parsed.params.end(), [&](const ir::Var& p) {
       return p->name == want.name && p->type.is_pointer() == want.pointer;
     });
@@ -189,6 +189,15 @@ void measure(const RecommendRequest& req, const std::string& source, const ir::P
           "`tilevm "
           "bench --gemm` does; this program has no {} parameter '{}'",
           want.pointer ? "pointer" : "scalar", want.name);
+  }
+  // The other pointers are those bench_gemm sizes by name (b_ptr or w_ptr, bias_ptr, s_ptr).
+  for (const ir::Var& p : parsed.params) {
+    if (!p->type.is_pointer()) continue;
+    try {
+      bench::gemm_param_elements(p->name, 1, 1, 1);
+    } catch (const Error& e) {
+      fail("{}", e.what());
+    }
   }
   const target::Target target = exec::device_target(device.info());
   size_t count = rec.ranked.size();

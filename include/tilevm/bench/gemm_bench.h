@@ -36,6 +36,12 @@ struct GemmBenchResult {
 GemmBenchResult bench_gemm(const runtime::Device& device, const exec::GpuProgram& program,
                            const GemmShape& shape, const tune::TimingOptions& timing, bool with_cublas);
 
+// The elements of a GEMM program's pointer parameter, by the names the GEMM programs use (examples/tile/):
+// a_ptr [M, K], b_ptr or w_ptr [N, K], c_ptr [M, N], bias_ptr [N], s_ptr [N, K / 32] (group scales of groups
+// of 32 or more). bench_gemm gives each pointer parameter a buffer of this size. @throws tilevm::Error naming
+// the conventions for another name.
+int64_t gemm_param_elements(const std::string& name, int64_t m, int64_t n, int64_t k);
+
 std::string gemm_table_header();
 std::string gemm_table_row(const GemmBenchResult& r);
 

@@ -511,6 +511,18 @@ std::vector<InstDef> tile_operators() {
              a["dst"].set(node<FillInst>(n).dst);
              a["value"].set(node<FillInst>(n).value);
            }},
+      {.name = "AtomicAdd",
+       .kind = InstKind::AtomicAdd,
+       .params = {arg("src", K::Tensor, Access::Read), arg("dst", K::Tensor, Access::ReadWrite)},
+       .effects = {.global_memory = true},
+       .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         return std::make_shared<AtomicAddInst>(a["src"].tensor, a["dst"].tensor, l);
+       },
+       .args =
+           [](const InstNode& n, InstArgs& a) {
+             a["src"].set(node<AtomicAddInst>(n).src);
+             a["dst"].set(node<AtomicAddInst>(n).dst);
+           }},
   };
 }
 

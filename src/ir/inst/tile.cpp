@@ -42,4 +42,13 @@ Inst FillInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
   return std::make_shared<FillInst>(ir::rewrite(dst, exprs, vars), ir::rewrite(value, exprs), loc);
 }
 
+void AtomicAddInst::for_each_expr(const ExprFn& fn) const {
+  ir::for_each_expr(src, fn);
+  ir::for_each_expr(dst, fn);
+}
+
+Inst AtomicAddInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
+  return std::make_shared<AtomicAddInst>(ir::rewrite(src, exprs, vars), ir::rewrite(dst, exprs, vars), loc);
+}
+
 }  // namespace tilevm::ir

@@ -187,6 +187,9 @@ void Verifier::check_stmt(const Stmt& s) {
           case InstKind::Fill:
             check_fill(*inst.as<FillInst>());
             break;
+          case InstKind::AtomicAdd:
+            check_atomic_add(*inst.as<AtomicAddInst>());
+            break;
         }
 
       // The names that receive the results.

@@ -125,6 +125,32 @@ void Verifier::check_fill(const FillInst& n) {
                  expr_text(n.value), n.dst.tensor->name, dst->dtype.name());
 }
 
+void Verifier::check_atomic_add(const AtomicAddInst& n) {
+  const TensorType* src = tensor_operand(n.src, n, "the source");
+  const TensorType* dst = tensor_operand(n.dst, n, "the destination");
+  if (!src || !dst) return;
+  if (src->scope != Scope::Register && src->scope != Scope::Shared) {
+    diags_.error(pick(n.src.loc, n.loc),
+                 "AtomicAdd: the source must be a register or shared tile, '{}' is {}", n.src.tensor->name,
+                 type_text(n.src.tensor->type));
+    return;
+  }
+  if (dst->scope != Scope::Global) {
+    diags_.error(pick(n.dst.loc, n.loc), "AtomicAdd: the destination must be a global view, '{}' is {}",
+                 n.dst.tensor->name, type_text(n.dst.tensor->type));
+    return;
+  }
+  if (!dst->dtype.is_float() && !dst->dtype.is_integer())
+    diags_.error(n.loc, "AtomicAdd: '{}' is {}; atomic addition needs a number type", n.dst.tensor->name,
+                 dst->dtype.name());
+  const std::optional<layout::Index> tile = n.src.static_view_shape();
+  if (!tile) return;
+  const std::vector<Expr> global_shape = view_shape(n.dst, *dst);
+  if (global_shape.size() < tile->size())
+    diags_.error(n.loc, "AtomicAdd: the tile is {} (rank {}) but the global view '{}' has rank {}",
+                 index_text(*tile), tile->size(), n.dst.tensor->name, global_shape.size());
+}
+
 void Verifier::check_parallel(const ParallelStmt& n) {
   if (n.vars.size() != n.extents.size() || n.vars.empty()) {
     diags_.error(n.loc, "Parallel: {} loop variables for {} extents", n.vars.size(), n.extents.size());

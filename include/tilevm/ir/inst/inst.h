@@ -66,8 +66,9 @@ enum class InstKind {
   Copy,
   Gemm,
   Fill,
+  AtomicAdd,
 };
-inline constexpr InstKind kLastInstKind = InstKind::Fill;
+inline constexpr InstKind kLastInstKind = InstKind::AtomicAdd;
 
 // One subscript of a tensor view: `s` selects index s of the dimension (removing it), `a:` offsets the
 // dimension to a, `:` keeps it whole.

@@ -67,10 +67,22 @@ struct FillInst : InstNode {
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
+// AtomicAdd(src, dst): dst += src atomically, element by element, for a register or shared tile src and a
+// global view dst (the order of Copy and of the VM's AtomicAddGlobal). Elements outside the global tensor
+// are left alone. Several blocks may add into one tile (split-K).
+struct AtomicAddInst : InstNode {
+  static constexpr InstKind kKind = InstKind::AtomicAdd;
+  TensorArg src, dst;
+  AtomicAddInst(TensorArg s, TensorArg d, SourceLoc l = {})
+      : InstNode(kKind, l), src(std::move(s)), dst(std::move(d)) {}
+  void for_each_expr(const ExprFn& fn) const override;
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
 // True for the tile layer's operators, which must be lowered before a backend sees them.
 inline bool is_tile_operator(InstKind kind) {
   return kind == InstKind::AllocateFragment || kind == InstKind::Copy || kind == InstKind::Gemm ||
-         kind == InstKind::Fill;
+         kind == InstKind::Fill || kind == InstKind::AtomicAdd;
 }
 
 // Whether an instruction takes fragments (register tensors whose layout the tile layer infers): the tile
