@@ -50,6 +50,15 @@ ir::Expr div(ir::Expr a, ir::Expr b) {
   return ir::make_binary(ir::BinaryOp::Div, std::move(a), std::move(b));
 }
 
+// Whether `e` reads one of `vars`.
+bool mentions(const ir::Expr& e, const std::set<const ir::VarNode*>& vars) {
+  if (!e) return false;
+  if (const auto* r = e->as<ir::VarRef>()) return vars.count(r->var.get()) > 0;
+  if (const auto* b = e->as<ir::BinaryExpr>()) return mentions(b->a, vars) || mentions(b->b, vars);
+  if (const auto* u = e->as<ir::UnaryExpr>()) return mentions(u->a, vars);
+  return false;
+}
+
 // What the instructions of a program or block do with variables: how often each is an operand (read or
 // written), how often written, and which the block's statements define.
 class Accesses : public ir::IRVisitor {
@@ -59,6 +68,10 @@ class Accesses : public ir::IRVisitor {
   void visit_inst_stmt(const ir::InstStmt& s) override {
     for (const ir::Var& r : s.results) defined.insert(r.get());
     ir::IRVisitor::visit_inst_stmt(s);
+  }
+  void visit_assign(const ir::AssignStmt& s) override {
+    defined.insert(s.var.get());
+    ir::IRVisitor::visit_assign(s);
   }
   void visit_inst(const ir::Inst& inst) override {
     for (const ir::Var& v : inst->used_vars()) ++uses[v.get()];
@@ -95,6 +108,11 @@ std::vector<const ir::InstStmt*> pipelinable_copies(const ir::ForStmt& f,
     auto in = inside.uses.find(x);
     if (total == all_uses.end() || in == inside.uses.end() || total->second != in->second) continue;
     if (inside.writes[x] != 1) continue;
+    // Issued iterations ahead, the copy's view may only use what is known before the loop (and the loop
+    // variable, which the issue substitutes): not a scalar the body computes (`kk = ks + k * SPLIT`).
+    bool body_scalar = false;
+    ir::for_each_expr(c->src, [&](const ir::Expr& e) { body_scalar |= mentions(e, inside.defined); });
+    if (body_scalar) continue;
     out.push_back(is);
   }
   return out;

@@ -9,6 +9,7 @@
 #include "example_util.h"
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/ir/printer.h"
+#include "tilevm/ir/visitor.h"
 
 namespace tilevm::tile {
 namespace {
@@ -252,10 +253,11 @@ def split_k<ceil_div(M, BM), ceil_div(N, BN), SPLIT>[threads=128](f16* a_ptr, f1
     AtomicAdd(acc, c[bm * BM:, bn * BN:])
 )";
 
-TEST(TileParallel, SplitKWithAtomicAdd) {
+// `text` split-K's product on the interpreter; `copies` says how many CopyAsync the lowered program has.
+void expect_split_k(const std::string& text, int copies) {
   const int64_t m = 70, n = 40, k = 200;  // 7 K steps over 3 blocks: shares of 3, 2 and 2
   Diagnostics diags;
-  std::optional<ir::Program> p = ir::parse_program(kSplitK, diags);
+  std::optional<ir::Program> p = ir::parse_program(text, diags);
   if (p)
     p = transform::lower(*std::move(p), diags,
                          {.target = target::Target::generic_sm80(), .verify_each_pass = true});
@@ -282,6 +284,25 @@ TEST(TileParallel, SplitKWithAtomicAdd) {
       ASSERT_LE(std::abs(got - want), 1e-6 * mag + 1e-6) << "C[" << i << ", " << j << "]";
     }
   }
+  struct Count : ir::IRVisitor {
+    int copies = 0;
+    void visit_inst(const ir::Inst& inst) override { copies += inst->kind == ir::InstKind::CopyAsync; }
+  } count;
+  count.visit_program(*p);
+  EXPECT_EQ(count.copies, copies);
+}
+
+TEST(TileParallel, SplitKWithAtomicAdd) {
+  // The K step as one expression of the loop variable: pipelined (2 copies in the prologue, 2 in the loop).
+  std::string piped = kSplitK;
+  piped.replace(piped.find("        kk = ks + k * SPLIT\n"),
+                std::string("        kk = ks + k * SPLIT\n").size(), "");
+  for (size_t at = piped.find("kk * BK"); at != std::string::npos; at = piped.find("kk * BK"))
+    piped.replace(at, 7, "(ks + k * SPLIT) * BK");
+  expect_split_k(piped, 4);
+  // Through a scalar the body computes: a copy issued ahead cannot use it, so the loop is not pipelined
+  // (it was once hoisted without its definition).
+  expect_split_k(kSplitK, 0);
 }
 
 // The same kernels on the device, at sizes whose tiles are partial in every direction.
