@@ -184,7 +184,8 @@ class Pipeline : public ir::IRMutator {
     // planner's first allocation past the limit).
     int64_t total = 0;
     std::vector<std::string> parts;
-    for (const auto& [x, nx] : buffers) {
+    for (const ir::InstStmt* is : copies) {  // in program order, so the message is the same every run
+      const ir::Var& nx = buffers.at(is->inst->as<ir::CopyInst>()->dst.tensor.get());
       const ir::TensorType& t = *nx->type.tensor;
       const int64_t bytes = t.layout->num_locals() * t.dtype.bits() / 8;
       total += bytes;
