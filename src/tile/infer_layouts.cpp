@@ -141,31 +141,24 @@ class Inference {
     const auto& r = *s.inst->as<ir::ReduceInst>();
     const ir::Var result = s.results.size() == 1 ? s.results[0] : r.out;
     auto src = known(r.src.tensor);
-    if (!src || !result || known(result)) {
-      if (src && result) check_reduce_result(r, *src, result);
-      return false;
-    }
+    if (!src || !result) return false;
+    const bool had = known(result).has_value();  // then this only checks that the two agree
     return assign_var(result, reduced(r, *src), r.loc,
-                      fmt::format("{} of '{}'", r.name(), r.src.tensor->name));
+                      fmt::format("{} of '{}'", r.name(), r.src.tensor->name)) &&
+           !had;
   }
   static layout::Layout reduced(const ir::ReduceInst& r, const layout::Layout& src) {
     layout::Layout lay = layout::reduce(src, {r.dim});
     return r.keepdim ? layout::insert_dim(lay, r.dim) : lay;
-  }
-  void check_reduce_result(const ir::ReduceInst& r, const layout::Layout& src, const ir::Var& result) {
-    assign_var(result, reduced(r, src), r.loc, fmt::format("{} of '{}'", r.name(), r.src.tensor->name));
   }
 
   // A Parallel loop: every register tile of its shape shares the loop's layout, and a tile following some
   // of its dimensions takes the loop's layout reduced over the others.
   bool common_parallel(const ir::ParallelStmt& p) {
     const ParallelBinding& b = bindings_.at(&p);
+    // The register accesses (memory tiles take no layout here).
     auto each = [&](const std::function<bool(const BoundAccess&)>& fn) {
-      for (const ParallelBinding::Assign& a : b.body) {
-        for (const BoundAccess& x : a.reads)
-          if (!x.memory && !fn(x)) return;
-        if (!a.target.memory && !fn(a.target)) return;
-      }
+      b.for_each_access([&](const BoundAccess& x) { return x.memory || fn(x); });
     };
     bool changed = false;
     if (!loops_.count(&p)) {

@@ -118,14 +118,10 @@ class Lowering : public ir::IRMutator {
     loc_ = p.loc;
     // The loop's layout: its register tiles of the full shape share it (infer_layouts), else the free one.
     std::optional<layout::Layout> loop;
-    for (const ParallelBinding::Assign& a : bound->body) {
-      for (const BoundAccess* x : {&a.target}) {
-        if (!loop && !x->memory && x->full(bound->shape.size()))
-          loop = x->access->tensor->type.tensor->layout;
-      }
-      for (const BoundAccess& x : a.reads)
-        if (!loop && !x.memory && x.full(bound->shape.size())) loop = x.access->tensor->type.tensor->layout;
-    }
+    bound->for_each_access([&](const BoundAccess& x) {
+      if (!x.memory && x.full(bound->shape.size())) loop = x.access->tensor->type.tensor->layout;
+      return !loop;
+    });
     if (!loop) {
       std::string why;
       loop = free_loop_layout(*bound, threads_, &why);

@@ -175,20 +175,25 @@ std::vector<int> BoundAccess::loop_dims() const {
   return out;
 }
 
+void ParallelBinding::for_each_access(const std::function<bool(const BoundAccess&)>& fn) const {
+  for (const Assign& a : body) {
+    for (const BoundAccess& x : a.reads)
+      if (!fn(x)) return;
+    if (!fn(a.target)) return;
+  }
+}
+
 std::optional<ParallelBinding> bind_parallel(const ir::ParallelStmt& p, Diagnostics& diags) {
   return Binder(p, diags).run();
 }
 
 std::optional<layout::Layout> free_loop_layout(const ParallelBinding& b, int64_t threads, std::string* why) {
   std::optional<DataType> memory, reg;
-  auto note = [&](const BoundAccess& x) {
+  b.for_each_access([&](const BoundAccess& x) {
     std::optional<DataType>& first = x.memory ? memory : reg;
     if (!first) first = x.access->tensor->type.tensor->dtype;
-  };
-  for (const ParallelBinding::Assign& a : b.body) {
-    for (const BoundAccess& x : a.reads) note(x);
-    note(a.target);
-  }
+    return true;
+  });
   return copy_layout(b.shape, memory.value_or(reg.value_or(DataType::f32())), threads, why);
 }
 

@@ -14,6 +14,7 @@
 // loop order, or loop-invariant (a fixed index). Values use loop variables only through indices.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,6 +45,8 @@ struct ParallelBinding {
     std::vector<BoundAccess> reads;  // the value's accesses, in evaluation order
   };
   std::vector<Assign> body;
+  // Every access in program order (each assignment's reads, then its target), until `fn` returns false.
+  void for_each_access(const std::function<bool(const BoundAccess&)>& fn) const;
 };
 
 // The binding of every access of `p`, or nullopt after reporting each access that cannot be bound.

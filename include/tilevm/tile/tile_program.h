@@ -6,8 +6,7 @@
 namespace tilevm::tile {
 
 // Whether any statement of the program, at any depth, is a tile operator (ir::is_tile_operator) or a
-// Parallel loop: the passes
-// that act only on tile programs return every other program unchanged.
+// Parallel loop: the passes that act only on tile programs return every other program unchanged.
 bool uses_tile_operators(const ir::Program& program);
 
 // The shape of a register or shared tile operand's view (TensorArg::static_view_shape), which the verifier
