@@ -265,7 +265,9 @@ int Graph::accum(int x, int fmap, const std::string& name) {
   Shape shape = tensors_[x].shape;
   if (fmap != kReplica) {
     check_dim(fmap, shape, "accum");
-    shape[fmap] *= loop_;
+    const std::optional<int64_t> e = checked_mul(shape[fmap], loop_);
+    if (!e) fail("accum: extent {} x {} loop iterations overflows", shape[fmap], loop_);
+    shape[fmap] = *e;
   }
   Op op;
   op.kind = OpKind::Accum;
@@ -295,7 +297,9 @@ int Graph::save(int x, DimMap omap, const std::string& name) {
     check_dim(d, shape, what);
     if (used[d]) fail("{}: two grid dimensions concatenate along dimension {}", what, d);
     used[d] = true;
-    shape[d] *= grid_[g];
+    const std::optional<int64_t> e = checked_mul(shape[d], grid_[g]);
+    if (!e) fail("{}: extent {} x {} blocks overflows", what, shape[d], grid_[g]);
+    shape[d] = *e;
   }
   Op op;
   op.kind = OpKind::Save;

@@ -78,7 +78,8 @@ class BlockSearch {
       stats.stopped = true;
       return;
     }
-    if (limits_.on_progress && stats.states % limits_.progress_every == 0) limits_.on_progress(stats);
+    if (limits_.on_progress && limits_.progress_every > 0 && stats.states % limits_.progress_every == 0)
+      limits_.on_progress(stats);
     if (limits_.on_state) limits_.on_state(block);
     // Only the newest tensor can be saved: with any other, the newest op would be dead.
     if (static_cast<int>(block.tensors().size()) > fixed_)

@@ -16,6 +16,11 @@ namespace tilevm::tune {
 
 namespace {
 
+// A scalar parameter without a value: the caller's error, which no candidate can drop.
+struct MissingArgument : Error {
+  using Error::Error;
+};
+
 std::vector<int64_t> powers_of_two(int64_t lo, int64_t hi) {
   std::vector<int64_t> v;
   for (int64_t x = lo; x <= hi; x *= 2) v.push_back(x);
@@ -117,24 +122,30 @@ TileRecommendation recommend_tiles(std::string_view source, const ScalarArgs& ar
     try {
       Diagnostics diags;
       const ir::Program parsed = candidate_program(source, c);
+      // A missing argument is the caller's error, not this candidate's: it leaves the try below.
       if (const std::vector<ir::Var> missing = missing_scalar_args(parsed, args); !missing.empty())
-        fail("the scalar parameter '{}' has no value", missing[0]->name);
+        throw MissingArgument(fmt::format("the scalar parameter '{}' has no value", missing[0]->name));
       lowered = transform::lower(parsed, diags, {.target = target, .verify_each_pass = false});
       if (!lowered || diags.has_errors()) {
         c.dropped = first_error(diags);
         c.dropped_by_lowering = true;
       }
+    } catch (const MissingArgument&) {
+      throw;
     } catch (const Error& e) {
-      if (std::string(e.what()).starts_with("the scalar parameter")) throw;
       c.dropped = e.what();
       c.dropped_by_lowering = true;
     }
     if (c.dropped.empty()) {
-      TileRoofline r = estimate_tile_program(*lowered, args, target);
-      if (!r.exceeds.empty())
-        c.dropped = r.exceeds;
-      else
-        c.estimate = std::move(r);
+      try {  // a block whose scalar code the model cannot run (too long, a division by 0) is dropped
+        TileRoofline r = estimate_tile_program(*lowered, args, target);
+        if (!r.exceeds.empty())
+          c.dropped = r.exceeds;
+        else
+          c.estimate = std::move(r);
+      } catch (const Error& e) {
+        c.dropped = e.what();
+      }
     }
     (c.dropped.empty() ? ranked : rec.dropped).push_back(std::move(c));
   }
