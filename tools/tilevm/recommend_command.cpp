@@ -185,9 +185,8 @@ void measure(const RecommendRequest& req, const std::string& source, const ir::P
     });
     if (!found)
       fail(
-          "--measure times a GEMM program (f16* a_ptr, f16* b_ptr, f16* c_ptr, i32 M, i32 N, i32 K) as "
-          "`tilevm "
-          "bench --gemm` does; this program has no {} parameter '{}'",
+          "--measure times a GEMM program (a_ptr, b_ptr or w_ptr, c_ptr, M, N, K) as `tilevm bench --gemm` "
+          "does; this program has no {} parameter '{}'",
           want.pointer ? "pointer" : "scalar", want.name);
   }
   // The other pointers are those bench_gemm sizes by name (b_ptr or w_ptr, bias_ptr, s_ptr).
