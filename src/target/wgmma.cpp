@@ -1,5 +1,8 @@
 #include "tilevm/target/wgmma.h"
 
+#include <deque>
+#include <mutex>
+
 #include <fmt/format.h>
 
 #include "tilevm/support/error.h"
@@ -155,7 +158,9 @@ std::optional<WgmmaSharedForm> wgmma_k_major_form(const TileOffset& offset, int6
   return std::nullopt;
 }
 
-std::optional<WgmmaSharedForm> wgmma_operand_form(const Layout& lay, int elem_bits, std::string* why) {
+namespace {
+
+std::optional<WgmmaSharedForm> find_operand_form(const Layout& lay, int elem_bits, std::string* why) {
   const layout::Index& full = lay.shape();
   const int rank = lay.rank();
   if (rank < 2 || lay.num_threads() != 1) {
@@ -191,6 +196,42 @@ std::optional<WgmmaSharedForm> wgmma_operand_form(const Layout& lay, int elem_bi
         return std::nullopt;
       }
   }
+  return form;
+}
+
+// The answers for the last few layouts asked about. The check maps every element of the tensor (all of a
+// pipeline's stages), and the verifier asks again after every pass of a lowering, and the emitter once
+// more, for the same few layouts: under the fuzz build's sanitizers that was seconds per program.
+struct OperandFormMemo {
+  struct Entry {
+    Layout layout;
+    int elem_bits;
+    std::optional<WgmmaSharedForm> form;
+    std::string why;
+  };
+  static constexpr size_t kCapacity = 32;
+  std::mutex mutex;
+  std::deque<Entry> entries;  // newest last
+};
+
+}  // namespace
+
+std::optional<WgmmaSharedForm> wgmma_operand_form(const Layout& lay, int elem_bits, std::string* why) {
+  static OperandFormMemo memo;
+  {
+    std::lock_guard lock(memo.mutex);
+    for (const OperandFormMemo::Entry& e : memo.entries)
+      if (e.elem_bits == elem_bits && e.layout == lay) {
+        if (!e.form) *why = e.why;
+        return e.form;
+      }
+  }
+  std::string reason;
+  std::optional<WgmmaSharedForm> form = find_operand_form(lay, elem_bits, &reason);
+  if (!form) *why = reason;
+  std::lock_guard lock(memo.mutex);
+  if (memo.entries.size() == OperandFormMemo::kCapacity) memo.entries.pop_front();
+  memo.entries.push_back({lay, elem_bits, form, std::move(reason)});
   return form;
 }
 
