@@ -92,6 +92,22 @@ TEST(TargetWgmma, RowMajorIsNoForm) {
   EXPECT_FALSE(form_of(layout::column_local({2, 8, 64}), 16, &why));
 }
 
+TEST(TargetWgmma, RememberedAnswersAreTheSame) {
+  // wgmma_operand_form remembers recent answers: asking again, or with the other element width, gives what
+  // the first question gave, the reason included.
+  std::string first, again;
+  EXPECT_FALSE(form_of(local({64, 64}), 16, &first));
+  EXPECT_FALSE(form_of(local({64, 64}), 16, &again));
+  EXPECT_EQ(first, again);
+  const layout::Layout tile = wgmma_swizzled_tile(64, 64, 16, 128);
+  ASSERT_TRUE(form_of(tile, 16, &first)) << first;
+  EXPECT_EQ(form_of(tile, 16, &again)->swizzle_bytes, 128);
+  // The same layout holds 8-bit elements as a 64-byte swizzle would not: 64 elements are 64 bytes.
+  EXPECT_FALSE(form_of(tile, 8, &again));
+  for (int k = 0; k < 40; ++k) form_of(compose(local({k + 1, 1, 1}), tile), 16, &again);  // past the memo
+  EXPECT_EQ(form_of(tile, 16, &again)->swizzle_bytes, 128);
+}
+
 TEST(TargetTmaSwizzle, WhichLayoutsCarryWhichSwizzle) {
   EXPECT_EQ(tma_swizzle_bytes(local({2, 16, 64}), 16), 0);
   EXPECT_EQ(tma_swizzle_bytes(compose(local({2, 1, 1}), wgmma_swizzled_tile(16, 64, 16, 128)), 16), 128);
