@@ -62,5 +62,6 @@ void add_emit_command(CLI::App& app);
 void add_qmatmul_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_recommend_command(CLI::App& app);
+void add_superopt_command(CLI::App& app);
 
 }  // namespace tilevm::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   tilevm::cli::add_qmatmul_command(app);
   tilevm::cli::add_bench_command(app);
   tilevm::cli::add_recommend_command(app);
+  tilevm::cli::add_superopt_command(app);
   // CLI11 reports a misspelled subcommand as "A subcommand is required"; name it and the valid ones.
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;

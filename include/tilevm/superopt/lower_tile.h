@@ -1,0 +1,64 @@
+// Lowering a kernel graph to tile programs (issue 17, part 4). Each graph-defined kernel (a Block op) becomes
+// one `.tile` program written with the tile layer's operators (docs/language.md, "The tile layer"); each
+// tensor op of the kernel graph becomes one too, through a block graph of a default schedule, which is the
+// op-by-op baseline a found graph is measured against. The programs are text so that `tilevm superopt`
+// can write them out for a user to read, change and run like any other tile program.
+//
+// What a block graph becomes (docs/superopt.md, "Lowering"):
+//   iter       a shared f16 tile, `Copy` from the operand's view in every iteration of the loop
+//   matmul     `Gemm` into an f32 fragment (straight into the accumulator when that is its only use)
+//   add ...    a `Parallel` loop per op; a thread op is one loop per output, its chain inlined
+//   sum        `ReduceSum` of a fragment
+//   accum      a fragment summed in every iteration, or a shared tile written at the iteration's offset
+//   save       a `Parallel` loop storing into the output's view
+// Device tensors are f16, values inside a kernel f32 (a matmul's operands f16, as the tensor cores take
+// them). Tensors of extent 1 in a dimension are fragments without it, so that they broadcast.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tilevm/superopt/graph.h"
+
+namespace tilevm::superopt {
+
+struct TileLowerOptions {
+  int threads = 128;
+  // The op-by-op kernels' block tiles (each the largest divisor of the extent up to this): a matmul's output
+  // rows and columns and its K per loop iteration; element-wise ops and reductions take whole rows, as
+  // many as fit `row_elements` elements.
+  int64_t tile_m = 64;
+  int64_t tile_n = 64;
+  int64_t tile_k = 32;
+  int64_t row_elements = 4096;
+};
+
+// A device tensor of the lowered graph: f16, row-major.
+struct LoweredBuffer {
+  enum class Role { Input, Output, Temp, Const };
+  std::string name;  // the kernel graph's tensor name
+  Shape shape;
+  Role role = Role::Temp;
+  Constant value;  // Const: every element
+};
+
+struct LoweredKernel {
+  std::string name;    // the program's name
+  std::string source;  // .tile text
+  // The buffer of each pointer parameter, in order; the parameter of buffer B is named `p_B`.
+  std::vector<std::string> buffers;
+  std::string what;  // the op it computes, for messages ("block op computing Y", "matmul G")
+};
+
+struct LoweredGraph {
+  std::vector<LoweredBuffer> buffers;  // the inputs first, in order
+  std::vector<LoweredKernel> kernels;  // in the order they run
+  std::vector<std::string> outputs;    // the graph's outputs
+  const LoweredBuffer& buffer(const std::string& name) const;
+};
+
+// Throws Error naming the op for what the lowering does not handle yet: tensors of rank other than 2, gelu
+// (the tile layer has no erf), concat, a matmul with an extent of 1, a computed tensor of one element.
+LoweredGraph lower_to_tile(const Graph& kernel_graph, const TileLowerOptions& options = {});
+
+}  // namespace tilevm::superopt

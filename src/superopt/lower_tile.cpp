@@ -1,0 +1,649 @@
+// Lowering kernel graphs to tile programs (tilevm/superopt/lower_tile.h).
+#include "tilevm/superopt/lower_tile.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tilevm/support/error.h"
+
+namespace tilevm::superopt {
+
+const LoweredBuffer& LoweredGraph::buffer(const std::string& name) const {
+  for (const LoweredBuffer& b : buffers)
+    if (b.name == name) return b;
+  fail("the lowered graph has no buffer '{}'", name);
+}
+
+namespace {
+
+// A double as a literal the tile language reads back as the same double.
+std::string literal(double v) {
+  std::string s = fmt::format("{:.17g}", v);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // a float literal, not an integer
+  return s;
+}
+
+std::string list_text(const std::vector<std::string>& items) {
+  return fmt::format("{}", fmt::join(items, ", "));
+}
+
+std::string shape_list(const Shape& shape) {
+  std::vector<std::string> items;
+  for (int64_t e : shape) items.push_back(std::to_string(e));
+  return "[" + list_text(items) + "]";
+}
+
+// The dimensions of extent more than 1: a fragment stores only these (a tensor of extent 1 in a dimension
+// broadcasts along it), and a Parallel loop runs over them.
+std::vector<int> wide_dims(const Shape& shape) {
+  std::vector<int> out;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] > 1) out.push_back(static_cast<int>(d));
+  return out;
+}
+
+Shape narrowed(const Shape& shape) {
+  Shape out;
+  for (int d : wide_dims(shape)) out.push_back(shape[static_cast<size_t>(d)]);
+  return out;
+}
+
+std::string loop_var(int d) {
+  return fmt::format("i{}", d);
+}
+
+// Writes the tile program of one block graph.
+class BlockWriter {
+ public:
+  BlockWriter(const Graph& block, std::string name, int threads, std::vector<std::string> operands,
+              std::vector<std::string> outputs, std::vector<Shape> output_shapes)
+      : g_(block),
+        name_(std::move(name)),
+        threads_(threads),
+        operands_(std::move(operands)),
+        outputs_(std::move(outputs)),
+        output_shapes_(std::move(output_shapes)),
+        vals_(block.tensors().size()),
+        uses_(block.tensors().size()) {
+    for (size_t i = 0; i < g_.ops().size(); ++i)
+      for (int id : g_.ops()[i].inputs) uses_[static_cast<size_t>(id)].push_back(static_cast<int>(i));
+  }
+
+  std::string write() {
+    for (size_t i = 0; i < g_.ops().size(); ++i) lower_op(static_cast<int>(i));
+    std::string out =
+        fmt::format("def {}<{}>[threads={}](", name_, g_.grid()[0] * g_.grid()[1] * g_.grid()[2], threads_);
+    std::vector<std::string> params;
+    for (const std::string& b : buffer_order()) params.push_back("f16* p_" + b);
+    out += list_text(params) + "):\n";
+    const std::array<int64_t, 3>& grid = g_.grid();
+    if (grid[0] * grid[1] * grid[2] > 1) {
+      out += "    pid = BlockIndices()\n";
+      if (grid[0] > 1) out += fmt::format("    b0 = pid % {}\n", grid[0]);
+      if (grid[1] > 1) out += fmt::format("    b1 = pid / {} % {}\n", grid[0], grid[1]);
+      if (grid[2] > 1) out += fmt::format("    b2 = pid / {}\n", grid[0] * grid[1]);
+    }
+    for (size_t k = 0; k < operands_.size(); ++k) declare_view(operands_[k], g_.operand_shapes()[k]);
+    for (size_t k = 0; k < outputs_.size(); ++k) declare_view(outputs_[k], output_shapes_[k]);
+    for (const auto& [name, text] : views_) out += text;
+    out += top_ + pre_;
+    if (g_.loop() > 1) out += fmt::format("    for it in range({}):\n", g_.loop());
+    out += loop_;
+    out += post_;
+    return out;
+  }
+
+  // The buffers of the program's parameters, in order: operands, then outputs (each once).
+  std::vector<std::string> buffer_order() const {
+    std::vector<std::string> out;
+    for (const std::string& b : operands_)
+      if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
+    for (const std::string& b : outputs_)
+      if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
+    return out;
+  }
+
+ private:
+  // Where a block tensor's value is: a shared tile of its whole shape, a fragment of its wide dimensions
+  // (f32), or a scalar expression (constants).
+  struct Val {
+    enum class Kind { None, Shared, Frag, Scalar } kind = Kind::None;
+    std::string name;  // the tile's variable, or the scalar's text
+    Shape shape;       // the block tensor's shape
+    bool f16 = false;  // Shared: f16 (else f32)
+  };
+
+  [[noreturn]] void refuse(int op_index, const std::string& why) const {
+    const Op& op = g_.ops()[static_cast<size_t>(op_index)];
+    const std::string what = op.outputs.empty()
+                                 ? std::string(op_name(op.kind))
+                                 : fmt::format("{} '{}'", op_name(op.kind), g_.tensor(op.outputs[0]).name);
+    fail("cannot lower {} of block graph {} to a tile program: {}", what, name_, why);
+  }
+
+  void declare_view(const std::string& buffer, const Shape& shape) {
+    if (views_.count(buffer)) return;
+    views_[buffer] =
+        fmt::format("    g_{0} = ViewGlobal(p_{0}, dtype=f16, shape={1})\n", buffer, shape_list(shape));
+  }
+
+  std::string& body(Phase phase) {
+    return phase == Phase::Loop ? loop_ : phase == Phase::Post ? post_ : pre_;
+  }
+  // A statement of the phase, indented for where it goes.
+  void emit(Phase phase, const std::string& text) {
+    const std::string indent = phase == Phase::Loop && g_.loop() > 1 ? "        " : "    ";
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      body(phase) += indent + text.substr(start, end - start) + "\n";
+      start = end + 1;
+    }
+  }
+
+  std::string fresh(const std::string& base) {
+    std::string name = "v_" + base;
+    for (int k = 2; taken_.count(name); ++k) name = fmt::format("v_{}_{}", base, k);
+    taken_.insert(name);
+    return name;
+  }
+
+  Val new_frag(int op_index, const std::string& base, const Shape& shape) {
+    if (wide_dims(shape).empty())
+      refuse(op_index, fmt::format("its result {} is one element; a fragment needs an extent above 1",
+                                   shape_text(shape)));
+    Val v{Val::Kind::Frag, fresh(base), shape, false};
+    top_ += fmt::format("    {} = AllocateFragment(f32, shape={})\n", v.name, shape_list(narrowed(shape)));
+    return v;
+  }
+
+  Val new_shared(const std::string& base, const Shape& shape, bool f16) {
+    Val v{Val::Kind::Shared, fresh(base), shape, f16};
+    top_ += fmt::format("    {} = AllocateShared({}, shape={})\n", v.name, f16 ? "f16" : "f32",
+                        shape_list(shape));
+    return v;
+  }
+
+  // The element of v that the element of a Parallel loop over `out` (variables i<d> for its wide dimensions)
+  // reads; v's shape is `out` or broadcasts to it.
+  std::string access(const Val& v) const {
+    switch (v.kind) {
+      case Val::Kind::Scalar:
+        return v.name;
+      case Val::Kind::Frag: {
+        std::vector<std::string> idx;
+        for (int d : wide_dims(v.shape)) idx.push_back(loop_var(d));
+        return fmt::format("{}[{}]", v.name, list_text(idx));
+      }
+      case Val::Kind::Shared: {
+        std::vector<std::string> idx;
+        for (size_t d = 0; d < v.shape.size(); ++d)
+          idx.push_back(v.shape[d] == 1 ? "0" : loop_var(static_cast<int>(d)));
+        return fmt::format("{}[{}]", v.name, list_text(idx));
+      }
+      case Val::Kind::None:
+        break;
+    }
+    fail("internal: a block tensor is used before it is computed");
+  }
+
+  // `for i0, i1 in Parallel(...):` over the wide dimensions of `shape`, with one assignment.
+  void parallel(int op_index, Phase phase, const Shape& shape, const std::string& target,
+                const std::string& expr) {
+    std::vector<int> dims = wide_dims(shape);
+    if (dims.empty())
+      refuse(op_index, fmt::format("it writes a tensor {} of one element", shape_text(shape)));
+    std::vector<std::string> vars, extents;
+    for (int d : dims) {
+      vars.push_back(loop_var(d));
+      extents.push_back(std::to_string(shape[static_cast<size_t>(d)]));
+    }
+    emit(phase, fmt::format("for {} in Parallel({}):\n    {} = {}", list_text(vars), list_text(extents),
+                            target, expr));
+  }
+
+  static std::string apply(OpKind kind, const std::vector<std::string>& a) {
+    switch (kind) {
+      case OpKind::Add:
+        return fmt::format("({} + {})", a[0], a[1]);
+      case OpKind::Mul:
+        return fmt::format("({} * {})", a[0], a[1]);
+      case OpKind::Div:
+        return fmt::format("({} / {})", a[0], a[1]);
+      case OpKind::Exp:
+        return fmt::format("exp({})", a[0]);
+      case OpKind::Sqrt:
+        return fmt::format("sqrt({})", a[0]);
+      case OpKind::Square:
+        return fmt::format("({0} * {0})", a[0]);
+      case OpKind::Silu:
+        return fmt::format("({0} / (1.0 + exp(-{0})))", a[0]);
+      case OpKind::Relu:
+        return fmt::format("max({}, 0.0)", a[0]);
+      default:
+        return "";
+    }
+  }
+
+  // The tensor as a fragment: a shared tile is copied into one (once per tensor).
+  Val as_frag(int op_index, int id, Phase phase) {
+    const Val& v = vals_[static_cast<size_t>(id)];
+    if (v.kind == Val::Kind::Frag) return v;
+    if (auto it = frag_copy_.find(id); it != frag_copy_.end()) return it->second;
+    Val f = new_frag(op_index, g_.tensor(id).name + "_r", v.shape);
+    parallel(op_index, phase, v.shape, access(f), access(v));
+    frag_copy_[id] = f;
+    return f;
+  }
+
+  // The tensor as a Gemm operand: an f16 shared tile (a fragment or f32 tile is copied into one, once).
+  Val as_operand(int op_index, int id, Phase phase) {
+    const Val& v = vals_[static_cast<size_t>(id)];
+    if (v.kind == Val::Kind::Shared && v.f16) return v;
+    if (auto it = operand_copy_.find(id); it != operand_copy_.end()) return it->second;
+    if (v.kind == Val::Kind::Scalar) refuse(op_index, "a matmul operand is a constant");
+    Val s = new_shared(g_.tensor(id).name + "_h", v.shape, true);
+    parallel(op_index, phase, v.shape, access(s), access(v));
+    operand_copy_[id] = s;
+    return s;
+  }
+
+  // The tensor as a shared f32 tile: a fragment is copied into one (once per tensor).
+  Val as_shared(int op_index, int id, Phase phase) {
+    const Val& v = vals_[static_cast<size_t>(id)];
+    if (v.kind != Val::Kind::Frag) return v;
+    if (auto it = shared_copy_.find(id); it != shared_copy_.end()) return it->second;
+    Val s = new_shared(g_.tensor(id).name + "_s", v.shape, false);
+    parallel(op_index, phase, v.shape, access(s), access(v));
+    shared_copy_[id] = s;
+    return s;
+  }
+
+  // The operands of a Parallel loop over `shape` as it reads them. A loop takes its layout from its register
+  // tiles of its whole shape, a register tile of fewer dimensions must be laid out as that layout reduced,
+  // and fragments made by different operators (a Gemm's accumulator, a reduction, another loop) have layouts
+  // that need not agree. So a loop reads at most one fragment, of its whole shape (none when
+  // `target_is_frag`: the target is one already), and the others from shared copies.
+  std::vector<Val> loop_operands(int op_index, const std::vector<int>& ids, const Shape& shape, Phase phase,
+                                 bool target_is_frag) {
+    int keep = -1;
+    if (!target_is_frag)
+      for (int id : ids)
+        if (vals_[static_cast<size_t>(id)].kind == Val::Kind::Frag &&
+            vals_[static_cast<size_t>(id)].shape == shape) {
+          keep = id;
+          break;
+        }
+    std::vector<Val> out;
+    for (int id : ids)
+      out.push_back(id == keep ? vals_[static_cast<size_t>(id)] : as_shared(op_index, id, phase));
+    return out;
+  }
+
+  bool feeds_matmul(int id) const {
+    for (int user : uses_[static_cast<size_t>(id)])
+      if (g_.ops()[static_cast<size_t>(user)].kind == OpKind::Matmul) return true;
+    return false;
+  }
+
+  // The accumulator that is the only user of matmul result `id`, summing it over the loop; or -1.
+  int summing_accum(int id) const {
+    const std::vector<int>& users = uses_[static_cast<size_t>(id)];
+    if (users.size() != 1) return -1;
+    const Op& user = g_.ops()[static_cast<size_t>(users[0])];
+    return user.kind == OpKind::Accum && user.fmap == kReplica ? users[0] : -1;
+  }
+
+  std::string offset(int d, const DimMap& map, int64_t chunk) const {
+    std::vector<std::string> terms;
+    for (int gd = 0; gd < 3; ++gd)
+      if (map[static_cast<size_t>(gd)] == d && g_.grid()[static_cast<size_t>(gd)] > 1)
+        terms.push_back(fmt::format("b{} * {}", gd, chunk));
+    return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
+  }
+
+  void lower_op(int i) {
+    const Op& op = g_.ops()[static_cast<size_t>(i)];
+    if (done_.count(i)) return;
+    const int out = op.outputs.empty() ? -1 : op.outputs[0];
+    const TensorDecl* decl = out >= 0 ? &g_.tensor(out) : nullptr;
+    const Phase phase = decl ? decl->phase : Phase::Post;
+    auto val = [&](int id) -> Val& { return vals_[static_cast<size_t>(id)]; };
+    switch (op.kind) {
+      case OpKind::Iter: {
+        const Shape& shape = decl->shape;
+        if (shape.size() != 2)
+          refuse(i, fmt::format("it is {}; the lowering handles rank 2", shape_text(shape)));
+        Val v = new_shared(decl->name, shape, true);
+        std::vector<std::string> offsets;
+        for (size_t d = 0; d < shape.size(); ++d) {
+          const int dim = static_cast<int>(d);
+          const int64_t chunk = shape[d] * (op.fmap == dim ? g_.loop() : 1);
+          std::string off = offset(dim, op.map, chunk);
+          if (op.fmap == dim && g_.loop() > 1)
+            off = off == "0" ? fmt::format("it * {}", shape[d]) : fmt::format("{} + it * {}", off, shape[d]);
+          offsets.push_back(off + ":");
+        }
+        emit(Phase::Loop, fmt::format("Copy(g_{}[{}], {})", operands_[static_cast<size_t>(op.operand)],
+                                      list_text(offsets), v.name));
+        val(out) = v;
+        return;
+      }
+      case OpKind::Const: {
+        if (!wide_dims(decl->shape).empty())
+          refuse(i, fmt::format("a constant of shape {}; only one-element constants are scalars",
+                                shape_text(decl->shape)));
+        val(out) = Val{Val::Kind::Scalar, literal(op.value.to_double()), decl->shape, false};
+        return;
+      }
+      case OpKind::Matmul: {
+        const Shape& a = g_.tensor(op.inputs[0]).shape;
+        const Shape& b = g_.tensor(op.inputs[1]).shape;
+        if (a.size() != 2)
+          refuse(i, fmt::format("operands {} and {}; the lowering handles rank 2", shape_text(a),
+                                shape_text(b)));
+        if (a[0] == 1 || a[1] == 1 || b[1] == 1)
+          refuse(i, fmt::format("[{}, {}] x [{}, {}] has an extent of 1, which Gemm does not take", a[0],
+                                a[1], b[0], b[1]));
+        const Val x = as_operand(i, op.inputs[0], phase);
+        const Val y = as_operand(i, op.inputs[1], phase);
+        const int accum = phase == Phase::Loop ? summing_accum(out) : -1;
+        if (accum >= 0) {
+          // c += a @ b straight into the accumulator, zeroed before the loop (the GEMM's own pattern).
+          const int acc_id = g_.ops()[static_cast<size_t>(accum)].outputs[0];
+          Val c = new_frag(i, g_.tensor(acc_id).name, g_.tensor(acc_id).shape);
+          emit(Phase::Invariant, fmt::format("Fill({}, 0.0)", c.name));
+          emit(Phase::Loop, fmt::format("Gemm({}, {}, {})", x.name, y.name, c.name));
+          val(acc_id) = c;
+          done_.insert(accum);
+          return;
+        }
+        Val c = new_frag(i, decl->name, decl->shape);
+        emit(phase, fmt::format("Fill({}, 0.0)\nGemm({}, {}, {})", c.name, x.name, y.name, c.name));
+        val(out) = c;
+        return;
+      }
+      case OpKind::Add:
+      case OpKind::Mul:
+      case OpKind::Div:
+      case OpKind::Exp:
+      case OpKind::Sqrt:
+      case OpKind::Square:
+      case OpKind::Silu:
+      case OpKind::Relu: {
+        std::vector<std::string> args;
+        bool scalar = true;
+        for (int id : op.inputs) scalar = scalar && val(id).kind == Val::Kind::Scalar;
+        for (const Val& v : loop_operands(i, op.inputs, decl->shape, phase, false)) args.push_back(access(v));
+        if (scalar) {
+          val(out) = Val{Val::Kind::Scalar, apply(op.kind, args), decl->shape, false};
+          return;
+        }
+        Val v = new_frag(i, decl->name, decl->shape);
+        parallel(i, phase, decl->shape, access(v), apply(op.kind, args));
+        val(out) = v;
+        return;
+      }
+      case OpKind::Gelu:
+        refuse(i, "gelu needs erf, which the tile layer's Parallel bodies do not have");
+      case OpKind::Sum: {
+        const Shape& in = g_.tensor(op.inputs[0]).shape;
+        if (in[static_cast<size_t>(op.dim)] == 1) {  // a sum over one element is the element
+          val(out) = val(op.inputs[0]);
+          val(out).shape = decl->shape;
+          return;
+        }
+        if (val(op.inputs[0]).kind == Val::Kind::Scalar) refuse(i, "it sums a constant");
+        const Val x = as_frag(i, op.inputs[0], phase);
+        const std::vector<int> dims = wide_dims(in);
+        const auto pos = std::find(dims.begin(), dims.end(), op.dim) - dims.begin();
+        Val v = new_frag(i, decl->name, decl->shape);
+        emit(phase, fmt::format("ReduceSum({}, dim={}, out={})", x.name, pos, v.name));
+        val(out) = v;
+        return;
+      }
+      case OpKind::Accum: {
+        const Val& x = val(op.inputs[0]);
+        const Shape& xs = g_.tensor(op.inputs[0]).shape;
+        if (g_.loop() == 1) {  // one iteration: the sum or concatenation is the value itself
+          val(out) = x;
+          return;
+        }
+        if (op.fmap == kReplica) {
+          if (x.kind == Val::Kind::Scalar) {
+            val(out) =
+                Val{Val::Kind::Scalar, fmt::format("({} * {})", g_.loop(), x.name), decl->shape, false};
+            return;
+          }
+          Val acc = new_frag(i, decl->name, decl->shape);
+          emit(Phase::Invariant, fmt::format("Fill({}, 0.0)", acc.name));
+          const Val y = loop_operands(i, op.inputs, xs, Phase::Loop, true)[0];
+          parallel(i, Phase::Loop, xs, access(acc), fmt::format("{} + {}", access(acc), access(y)));
+          val(out) = acc;
+          return;
+        }
+        // Concatenation: iteration `it` writes its part at it * extent along fmap.
+        if (x.kind == Val::Kind::Scalar) refuse(i, "it concatenates a constant");
+        Val acc = new_shared(decl->name, decl->shape, feeds_matmul(out));
+        std::vector<std::string> idx;
+        for (size_t d = 0; d < xs.size(); ++d) {
+          const std::string v = xs[d] == 1 ? "" : loop_var(static_cast<int>(d));
+          if (static_cast<int>(d) == op.fmap)
+            idx.push_back(v.empty() ? "it" : fmt::format("it * {} + {}", xs[d], v));
+          else
+            idx.push_back(v.empty() ? "0" : v);
+        }
+        parallel(i, Phase::Loop, xs, fmt::format("{}[{}]", acc.name, list_text(idx)), access(x));
+        val(out) = acc;
+        return;
+      }
+      case OpKind::Save: {
+        const Val& x = val(op.inputs[0]);
+        const Shape& xs = g_.tensor(op.inputs[0]).shape;
+        if (xs.size() != 2)
+          refuse(i, fmt::format("it saves {}; the lowering handles rank 2", shape_text(xs)));
+        const size_t k = save_count_++;
+        std::vector<std::string> idx;
+        for (size_t d = 0; d < xs.size(); ++d) {
+          const std::string off = offset(static_cast<int>(d), op.map, xs[d]);
+          const std::string v = xs[d] == 1 ? "" : loop_var(static_cast<int>(d));
+          idx.push_back(v.empty() ? off : off == "0" ? v : off + " + " + v);
+        }
+        parallel(i, Phase::Post, xs, fmt::format("g_{}[{}]", outputs_[k], list_text(idx)), access(x));
+        return;
+      }
+      case OpKind::Thread: {
+        const Graph& t = g_.children()[static_cast<size_t>(op.child)];
+        std::vector<std::string> expr(t.tensors().size());
+        // One loop per output, all reading the operands alike: a fragment of the first output's shape as it
+        // is.
+        const TensorDecl& first = g_.tensor(op.outputs[0]);
+        const std::vector<Val> operands = loop_operands(i, op.inputs, first.shape, first.phase, false);
+        size_t input = 0;
+        for (const Op& top : t.ops()) {
+          const int id = top.outputs[0];
+          if (top.kind == OpKind::Input) {
+            expr[static_cast<size_t>(id)] = access(operands[input++]);
+          } else if (top.kind == OpKind::Const) {
+            expr[static_cast<size_t>(id)] = literal(top.value.to_double());
+          } else if (top.kind == OpKind::Gelu) {
+            refuse(i, "gelu needs erf, which the tile layer's Parallel bodies do not have");
+          } else {
+            std::vector<std::string> args;
+            for (int in : top.inputs) args.push_back(expr[static_cast<size_t>(in)]);
+            expr[static_cast<size_t>(id)] = apply(top.kind, args);
+          }
+        }
+        for (size_t k = 0; k < op.outputs.size(); ++k) {
+          const TensorDecl& o = g_.tensor(op.outputs[k]);
+          Val v = new_frag(i, o.name, o.shape);
+          parallel(i, o.phase, o.shape, access(v), expr[static_cast<size_t>(t.outputs()[k])]);
+          val(op.outputs[k]) = v;
+        }
+        return;
+      }
+      case OpKind::Concat:
+        refuse(i, "concat is not lowered yet");
+      default:
+        refuse(i, "not a block-graph operator");
+    }
+  }
+
+  const Graph& g_;
+  std::string name_;
+  int threads_;
+  std::vector<std::string> operands_, outputs_;
+  std::vector<Shape> output_shapes_;
+  std::vector<Val> vals_;
+  std::vector<std::vector<int>> uses_;  // per tensor, the ops that read it
+  std::set<int> done_;                  // ops already lowered with another (an accumulator fed by a Gemm)
+  std::set<std::string> taken_;
+  std::map<int, Val> frag_copy_, operand_copy_, shared_copy_;
+  std::map<std::string, std::string> views_;
+  size_t save_count_ = 0;
+  std::string top_, pre_, loop_, post_;  // allocations; before, in and after the loop
+};
+
+// The most threads, up to `most`, that split every matmul of the block graph into mma.m16n8k16 tiles: warps
+// wm x wn with M a multiple of 16 wm and N of 8 wn (the tile layer's condition, tile/tile_layouts.h).
+int threads_for(const Graph& block, int most) {
+  for (int warps = std::max(most / 32, 1); warps > 1; --warps) {
+    bool fits = true;
+    for (const Op& op : block.ops()) {
+      if (op.kind != OpKind::Matmul) continue;
+      const Shape& c = block.tensor(op.outputs[0]).shape;
+      bool some = false;
+      for (int wm = 1; wm <= warps && !some; ++wm)
+        some = warps % wm == 0 && c[0] % (16 * wm) == 0 && c[c.size() - 1] % (8 * (warps / wm)) == 0;
+      fits = fits && some;
+    }
+    if (fits) return 32 * warps;
+  }
+  return 32;
+}
+
+int64_t largest_divisor(int64_t n, int64_t cap) {
+  for (int64_t d = std::min(n, std::max<int64_t>(cap, 1)); d > 1; --d)
+    if (n % d == 0) return d;
+  return 1;
+}
+
+// The block graph of the op-by-op kernel for a tensor op of the kernel graph.
+Graph wrap_tensor_op(const Graph& k, const Op& op, const TileLowerOptions& o) {
+  std::vector<Shape> shapes;
+  for (int id : op.inputs) shapes.push_back(k.tensor(id).shape);
+  const Shape& out = k.tensor(op.outputs[0]).shape;
+  const std::string what = fmt::format("{} '{}'", op_name(op.kind), k.tensor(op.outputs[0]).name);
+  for (const Shape& s : shapes)
+    if (s.size() != 2)
+      fail("cannot lower {} to a tile program: operand {}; the lowering handles rank 2", what, shape_text(s));
+  auto row_split = [&](int64_t rows, int64_t cols) {
+    return rows / largest_divisor(rows, std::max<int64_t>(1, o.row_elements / std::max<int64_t>(cols, 1)));
+  };
+  auto split = [](int64_t blocks, int dim) {
+    return blocks > 1 ? DimMap{dim, kReplica, kReplica} : kAllReplica;
+  };
+  if (is_unary(op.kind) || is_elementwise_binary(op.kind)) {
+    const int64_t blocks = row_split(out[0], out[1]);
+    Graph b = Graph::block({blocks, 1, 1}, 1, shapes);
+    std::vector<int> xs;
+    for (size_t j = 0; j < shapes.size(); ++j)
+      xs.push_back(
+          b.iter(static_cast<int>(j), shapes[j][0] == out[0] ? split(blocks, 0) : kAllReplica, kReplica));
+    const int r = xs.size() == 1 ? b.unary(op.kind, xs[0]) : b.binary(op.kind, xs[0], xs[1]);
+    b.save(b.accum(r, kReplica), split(blocks, 0));
+    return b;
+  }
+  switch (op.kind) {
+    case OpKind::Matmul: {
+      const int64_t m = shapes[0][0], kk = shapes[0][1], n = shapes[1][1];
+      const int64_t gm = m / largest_divisor(m, o.tile_m), gn = n / largest_divisor(n, o.tile_n);
+      const int64_t loop = kk / largest_divisor(kk, o.tile_k);
+      Graph b = Graph::block({gm, gn, 1}, loop, shapes);
+      const int x = b.iter(0, gm > 1 ? DimMap{0, kReplica, kReplica} : kAllReplica, loop > 1 ? 1 : kReplica);
+      const int w = b.iter(1, gn > 1 ? DimMap{kReplica, 1, kReplica} : kAllReplica, loop > 1 ? 0 : kReplica);
+      const int acc = b.accum(b.binary(OpKind::Matmul, x, w), kReplica);
+      b.save(acc, DimMap{gm > 1 ? 0 : kReplica, gn > 1 ? 1 : kReplica, kReplica});
+      return b;
+    }
+    case OpKind::Sum: {
+      const int other = 1 - op.dim;
+      const int64_t blocks =
+          row_split(shapes[0][static_cast<size_t>(other)], shapes[0][static_cast<size_t>(op.dim)]);
+      Graph b = Graph::block({blocks, 1, 1}, 1, shapes);
+      const int x = b.iter(0, split(blocks, other), kReplica);
+      b.save(b.accum(b.sum(x, op.dim), kReplica), split(blocks, other));
+      return b;
+    }
+    case OpKind::RmsNorm: {
+      const int64_t n = shapes[0][1];
+      const int64_t blocks = row_split(shapes[0][0], n);
+      Graph b = Graph::block({blocks, 1, 1}, 1, shapes);
+      const int x = b.accum(b.iter(0, split(blocks, 0), kReplica), kReplica);
+      const int ss = b.sum(b.unary(OpKind::Square, x), 1);
+      const int mean = b.binary(OpKind::Mul, ss, b.constant(make_constant(1, n), {1, 1}));
+      const int r = b.unary(OpKind::Sqrt, b.binary(OpKind::Add, mean, b.constant(op.value, {1, 1})));
+      b.save(b.binary(OpKind::Div, x, r), split(blocks, 0));
+      return b;
+    }
+    default:
+      fail("cannot lower {} to a tile program: {} is not lowered yet", what, op_name(op.kind));
+  }
+}
+
+}  // namespace
+
+LoweredGraph lower_to_tile(const Graph& k, const TileLowerOptions& options) {
+  if (k.level() != Level::Kernel)
+    fail("lower_to_tile takes a kernel graph, not a {} graph", level_name(k.level()));
+  LoweredGraph out;
+  std::vector<bool> is_output(k.tensors().size(), false);
+  for (int id : k.outputs()) is_output[static_cast<size_t>(id)] = true;
+  for (int id : k.inputs())
+    out.buffers.push_back({k.tensor(id).name, k.tensor(id).shape, LoweredBuffer::Role::Input, {}});
+  for (size_t i = 0; i < k.ops().size(); ++i) {
+    const Op& op = k.ops()[i];
+    if (op.kind == OpKind::Input) continue;
+    for (int id : op.outputs) {
+      const TensorDecl& t = k.tensor(id);
+      if (t.shape.size() != 2)
+        fail("cannot lower {} '{}' to a tile program: it is {}; the lowering handles rank 2",
+             op_name(op.kind), t.name, shape_text(t.shape));
+      LoweredBuffer::Role role = is_output[static_cast<size_t>(id)] ? LoweredBuffer::Role::Output
+                                 : op.kind == OpKind::Const         ? LoweredBuffer::Role::Const
+                                                                    : LoweredBuffer::Role::Temp;
+      out.buffers.push_back({t.name, t.shape, role, op.value});
+    }
+    if (op.kind == OpKind::Const) continue;
+    std::vector<std::string> operands, outputs;
+    std::vector<Shape> output_shapes;
+    for (int id : op.inputs) operands.push_back(k.tensor(id).name);
+    for (int id : op.outputs) {
+      outputs.push_back(k.tensor(id).name);
+      output_shapes.push_back(k.tensor(id).shape);
+    }
+    const std::string name = fmt::format("{}_{}", k.name(), outputs[0]);
+    std::optional<Graph> wrapped;
+    if (op.kind != OpKind::Block) wrapped = wrap_tensor_op(k, op, options);
+    const Graph& block = wrapped ? *wrapped : k.children()[static_cast<size_t>(op.child)];
+    BlockWriter writer(block, name, threads_for(block, options.threads), operands, outputs, output_shapes);
+    LoweredKernel kernel;
+    kernel.name = name;
+    kernel.source = writer.write();
+    kernel.buffers = writer.buffer_order();
+    kernel.what = op.kind == OpKind::Block
+                      ? fmt::format("the graph-defined kernel computing {}", list_text(outputs))
+                      : fmt::format("{} '{}'", op_name(op.kind), outputs[0]);
+    out.kernels.push_back(std::move(kernel));
+  }
+  for (int id : k.outputs()) out.outputs.push_back(k.tensor(id).name);
+  return out;
+}
+
+}  // namespace tilevm::superopt

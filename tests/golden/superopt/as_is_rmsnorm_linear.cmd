@@ -1,0 +1,1 @@
+superopt rmsnorm_linear_fused.graph --as-is --interp --print-kernels

@@ -1,0 +1,1 @@
+superopt concat.graph --interp

@@ -1,0 +1,1 @@
+superopt softmax.graph --interp --gpu

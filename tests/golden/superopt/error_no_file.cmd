@@ -1,0 +1,1 @@
+superopt missing.graph --interp

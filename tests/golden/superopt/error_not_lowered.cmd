@@ -1,0 +1,1 @@
+superopt gelu.graph --as-is --interp

@@ -1,0 +1,1 @@
+superopt exp_exp.graph --interp

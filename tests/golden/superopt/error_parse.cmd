@@ -1,0 +1,1 @@
+superopt unknown.graph --interp

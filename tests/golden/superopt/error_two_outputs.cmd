@@ -1,0 +1,1 @@
+superopt two.graph --interp

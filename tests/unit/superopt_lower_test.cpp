@@ -1,0 +1,147 @@
+// Lowering kernel graphs to tile programs and checking them numerically on the interpreter: graph-defined
+// kernels (the fused RMSNorm + Linear, the graphs the search finds), the op-by-op kernels of tensor programs,
+// and the refusals.
+#include <gtest/gtest.h>
+
+#include "superopt_test_util.h"
+#include "tilevm/superopt/fuse.h"
+#include "tilevm/superopt/lower_tile.h"
+#include "tilevm/superopt/run_tile.h"
+#include "tilevm/support/error.h"
+
+namespace tilevm::superopt {
+namespace {
+
+// tests/superopt/rmsnorm_linear_fused.graph at sizes the tensor cores take: blocks of [16, 16] x [16, 32].
+constexpr const char* kFusedRmsNormLinear = R"(kernel rmsnorm_linear_fused {
+  input X [32, 64]
+  input W [64, 64]
+  (Y) = block(X, W) grid=[2, 2] loop=4 {
+    x = iter(X) imap=[0, -, -] fmap=1
+    w = iter(W) imap=[-, 1] fmap=0
+    xw = matmul(x, w)
+    (sq) = thread(x) {
+      input a [16, 16]
+      s = square(a)
+      output s
+    }
+    ss = sum(sq) dim=1
+    acc_xw = accum(xw) fmap=-
+    acc_ss = accum(ss) fmap=-
+    inv_n = const(1/64) shape=[1, 1]
+    eps = const(1e-6) shape=[1, 1]
+    m = mul(acc_ss, inv_n)
+    v = add(m, eps)
+    r = sqrt(v)
+    y = div(acc_xw, r)
+    Ys = save(y) omap=[0, 1, -]
+  }
+  output Y
+}
+)";
+
+constexpr const char* kRmsNormLinear = R"(kernel rmsnorm_linear {
+  input X [32, 64]
+  input W [64, 64]
+  n = rms_norm(X) eps=1e-6
+  Y = matmul(n, W)
+  output Y
+}
+)";
+
+void expect_checked(const Graph& program, const Graph& candidate, const TileLowerOptions& options = {}) {
+  const LoweredGraph lowered = lower_to_tile(candidate, options);
+  const NumericCheck c = check_numerically(program, lowered, {.seed = 5});
+  EXPECT_TRUE(c.passed) << c.detail << " (error " << c.max_error << ")\n" << lowered.kernels[0].source;
+}
+
+TEST(SuperoptLower, FusedRmsNormLinearIsOneKernel) {
+  const Graph fused = parse_graph(kFusedRmsNormLinear);
+  const LoweredGraph lowered = lower_to_tile(fused);
+  ASSERT_EQ(lowered.kernels.size(), 1u);
+  EXPECT_EQ(lowered.kernels[0].buffers, (std::vector<std::string>{"X", "W", "Y"}));
+  expect_checked(parse_graph(kRmsNormLinear), fused);
+}
+
+TEST(SuperoptLower, OpByOpKernels) {
+  // rms_norm, then matmul: two kernels and a temporary between them.
+  const Graph program = parse_graph(kRmsNormLinear);
+  const LoweredGraph lowered = lower_to_tile(program, {.tile_m = 16, .tile_n = 32, .tile_k = 16});
+  ASSERT_EQ(lowered.kernels.size(), 2u);
+  EXPECT_EQ(lowered.buffer("n").role, LoweredBuffer::Role::Temp);
+  expect_checked(program, program, {.tile_m = 16, .tile_n = 32, .tile_k = 16});
+  // A gated MLP: three matmuls, silu and a product; and a row softmax (a sum and a broadcast division).
+  const Graph mlp = parse_graph(R"(kernel gated_mlp {
+  input X [16, 32]
+  input W1 [32, 32]
+  input W3 [32, 32]
+  input W2 [32, 16]
+  G = matmul(X, W1)
+  U = matmul(X, W3)
+  A = silu(G)
+  H = mul(A, U)
+  Y = matmul(H, W2)
+  output Y
+}
+)");
+  expect_checked(mlp, mlp);
+  const Graph softmax = parse_graph(
+      "kernel softmax {\n  input X [8, 64]\n  E = exp(X)\n  Z = sum(E) dim=1\n  Y = div(E, Z)\n  output "
+      "Y\n}\n");
+  expect_checked(softmax, softmax, {.row_elements = 128});
+}
+
+TEST(SuperoptLower, WrongKernelsFailTheCheck) {
+  // The kernels of one program checked against another: silu for relu, a sum over the other dimension.
+  const Graph silu = parse_graph("kernel f {\n  input X [16, 16]\n  Y = silu(X)\n  output Y\n}\n");
+  const Graph relu = parse_graph("kernel f {\n  input X [16, 16]\n  Y = relu(X)\n  output Y\n}\n");
+  EXPECT_FALSE(check_numerically(relu, lower_to_tile(silu)).passed);
+  EXPECT_TRUE(check_numerically(relu, lower_to_tile(relu)).passed);
+  // A fused kernel whose save writes every block's part at block 0's place leaves NaN behind.
+  LoweredGraph lowered = lower_to_tile(parse_graph(kFusedRmsNormLinear));
+  std::string& source = lowered.kernels[0].source;
+  const size_t at = source.find("g_Y[b0 * 16 + i0");
+  ASSERT_NE(at, std::string::npos) << source;
+  source.replace(at, 16, "g_Y[0 * 16 + i0");
+  const NumericCheck c = check_numerically(parse_graph(kRmsNormLinear), lowered);
+  EXPECT_FALSE(c.passed);
+  EXPECT_NE(c.detail.find("output Y element"), std::string::npos) << c.detail;
+}
+
+TEST(SuperoptLower, TheSearchsGraphsRunCorrectly) {
+  // Every graph the search finds for a matmul on 2 x 2 blocks over 2 iterations, fused, lowered and
+  // checked.
+  const Graph program =
+      parse_graph("kernel mm {\n  input A [32, 64]\n  input B [64, 64]\n  C = matmul(A, B)\n  output C\n}\n");
+  BlockSchedule schedule{.grid = {2, 2, 1},
+                         .loop = 2,
+                         .imaps = {{0, kReplica, kReplica}, {kReplica, 1, kReplica}},
+                         .fmaps = {1, 0},
+                         .omap = {0, 1, kReplica}};
+  SearchResult r =
+      search_block_graphs(program, schedule, {.max_ops = 3, .ops = {OpKind::Matmul, OpKind::Add}});
+  ASSERT_GE(r.found.size(), 2u);
+  for (const Graph& g : r.found) expect_checked(program, fuse_elementwise(g));
+}
+
+TEST(SuperoptLower, Refusals) {
+  auto message = [](const std::string& text) {
+    try {
+      lower_to_tile(parse_graph(text));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(
+      message("kernel f {\n  input X [16, 16]\n  Y = gelu(X)\n  output Y\n}\n"),
+      "cannot lower gelu 't1' of block graph f_Y to a tile program: gelu needs erf, which the tile layer's "
+      "Parallel bodies do not have");
+  EXPECT_EQ(message("kernel f {\n  input X [2, 16, 16]\n  Y = exp(X)\n  output Y\n}\n"),
+            "cannot lower exp 'Y' to a tile program: it is [2, 16, 16]; the lowering handles rank 2");
+  EXPECT_EQ(message("kernel f {\n  input X [16, 16]\n  Y = concat(X, X) dim=0\n  output Y\n}\n"),
+            "cannot lower concat 'Y' to a tile program: concat is not lowered yet");
+}
+
+}  // namespace
+}  // namespace tilevm::superopt

@@ -1,0 +1,246 @@
+// tilevm superopt FILE [--budget SECONDS] [--max-ops N] [--grid E,...] [--loop E,...] [--threads N]
+//                      [--candidates N] [--gpu | --interp] [--out DIR] [--as-is]
+//
+// The superoptimizer (docs/superopt.md): reads a tensor program (a kernel graph of tensor ops, the text form
+// of docs/superopt.md), searches graph-defined kernels that compute it (every schedule of the grids and loops
+// given, block graphs of up to --max-ops ops, within --budget seconds on --threads threads), verifies each
+// over finite fields, lowers the verified ones to tile programs and checks them numerically against the
+// program on random inputs (on the GPU when there is one, else on the interpreter). With a GPU the checked
+// candidates are timed beside the program run op by op (one tile kernel per tensor op) and the fastest is
+// the answer; without one, the first checked candidate is (nothing is timed). Prints the counts, the answer
+// with its verification bound and numeric error, and writes its kernels (and the graph) under --out.
+// --as-is: no search; lower, check and write the graph in FILE as it is (a graph with block ops included).
+// --print-kernels: print the answer's tile programs too.
+//
+// Exit status: 0 when an answer was found; 1 on bad input (a file that does not parse, an operator outside
+// the fragment, a program of several outputs) or when no candidate was found and checked; 2 on bad
+// command-line use.
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "commands.h"
+#include "tilevm/exec/gpu_runner.h"
+#include "tilevm/superopt/fuse.h"
+#include "tilevm/superopt/lower_tile.h"
+#include "tilevm/superopt/run_tile.h"
+#include "tilevm/superopt/search.h"
+#include "tilevm/superopt/text.h"
+#include "tilevm/superopt/verify.h"
+#include "tilevm/support/error.h"
+#include "tilevm/support/file_io.h"
+
+namespace tilevm::cli {
+namespace {
+
+using namespace superopt;
+
+struct SuperoptRequest {
+  std::string path;
+  double budget = 60;
+  int max_ops = 6;
+  std::vector<int64_t> grid = {1, 2, 4};
+  std::vector<int64_t> loop = {1, 2, 4};
+  int threads = 0;
+  int candidates = 16;
+  bool gpu = false;
+  bool interp = false;
+  std::string out;
+  bool as_is = false;
+  bool print_kernels = false;
+};
+
+// The block ops the search may use for this program: its own element-wise ops and reductions, rms_norm's
+// expansion, and add (partial results summed).
+std::vector<OpKind> search_ops(const Graph& program) {
+  std::set<OpKind> kinds = {OpKind::Add};
+  for (const Op& op : program.ops()) {
+    switch (op.kind) {
+      case OpKind::Input:
+      case OpKind::Const:
+        break;
+      case OpKind::RmsNorm:
+        kinds.insert({OpKind::Square, OpKind::Sum, OpKind::Mul, OpKind::Sqrt, OpKind::Div});
+        break;
+      case OpKind::Block:
+      case OpKind::Concat:
+        throw Error(
+            fmt::format("superopt: the program uses {}; give a tensor program of matmul, element-wise "
+                        "ops, sum and rms_norm (or --as-is)",
+                        op_name(op.kind)));
+      default:
+        kinds.insert(op.kind);
+    }
+  }
+  return {kinds.begin(), kinds.end()};
+}
+
+struct Checked {
+  Graph graph;
+  LoweredGraph lowered;
+  NumericCheck check;
+  double us = 0;  // GPU time, when timed
+};
+
+// Lowers and checks one graph; nullopt (with the reason counted) when it cannot be lowered or fails.
+std::optional<Checked> lower_and_check(const Graph& program, const Graph& graph, bool gpu, std::string* why) {
+  try {
+    Checked c{graph, lower_to_tile(graph), {}};
+    c.check = check_numerically(program, c.lowered, {.gpu = gpu, .seed = 7});
+    if (!c.check.passed) {
+      *why = fmt::format("failed the numeric check: {}", c.check.detail);
+      return std::nullopt;
+    }
+    return c;
+  } catch (const Error& e) {
+    *why = e.what();
+    return std::nullopt;
+  }
+}
+
+void write_answer(const SuperoptRequest& req, const Checked& best) {
+  if (req.out.empty()) return;
+  std::filesystem::create_directories(req.out);
+  const std::string graph_path = (std::filesystem::path(req.out) / (best.graph.name() + ".graph")).string();
+  write_file(graph_path, print_graph(best.graph));
+  std::vector<std::string> written = {graph_path};
+  for (const LoweredKernel& k : best.lowered.kernels) {
+    const std::string path = (std::filesystem::path(req.out) / (k.name + ".tile")).string();
+    write_file(path, k.source);
+    written.push_back(path);
+  }
+  fmt::print("wrote {}\n", fmt::join(written, ", "));
+}
+
+void run(const SuperoptRequest& req) {
+  if (req.gpu && req.interp) throw UsageError("--gpu and --interp exclude each other");
+  const std::string text = read_source_file(req.path);
+  const Graph program = [&] {
+    try {
+      return parse_graph(text);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}:{}", req.path, e.what()));  // the parser's message starts LINE:COL
+    }
+  }();
+  if (program.level() != Level::Kernel) throw Error("superopt: the file must hold a kernel graph");
+  check_lax(program);
+  const bool gpu = req.gpu || (!req.interp && exec::gpu_available());
+  const char* where = gpu ? "on the GPU" : "on the interpreter";
+  auto count = [](size_t n, const char* what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); };
+  fmt::print("program {}: {}, {}, {}\n", program.name(), count(program.inputs().size(), "input"),
+             count(program.outputs().size(), "output"),
+             count(program.ops().size() - program.inputs().size(), "op"));
+
+  std::vector<Graph> found;
+  if (req.as_is) {
+    found.push_back(program);
+  } else {
+    if (program.outputs().size() != 1)
+      throw Error(fmt::format("superopt: the search takes a program of one output; {} has {}", program.name(),
+                              program.outputs().size()));
+    SearchLimits limits;
+    limits.max_ops = req.max_ops;
+    limits.ops = search_ops(program);
+    limits.budget_seconds = req.budget;
+    limits.max_states = int64_t{1} << 40;
+    limits.on_progress = [](const SearchStats& s) {
+      fmt::print(stderr, "  {} states, {} candidates, {} verified\n", s.states, s.candidates, s.verified);
+    };
+    const ScheduleSpace space{.grid_extents = req.grid, .loop_extents = req.loop};
+    const auto start = std::chrono::steady_clock::now();
+    SearchResult r = search_schedules(program, space, limits, req.threads);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    fmt::print("search: {} schedules, {} states, {} candidates verified, {} equivalent{}\n",
+               enumerate_schedules(program, space).size(), r.stats.states, r.stats.candidates,
+               r.stats.verified, r.stats.stopped ? " (stopped by the budget)" : "");
+    fmt::print(stderr, "search: {:.3f} s wall\n", seconds);
+    for (Graph& g : r.found) found.push_back(fuse_elementwise(g));
+  }
+
+  std::vector<Checked> checked;
+  int refused = 0, failed = 0;
+  std::string first_refusal, first_failure;
+  for (const Graph& g : found) {
+    if (static_cast<int>(checked.size()) >= req.candidates) break;
+    std::string why;
+    std::optional<Checked> c = lower_and_check(program, g, gpu, &why);
+    if (c) {
+      checked.push_back(std::move(*c));
+    } else if (why.starts_with("failed the numeric check")) {
+      if (failed++ == 0) first_failure = why;
+    } else if (refused++ == 0) {
+      first_refusal = why;
+    }
+  }
+  fmt::print(
+      "checked {}: {} of {} graphs computed the program; {} not lowered, {} failed the numeric check\n",
+      where, checked.size(), checked.size() + refused + failed, refused, failed);
+  if (!first_refusal.empty()) fmt::print("  first not lowered: {}\n", first_refusal);
+  if (!first_failure.empty()) fmt::print("  first failure: {}\n", first_failure);
+  if (checked.empty()) {
+    fmt::print(stderr, "superopt: no candidate was found and checked{}\n",
+               req.as_is ? "" : "; try a larger --budget or --max-ops, or other --grid and --loop extents");
+    throw ExitStatus{1};
+  }
+
+  size_t best = 0;
+  if (gpu) {
+    const double baseline = time_on_gpu(lower_to_tile(program));
+    for (size_t k = 0; k < checked.size(); ++k) {
+      checked[k].us = time_on_gpu(checked[k].lowered);
+      if (checked[k].us < checked[best].us) best = k;
+    }
+    fmt::print("time: {:.1f} us against {:.1f} us op by op ({:.2f} x)\n", checked[best].us, baseline,
+               baseline / checked[best].us);
+  } else {
+    fmt::print("no GPU: the first checked graph is the answer (nothing timed)\n");
+  }
+  const Checked& answer = checked[best];
+  const VerifyResult v = verify_equivalent(program, answer.graph, {.seed = 11, .target_log2_bound = -64});
+  fmt::print("verified: {}\n", v.summary());
+  fmt::print("numeric check {}: largest relative error {:.2g}\n", where, answer.check.max_error);
+  fmt::print("{}", print_graph(answer.graph));
+  if (req.print_kernels)
+    for (const LoweredKernel& k : answer.lowered.kernels) fmt::print("# {}\n{}", k.what, k.source);
+  write_answer(req, answer);
+}
+
+}  // namespace
+
+void add_superopt_command(CLI::App& app) {
+  auto req = std::make_shared<SuperoptRequest>();
+  CLI::App* cmd = app.add_subcommand(
+      "superopt", "find a faster equivalent of a tensor program (Mirage's search), verified and checked");
+  cmd->add_option("file", req->path, "the tensor program (docs/superopt.md, \"Text form\")")->required();
+  cmd->add_option("--budget", req->budget, "the search's time limit in seconds (default 60)")
+      ->check(CLI::Range(0.01, 1e6));
+  cmd->add_option("--max-ops", req->max_ops, "block ops per graph-defined kernel, at most (default 6)")
+      ->check(CLI::Range(1, 16));
+  cmd->add_option("--grid", req->grid, "grid extents to try (default 1,2,4)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 65536));
+  cmd->add_option("--loop", req->loop, "loop extents to try (default 1,2,4)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 65536));
+  cmd->add_option("--threads", req->threads, "search threads (default 0: one per core)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--candidates", req->candidates,
+                  "lower and check at most this many found graphs (default 16)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--gpu", req->gpu, "check and time on the GPU (the default when there is one)");
+  cmd->add_flag("--interp", req->interp, "check on the interpreter, even with a GPU (nothing is timed)");
+  cmd->add_option("--out", req->out, "write the answer's graph and tile programs into this directory");
+  cmd->add_flag("--print-kernels", req->print_kernels, "also print the answer's tile programs");
+  cmd->add_flag("--as-is", req->as_is, "no search: lower, check and write the graph in FILE as it is");
+  cmd->callback([req] { run(*req); });
+}
+
+}  // namespace tilevm::cli
