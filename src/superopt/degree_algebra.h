@@ -82,6 +82,38 @@ class DegreeAlgebra {
   Value mul(const Value& a, const Value& b) {
     return make(poly_mul(a.num, b.num), limit(merge(a.den, b.den, true)));
   }
+  // out[m x n] = a[m x k] @ b[k x n], the same bounds as the evaluator's mul/add loop gives. Where b has no
+  // denominators and a row of a has one denominator throughout (inputs and their products; rms_norm's
+  // output, a row over its scale), the sums are folded over the bounds alone, row by row, without a value
+  // (and a denominator vector) per product: the loop's add then finds the common denominator already there
+  // and multiplies both sides by an empty product, which the fold repeats.
+  void matmul(const Value* a, const Value* b, Value* out, int64_t m, int64_t k, int64_t n) {
+    const bool b_plain = std::all_of(b, b + k * n, [](const Value& v) { return v.den.empty(); });
+    const PolyBound one;
+    std::vector<PolyBound> acc(static_cast<size_t>(n));
+    for (int64_t i = 0; i < m; ++i) {
+      const Value* row = a + i * k;
+      const Den& d = row[0].den;
+      const bool fast =
+          b_plain && d.size() <= 256 && std::all_of(row, row + k, [&](const Value& v) { return v.den == d; });
+      if (!fast) {
+        for (int64_t j = 0; j < n; ++j) {
+          Value sum = mul(row[0], b[j]);
+          for (int64_t l = 1; l < k; ++l) sum = add(sum, mul(row[l], b[l * n + j]));
+          out[i * n + j] = std::move(sum);
+        }
+        continue;
+      }
+      for (int64_t l = 0; l < k; ++l)
+        for (int64_t j = 0; j < n; ++j) {
+          const PolyBound p = poly_mul(row[l].num, b[l * n + j].num);
+          PolyBound& s = acc[static_cast<size_t>(j)];
+          s = l == 0 ? p : d.empty() ? poly_add(s, p) : poly_add(poly_mul(s, one), poly_mul(p, one));
+        }
+      for (int64_t j = 0; j < n; ++j) out[i * n + j] = make(acc[static_cast<size_t>(j)], d);
+    }
+  }
+
   Value div(const Value& a, const Value& b) {
     atoms_.emplace(b.id, b.num);
     std::vector<std::pair<uint64_t, int>> den = merge(a.den, {{b.id, 1}}, true);

@@ -175,6 +175,13 @@ class Evaluator {
     int64_t batch = element_count(a.shape) / (m * k);
     Array<V> out{a.shape, {}};
     out.shape[r - 1] = n;
+    if constexpr (requires { alg_.matmul(a.data.data(), b.data.data(), out.data.data(), m, k, n); }) {
+      out.data.resize(static_cast<size_t>(batch * m * n));
+      for (int64_t bi = 0; bi < batch; ++bi)
+        alg_.matmul(&a.data[static_cast<size_t>(bi * m * k)], &b.data[static_cast<size_t>(bi * k * n)],
+                    &out.data[static_cast<size_t>(bi * m * n)], m, k, n);
+      return out;
+    }
     out.data.reserve(batch * m * n);
     for (int64_t bi = 0; bi < batch; ++bi)
       for (int64_t i = 0; i < m; ++i)

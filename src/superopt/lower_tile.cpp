@@ -60,11 +60,13 @@ std::string loop_var(int d) {
 // Writes the tile program of one block graph.
 class BlockWriter {
  public:
-  BlockWriter(const Graph& block, std::string name, int threads, std::vector<std::string> operands,
-              std::vector<std::string> outputs, std::vector<Shape> output_shapes)
+  BlockWriter(const Graph& block, std::string name, int threads, int stages,
+              std::vector<std::string> operands, std::vector<std::string> outputs,
+              std::vector<Shape> output_shapes)
       : g_(block),
         name_(std::move(name)),
         threads_(threads),
+        stages_(stages),
         operands_(std::move(operands)),
         outputs_(std::move(outputs)),
         output_shapes_(std::move(output_shapes)),
@@ -92,7 +94,10 @@ class BlockWriter {
     for (size_t k = 0; k < outputs_.size(); ++k) declare_view(outputs_[k], output_shapes_[k]);
     for (const auto& [name, text] : views_) out += text;
     out += top_ + pre_;
-    if (g_.loop() > 1) out += fmt::format("    for it in range({}):\n", g_.loop());
+    if (g_.loop() > 1 && stages_ > 1)
+      out += fmt::format("    for it in Pipelined({}, stages={}):\n", g_.loop(), stages_);
+    else if (g_.loop() > 1)
+      out += fmt::format("    for it in range({}):\n", g_.loop());
     out += loop_;
     out += post_;
     return out;
@@ -498,6 +503,7 @@ class BlockWriter {
   const Graph& g_;
   std::string name_;
   int threads_;
+  int stages_;
   std::vector<std::string> operands_, outputs_;
   std::vector<Shape> output_shapes_;
   std::vector<Val> vals_;
@@ -632,7 +638,8 @@ LoweredGraph lower_to_tile(const Graph& k, const TileLowerOptions& options) {
     std::optional<Graph> wrapped;
     if (op.kind != OpKind::Block) wrapped = wrap_tensor_op(k, op, options);
     const Graph& block = wrapped ? *wrapped : k.children()[static_cast<size_t>(op.child)];
-    BlockWriter writer(block, name, threads_for(block, options.threads), operands, outputs, output_shapes);
+    BlockWriter writer(block, name, threads_for(block, options.threads), options.stages, operands, outputs,
+                       output_shapes);
     LoweredKernel kernel;
     kernel.name = name;
     kernel.source = writer.write();

@@ -1,5 +1,5 @@
 // tilevm superopt FILE [--budget SECONDS] [--max-ops N] [--grid E,...] [--loop E,...] [--threads N]
-//                      [--candidates N] [--gpu | --interp] [--out DIR] [--as-is]
+//                      [--candidates N] [--gpu | --interp] [--out DIR] [--candidate GRAPH] [--print-kernels]
 //
 // The superoptimizer (docs/superopt.md): reads a tensor program (a kernel graph of tensor ops, the text form
 // of docs/superopt.md), searches graph-defined kernels that compute it (every schedule of the grids and loops
@@ -9,8 +9,9 @@
 // candidates are timed beside the program run op by op (one tile kernel per tensor op) and the fastest is
 // the answer; without one, the first checked candidate is (nothing is timed). Prints the counts, the answer
 // with its verification bound and numeric error, and writes its kernels (and the graph) under --out.
-// --as-is: no search; lower, check and write the graph in FILE as it is (a graph with block ops included).
-// --print-kernels: print the answer's tile programs too.
+// --candidate GRAPH: no search; the graph in GRAPH (a kernel graph with graph-defined kernels, written by
+// hand or saved by an earlier run) is verified equivalent to the program, lowered, checked, timed and written
+// like a found one. --print-kernels: print the answer's tile programs too.
 //
 // Exit status: 0 when an answer was found; 1 on bad input (a file that does not parse, an operator outside
 // the fragment, a program of several outputs) or when no candidate was found and checked; 2 on bad
@@ -54,7 +55,7 @@ struct SuperoptRequest {
   bool gpu = false;
   bool interp = false;
   std::string out;
-  bool as_is = false;
+  std::string candidate;
   bool print_kernels = false;
 };
 
@@ -74,7 +75,7 @@ std::vector<OpKind> search_ops(const Graph& program) {
       case OpKind::Concat:
         throw Error(
             fmt::format("superopt: the program uses {}; give a tensor program of matmul, element-wise "
-                        "ops, sum and rms_norm (or --as-is)",
+                        "ops, sum and rms_norm",
                         op_name(op.kind)));
       default:
         kinds.insert(op.kind);
@@ -120,16 +121,18 @@ void write_answer(const SuperoptRequest& req, const Checked& best) {
   fmt::print("wrote {}\n", fmt::join(written, ", "));
 }
 
+Graph read_graph(const std::string& path) {
+  const std::string text = read_source_file(path);
+  try {
+    return parse_graph(text);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}:{}", path, e.what()));  // the parser's message starts LINE:COL
+  }
+}
+
 void run(const SuperoptRequest& req) {
   if (req.gpu && req.interp) throw UsageError("--gpu and --interp exclude each other");
-  const std::string text = read_source_file(req.path);
-  const Graph program = [&] {
-    try {
-      return parse_graph(text);
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}:{}", req.path, e.what()));  // the parser's message starts LINE:COL
-    }
-  }();
+  const Graph program = read_graph(req.path);
   if (program.level() != Level::Kernel) throw Error("superopt: the file must hold a kernel graph");
   check_lax(program);
   const bool gpu = req.gpu || (!req.interp && exec::gpu_available());
@@ -140,8 +143,12 @@ void run(const SuperoptRequest& req) {
              count(program.ops().size() - program.inputs().size(), "op"));
 
   std::vector<Graph> found;
-  if (req.as_is) {
-    found.push_back(program);
+  if (!req.candidate.empty()) {
+    const Graph candidate = read_graph(req.candidate);
+    const VerifyResult v = verify_equivalent(program, candidate, {.seed = 3});
+    if (v.verdict != Verdict::Equivalent)
+      throw Error(fmt::format("{} does not compute {}: {}", req.candidate, req.path, v.summary()));
+    found.push_back(candidate);
   } else {
     if (program.outputs().size() != 1)
       throw Error(fmt::format("superopt: the search takes a program of one output; {} has {}", program.name(),
@@ -187,7 +194,9 @@ void run(const SuperoptRequest& req) {
   if (!first_failure.empty()) fmt::print("  first failure: {}\n", first_failure);
   if (checked.empty()) {
     fmt::print(stderr, "superopt: no candidate was found and checked{}\n",
-               req.as_is ? "" : "; try a larger --budget or --max-ops, or other --grid and --loop extents");
+               !req.candidate.empty()
+                   ? ""
+                   : "; try a larger --budget or --max-ops, or other --grid and --loop extents");
     throw ExitStatus{1};
   }
 
@@ -239,7 +248,8 @@ void add_superopt_command(CLI::App& app) {
   cmd->add_flag("--interp", req->interp, "check on the interpreter, even with a GPU (nothing is timed)");
   cmd->add_option("--out", req->out, "write the answer's graph and tile programs into this directory");
   cmd->add_flag("--print-kernels", req->print_kernels, "also print the answer's tile programs");
-  cmd->add_flag("--as-is", req->as_is, "no search: lower, check and write the graph in FILE as it is");
+  cmd->add_option("--candidate", req->candidate,
+                  "no search: verify, lower, check and time this graph (a .graph file) against the program");
   cmd->callback([req] { run(*req); });
 }
 

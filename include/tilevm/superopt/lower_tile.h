@@ -5,7 +5,7 @@
 // can write them out for a user to read, change and run like any other tile program.
 //
 // What a block graph becomes (docs/superopt.md, "Lowering"):
-//   iter       a shared f16 tile, `Copy` from the operand's view in every iteration of the loop
+//   iter       a shared f16 tile, `Copy` from the operand's view in every iteration of the (pipelined) loop
 //   matmul     `Gemm` into an f32 fragment (straight into the accumulator when that is its only use)
 //   add ...    a `Parallel` loop per op; a thread op is one loop per output, its chain inlined
 //   sum        `ReduceSum` of a fragment
@@ -24,6 +24,9 @@ namespace tilevm::superopt {
 
 struct TileLowerOptions {
   int threads = 128;
+  // A block graph's loop is `Pipelined(L, stages=...)`: the tile layer loads its iterators' tiles that many
+  // iterations ahead (cp.async, tile/pipeline_loops.h). 1: a plain loop.
+  int stages = 2;
   // The op-by-op kernels' block tiles (each the largest divisor of the extent up to this): a matmul's output
   // rows and columns and its K per loop iteration; element-wise ops and reductions take whole rows, as
   // many as fit `row_elements` elements.

@@ -1,1 +1,1 @@
-superopt gelu.graph --as-is --interp
+superopt gelu.graph --interp --max-ops 2 --threads 1

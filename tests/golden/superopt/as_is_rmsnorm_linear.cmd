@@ -1,1 +1,0 @@
-superopt rmsnorm_linear_fused.graph --as-is --interp --print-kernels

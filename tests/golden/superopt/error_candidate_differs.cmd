@@ -1,0 +1,1 @@
+superopt rmsnorm_linear.graph --candidate wrong_fused.graph --interp
