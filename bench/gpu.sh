@@ -33,7 +33,7 @@ else
   echo "gpu.sh: no .gpu/wheels: the Python package is not tested (bench/prepare_gpu_python.sh)"
 fi
 # The benchmarks of docs/performance.md: BENCH="decode dtypes prefill" (the default) or a subset, or
-# "tile" (the tile layer's GEMMs),
+# "tile" (the tile layer's GEMMs), "superopt" (the superoptimizer's workloads beside PyTorch),
 # BENCH_ARGS extra options for each (e.g. --quick). Every table goes to $OUT/bench_<workloads>.txt and .csv.
 export TILEVM_TUNE_CACHE=$OUT/tuning.json
 for w in ${BENCH-decode dtypes prefill}; do
@@ -50,6 +50,23 @@ for w in ${BENCH-decode dtypes prefill}; do
       cat "$OUT/bench_tile_$name.txt"; tail -3 "$OUT/bench_tile_$name.err"
       [ $rc -eq 0 ] || { echo "tilevm bench --gemm $f: exit $rc"; status=1; }
     done
+    continue
+  fi
+  if [ "$w" = superopt ]; then
+    # Each workload's fused graph (bench/superopt/NAME_fused.graph), verified, lowered, checked and timed
+    # beside the program run op by op; then PyTorch eager and torch.compile on the same workloads.
+    for f in bench/superopt/*_fused.graph; do
+      name=$(basename "$f" _fused.graph)
+      echo "== tilevm superopt bench/superopt/$name.graph --candidate $f --gpu"
+      timeout "${BENCH_TIMEOUT:-300}" "$BIN/tilevm" superopt "bench/superopt/$name.graph" --candidate "$f" --gpu \
+        --out "$OUT/superopt_$name" > "$OUT/superopt_$name.txt" 2> "$OUT/superopt_$name.err"
+      rc=$?
+      grep -v "^ \|^kernel\|^}" "$OUT/superopt_$name.txt"; tail -3 "$OUT/superopt_$name.err"
+      [ $rc -eq 0 ] || { echo "tilevm superopt $name: exit $rc"; status=1; }
+    done
+    echo "== python3 bench/superopt_torch.py"
+    timeout "${BENCH_TIMEOUT:-300}" python3 bench/superopt_torch.py > "$OUT/superopt_torch.txt" 2>&1 || status=1
+    cat "$OUT/superopt_torch.txt"
     continue
   fi
   [ "$w" = dtypes ] && extra="${BENCH_DTYPES_ARGS:---quick --max-candidates 8}"

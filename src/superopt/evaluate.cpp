@@ -16,6 +16,17 @@ struct RealAlgebra {
   double div(double a, double b) { return a / b; }
   double exp(double a) { return std::exp(a); }
   double constant(const Constant& c) { return c.to_double(); }
+  // out = a @ b summing over k in the same order as the evaluator's loop, reading b row by row.
+  void matmul(const double* a, const double* b, double* out, int64_t m, int64_t k, int64_t n) const {
+    for (int64_t i = 0; i < m; ++i) {
+      double* row = out + i * n;
+      for (int64_t j = 0; j < n; ++j) row[j] = a[i * k] * b[j];
+      for (int64_t l = 1; l < k; ++l) {
+        const double x = a[i * k + l];
+        for (int64_t j = 0; j < n; ++j) row[j] += x * b[l * n + j];
+      }
+    }
+  }
   double apply(OpKind fn, double x) {
     switch (fn) {
       case OpKind::Sqrt:

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "superopt_test_util.h"
+#include "tilevm/exec/gpu_runner.h"
 #include "tilevm/superopt/fuse.h"
 #include "tilevm/superopt/lower_tile.h"
 #include "tilevm/superopt/run_tile.h"
@@ -141,6 +142,19 @@ TEST(SuperoptLower, Refusals) {
             "cannot lower exp 'Y' to a tile program: it is [2, 16, 16]; the lowering handles rank 2");
   EXPECT_EQ(message("kernel f {\n  input X [16, 16]\n  Y = concat(X, X) dim=0\n  output Y\n}\n"),
             "cannot lower concat 'Y' to a tile program: concat is not lowered yet");
+}
+
+// The same kernels on the device (lowered for it: on sm_90a the Gemms may take wgmma), checked against the
+// programs.
+TEST(SuperoptLowerGpu, KernelsOnTheDevice) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const Graph program = parse_graph(kRmsNormLinear);
+  for (const Graph& g : {parse_graph(kFusedRmsNormLinear), program}) {
+    const LoweredGraph lowered = lower_to_tile(g, {.tile_m = 16, .tile_n = 32, .tile_k = 16});
+    const NumericCheck c = check_numerically(program, lowered, {.gpu = true, .seed = 9});
+    EXPECT_TRUE(c.passed) << g.name() << ": " << c.detail << " (error " << c.max_error << ")";
+  }
+  EXPECT_GT(time_on_gpu(lower_to_tile(program), 5), 0.0);
 }
 
 }  // namespace
