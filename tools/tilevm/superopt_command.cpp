@@ -121,6 +121,10 @@ void write_answer(const SuperoptRequest& req, const Checked& best) {
   fmt::print("wrote {}\n", fmt::join(written, ", "));
 }
 
+std::string count(size_t n, const char* what) {
+  return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
+}
+
 Graph read_graph(const std::string& path) {
   const std::string text = read_source_file(path);
   try {
@@ -137,7 +141,6 @@ void run(const SuperoptRequest& req) {
   check_lax(program);
   const bool gpu = req.gpu || (!req.interp && exec::gpu_available());
   const char* where = gpu ? "on the GPU" : "on the interpreter";
-  auto count = [](size_t n, const char* what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); };
   fmt::print("program {}: {}, {}, {}\n", program.name(), count(program.inputs().size(), "input"),
              count(program.outputs().size(), "output"),
              count(program.ops().size() - program.inputs().size(), "op"));
