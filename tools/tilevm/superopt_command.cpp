@@ -177,7 +177,7 @@ void run(const SuperoptRequest& req) {
     for (Graph& g : r.found) found.push_back(fuse_elementwise(g));
   }
 
-  fmt::print(stderr, "lowering and checking the {} graphs {} until {} pass\n", found.size(), where,
+  fmt::print(stderr, "lowering and checking {} {} until {} pass\n", count(found.size(), "graph"), where,
              req.candidates);
   std::vector<Checked> checked;
   int refused = 0, failed = 0;
