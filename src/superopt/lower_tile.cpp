@@ -549,8 +549,13 @@ Graph wrap_tensor_op(const Graph& k, const Op& op, const TileLowerOptions& o) {
   for (const Shape& s : shapes)
     if (s.size() != 2)
       fail("cannot lower {} to a tile program: operand {}; the lowering handles rank 2", what, shape_text(s));
+  // Blocks of whole rows, as many rows as fit row_elements, but at least 2 (a reduction over a row must leave
+  // a fragment of more than one element): the number of blocks.
   auto row_split = [&](int64_t rows, int64_t cols) {
-    return rows / largest_divisor(rows, std::max<int64_t>(1, o.row_elements / std::max<int64_t>(cols, 1)));
+    int64_t per_block =
+        largest_divisor(rows, std::max<int64_t>(2, o.row_elements / std::max<int64_t>(cols, 1)));
+    if (per_block == 1) per_block = rows;
+    return rows / per_block;
   };
   auto split = [](int64_t blocks, int dim) {
     return blocks > 1 ? DimMap{dim, kReplica, kReplica} : kAllReplica;
@@ -569,7 +574,11 @@ Graph wrap_tensor_op(const Graph& k, const Op& op, const TileLowerOptions& o) {
   switch (op.kind) {
     case OpKind::Matmul: {
       const int64_t m = shapes[0][0], kk = shapes[0][1], n = shapes[1][1];
-      const int64_t gm = m / largest_divisor(m, o.tile_m), gn = n / largest_divisor(n, o.tile_n);
+      const int64_t bm = largest_divisor(m, o.tile_m);
+      int64_t bn = largest_divisor(n, o.tile_n);
+      // Few rows (a decode batch): narrower column tiles, so that the grid fills an H100's 132 SMs.
+      while ((m / bm) * (n / bn) < 132 && bn % 2 == 0 && bn / 2 >= 32) bn /= 2;
+      const int64_t gm = m / bm, gn = n / bn;
       const int64_t loop = kk / largest_divisor(kk, o.tile_k);
       Graph b = Graph::block({gm, gn, 1}, loop, shapes);
       const int x = b.iter(0, gm > 1 ? DimMap{0, kReplica, kReplica} : kAllReplica, loop > 1 ? 1 : kReplica);

@@ -1,5 +1,6 @@
 // tilevm superopt FILE [--budget SECONDS] [--max-ops N] [--grid E,...] [--loop E,...] [--threads N]
-//                      [--candidates N] [--gpu | --interp] [--out DIR] [--candidate GRAPH] [--print-kernels]
+//                      [--candidates N] [--stages N] [--gpu | --interp] [--out DIR] [--candidate GRAPH]
+//                      [--print-kernels]
 //
 // The superoptimizer (docs/superopt.md): reads a tensor program (a kernel graph of tensor ops, the text form
 // of docs/superopt.md), searches graph-defined kernels that compute it (every schedule of the grids and loops
@@ -56,6 +57,7 @@ struct SuperoptRequest {
   bool interp = false;
   std::string out;
   std::string candidate;
+  int stages = 4;
   bool print_kernels = false;
 };
 
@@ -92,9 +94,10 @@ struct Checked {
 };
 
 // Lowers and checks one graph; nullopt (with the reason counted) when it cannot be lowered or fails.
-std::optional<Checked> lower_and_check(const Graph& program, const Graph& graph, bool gpu, std::string* why) {
+std::optional<Checked> lower_and_check(const Graph& program, const Graph& graph, bool gpu, int stages,
+                                       std::string* why) {
   try {
-    Checked c{graph, lower_to_tile(graph), {}};
+    Checked c{graph, lower_to_tile(graph, {.stages = stages}), {}};
     c.check = check_numerically(program, c.lowered, {.gpu = gpu, .seed = 7});
     if (!c.check.passed) {
       *why = fmt::format("failed the numeric check: {}", c.check.detail);
@@ -185,7 +188,7 @@ void run(const SuperoptRequest& req) {
   for (const Graph& g : found) {
     if (static_cast<int>(checked.size()) >= req.candidates) break;
     std::string why;
-    std::optional<Checked> c = lower_and_check(program, g, gpu, &why);
+    std::optional<Checked> c = lower_and_check(program, g, gpu, req.stages, &why);
     if (c) {
       checked.push_back(std::move(*c));
     } else if (why.starts_with("failed the numeric check")) {
@@ -210,7 +213,7 @@ void run(const SuperoptRequest& req) {
   size_t best = 0;
   if (gpu) {
     fmt::print(stderr, "timing {} graphs and the program op by op\n", checked.size());
-    const double baseline = time_on_gpu(lower_to_tile(program));
+    const double baseline = time_on_gpu(lower_to_tile(program, {.stages = req.stages}));
     for (size_t k = 0; k < checked.size(); ++k) {
       checked[k].us = time_on_gpu(checked[k].lowered);
       if (checked[k].us < checked[best].us) best = k;
@@ -252,6 +255,8 @@ void add_superopt_command(CLI::App& app) {
   cmd->add_option("--candidates", req->candidates,
                   "lower and check at most this many found graphs (default 16)")
       ->check(CLI::Range(1, 100000));
+  cmd->add_option("--stages", req->stages, "pipeline depth of the kernels' loops (default 4; 1: none)")
+      ->check(CLI::Range(1, 8));
   cmd->add_flag("--gpu", req->gpu, "check and time on the GPU (the default when there is one)");
   cmd->add_flag("--interp", req->interp, "check on the interpreter, even with a GPU (nothing is timed)");
   cmd->add_option("--out", req->out, "write the answer's graph and tile programs into this directory");

@@ -26,13 +26,14 @@ struct TileLowerOptions {
   int threads = 128;
   // A block graph's loop is `Pipelined(L, stages=...)`: the tile layer loads its iterators' tiles that many
   // iterations ahead (cp.async, tile/pipeline_loops.h). 1: a plain loop.
-  int stages = 2;
+  int stages = 4;
   // The op-by-op kernels' block tiles (each the largest divisor of the extent up to this): a matmul's output
-  // rows and columns and its K per loop iteration; element-wise ops and reductions take whole rows, as
-  // many as fit `row_elements` elements.
+  // rows and columns (columns halved down to 32 while the grid has fewer than 132 blocks) and its K per loop
+  // iteration; element-wise ops and reductions take whole rows, as many as fit `row_elements` elements
+  // (at least 2).
   int64_t tile_m = 64;
   int64_t tile_n = 64;
-  int64_t tile_k = 32;
+  int64_t tile_k = 64;
   int64_t row_elements = 4096;
 };
 
