@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tilevm  # noqa: E402
-from conftest import EXAMPLES, assert_close_to_reference  # noqa: E402
+from conftest import EXAMPLES, assert_close_to_reference, weights_rounded  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -28,10 +28,11 @@ def test_qmatmul_matches_float64(wtype, m, zero_point):
     qw = tilevm.quantize(rand(k, n, dtype=torch.float32, seed=1), wtype, group=128, zero_point=zero_point)
     assert qw.codes.is_cuda
     x = rand(m, k, seed=2)
+    config = tilevm.precompile_qmatmul(qw, m)  # the configuration qmatmul then launches
     y = tilevm.qmatmul(x, qw)
     torch.cuda.synchronize()
     assert y.shape == (m, n) and y.is_cuda
-    assert_close_to_reference(y, x, qw)
+    assert_close_to_reference(y, x, qw, rounded=weights_rounded(config, qw))
 
 
 def test_bf16_on_the_gpu():
