@@ -1,6 +1,7 @@
 // The schedules of one graph-defined kernel (grid, loop, imaps, fmaps, omap) and the search over them.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <thread>
@@ -116,10 +117,22 @@ SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, 
   std::atomic<size_t> next{0};
   // Errors of a worker are kept and rethrown here, the first by schedule order.
   std::vector<std::exception_ptr> errors(schedules.size());
+  // limits.budget_seconds bounds the whole search: each schedule gets what is left, and a schedule that
+  // would start after the deadline is not searched (the result says stopped).
+  const auto start = std::chrono::steady_clock::now();
   auto work = [&] {
     for (size_t i = next++; i < schedules.size(); i = next++) {
+      SearchLimits mine = limits;
+      if (limits.budget_seconds > 0) {
+        mine.budget_seconds = limits.budget_seconds -
+                              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (mine.budget_seconds <= 0) {
+          results[i].stats.stopped = true;
+          continue;
+        }
+      }
       try {
-        results[i] = search_block_graphs(program, schedules[i], limits);
+        results[i] = search_block_graphs(program, schedules[i], mine);
       } catch (...) {
         errors[i] = std::current_exception();
       }

@@ -92,6 +92,8 @@ std::vector<BlockSchedule> enumerate_schedules(const Graph& program, const Sched
 // search_block_graphs over every schedule; stats summed. `threads` searches run at once (0: one per core),
 // each on its own schedules; the result is the same for any number of threads (graphs in schedule order).
 // With more than one thread, limits.on_state and on_progress are called from several threads at once.
+// limits.budget_seconds bounds the whole search (each schedule gets what is left; those that would start
+// later are skipped and the result says stopped).
 SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, const SearchLimits& limits,
                               int threads = 1);
 
