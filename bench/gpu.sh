@@ -64,6 +64,18 @@ for w in ${BENCH-decode dtypes prefill}; do
       grep -v "^ \|^kernel\|^}" "$OUT/superopt_$name.txt"; tail -3 "$OUT/superopt_$name.err"
       [ $rc -eq 0 ] || { echo "tilevm superopt $name: exit $rc"; status=1; }
     done
+    # Programs without a fused graph beside them are searched (16 threads here), checked and timed.
+    for f in bench/superopt/*.graph; do
+      name=$(basename "$f" .graph)
+      case $name in *_fused) continue ;; esac
+      [ -f "bench/superopt/${name}_fused.graph" ] && continue
+      echo "== tilevm superopt $f --gpu --max-ops 5 --grid 1,2,4,8,16 --loop 1,2,4 --budget 60"
+      timeout "${BENCH_TIMEOUT:-300}" "$BIN/tilevm" superopt "$f" --gpu --max-ops 5 --grid 1,2,4,8,16 --loop 1,2,4 \
+        --budget 60 --out "$OUT/superopt_$name" > "$OUT/superopt_$name.txt" 2> "$OUT/superopt_$name.err"
+      rc=$?
+      grep -v "^ \|^kernel\|^}" "$OUT/superopt_$name.txt"; grep -v "^  " "$OUT/superopt_$name.err" | tail -5
+      [ $rc -eq 0 ] || { echo "tilevm superopt $name: exit $rc"; status=1; }
+    done
     echo "== python3 bench/superopt_torch.py"
     timeout "${BENCH_TIMEOUT:-300}" python3 bench/superopt_torch.py > "$OUT/superopt_torch.txt" 2>&1 || status=1
     cat "$OUT/superopt_torch.txt"
