@@ -33,7 +33,7 @@ def workloads():
     yield "rmsnorm_linear", lambda: F.rms_norm(x, (4096,), eps=1e-6) @ w
     w1, w3, w2 = (torch.randn(4096, 4096, **h) / 64 for _ in range(3))
     yield "gated_mlp", lambda: (F.silu(x @ w1) * (x @ w3)) @ w2
-    s = torch.randn(4096, 1024, **h)
+    s = torch.randn(64, 512, **h)
     yield "softmax", lambda: torch.softmax(s, dim=1)
 
 
