@@ -16,7 +16,8 @@ struct RealAlgebra {
   double div(double a, double b) { return a / b; }
   double exp(double a) { return std::exp(a); }
   double constant(const Constant& c) { return c.to_double(); }
-  // out = a @ b summing over k in the same order as the evaluator's loop, reading b row by row.
+  // out = a @ b summing over k in the same order as the evaluator's loop, reading b row by row (the compiler
+  // may fuse a multiply-add here; the double reference is far finer than the f16 kernels it checks).
   void matmul(const double* a, const double* b, double* out, int64_t m, int64_t k, int64_t n) const {
     for (int64_t i = 0; i < m; ++i) {
       double* row = out + i * n;

@@ -79,7 +79,8 @@ class FieldAlgebra {
   // reductions mod p and q deferred. A product of two residues mod p is below 2^122, so 32 of them add up
   // without overflowing 128 bits; products mod q are below 2^62. b is read row by row (contiguously), and
   // a large product is split by columns over the machine's cores (exact arithmetic: the same result for any
-  // split). A [16, 4096] x [4096, 4096] product takes about a second on one core where the loop over strided
+  // split; only products of 2^22 multiply-adds or more are split).
+  // A [16, 4096] x [4096, 4096] product takes about a second on one core where the loop over strided
   // columns with a 128-bit division per term took minutes.
   void matmul(const Value* a, const Value* b, Value* out, int64_t m, int64_t k, int64_t n) const {
     const int64_t work = m * k * n;
@@ -87,8 +88,15 @@ class FieldAlgebra {
         std::clamp<int64_t>(std::min<int64_t>(work >> 22, std::thread::hardware_concurrency()), 1, n);
     if (threads == 1) return matmul_columns(a, b, out, m, k, n, 0, n);
     std::vector<std::thread> pool;
-    for (int64_t t = 0; t < threads; ++t)
-      pool.emplace_back([=] { matmul_columns(a, b, out, m, k, n, n * t / threads, n * (t + 1) / threads); });
+    try {
+      for (int64_t t = 1; t < threads; ++t)
+        pool.emplace_back(
+            [=] { matmul_columns(a, b, out, m, k, n, n * t / threads, n * (t + 1) / threads); });
+    } catch (...) {  // no thread to be had: join those started, and do their share here
+      for (std::thread& t : pool) t.join();
+      return matmul_columns(a, b, out, m, k, n, 0, n);
+    }
+    matmul_columns(a, b, out, m, k, n, 0, n / threads);
     for (std::thread& t : pool) t.join();
   }
 

@@ -124,13 +124,20 @@ class BlockWriter {
   };
 
   [[noreturn]] void refuse(int op_index, const std::string& why) const {
+    if (!context_.empty()) fail("cannot lower {} to a tile program: {}", context_, why);
     const Op& op = g_.ops()[static_cast<size_t>(op_index)];
     const std::string what = op.outputs.empty()
                                  ? std::string(op_name(op.kind))
                                  : fmt::format("{} '{}'", op_name(op.kind), g_.tensor(op.outputs[0]).name);
-    fail("cannot lower {} of block graph {} to a tile program: {}", what, name_, why);
+    fail("cannot lower {} of the graph-defined kernel {} to a tile program: {}", what, name_, why);
   }
 
+ public:
+  // For the block graph of an op-by-op kernel: name the kernel graph's op in messages ("gelu 'Y'") rather
+  // than the wrapper's generated tensors.
+  void set_context(std::string context) { context_ = std::move(context); }
+
+ private:
   void declare_view(const std::string& buffer, const Shape& shape) {
     if (views_.count(buffer)) return;
     views_[buffer] =
@@ -195,7 +202,8 @@ class BlockWriter {
       case Val::Kind::None:
         break;
     }
-    fail("internal: a block tensor is used before it is computed");
+    TILEVM_ASSERT(false, "block tensor '{}' of {} is used before it is computed", v.name, name_);
+    return "";
   }
 
   // `for i0, i1 in Parallel(...):` over the wide dimensions of `shape`, with one assignment.
@@ -252,7 +260,8 @@ class BlockWriter {
     const Val& v = vals_[static_cast<size_t>(id)];
     if (v.kind == Val::Kind::Shared && v.f16) return v;
     if (auto it = operand_copy_.find(id); it != operand_copy_.end()) return it->second;
-    if (v.kind == Val::Kind::Scalar) refuse(op_index, "a matmul operand is a constant");
+    if (v.kind == Val::Kind::Scalar)
+      refuse(op_index, fmt::format("its operand '{}' is a constant", g_.tensor(id).name));
     Val s = new_shared(g_.tensor(id).name + "_h", v.shape, true);
     parallel(op_index, phase, v.shape, access(s), access(v));
     operand_copy_[id] = s;
@@ -465,28 +474,27 @@ class BlockWriter {
       }
       case OpKind::Thread: {
         const Graph& t = g_.children()[static_cast<size_t>(op.child)];
-        std::vector<std::string> expr(t.tensors().size());
-        // One loop per output, all reading the operands alike: a fragment of the first output's shape as it
-        // is.
-        const TensorDecl& first = g_.tensor(op.outputs[0]);
-        const std::vector<Val> operands = loop_operands(i, op.inputs, first.shape, first.phase, false);
-        size_t input = 0;
-        for (const Op& top : t.ops()) {
-          const int id = top.outputs[0];
-          if (top.kind == OpKind::Input) {
-            expr[static_cast<size_t>(id)] = access(operands[input++]);
-          } else if (top.kind == OpKind::Const) {
-            expr[static_cast<size_t>(id)] = literal(top.value.to_double());
-          } else if (top.kind == OpKind::Gelu) {
-            refuse(i, "gelu needs erf, which the tile layer's Parallel bodies do not have");
-          } else {
-            std::vector<std::string> args;
-            for (int in : top.inputs) args.push_back(expr[static_cast<size_t>(in)]);
-            expr[static_cast<size_t>(id)] = apply(top.kind, args);
-          }
-        }
+        // One loop per output with its chain inlined; each reads the operands as a loop of its own shape
+        // does (outputs of a thread op may differ in shape: one may broadcast over another).
         for (size_t k = 0; k < op.outputs.size(); ++k) {
           const TensorDecl& o = g_.tensor(op.outputs[k]);
+          const std::vector<Val> operands = loop_operands(i, op.inputs, o.shape, o.phase, false);
+          std::vector<std::string> expr(t.tensors().size());
+          size_t input = 0;
+          for (const Op& top : t.ops()) {
+            const int id = top.outputs[0];
+            if (top.kind == OpKind::Input) {
+              expr[static_cast<size_t>(id)] = access(operands[input++]);
+            } else if (top.kind == OpKind::Const) {
+              expr[static_cast<size_t>(id)] = literal(top.value.to_double());
+            } else if (top.kind == OpKind::Gelu) {
+              refuse(i, "gelu needs erf, which the tile layer's Parallel bodies do not have");
+            } else {
+              std::vector<std::string> args;
+              for (int in : top.inputs) args.push_back(expr[static_cast<size_t>(in)]);
+              expr[static_cast<size_t>(id)] = apply(top.kind, args);
+            }
+          }
           Val v = new_frag(i, o.name, o.shape);
           parallel(i, o.phase, o.shape, access(v), expr[static_cast<size_t>(t.outputs()[k])]);
           val(op.outputs[k]) = v;
@@ -502,6 +510,7 @@ class BlockWriter {
 
   const Graph& g_;
   std::string name_;
+  std::string context_;
   int threads_;
   int stages_;
   std::vector<std::string> operands_, outputs_;
@@ -630,9 +639,10 @@ LoweredGraph lower_to_tile(const Graph& k, const TileLowerOptions& options) {
       if (t.shape.size() != 2)
         fail("cannot lower {} '{}' to a tile program: it is {}; the lowering handles rank 2",
              op_name(op.kind), t.name, shape_text(t.shape));
-      LoweredBuffer::Role role = is_output[static_cast<size_t>(id)] ? LoweredBuffer::Role::Output
-                                 : op.kind == OpKind::Const         ? LoweredBuffer::Role::Const
-                                                                    : LoweredBuffer::Role::Temp;
+      // A constant that is also an output is still filled on the host: no kernel writes it.
+      LoweredBuffer::Role role = op.kind == OpKind::Const             ? LoweredBuffer::Role::Const
+                                 : is_output[static_cast<size_t>(id)] ? LoweredBuffer::Role::Output
+                                                                      : LoweredBuffer::Role::Temp;
       out.buffers.push_back({t.name, t.shape, role, op.value});
     }
     if (op.kind == OpKind::Const) continue;
@@ -649,6 +659,7 @@ LoweredGraph lower_to_tile(const Graph& k, const TileLowerOptions& options) {
     const Graph& block = wrapped ? *wrapped : k.children()[static_cast<size_t>(op.child)];
     BlockWriter writer(block, name, threads_for(block, options.threads), options.stages, operands, outputs,
                        output_shapes);
+    if (wrapped) writer.set_context(fmt::format("{} '{}'", op_name(op.kind), outputs[0]));
     LoweredKernel kernel;
     kernel.name = name;
     kernel.source = writer.write();

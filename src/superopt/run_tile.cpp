@@ -99,6 +99,14 @@ NumericCheck check_numerically(const Graph& program, const LoweredGraph& lowered
     inputs.push_back(std::move(v));
   }
   const std::vector<std::vector<double>> want = evaluate_real(program, inputs);
+  if (want.size() != lowered.outputs.size())
+    fail("the program has {} outputs and the lowered graph {}", want.size(), lowered.outputs.size());
+  for (size_t o = 0; o < want.size(); ++o) {
+    const LoweredBuffer& b = lowered.buffer(lowered.outputs[o]);
+    if (element_count(b.shape) != static_cast<int64_t>(want[o].size()))
+      fail("output {} of the program has {} elements and the lowered graph's '{}' {} has {}", o,
+           want[o].size(), b.name, shape_text(b.shape), element_count(b.shape));
+  }
   const std::vector<std::vector<double>> got = run_lowered(lowered, inputs, options);
   NumericCheck check;
   check.passed = true;
@@ -107,7 +115,9 @@ NumericCheck check_numerically(const Graph& program, const LoweredGraph& lowered
     for (double w : want[o]) mean += std::abs(w);
     mean /= static_cast<double>(std::max<size_t>(want[o].size(), 1));
     for (size_t k = 0; k < want[o].size(); ++k) {
-      const double err = std::abs(got[o][k] - want[o][k]) / (std::abs(want[o][k]) + mean);
+      // An output that is zero throughout (mean 0) is compared absolutely.
+      const double scale = std::abs(want[o][k]) + mean;
+      const double err = std::abs(got[o][k] - want[o][k]) / (scale > 0 ? scale : 1.0);
       if (!(err <= check.max_error)) {  // NaN counts as the worst
         check.max_error = std::isnan(err) ? INFINITY : err;
         check.detail = fmt::format("output {} element {}: {} where the program computes {}",

@@ -13,7 +13,8 @@
 namespace tilevm::superopt {
 namespace {
 
-// tests/superopt/rmsnorm_linear_fused.graph at sizes the tensor cores take: blocks of [16, 16] x [16, 32].
+// tests/superopt/rmsnorm_linear_fused.graph at sizes the tensor cores take (as in tests/golden/superopt/):
+// blocks of [16, 16] x [16, 32].
 constexpr const char* kFusedRmsNormLinear = R"(kernel rmsnorm_linear_fused {
   input X [32, 64]
   input W [64, 64]
@@ -93,7 +94,7 @@ TEST(SuperoptLower, OpByOpKernels) {
 }
 
 TEST(SuperoptLower, WrongKernelsFailTheCheck) {
-  // The kernels of one program checked against another: silu for relu, a sum over the other dimension.
+  // The kernels of one program checked against another: silu for relu.
   const Graph silu = parse_graph("kernel f {\n  input X [16, 16]\n  Y = silu(X)\n  output Y\n}\n");
   const Graph relu = parse_graph("kernel f {\n  input X [16, 16]\n  Y = relu(X)\n  output Y\n}\n");
   EXPECT_FALSE(check_numerically(relu, lower_to_tile(silu)).passed);
@@ -107,6 +108,42 @@ TEST(SuperoptLower, WrongKernelsFailTheCheck) {
   const NumericCheck c = check_numerically(parse_graph(kRmsNormLinear), lowered);
   EXPECT_FALSE(c.passed);
   EXPECT_NE(c.detail.find("output Y element"), std::string::npos) << c.detail;
+}
+
+TEST(SuperoptLower, ThreadOutputsOfTwoShapesAndAConstantOutput) {
+  // A thread op whose outputs differ in shape: e = exp(s) over the row sums [16, 1], d = x / s over [16, 32];
+  // and a constant among the outputs (filled on the host, no kernel writes it).
+  const Graph program = parse_graph(R"(kernel f {
+  input X [16, 32]
+  S = sum(X) dim=1
+  E = exp(S)
+  D = div(X, S)
+  C = const(0.5) shape=[16, 32]
+  output E, D, C
+}
+)");
+  const Graph fused = parse_graph(R"(kernel f {
+  input X [16, 32]
+  (E, D) = block(X) grid=[1, 1, 1] loop=1 {
+    xi = iter(X) imap=[-, -, -] fmap=-
+    x = accum(xi) fmap=-
+    s = sum(x) dim=1
+    (e, d) = thread(s, x) {
+      input a [16, 1]
+      input b [16, 32]
+      ea = exp(a)
+      db = div(b, a)
+      output ea, db
+    }
+    Es = save(e) omap=[-, -, -]
+    Ds = save(d) omap=[-, -, -]
+  }
+  C = const(0.5) shape=[16, 32]
+  output E, D, C
+}
+)");
+  expect_checked(program, fused);
+  EXPECT_EQ(lower_to_tile(fused).buffer("C").role, LoweredBuffer::Role::Const);
 }
 
 TEST(SuperoptLower, TheSearchsGraphsRunCorrectly) {
@@ -134,10 +171,10 @@ TEST(SuperoptLower, Refusals) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(
-      message("kernel f {\n  input X [16, 16]\n  Y = gelu(X)\n  output Y\n}\n"),
-      "cannot lower gelu 't1' of block graph f_Y to a tile program: gelu needs erf, which the tile layer's "
-      "Parallel bodies do not have");
+  EXPECT_EQ(message("kernel f {\n  input X [16, 16]\n  Y = gelu(X)\n  output Y\n}\n"),
+            "cannot lower gelu 'Y' to a tile program: gelu needs erf, which the tile layer's Parallel bodies "
+            "do not "
+            "have");
   EXPECT_EQ(message("kernel f {\n  input X [2, 16, 16]\n  Y = exp(X)\n  output Y\n}\n"),
             "cannot lower exp 'Y' to a tile program: it is [2, 16, 16]; the lowering handles rank 2");
   EXPECT_EQ(message("kernel f {\n  input X [16, 16]\n  Y = concat(X, X) dim=0\n  output Y\n}\n"),

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -93,21 +94,35 @@ struct Checked {
   double us = 0;  // GPU time, when timed
 };
 
-// Lowers and checks one graph; nullopt (with the reason counted) when it cannot be lowered or fails.
+// Why a graph was not taken.
+enum class Miss { None, NotLowered, NotRun, Wrong };
+
+// Lowers and checks one graph; nullopt, with the reason, when it cannot be lowered, its kernels do not
+// compile or run (the tile layer refuses a program: no warp split fits a Gemm, a layout conflict), or it
+// fails the numeric check.
 std::optional<Checked> lower_and_check(const Graph& program, const Graph& graph, bool gpu, int stages,
-                                       std::string* why) {
+                                       Miss* miss, std::string* why) {
+  Checked c{graph, {}, {}};
   try {
-    Checked c{graph, lower_to_tile(graph, {.stages = stages}), {}};
-    c.check = check_numerically(program, c.lowered, {.gpu = gpu, .seed = 7});
-    if (!c.check.passed) {
-      *why = fmt::format("failed the numeric check: {}", c.check.detail);
-      return std::nullopt;
-    }
-    return c;
+    c.lowered = lower_to_tile(graph, {.stages = stages});
   } catch (const Error& e) {
+    *miss = Miss::NotLowered;
     *why = e.what();
     return std::nullopt;
   }
+  try {
+    c.check = check_numerically(program, c.lowered, {.gpu = gpu, .seed = 7});
+  } catch (const Error& e) {
+    *miss = Miss::NotRun;
+    *why = e.what();
+    return std::nullopt;
+  }
+  if (!c.check.passed) {
+    *miss = Miss::Wrong;
+    *why = c.check.detail;
+    return std::nullopt;
+  }
+  return c;
 }
 
 void write_answer(const SuperoptRequest& req, const Checked& best) {
@@ -140,7 +155,9 @@ Graph read_graph(const std::string& path) {
 void run(const SuperoptRequest& req) {
   if (req.gpu && req.interp) throw UsageError("--gpu and --interp exclude each other");
   const Graph program = read_graph(req.path);
-  if (program.level() != Level::Kernel) throw Error("superopt: the file must hold a kernel graph");
+  if (program.level() != Level::Kernel)
+    throw Error(fmt::format("superopt: {} holds a {} graph; the program must be a kernel graph", req.path,
+                            level_name(program.level())));
   check_lax(program);
   const bool gpu = req.gpu || (!req.interp && exec::gpu_available());
   const char* where = gpu ? "on the GPU" : "on the interpreter";
@@ -183,25 +200,31 @@ void run(const SuperoptRequest& req) {
   fmt::print(stderr, "lowering and checking {} {} until {} pass\n", count(found.size(), "graph"), where,
              req.candidates);
   std::vector<Checked> checked;
-  int refused = 0, failed = 0;
-  std::string first_refusal, first_failure;
+  // Per reason a graph was not taken: how many, and the first's message.
+  std::map<Miss, std::pair<int, std::string>> misses;
   for (const Graph& g : found) {
     if (static_cast<int>(checked.size()) >= req.candidates) break;
+    Miss miss = Miss::None;
     std::string why;
-    std::optional<Checked> c = lower_and_check(program, g, gpu, req.stages, &why);
+    std::optional<Checked> c = lower_and_check(program, g, gpu, req.stages, &miss, &why);
     if (c) {
       checked.push_back(std::move(*c));
-    } else if (why.starts_with("failed the numeric check")) {
-      if (failed++ == 0) first_failure = why;
-    } else if (refused++ == 0) {
-      first_refusal = why;
+    } else if (misses[miss].first++ == 0) {
+      misses[miss].second = why;
     }
   }
+  auto missed = [&](Miss m) { return misses.count(m) ? misses[m].first : 0; };
   fmt::print(
-      "checked {}: {} of {} graphs computed the program; {} not lowered, {} failed the numeric check\n",
-      where, checked.size(), checked.size() + refused + failed, refused, failed);
-  if (!first_refusal.empty()) fmt::print("  first not lowered: {}\n", first_refusal);
-  if (!first_failure.empty()) fmt::print("  first failure: {}\n", first_failure);
+      "checked {}: {} of {} graphs computed the program; {} not lowered, {} did not compile or run, {} "
+      "failed "
+      "the numeric check\n",
+      where, checked.size(),
+      checked.size() + missed(Miss::NotLowered) + missed(Miss::NotRun) + missed(Miss::Wrong),
+      missed(Miss::NotLowered), missed(Miss::NotRun), missed(Miss::Wrong));
+  const std::pair<Miss, const char*> labels[] = {
+      {Miss::NotLowered, "not lowered"}, {Miss::NotRun, "did not compile or run"}, {Miss::Wrong, "wrong"}};
+  for (const auto& [m, label] : labels)
+    if (missed(m) > 0) fmt::print("  first {}: {}\n", label, misses[m].second);
   if (checked.empty()) {
     fmt::print(stderr, "superopt: no candidate was found and checked{}\n",
                !req.candidate.empty()
@@ -212,14 +235,21 @@ void run(const SuperoptRequest& req) {
 
   size_t best = 0;
   if (gpu) {
-    fmt::print(stderr, "timing {} graphs and the program op by op\n", checked.size());
-    const double baseline = time_on_gpu(lower_to_tile(program, {.stages = req.stages}));
+    fmt::print(stderr, "timing {} and the program op by op\n", count(checked.size(), "graph"));
     for (size_t k = 0; k < checked.size(); ++k) {
       checked[k].us = time_on_gpu(checked[k].lowered);
       if (checked[k].us < checked[best].us) best = k;
     }
-    fmt::print("time: {:.1f} us against {:.1f} us op by op ({:.2f} x)\n", checked[best].us, baseline,
-               baseline / checked[best].us);
+    // The baseline is the program lowered one kernel per op, which the lowering may refuse (a row of one
+    // element to reduce, a matmul of one row): then the answer stands without it.
+    std::string baseline;
+    try {
+      const double us = time_on_gpu(lower_to_tile(program, {.stages = req.stages}));
+      baseline = fmt::format("against {:.1f} us op by op ({:.2f} x)", us, us / checked[best].us);
+    } catch (const Error& e) {
+      baseline = fmt::format("(op by op not timed: {})", e.what());
+    }
+    fmt::print("time: {:.1f} us {}\n", checked[best].us, baseline);
   } else {
     fmt::print("no GPU: the first checked graph is the answer (nothing timed)\n");
   }
