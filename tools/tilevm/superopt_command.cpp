@@ -5,11 +5,12 @@
 // The superoptimizer (docs/superopt.md): reads a tensor program (a kernel graph of tensor ops, the text form
 // of docs/superopt.md), searches graph-defined kernels that compute it (every schedule of the grids and loops
 // given, block graphs of up to --max-ops ops, within --budget seconds on --threads threads), verifies each
-// over finite fields, lowers the verified ones to tile programs and checks them numerically against the
-// program on random inputs (on the GPU when there is one, else on the interpreter). With a GPU the checked
-// candidates are timed beside the program run op by op (one tile kernel per tensor op) and the fastest is
-// the answer; without one, the first checked candidate is (nothing is timed). Prints the counts, the answer
-// with its verification bound and numeric error, and writes its kernels (and the graph) under --out.
+// over finite fields, lowers the verified ones to tile programs (the graphs of the most blocks first) and
+// checks them numerically against the program on random inputs (on the GPU when there is one, else on the
+// interpreter). With a GPU the checked candidates are timed beside the program run op by op (one tile kernel
+// per tensor op) and the fastest is the answer; without one, the first checked candidate is (nothing is
+// timed). Prints the counts, the answer with its verification bound and numeric error, and writes its kernels
+// (and the graph) under --out.
 // --candidate GRAPH: no search; the graph in GRAPH (a kernel graph with graph-defined kernels, written by
 // hand or saved by an earlier run) is verified equivalent to the program, lowered, checked, timed and written
 // like a found one. --print-kernels: print the answer's tile programs too.
@@ -17,6 +18,8 @@
 // Exit status: 0 when an answer was found; 1 on bad input (a file that does not parse, an operator outside
 // the fragment, a program of several outputs) or when no candidate was found and checked; 2 on bad
 // command-line use.
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -139,6 +142,17 @@ void write_answer(const SuperoptRequest& req, const Checked& best) {
   fmt::print("wrote {}\n", fmt::join(written, ", "));
 }
 
+// The largest grid among the graph's graph-defined kernels.
+int64_t most_blocks(const Graph& g) {
+  int64_t most = 1;
+  for (const Op& op : g.ops())
+    if (op.kind == OpKind::Block) {
+      const std::array<int64_t, 3>& grid = g.children()[static_cast<size_t>(op.child)].grid();
+      most = std::max(most, grid[0] * grid[1] * grid[2]);
+    }
+  return most;
+}
+
 std::string count(size_t n, const char* what) {
   return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
 }
@@ -195,6 +209,10 @@ void run(const SuperoptRequest& req) {
                r.stats.verified, r.stats.stopped ? " (stopped by the budget)" : "");
     fmt::print(stderr, "search: {:.3f} s wall\n", seconds);
     for (Graph& g : r.found) found.push_back(fuse_elementwise(g));
+    // Checked in order of the most blocks first: the search lists them by schedule, small grids first, and
+    // a GPU needs a grid of many blocks to be busy (ties keep the search's order).
+    std::stable_sort(found.begin(), found.end(),
+                     [](const Graph& a, const Graph& b) { return most_blocks(a) > most_blocks(b); });
   }
 
   fmt::print(stderr, "lowering and checking {} {} until {} pass\n", count(found.size(), "graph"), where,
