@@ -1,6 +1,6 @@
 // tilevm superopt FILE [--budget SECONDS] [--max-ops N] [--grid E,...] [--loop E,...] [--threads N]
 //                      [--candidates N] [--stages N] [--gpu | --interp] [--out DIR] [--candidate GRAPH]
-//                      [--print-kernels]
+//                      [--print-kernels] [--cache FILE | --no-cache]
 //
 // The superoptimizer (docs/superopt.md): reads a tensor program (a kernel graph of tensor ops, the text form
 // of docs/superopt.md), searches graph-defined kernels that compute it (every schedule of the grids and loops
@@ -11,6 +11,9 @@
 // per tensor op) and the fastest is the answer; without one, the first checked candidate is (nothing is
 // timed). Prints the counts, the answer with its verification bound and numeric error, and writes its kernels
 // (and the graph) under --out.
+// The answer of a search is kept in the answer cache (superopt/answer_cache.h; --cache FILE, --no-cache): a
+// second run of the same program and options on the same device verifies and checks the cached graph
+// instead of searching.
 // --candidate GRAPH: no search; the graph in GRAPH (a kernel graph with graph-defined kernels, written by
 // hand or saved by an earlier run) is verified equivalent to the program, lowered, checked, timed and written
 // like a found one. --print-kernels: print the answer's tile programs too.
@@ -35,6 +38,8 @@
 
 #include "commands.h"
 #include "tilevm/exec/gpu_runner.h"
+#include "tilevm/runtime/device.h"
+#include "tilevm/superopt/answer_cache.h"
 #include "tilevm/superopt/fuse.h"
 #include "tilevm/superopt/lower_tile.h"
 #include "tilevm/superopt/run_tile.h"
@@ -62,6 +67,8 @@ struct SuperoptRequest {
   std::string out;
   std::string candidate;
   int stages = 4;
+  std::string cache;  // empty: the tuning cache's default file
+  bool no_cache = false;
   bool print_kernels = false;
 };
 
@@ -188,7 +195,41 @@ void run(const SuperoptRequest& req) {
     if (verified->verdict != Verdict::Equivalent)
       throw Error(fmt::format("{} does not compute {}: {}", req.candidate, req.path, verified->summary()));
     found.push_back(candidate);
-  } else {
+  }
+  // The answer cache (superopt/answer_cache.h), for searches: a hit is verified like a candidate, and a
+  // cached graph that no longer verifies is ignored.
+  std::optional<tune::TuningCache> cache;
+  AnswerKey key;
+  bool from_cache = false;
+  if (req.candidate.empty() && !req.no_cache) {
+    const std::optional<std::filesystem::path> file = req.cache.empty()
+                                                          ? tune::TuningCache::default_path()
+                                                          : std::optional<std::filesystem::path>(req.cache);
+    if (file) cache.emplace(*file);
+    if (gpu) {
+      const runtime::DeviceInfo& info = runtime::Device::open().info();
+      key.device = info.name;
+      key.arch = info.arch;
+    }
+    key.options = fmt::format("max_ops={} grid={} loop={} stages={} candidates={}", req.max_ops,
+                              fmt::join(req.grid, ","), fmt::join(req.loop, ","), req.stages, req.candidates);
+    if (cache) {
+      if (std::optional<Graph> cached = lookup_answer(*cache, program, key)) {
+        const VerifyResult v = verify_equivalent(program, *cached, {.seed = 11, .target_log2_bound = -64});
+        if (v.verdict == Verdict::Equivalent) {
+          fmt::print("answer from the cache {} (--no-cache searches again)\n", cache->file().string());
+          verified = v;
+          found.push_back(*cached);
+          from_cache = true;
+        } else {
+          fmt::print(stderr,
+                     "warning: the cached answer in {} does not compute the program ({}); searching\n",
+                     cache->file().string(), v.summary());
+        }
+      }
+    }
+  }
+  if (req.candidate.empty() && !from_cache) {
     if (program.outputs().size() != 1)
       throw Error(fmt::format("superopt: the search takes a program of one output; {} has {}", program.name(),
                               program.outputs().size()));
@@ -279,6 +320,7 @@ void run(const SuperoptRequest& req) {
   if (req.print_kernels)
     for (const LoweredKernel& k : answer.lowered.kernels) fmt::print("# {}\n{}", k.what, k.source);
   write_answer(req, answer);
+  if (cache && !from_cache) store_answer(*cache, program, key, answer.graph, answer.us);
 }
 
 }  // namespace
@@ -309,6 +351,10 @@ void add_superopt_command(CLI::App& app) {
   cmd->add_flag("--interp", req->interp, "check on the interpreter, even with a GPU (nothing is timed)");
   cmd->add_option("--out", req->out, "write the answer's graph and tile programs into this directory");
   cmd->add_flag("--print-kernels", req->print_kernels, "also print the answer's tile programs");
+  cmd->add_option("--cache", req->cache,
+                  "the answer cache's file (default: the tuning cache's, $TILEVM_TUNE_CACHE or "
+                  "~/.cache/tilevm/tuning.json)");
+  cmd->add_flag("--no-cache", req->no_cache, "search even when the cache has an answer, and store none");
   cmd->add_option("--candidate", req->candidate,
                   "no search: verify, lower, check and time this graph (a .graph file) against the program");
   cmd->callback([req] { run(*req); });

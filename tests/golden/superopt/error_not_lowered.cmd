@@ -1,1 +1,1 @@
-superopt gelu.graph --interp --max-ops 2 --threads 1
+superopt gelu.graph --interp --max-ops 2 --threads 1 --no-cache
