@@ -36,6 +36,14 @@ constexpr std::array<OpInfo, 20> kOps = {{
     {OpKind::Thread, "thread", false, true, false},
 }};
 
+// info() indexes kOps by the enumerator's value: the table must list every kind in declaration order.
+constexpr bool in_declaration_order() {
+  for (size_t i = 0; i < kOps.size(); ++i)
+    if (static_cast<size_t>(kOps[i].kind) != i) return false;
+  return kOps.size() == static_cast<size_t>(OpKind::Thread) + 1;
+}
+static_assert(in_declaration_order(), "kOps must list every OpKind in declaration order");
+
 const OpInfo& info(OpKind kind) {
   return kOps[static_cast<size_t>(kind)];
 }

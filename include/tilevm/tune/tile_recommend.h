@@ -1,11 +1,11 @@
 // Tile recommendation: a tile program's top-level constants (BM, BN, BK, STAGES, ...) searched over a space
 // of values and ranked by the roofline model (tile_roofline.h), without a GPU (`tilevm recommend`).
 //
-//   std::vector<TileAxis> axes = default_tile_axes(parsed);        // BM, BN in 16..256, BK 16..128,
-//   STAGES 2..5 TileRecommendation rec = recommend_tiles(source, {{"M", 4096}, {"N", 4096}, {"K", 4096}},
-//   axes,
-//                                            Target::h100_sxm());
-//   rec.ranked[0].name()                                            // "BM=128 BN=256 BK=64 STAGES=4"
+//   // BM, BN in 16..256, BK 16..128, STAGES 2..5:
+//   std::vector<TileAxis> axes = default_tile_axes(parsed);
+//   TileRecommendation rec =
+//       recommend_tiles(source, {{"M", 4096}, {"N", 4096}, {"K", 4096}}, axes, Target::h100_sxm());
+//   rec.ranked[0].name()   // "BM=128 BN=256 BK=64 STAGES=4"
 //
 // Every candidate is parsed with its values (as `-D NAME=VALUE` would), lowered for the target and
 // verified; one that the tile layer refuses (a pipeline that overflows shared memory, a tile no warp split
