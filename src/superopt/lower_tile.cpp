@@ -667,6 +667,10 @@ LoweredGraph lower_to_tile(const Graph& k, const TileLowerOptions& options) {
     kernel.what = op.kind == OpKind::Block
                       ? fmt::format("the graph-defined kernel computing {}", list_text(outputs))
                       : fmt::format("{} '{}'", op_name(op.kind), outputs[0]);
+    if (op.kind == OpKind::Matmul) {
+      const Shape& a = k.tensor(op.inputs[0]).shape;
+      kernel.matmul = {a[0], k.tensor(op.inputs[1]).shape[1], a[1]};
+    }
     out.kernels.push_back(std::move(kernel));
   }
   for (int id : k.outputs()) out.outputs.push_back(k.tensor(id).name);

@@ -12,6 +12,7 @@
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/parser.h"
+#include "tilevm/runtime/cublas.h"
 #include "tilevm/superopt/evaluate.h"
 #include "tilevm/support/error.h"
 #include "tilevm/transform/lower.h"
@@ -129,7 +130,7 @@ NumericCheck check_numerically(const Graph& program, const LoweredGraph& lowered
   return check;
 }
 
-double time_on_gpu(const LoweredGraph& lowered, int repeats) {
+double time_on_gpu(const LoweredGraph& lowered, int repeats, bool cublas) {
   const runtime::Device device = runtime::Device::open();
   const target::Target target = exec::device_target(device.info());
   std::map<std::string, runtime::DeviceBuffer> buffers;
@@ -143,9 +144,17 @@ double time_on_gpu(const LoweredGraph& lowered, int repeats) {
     d.upload(std::span<const uint8_t>(bytes));
     buffers.emplace(b.name, std::move(d));
   }
-  std::vector<exec::GpuProgram> programs;
+  std::optional<runtime::Cublas> blas;
+  if (cublas) blas = runtime::Cublas::open(device);
+  // Per kernel: its program, or none where cuBLAS runs it.
+  std::vector<std::optional<exec::GpuProgram>> programs;
   std::vector<exec::ProgramArgs> args;
   for (const LoweredKernel& k : lowered.kernels) {
+    if (blas && k.matmul[0] > 0 && k.buffers.size() == 3) {  // matmul(X, X) has two buffers: a tile kernel
+      programs.emplace_back();
+      args.emplace_back();
+      continue;
+    }
     Diagnostics diags;
     std::optional<ir::Program> p = ir::parse_program(k.source, diags);
     if (!p) fail("the kernel of {} does not parse:\n{}", k.what, diags.render(k.name + ".tile", k.source));
@@ -155,12 +164,19 @@ double time_on_gpu(const LoweredGraph& lowered, int repeats) {
     args.push_back(std::move(a));
   }
   const runtime::Stream stream = device.create_stream();
-  const tune::Timing t = tune::time_gpu(device, stream,
-                                        [&] {
-                                          for (size_t k = 0; k < programs.size(); ++k)
-                                            programs[k].launch(stream, args[k]);
-                                        },
-                                        {.repeats = repeats});
+  auto run_all = [&] {
+    for (size_t k = 0; k < programs.size(); ++k) {
+      if (programs[k]) {
+        programs[k]->launch(stream, args[k]);
+        continue;
+      }
+      const LoweredKernel& g = lowered.kernels[k];
+      blas->gemm(stream, DataType::f16(), g.matmul[0], g.matmul[1], g.matmul[2],
+                 buffers.at(g.buffers[0]).device_ptr(), buffers.at(g.buffers[1]).device_ptr(),
+                 buffers.at(g.buffers[2]).device_ptr());
+    }
+  };
+  const tune::Timing t = tune::time_gpu(device, stream, run_all, {.repeats = repeats});
   return t.median_us;
 }
 

@@ -5,6 +5,7 @@
 
 #include "superopt_test_util.h"
 #include "tilevm/exec/gpu_runner.h"
+#include "tilevm/runtime/cublas.h"
 #include "tilevm/superopt/fuse.h"
 #include "tilevm/superopt/lower_tile.h"
 #include "tilevm/superopt/run_tile.h"
@@ -192,6 +193,11 @@ TEST(SuperoptLowerGpu, KernelsOnTheDevice) {
     EXPECT_TRUE(c.passed) << g.name() << ": " << c.detail << " (error " << c.max_error << ")";
   }
   EXPECT_GT(time_on_gpu(lower_to_tile(program), 5), 0.0);
+  // The op-by-op matmul as a cuBLAS GEMM (the baseline of tilevm superopt).
+  if (runtime::Cublas::available()) {
+    EXPECT_GT(time_on_gpu(lower_to_tile(program), 5, true), 0.0);
+  }
+  EXPECT_EQ(lower_to_tile(program).kernels[1].matmul, (std::array<int64_t, 3>{32, 64, 64}));
 }
 
 }  // namespace

@@ -15,6 +15,8 @@
 // them). Tensors of extent 1 in a dimension are fragments without it, so that they broadcast.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,9 @@ struct LoweredKernel {
   // The buffer of each pointer parameter, in order; the parameter of buffer B is named `p_B`.
   std::vector<std::string> buffers;
   std::string what;  // the op it computes, for messages ("block op computing Y", "matmul G")
+  // A tensor op `matmul` of the kernel graph, C[m, n] = A[m, k] @ B[k, n] (buffers A, B, C): {m, n, k}, which
+  // time_on_gpu may run with cuBLAS instead; zeros for any other kernel.
+  std::array<int64_t, 3> matmul = {0, 0, 0};
 };
 
 struct LoweredGraph {

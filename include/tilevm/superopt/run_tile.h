@@ -43,7 +43,9 @@ NumericCheck check_numerically(const Graph& program, const LoweredGraph& lowered
 // The median time of one run of all the kernels in order on GPU 0, in microseconds: each kernel compiled
 // once for the device, the buffers on the device (inputs random, constants filled), timed as
 // docs/performance.md asks (tune::time_gpu: warm-up, the L2 flushed before every run, the median of
-// `repeats`). Throws Error without a GPU, on a compile error or a CUDA error.
-double time_on_gpu(const LoweredGraph& lowered, int repeats = 50);
+// `repeats`). With `cublas`, the kernel graph's tensor-op matmuls (LoweredKernel::matmul) run as cuBLAS
+// GEMMs instead of their tile kernels (the op-by-op baseline). Throws Error without a GPU, on a
+// compile error or a CUDA error, and with `cublas` when no libcublas can be loaded.
+double time_on_gpu(const LoweredGraph& lowered, int repeats = 50, bool cublas = false);
 
 }  // namespace tilevm::superopt
