@@ -114,7 +114,9 @@ bool TuningCache::store(const TuningKey& k, const TuningEntry& entry) {
   temp += fmt::format(".tmp.{}.{}", static_cast<long>(getpid()), counter++);
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << doc.dump(2) << "\n";
+    // Bytes that are not UTF-8 (in a key a caller built from a device's name, say) are written as U+FFFD
+    // rather than thrown as a JSON error: the cache never takes the program down.
+    out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     out.close();
     if (!out) {
       std::filesystem::remove(temp, ec);

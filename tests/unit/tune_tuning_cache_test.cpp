@@ -65,6 +65,16 @@ TEST_F(TuneTuningCache, MissingFileMissesQuietly) {
   EXPECT_EQ(cache.last_warning(), "");
 }
 
+TEST_F(TuneTuningCache, BytesThatAreNotUtf8AreStoredNotThrown) {
+  // A key made from bytes that are not UTF-8 (a device name read from freed memory, once) is written with
+  // U+FFFD in their place: the store succeeds and the program goes on.
+  TuningCache cache(file());
+  cache.set_quiet(true);
+  EXPECT_TRUE(
+      cache.store(tuning_key("GPU \xff\xfe", kArch, problem()), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 1.0}));
+  EXPECT_TRUE(fs::exists(file()));
+}
+
 TEST_F(TuneTuningCache, StoreThenLookup) {
   TuningCache cache(dir_ / "deep" / "folder" / "tuning.json");  // folders are created
   ASSERT_TRUE(cache.store(tuning_key(kDevice, kArch, problem()), {"bm16_bn128_bk128_sk64_w1x4_s3_k4", 21.5}));

@@ -208,9 +208,9 @@ void run(const SuperoptRequest& req) {
                                                           : std::optional<std::filesystem::path>(req.cache);
     if (file) cache.emplace(*file);
     if (gpu) {
-      const runtime::DeviceInfo& info = runtime::Device::open().info();
-      key.device = info.name;
-      key.arch = info.arch;
+      const runtime::Device device = runtime::Device::open();  // alive while its info is read
+      key.device = device.info().name;
+      key.arch = device.info().arch;
     }
     key.options = fmt::format("max_ops={} grid={} loop={} stages={} candidates={}", req.max_ops,
                               fmt::join(req.grid, ","), fmt::join(req.loop, ","), req.stages, req.candidates);
