@@ -181,6 +181,7 @@ void run(const SuperoptRequest& req) {
     throw Error(fmt::format("superopt: {} holds a {} graph; the program must be a kernel graph", req.path,
                             level_name(program.level())));
   check_lax(program);
+  if (req.gpu) open_gpu("tilevm superopt --gpu");  // a clear error on a machine without one
   const bool gpu = req.gpu || (!req.interp && exec::gpu_available());
   const char* where = gpu ? "on the GPU" : "on the interpreter";
   fmt::print("program {}: {}, {}, {}\n", program.name(), count(program.inputs().size(), "input"),
@@ -348,7 +349,7 @@ void add_superopt_command(CLI::App& app) {
   cmd->add_option("--threads", req->threads, "search threads (default 0: one per core)")
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--candidates", req->candidates,
-                  "lower and check at most this many found graphs (default 16)")
+                  "stop when this many found graphs have passed the check (default 16)")
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--stages", req->stages, "pipeline depth of the kernels' loops (default 4; 1: none)")
       ->check(CLI::Range(1, 8));

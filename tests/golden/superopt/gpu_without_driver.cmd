@@ -1,0 +1,1 @@
+superopt softmax.graph --gpu --no-cache
