@@ -138,10 +138,40 @@ class BlockWriter {
   void set_context(std::string context) { context_ = std::move(context); }
 
  private:
+  // A block tensor of rank 3 whose leading extent is 1 (the grid gives each block one slice of a batch, one
+  // head of attention) is lowered as the rank-2 tensor of its last two dimensions; its dimensions shift down
+  // by one. lead(): 1 for such a tensor.
+  Shape eff(int op_index, const Shape& s) const {
+    if (s.size() == 2) return s;
+    if (s.size() == 3 && s[0] == 1) return {s[1], s[2]};
+    refuse(op_index,
+           fmt::format("a block tensor {}: the lowering takes rank 2, or rank 3 with a leading extent "
+                       "of 1 (one slice of a batch per block)",
+                       shape_text(s)));
+  }
+  Shape shape_of(int op_index, int id) const { return eff(op_index, g_.tensor(id).shape); }
+  int lead(int id) const { return g_.tensor(id).shape.size() == 3 ? 1 : 0; }
+
+  // A device tensor of rank 3 [A, B, C] is viewed as [A * B, C] (rows of B per slice), so that a block's
+  // slice [1, b, c] is a tile of that view.
   void declare_view(const std::string& buffer, const Shape& shape) {
     if (views_.count(buffer)) return;
+    if (shape.size() != 2 && shape.size() != 3)
+      fail(
+          "cannot lower the graph-defined kernel {} to a tile program: its tensor '{}' is {}; the lowering "
+          "handles rank 2 and 3",
+          name_, buffer, shape_text(shape));
+    const Shape flat = shape.size() == 3 ? Shape{shape[0] * shape[1], shape[2]} : shape;
     views_[buffer] =
-        fmt::format("    g_{0} = ViewGlobal(p_{0}, dtype=f16, shape={1})\n", buffer, shape_list(shape));
+        fmt::format("    g_{0} = ViewGlobal(p_{0}, dtype=f16, shape={1})\n", buffer, shape_list(flat));
+  }
+
+  // The index expressions of a rank-3 tensor [A, B, C] as the two of its [A * B, C] view.
+  static std::vector<std::string> flatten(const std::vector<std::string>& idx, int64_t b) {
+    if (idx.size() != 3) return idx;
+    std::string row = idx[0] == "0" ? idx[1] : fmt::format("({}) * {}", idx[0], b);
+    if (idx[0] != "0" && idx[1] != "0") row += " + " + idx[1];
+    return {row, idx[2]};
   }
 
   std::string& body(Phase phase) {
@@ -329,12 +359,12 @@ class BlockWriter {
     const TensorDecl* decl = out >= 0 ? &g_.tensor(out) : nullptr;
     const Phase phase = decl ? decl->phase : Phase::Post;
     auto val = [&](int id) -> Val& { return vals_[static_cast<size_t>(id)]; };
+    // The result's shape as the kernel holds it (rank 2; see eff).
+    const Shape oshape = decl && op.kind != OpKind::Save ? eff(i, decl->shape) : Shape{};
     switch (op.kind) {
       case OpKind::Iter: {
         const Shape& shape = decl->shape;
-        if (shape.size() != 2)
-          refuse(i, fmt::format("it is {}; the lowering handles rank 2", shape_text(shape)));
-        Val v = new_shared(decl->name, shape, true);
+        Val v = new_shared(decl->name, oshape, true);
         std::vector<std::string> offsets;
         for (size_t d = 0; d < shape.size(); ++d) {
           const int dim = static_cast<int>(d);
@@ -344,6 +374,9 @@ class BlockWriter {
             off = off == "0" ? fmt::format("it * {}", shape[d]) : fmt::format("{} + it * {}", off, shape[d]);
           offsets.push_back(off + ":");
         }
+        for (std::string& o : offsets) o.pop_back();  // the trailing ':'
+        offsets = flatten(offsets, g_.operand_shapes()[static_cast<size_t>(op.operand)][1]);
+        for (std::string& o : offsets) o += ":";
         emit(Phase::Loop, fmt::format("Copy(g_{}[{}], {})", operands_[static_cast<size_t>(op.operand)],
                                       list_text(offsets), v.name));
         val(out) = v;
@@ -353,12 +386,12 @@ class BlockWriter {
         if (!wide_dims(decl->shape).empty())
           refuse(i, fmt::format("a constant of shape {}; only one-element constants are scalars",
                                 shape_text(decl->shape)));
-        val(out) = Val{Val::Kind::Scalar, literal(op.value.to_double()), decl->shape, false};
+        val(out) = Val{Val::Kind::Scalar, literal(op.value.to_double()), oshape, false};
         return;
       }
       case OpKind::Matmul: {
-        const Shape& a = g_.tensor(op.inputs[0]).shape;
-        const Shape& b = g_.tensor(op.inputs[1]).shape;
+        const Shape a = shape_of(i, op.inputs[0]);
+        const Shape b = shape_of(i, op.inputs[1]);
         if (a.size() != 2)
           refuse(i, fmt::format("operands {} and {}; the lowering handles rank 2", shape_text(a),
                                 shape_text(b)));
@@ -371,14 +404,14 @@ class BlockWriter {
         if (accum >= 0) {
           // c += a @ b straight into the accumulator, zeroed before the loop (the GEMM's own pattern).
           const int acc_id = g_.ops()[static_cast<size_t>(accum)].outputs[0];
-          Val c = new_frag(i, g_.tensor(acc_id).name, g_.tensor(acc_id).shape);
+          Val c = new_frag(i, g_.tensor(acc_id).name, shape_of(i, acc_id));
           emit(Phase::Invariant, fmt::format("Fill({}, 0.0)", c.name));
           emit(Phase::Loop, fmt::format("Gemm({}, {}, {})", x.name, y.name, c.name));
           val(acc_id) = c;
           done_.insert(accum);
           return;
         }
-        Val c = new_frag(i, decl->name, decl->shape);
+        Val c = new_frag(i, decl->name, oshape);
         emit(phase, fmt::format("Fill({}, 0.0)\nGemm({}, {}, {})", c.name, x.name, y.name, c.name));
         val(out) = c;
         return;
@@ -394,48 +427,49 @@ class BlockWriter {
         std::vector<std::string> args;
         bool scalar = true;
         for (int id : op.inputs) scalar = scalar && val(id).kind == Val::Kind::Scalar;
-        for (const Val& v : loop_operands(i, op.inputs, decl->shape, phase, false)) args.push_back(access(v));
+        for (const Val& v : loop_operands(i, op.inputs, oshape, phase, false)) args.push_back(access(v));
         if (scalar) {
-          val(out) = Val{Val::Kind::Scalar, apply(op.kind, args), decl->shape, false};
+          val(out) = Val{Val::Kind::Scalar, apply(op.kind, args), oshape, false};
           return;
         }
-        Val v = new_frag(i, decl->name, decl->shape);
-        parallel(i, phase, decl->shape, access(v), apply(op.kind, args));
+        Val v = new_frag(i, decl->name, oshape);
+        parallel(i, phase, oshape, access(v), apply(op.kind, args));
         val(out) = v;
         return;
       }
       case OpKind::Gelu:
         refuse(i, "gelu needs erf, which the tile layer's Parallel bodies do not have");
       case OpKind::Sum: {
-        const Shape& in = g_.tensor(op.inputs[0]).shape;
-        if (in[static_cast<size_t>(op.dim)] == 1) {  // a sum over one element is the element
+        if (g_.tensor(op.inputs[0]).shape[static_cast<size_t>(op.dim)] == 1) {  // a sum of one element
           val(out) = val(op.inputs[0]);
-          val(out).shape = decl->shape;
+          val(out).shape = oshape;
           return;
         }
+        const Shape in = shape_of(i, op.inputs[0]);
+        const int dim = op.dim - lead(op.inputs[0]);
         if (val(op.inputs[0]).kind == Val::Kind::Scalar) refuse(i, "it sums a constant");
         const Val x = as_frag(i, op.inputs[0], phase);
         const std::vector<int> dims = wide_dims(in);
-        const auto pos = std::find(dims.begin(), dims.end(), op.dim) - dims.begin();
-        Val v = new_frag(i, decl->name, decl->shape);
+        const auto pos = std::find(dims.begin(), dims.end(), dim) - dims.begin();
+        Val v = new_frag(i, decl->name, oshape);
         emit(phase, fmt::format("ReduceSum({}, dim={}, out={})", x.name, pos, v.name));
         val(out) = v;
         return;
       }
       case OpKind::Accum: {
         const Val& x = val(op.inputs[0]);
-        const Shape& xs = g_.tensor(op.inputs[0]).shape;
+        const Shape xs = shape_of(i, op.inputs[0]);
+        const int fmap = op.fmap == kReplica ? kReplica : op.fmap - lead(op.inputs[0]);
         if (g_.loop() == 1) {  // one iteration: the sum or concatenation is the value itself
           val(out) = x;
           return;
         }
         if (op.fmap == kReplica) {
           if (x.kind == Val::Kind::Scalar) {
-            val(out) =
-                Val{Val::Kind::Scalar, fmt::format("({} * {})", g_.loop(), x.name), decl->shape, false};
+            val(out) = Val{Val::Kind::Scalar, fmt::format("({} * {})", g_.loop(), x.name), oshape, false};
             return;
           }
-          Val acc = new_frag(i, decl->name, decl->shape);
+          Val acc = new_frag(i, decl->name, oshape);
           emit(Phase::Invariant, fmt::format("Fill({}, 0.0)", acc.name));
           const Val y = loop_operands(i, op.inputs, xs, Phase::Loop, true)[0];
           parallel(i, Phase::Loop, xs, access(acc), fmt::format("{} + {}", access(acc), access(y)));
@@ -444,11 +478,11 @@ class BlockWriter {
         }
         // Concatenation: iteration `it` writes its part at it * extent along fmap.
         if (x.kind == Val::Kind::Scalar) refuse(i, "it concatenates a constant");
-        Val acc = new_shared(decl->name, decl->shape, feeds_matmul(out));
+        Val acc = new_shared(decl->name, oshape, feeds_matmul(out));
         std::vector<std::string> idx;
         for (size_t d = 0; d < xs.size(); ++d) {
           const std::string v = xs[d] == 1 ? "" : loop_var(static_cast<int>(d));
-          if (static_cast<int>(d) == op.fmap)
+          if (static_cast<int>(d) == fmap)
             idx.push_back(v.empty() ? "it" : fmt::format("it * {} + {}", xs[d], v));
           else
             idx.push_back(v.empty() ? "0" : v);
@@ -460,16 +494,17 @@ class BlockWriter {
       case OpKind::Save: {
         const Val& x = val(op.inputs[0]);
         const Shape& xs = g_.tensor(op.inputs[0]).shape;
-        if (xs.size() != 2)
-          refuse(i, fmt::format("it saves {}; the lowering handles rank 2", shape_text(xs)));
+        const int shift = lead(op.inputs[0]);
         const size_t k = save_count_++;
         std::vector<std::string> idx;
         for (size_t d = 0; d < xs.size(); ++d) {
           const std::string off = offset(static_cast<int>(d), op.map, xs[d]);
-          const std::string v = xs[d] == 1 ? "" : loop_var(static_cast<int>(d));
+          const std::string v = xs[d] == 1 ? "" : loop_var(static_cast<int>(d) - shift);
           idx.push_back(v.empty() ? off : off == "0" ? v : off + " + " + v);
         }
-        parallel(i, Phase::Post, xs, fmt::format("g_{}[{}]", outputs_[k], list_text(idx)), access(x));
+        idx = flatten(idx, output_shapes_[k].size() == 3 ? output_shapes_[k][1] : 0);
+        parallel(i, Phase::Post, shape_of(i, op.inputs[0]),
+                 fmt::format("g_{}[{}]", outputs_[k], list_text(idx)), access(x));
         return;
       }
       case OpKind::Thread: {
@@ -478,7 +513,8 @@ class BlockWriter {
         // does (outputs of a thread op may differ in shape: one may broadcast over another).
         for (size_t k = 0; k < op.outputs.size(); ++k) {
           const TensorDecl& o = g_.tensor(op.outputs[k]);
-          const std::vector<Val> operands = loop_operands(i, op.inputs, o.shape, o.phase, false);
+          const Shape os = eff(i, o.shape);
+          const std::vector<Val> operands = loop_operands(i, op.inputs, os, o.phase, false);
           std::vector<std::string> expr(t.tensors().size());
           size_t input = 0;
           for (const Op& top : t.ops()) {
@@ -495,8 +531,8 @@ class BlockWriter {
               expr[static_cast<size_t>(id)] = apply(top.kind, args);
             }
           }
-          Val v = new_frag(i, o.name, o.shape);
-          parallel(i, o.phase, o.shape, access(v), expr[static_cast<size_t>(t.outputs()[k])]);
+          Val v = new_frag(i, o.name, os);
+          parallel(i, o.phase, os, access(v), expr[static_cast<size_t>(t.outputs()[k])]);
           val(op.outputs[k]) = v;
         }
         return;
@@ -535,7 +571,8 @@ int threads_for(const Graph& block, int most) {
       const Shape& c = block.tensor(op.outputs[0]).shape;
       bool some = false;
       for (int wm = 1; wm <= warps && !some; ++wm)
-        some = warps % wm == 0 && c[0] % (16 * wm) == 0 && c[c.size() - 1] % (8 * (warps / wm)) == 0;
+        some =
+            warps % wm == 0 && c[c.size() - 2] % (16 * wm) == 0 && c[c.size() - 1] % (8 * (warps / wm)) == 0;
       fits = fits && some;
     }
     if (fits) return 32 * warps;
@@ -549,6 +586,54 @@ int64_t largest_divisor(int64_t n, int64_t cap) {
   return 1;
 }
 
+// The op-by-op kernel of a tensor op on rank-3 tensors [H, B, C]: one block per slice of the leading
+// dimension (a head), holding its whole [B, C] matrix; a matmul loops over K in tile_k chunks.
+Graph wrap_batched(const Op& op, const std::vector<Shape>& shapes, const Shape& out, const std::string& what,
+                   const TileLowerOptions& o) {
+  const int64_t h = out[0];
+  auto slice = [&](const Shape& s) {
+    return s[0] == h && h > 1 ? DimMap{0, kReplica, kReplica} : kAllReplica;
+  };
+  const DimMap save_map = h > 1 ? DimMap{0, kReplica, kReplica} : kAllReplica;
+  if (is_unary(op.kind) || is_elementwise_binary(op.kind)) {
+    Graph b = Graph::block({h, 1, 1}, 1, shapes);
+    std::vector<int> xs;
+    for (size_t j = 0; j < shapes.size(); ++j)
+      xs.push_back(b.iter(static_cast<int>(j), slice(shapes[j]), kReplica));
+    const int r = xs.size() == 1 ? b.unary(op.kind, xs[0]) : b.binary(op.kind, xs[0], xs[1]);
+    b.save(b.accum(r, kReplica), save_map);
+    return b;
+  }
+  switch (op.kind) {
+    case OpKind::Matmul: {
+      const int64_t kk = shapes[0][2];
+      const int64_t loop = kk / largest_divisor(kk, o.tile_k);
+      Graph b = Graph::block({h, 1, 1}, loop, shapes);
+      const int x = b.iter(0, slice(shapes[0]), loop > 1 ? 2 : kReplica);
+      const int w = b.iter(1, slice(shapes[1]), loop > 1 ? 1 : kReplica);
+      b.save(b.accum(b.binary(OpKind::Matmul, x, w), kReplica), save_map);
+      return b;
+    }
+    case OpKind::Sum: {
+      Graph b = Graph::block({h, 1, 1}, 1, shapes);
+      const int x = b.iter(0, slice(shapes[0]), kReplica);
+      b.save(b.accum(b.sum(x, op.dim), kReplica), save_map);
+      return b;
+    }
+    case OpKind::RmsNorm: {
+      Graph b = Graph::block({h, 1, 1}, 1, shapes);
+      const int x = b.accum(b.iter(0, slice(shapes[0]), kReplica), kReplica);
+      const int ss = b.sum(b.unary(OpKind::Square, x), 2);
+      const int mean = b.binary(OpKind::Mul, ss, b.constant(make_constant(1, shapes[0][2]), {1, 1, 1}));
+      const int r = b.unary(OpKind::Sqrt, b.binary(OpKind::Add, mean, b.constant(op.value, {1, 1, 1})));
+      b.save(b.binary(OpKind::Div, x, r), save_map);
+      return b;
+    }
+    default:
+      fail("cannot lower {} to a tile program: {} is not lowered yet", what, op_name(op.kind));
+  }
+}
+
 // The block graph of the op-by-op kernel for a tensor op of the kernel graph.
 Graph wrap_tensor_op(const Graph& k, const Op& op, const TileLowerOptions& o) {
   std::vector<Shape> shapes;
@@ -556,8 +641,10 @@ Graph wrap_tensor_op(const Graph& k, const Op& op, const TileLowerOptions& o) {
   const Shape& out = k.tensor(op.outputs[0]).shape;
   const std::string what = fmt::format("{} '{}'", op_name(op.kind), k.tensor(op.outputs[0]).name);
   for (const Shape& s : shapes)
-    if (s.size() != 2)
-      fail("cannot lower {} to a tile program: operand {}; the lowering handles rank 2", what, shape_text(s));
+    if (s.size() != out.size() || (s.size() != 2 && s.size() != 3))
+      fail("cannot lower {} to a tile program: operand {}; the lowering handles rank 2 and 3", what,
+           shape_text(s));
+  if (out.size() == 3) return wrap_batched(op, shapes, out, what, o);
   // Blocks of whole rows, as many rows as fit row_elements, but at least 2 (a reduction over a row must leave
   // a fragment of more than one element): the number of blocks.
   auto row_split = [&](int64_t rows, int64_t cols) {
@@ -636,8 +723,8 @@ LoweredGraph lower_to_tile(const Graph& k, const TileLowerOptions& options) {
     if (op.kind == OpKind::Input) continue;
     for (int id : op.outputs) {
       const TensorDecl& t = k.tensor(id);
-      if (t.shape.size() != 2)
-        fail("cannot lower {} '{}' to a tile program: it is {}; the lowering handles rank 2",
+      if (t.shape.size() != 2 && t.shape.size() != 3)
+        fail("cannot lower {} '{}' to a tile program: it is {}; the lowering handles rank 2 and 3",
              op_name(op.kind), t.name, shape_text(t.shape));
       // A constant that is also an output is still filled on the host: no kernel writes it.
       LoweredBuffer::Role role = op.kind == OpKind::Const             ? LoweredBuffer::Role::Const

@@ -147,6 +147,64 @@ TEST(SuperoptLower, ThreadOutputsOfTwoShapesAndAConstantOutput) {
   EXPECT_EQ(lower_to_tile(fused).buffer("C").role, LoweredBuffer::Role::Const);
 }
 
+// Attention over two heads (rank 3: [heads, rows, columns]): op by op, one block per head; and fused, the
+// tokens in 2 chunks per head with the division after the loop (tests/superopt/attention_fused.graph with
+// a head dimension). The kernels view [H, B, C] tensors as [H * B, C].
+constexpr const char* kHeads = R"(kernel heads {
+  input Q [2, 16, 16]
+  input K [2, 16, 32]
+  input V [2, 32, 16]
+  S = matmul(Q, K)
+  c = const(1/4) shape=[1, 1, 1]
+  T = mul(S, c)
+  E = exp(T)
+  Z = sum(E) dim=2
+  P = div(E, Z)
+  O = matmul(P, V)
+  output O
+}
+)";
+
+TEST(SuperoptLower, AttentionOverHeads) {
+  const Graph program = parse_graph(kHeads);
+  expect_checked(program, program, {.tile_k = 16});
+  const Graph fused = parse_graph(R"(kernel heads_fused {
+  input Q [2, 16, 16]
+  input K [2, 16, 32]
+  input V [2, 32, 16]
+  (O) = block(Q, K, V) grid=[2, 1, 1] loop=2 {
+    q = iter(Q) imap=[0, -, -] fmap=-
+    k = iter(K) imap=[0, -, -] fmap=2
+    v = iter(V) imap=[0, -, -] fmap=1
+    s = matmul(q, k)
+    c = const(1/4) shape=[1, 1, 1]
+    (e) = thread(s, c) {
+      input a [1, 16, 16]
+      input b [1, 1, 1]
+      t = mul(a, b)
+      u = exp(t)
+      output u
+    }
+    z = sum(e) dim=2
+    ev = matmul(e, v)
+    acc_ev = accum(ev) fmap=-
+    acc_z = accum(z) fmap=-
+    o = div(acc_ev, acc_z)
+    Os = save(o) omap=[0, -, -]
+  }
+  output O
+}
+)");
+  expect_checked(program, fused);
+  // A wrong head offset (every block writing head 0) is caught.
+  LoweredGraph lowered = lower_to_tile(fused);
+  std::string& source = lowered.kernels[0].source;
+  const size_t at = source.find("(b0 * 1) * 16");
+  ASSERT_NE(at, std::string::npos) << source;
+  source.replace(at, 13, "0");
+  EXPECT_FALSE(check_numerically(program, lowered).passed);
+}
+
 TEST(SuperoptLower, TheSearchsGraphsRunCorrectly) {
   // Every graph the search finds for a matmul on 2 x 2 blocks over 2 iterations, fused, lowered and
   // checked.
@@ -176,8 +234,9 @@ TEST(SuperoptLower, Refusals) {
             "cannot lower gelu 'Y' to a tile program: gelu needs erf, which the tile layer's Parallel bodies "
             "do not "
             "have");
-  EXPECT_EQ(message("kernel f {\n  input X [2, 16, 16]\n  Y = exp(X)\n  output Y\n}\n"),
-            "cannot lower exp 'Y' to a tile program: it is [2, 16, 16]; the lowering handles rank 2");
+  EXPECT_EQ(
+      message("kernel f {\n  input X [2, 2, 16, 16]\n  Y = exp(X)\n  output Y\n}\n"),
+      "cannot lower exp 'Y' to a tile program: it is [2, 2, 16, 16]; the lowering handles rank 2 and 3");
   EXPECT_EQ(message("kernel f {\n  input X [16, 16]\n  Y = concat(X, X) dim=0\n  output Y\n}\n"),
             "cannot lower concat 'Y' to a tile program: concat is not lowered yet");
 }

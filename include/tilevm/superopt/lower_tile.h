@@ -66,8 +66,10 @@ struct LoweredGraph {
   const LoweredBuffer& buffer(const std::string& name) const;
 };
 
-// Throws Error naming the op for what the lowering does not handle yet: tensors of rank other than 2, gelu
-// (the tile layer has no erf), concat, a matmul with an extent of 1, a computed tensor of one element.
+// Rank 3: a block tensor [1, B, C] (one slice of a batch per block) is lowered as [B, C], a device tensor
+// [A, B, C] viewed as [A * B, C]; a rank-3 tensor op gets one block per slice.
+// Throws Error naming the op for what the lowering does not handle yet: tensors of rank other than 2 and 3,
+// gelu (the tile layer has no erf), concat, a matmul with an extent of 1, a computed tensor of one element.
 LoweredGraph lower_to_tile(const Graph& kernel_graph, const TileLowerOptions& options = {});
 
 }  // namespace tilevm::superopt
