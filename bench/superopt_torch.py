@@ -35,6 +35,12 @@ def workloads():
     yield "gated_mlp", lambda: (F.silu(x @ w1) * (x @ w3)) @ w2
     s = torch.randn(64, 512, **h)
     yield "softmax", lambda: torch.softmax(s, dim=1)
+    q = torch.rand(32, 128, 128, **h) * 2 - 1
+    k = torch.rand(32, 128, 1024, **h) * 2 - 1
+    v = torch.rand(32, 1024, 128, **h) * 2 - 1
+    yield "attention_heads", lambda: torch.softmax((q @ k) * 0.125, dim=-1) @ v
+    kt = k.transpose(-1, -2).contiguous()
+    yield "attention_heads (SDPA)", lambda: F.scaled_dot_product_attention(q, kt, v, scale=0.125)
 
 
 def main():
