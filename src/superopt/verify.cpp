@@ -174,8 +174,9 @@ VerifyResult verify_equivalent(const Graph& a, const Graph& b, const VerifyOptio
   double per_trial = 0;
   if (options.target_log2_bound < 0) {
     per_trial = log2_per_trial_bound(a, b);
-    int needed = per_trial < 0 ? static_cast<int>(std::ceil(options.target_log2_bound / per_trial))
-                               : options.max_trials;
+    // Without a useful per-trial bound (>= 1) more trials would not lower the bound: the given ones run.
+    int needed =
+        per_trial < 0 ? static_cast<int>(std::ceil(options.target_log2_bound / per_trial)) : options.trials;
     trials = std::clamp(needed, trials, std::max(trials, options.max_trials));
   }
   std::mt19937_64 rng(options.seed);

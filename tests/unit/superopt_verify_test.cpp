@@ -188,6 +188,41 @@ TEST(SuperoptVerify, RunsTheTrialsATargetBoundNeeds) {
   EXPECT_LE(rms.log2_bound, -128);
 }
 
+TEST(SuperoptVerify, NoUsefulBoundRunsOnlyTheGivenTrials) {
+  // Attention over 1024 tokens: the union bound over pairs of exponential terms colliding mod q exceeds 1,
+  // so extra trials would not lower it; the given 2 run and the summary says there is no useful bound.
+  const Graph program = parse_graph(R"(kernel a {
+  input Q [1, 2, 4]
+  input K [1, 4, 1024]
+  input V [1, 1024, 4]
+  S = matmul(Q, K)
+  E = exp(S)
+  Z = sum(E) dim=2
+  P = div(E, Z)
+  O = matmul(P, V)
+  output O
+}
+)");
+  const Graph same = parse_graph(R"(kernel a {
+  input Q [1, 2, 4]
+  input K [1, 4, 1024]
+  input V [1, 1024, 4]
+  S = matmul(Q, K)
+  E = exp(S)
+  Z = sum(E) dim=2
+  EV = matmul(E, V)
+  O = div(EV, Z)
+  output O
+}
+)");
+  VerifyResult r =
+      verify_equivalent(program, same, {.trials = 2, .target_log2_bound = -64, .max_trials = 64});
+  EXPECT_EQ(r.verdict, Verdict::Equivalent);
+  EXPECT_GE(r.log2_per_trial, 0) << r.summary();
+  EXPECT_EQ(r.trials, 2) << r.summary();
+  EXPECT_NE(r.summary().find("no useful bound"), std::string::npos) << r.summary();
+}
+
 TEST(SuperoptVerify, FieldsAreTheDocumentedPrimes) {
   // q = 2^31 - 1 and p = 1073741790 q + 1: q | p - 1, so Z_p has the q-th roots of unity exp needs.
   EXPECT_EQ(kFieldQ, (uint64_t{1} << 31) - 1);

@@ -29,7 +29,8 @@ struct VerifyOptions {
   int trials = 4;
   uint64_t seed = 1;
   // The paper's Theorem 3 as an option: when < 0, run as many more trials as it takes for the bound to reach
-  // 2^target_log2_bound (at most max_trials), e.g. -128; the per-trial bound is computed first.
+  // 2^target_log2_bound (at most max_trials), e.g. -128; the per-trial bound is computed first. Where it is
+  // no bound at all (the degrees too high for the fields), only `trials` run.
   double target_log2_bound = 0;
   int max_trials = 256;
   // Trials that divided by zero are drawn again, at most this many times in all.
