@@ -191,30 +191,17 @@ TEST(SuperoptVerify, RunsTheTrialsATargetBoundNeeds) {
 TEST(SuperoptVerify, NoUsefulBoundRunsOnlyTheGivenTrials) {
   // Attention over 1024 tokens: the union bound over pairs of exponential terms colliding mod q exceeds 1,
   // so extra trials would not lower it; the given 2 run and the summary says there is no useful bound.
-  const Graph program = parse_graph(R"(kernel a {
+  // The scores and their exponentials, then the two orders of the division.
+  const std::string head = R"(kernel a {
   input Q [1, 2, 4]
   input K [1, 4, 1024]
   input V [1, 1024, 4]
   S = matmul(Q, K)
   E = exp(S)
   Z = sum(E) dim=2
-  P = div(E, Z)
-  O = matmul(P, V)
-  output O
-}
-)");
-  const Graph same = parse_graph(R"(kernel a {
-  input Q [1, 2, 4]
-  input K [1, 4, 1024]
-  input V [1, 1024, 4]
-  S = matmul(Q, K)
-  E = exp(S)
-  Z = sum(E) dim=2
-  EV = matmul(E, V)
-  O = div(EV, Z)
-  output O
-}
-)");
+)";
+  const Graph program = parse_graph(head + "  P = div(E, Z)\n  O = matmul(P, V)\n  output O\n}\n");
+  const Graph same = parse_graph(head + "  EV = matmul(E, V)\n  O = div(EV, Z)\n  output O\n}\n");
   VerifyResult r =
       verify_equivalent(program, same, {.trials = 2, .target_log2_bound = -64, .max_trials = 64});
   EXPECT_EQ(r.verdict, Verdict::Equivalent);
