@@ -8,27 +8,16 @@
 #include "tilevm/superopt/text.h"
 #include "tilevm/support/error.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace tilevm::superopt {
-
-namespace {
-
-// FNV-1a: a hash that is the same on every machine and build (std::hash need not be).
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 14695981039346656037ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
-}  // namespace
 
 tune::TuningKey answer_key(const Graph& program, const AnswerKey& key) {
   const std::string text = print_graph(program) + "\n" + key.options;
   return {.device = key.device,
           .arch = key.arch,
-          .problem = fmt::format("{}_{:016x}", program.name(), fnv1a(text)),
+          .problem = fmt::format("{}_{:016x}", program.name(), XXH3_64bits(text.data(), text.size())),
           .kernel = "superopt",
           .revision = kAnswerCacheRevision};
 }

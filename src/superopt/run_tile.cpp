@@ -18,25 +18,23 @@
 #include "tilevm/transform/lower.h"
 #include "tilevm/tune/timing.h"
 #include "tilevm/type/convert.h"
+#include "tilevm/type/packing.h"
 
 namespace tilevm::superopt {
 
 namespace {
 
+// f16 codes through type/packing.h (the f16 buffers the kernels read and write).
 std::vector<uint8_t> f16_bytes(const std::vector<double>& values) {
-  std::vector<uint8_t> out(values.size() * 2);
-  for (size_t k = 0; k < values.size(); ++k) {
-    const uint64_t code = encode(DataType::f16(), values[k]);
-    out[2 * k] = static_cast<uint8_t>(code & 0xff);
-    out[2 * k + 1] = static_cast<uint8_t>(code >> 8);
-  }
-  return out;
+  std::vector<uint64_t> codes(values.size());
+  for (size_t k = 0; k < values.size(); ++k) codes[k] = encode(DataType::f16(), values[k]);
+  return pack(DataType::f16(), codes);
 }
 
 std::vector<double> f16_values(const std::vector<uint8_t>& bytes) {
-  std::vector<double> out(bytes.size() / 2);
-  for (size_t k = 0; k < out.size(); ++k)
-    out[k] = decode(DataType::f16(), uint64_t{bytes[2 * k]} | uint64_t{bytes[2 * k + 1]} << 8);
+  const std::vector<uint64_t> codes = unpack(16, bytes, static_cast<int64_t>(bytes.size() / 2));
+  std::vector<double> out(codes.size());
+  for (size_t k = 0; k < codes.size(); ++k) out[k] = decode(DataType::f16(), codes[k]);
   return out;
 }
 

@@ -25,7 +25,7 @@ struct AnswerKey {
 // Revision of the answers' meaning: bump it when the lowering or the search changes what they would choose.
 inline constexpr int kAnswerCacheRevision = 1;
 
-// The cache's key for `program`: its name and a 64-bit hash of its printed text and key.options.
+// The cache's key for `program`: its name and the 64-bit XXH3 hash of its printed text and key.options.
 tune::TuningKey answer_key(const Graph& program, const AnswerKey& key);
 
 // The cached answer (a kernel graph) for `program`, or nullopt: no entry, or one that does not parse (a
