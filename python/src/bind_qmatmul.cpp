@@ -131,6 +131,15 @@ void bind_qmatmul(nb::module_& m) {
         return ops::qmatmul_codes_bytes(make_problem(1, n, k, "f16", wtype, k, false));
       },
       nb::arg("n"), nb::arg("k"), nb::arg("wtype"));
+  m.def(
+      "qmatmul_weights_rounded",
+      [](const std::string& config, int64_t k, const std::string& wtype, int64_t group) {
+        return ops::qmatmul_weights_rounded(make_problem(1, 1, k, "f16", wtype, group, false),
+                                            ops::QMatmulConfig::parse(config));
+      },
+      nb::arg("config"), nb::arg("k"), nb::arg("wtype"), nb::arg("group"),
+      "whether CONFIG rounds the scaled weights to the activation type before the product (the tests' "
+      "tolerance counts that rounding, as check_qmatmul does)");
   m.def("gpu_available", [] { return runtime::Device::available(); });
   nb::class_<QMatmulKernel>(m, "QMatmulGpu")
       .def_static("prepare", &QMatmulKernel::prepare, nb::arg("device"), nb::arg("m"), nb::arg("n"),

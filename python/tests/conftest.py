@@ -98,9 +98,10 @@ def weights_fit(wtype: str, atype: str) -> bool:
 
 def weights_rounded(config: str, qw) -> bool:
     """Whether the kernel configuration (precompile_qmatmul's name) rounds the scaled weights to the
-    activation type before the product (qmatmul.h, qmatmul_weights_rounded): dequant_gemm, and the wgmma form
-    with grouped scales, which it multiplies into the weights."""
-    return config == "dequant_gemm" or (config.endswith("_wg") and qw.group != qw.shape[0])
+    activation type before the product: the library's own rule (qmatmul.h, qmatmul_weights_rounded)."""
+    from tilevm import _tilevm as _C
+
+    return _C.qmatmul_weights_rounded(config, qw.shape[0], qw.wtype, qw.group)
 
 
 def assert_close_to_reference(y, x, qw, atype="f16", rounded=False):

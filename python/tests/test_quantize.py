@@ -131,3 +131,14 @@ def test_qmatmul_numpy_errors():
         tilevm.qmatmul(np.ones((64, 2), np.float16).T, qw)
     with pytest.raises(TypeError, match="QuantizedWeight"):
         tilevm.qmatmul(np.ones((1, 64), np.float16), np.ones((64, 8)))
+
+
+def test_weights_rounded_is_the_librarys_rule():
+    """The GPU tests' tolerance asks the library which configurations round the scaled weights."""
+    from tilevm import _tilevm as _C
+
+    assert _C.qmatmul_weights_rounded("dequant_gemm", 1024, "u4", 128)
+    assert _C.qmatmul_weights_rounded("bm64_bn128_bk64_sk64_w1x8_s4_k1_wg", 1024, "u4", 128)
+    # Per-channel scales (group == k) are applied after the product even in the wgmma form.
+    assert not _C.qmatmul_weights_rounded("bm64_bn128_bk64_sk64_w1x8_s4_k1_wg", 1024, "u4", 1024)
+    assert not _C.qmatmul_weights_rounded("bm16_bn128_bk128_sk64_w1x4_s3_k4", 1024, "u4", 128)
