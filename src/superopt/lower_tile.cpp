@@ -586,55 +586,47 @@ int64_t largest_divisor(int64_t n, int64_t cap) {
   return 1;
 }
 
-// The op-by-op kernel of a tensor op on rank-3 tensors [H, B, C]: one block per slice of the leading
-// dimension (a head), holding its whole [B, C] matrix; a matmul loops over K in tile_k chunks.
-Graph wrap_batched(const Op& op, const std::vector<Shape>& shapes, const Shape& out, const std::string& what,
-                   const TileLowerOptions& o) {
-  const int64_t h = out[0];
-  auto slice = [&](const Shape& s) {
-    return s[0] == h && h > 1 ? DimMap{0, kReplica, kReplica} : kAllReplica;
-  };
-  const DimMap save_map = h > 1 ? DimMap{0, kReplica, kReplica} : kAllReplica;
-  if (is_unary(op.kind) || is_elementwise_binary(op.kind)) {
-    Graph b = Graph::block({h, 1, 1}, 1, shapes);
-    std::vector<int> xs;
-    for (size_t j = 0; j < shapes.size(); ++j)
-      xs.push_back(b.iter(static_cast<int>(j), slice(shapes[j]), kReplica));
-    const int r = xs.size() == 1 ? b.unary(op.kind, xs[0]) : b.binary(op.kind, xs[0], xs[1]);
-    b.save(b.accum(r, kReplica), save_map);
-    return b;
+// Where the blocks of an op-by-op kernel sit: the grid, the loop, each operand's imap and fmap, the save's
+// omap.
+struct Partition {
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  int64_t loop = 1;
+  std::vector<DimMap> imaps;
+  std::vector<int> fmaps;
+  DimMap omap = kAllReplica;
+};
+
+// The block graph computing `op` (a tensor op of a kernel graph) over `p`: the operands iterated, the op (a
+// matmul summed over the loop; rms_norm expanded), the result saved.
+Graph op_block(const Op& op, const std::vector<Shape>& shapes, const Partition& p) {
+  Graph b = Graph::block(p.grid, p.loop, shapes);
+  std::vector<int> xs;
+  for (size_t j = 0; j < shapes.size(); ++j)
+    xs.push_back(b.iter(static_cast<int>(j), p.imaps[j], p.fmaps[j]));
+  const int last = static_cast<int>(shapes[0].size()) - 1;
+  const Shape ones(shapes[0].size(), 1);
+  int result = -1;
+  if (is_unary(op.kind)) {
+    result = b.accum(b.unary(op.kind, xs[0]), kReplica);
+  } else if (op.kind == OpKind::Matmul || is_elementwise_binary(op.kind)) {
+    result = b.accum(b.binary(op.kind, xs[0], xs[1]), kReplica);
+  } else if (op.kind == OpKind::Sum) {
+    result = b.accum(b.sum(xs[0], op.dim), kReplica);
+  } else {  // RmsNorm: x / sqrt(sum(x * x over the last dimension) * (1/n) + eps)
+    const int x = b.accum(xs[0], kReplica);
+    const int ss = b.sum(b.unary(OpKind::Square, x), last);
+    const int mean = b.binary(OpKind::Mul, ss, b.constant(make_constant(1, shapes[0].back()), ones));
+    result = b.binary(OpKind::Div, x,
+                      b.unary(OpKind::Sqrt, b.binary(OpKind::Add, mean, b.constant(op.value, ones))));
   }
-  switch (op.kind) {
-    case OpKind::Matmul: {
-      const int64_t kk = shapes[0][2];
-      const int64_t loop = kk / largest_divisor(kk, o.tile_k);
-      Graph b = Graph::block({h, 1, 1}, loop, shapes);
-      const int x = b.iter(0, slice(shapes[0]), loop > 1 ? 2 : kReplica);
-      const int w = b.iter(1, slice(shapes[1]), loop > 1 ? 1 : kReplica);
-      b.save(b.accum(b.binary(OpKind::Matmul, x, w), kReplica), save_map);
-      return b;
-    }
-    case OpKind::Sum: {
-      Graph b = Graph::block({h, 1, 1}, 1, shapes);
-      const int x = b.iter(0, slice(shapes[0]), kReplica);
-      b.save(b.accum(b.sum(x, op.dim), kReplica), save_map);
-      return b;
-    }
-    case OpKind::RmsNorm: {
-      Graph b = Graph::block({h, 1, 1}, 1, shapes);
-      const int x = b.accum(b.iter(0, slice(shapes[0]), kReplica), kReplica);
-      const int ss = b.sum(b.unary(OpKind::Square, x), 2);
-      const int mean = b.binary(OpKind::Mul, ss, b.constant(make_constant(1, shapes[0][2]), {1, 1, 1}));
-      const int r = b.unary(OpKind::Sqrt, b.binary(OpKind::Add, mean, b.constant(op.value, {1, 1, 1})));
-      b.save(b.binary(OpKind::Div, x, r), save_map);
-      return b;
-    }
-    default:
-      fail("cannot lower {} to a tile program: {} is not lowered yet", what, op_name(op.kind));
-  }
+  b.save(result, p.omap);
+  return b;
 }
 
-// The block graph of the op-by-op kernel for a tensor op of the kernel graph.
+// The block graph of the op-by-op kernel for a tensor op of the kernel graph. Rank 3 [H, B, C]: one block per
+// slice of the leading dimension (a head) holding its whole [B, C] matrix. Rank 2: element-wise ops, sums
+// and rms_norm over blocks of whole rows (of the kept dimension, for a sum); a matmul over output tiles.
+// A matmul loops over K in tile_k chunks.
 Graph wrap_tensor_op(const Graph& k, const Op& op, const TileLowerOptions& o) {
   std::vector<Shape> shapes;
   for (int id : op.inputs) shapes.push_back(k.tensor(id).shape);
@@ -644,68 +636,46 @@ Graph wrap_tensor_op(const Graph& k, const Op& op, const TileLowerOptions& o) {
     if (s.size() != out.size() || (s.size() != 2 && s.size() != 3))
       fail("cannot lower {} to a tile program: operand {}; the lowering handles rank 2 and 3", what,
            shape_text(s));
-  if (out.size() == 3) return wrap_batched(op, shapes, out, what, o);
-  // Blocks of whole rows, as many rows as fit row_elements, but at least 2 (a reduction over a row must leave
-  // a fragment of more than one element): the number of blocks.
-  auto row_split = [&](int64_t rows, int64_t cols) {
-    int64_t per_block =
-        largest_divisor(rows, std::max<int64_t>(2, o.row_elements / std::max<int64_t>(cols, 1)));
-    if (per_block == 1) per_block = rows;
-    return rows / per_block;
-  };
+  const bool lowered = is_unary(op.kind) || is_elementwise_binary(op.kind) || op.kind == OpKind::Matmul ||
+                       op.kind == OpKind::Sum || op.kind == OpKind::RmsNorm;
+  if (!lowered) fail("cannot lower {} to a tile program: {} is not lowered yet", what, op_name(op.kind));
+  // `blocks` blocks along `dim` of the operands that have it whole (others are broadcast, replicated).
   auto split = [](int64_t blocks, int dim) {
     return blocks > 1 ? DimMap{dim, kReplica, kReplica} : kAllReplica;
   };
-  if (is_unary(op.kind) || is_elementwise_binary(op.kind)) {
-    const int64_t blocks = row_split(out[0], out[1]);
-    Graph b = Graph::block({blocks, 1, 1}, 1, shapes);
-    std::vector<int> xs;
-    for (size_t j = 0; j < shapes.size(); ++j)
-      xs.push_back(
-          b.iter(static_cast<int>(j), shapes[j][0] == out[0] ? split(blocks, 0) : kAllReplica, kReplica));
-    const int r = xs.size() == 1 ? b.unary(op.kind, xs[0]) : b.binary(op.kind, xs[0], xs[1]);
-    b.save(b.accum(r, kReplica), split(blocks, 0));
-    return b;
+  Partition p;
+  p.fmaps.assign(shapes.size(), kReplica);
+  const int last = static_cast<int>(out.size()) - 1;
+  if (op.kind == OpKind::Matmul) p.loop = shapes[0][last] / largest_divisor(shapes[0][last], o.tile_k);
+  if (op.kind == OpKind::Matmul && p.loop > 1) p.fmaps = {last, last - 1};
+  if (out.size() == 3) {
+    p.grid = {out[0], 1, 1};
+    for (const Shape& s : shapes) p.imaps.push_back(s[0] == out[0] ? split(out[0], 0) : kAllReplica);
+    p.omap = split(out[0], 0);
+  } else if (op.kind == OpKind::Matmul) {
+    const int64_t m = out[0], n = out[1];
+    const int64_t bm = largest_divisor(m, o.tile_m);
+    int64_t bn = largest_divisor(n, o.tile_n);
+    // Few rows (a decode batch): narrower column tiles, so that the grid fills an H100's 132 SMs.
+    while ((m / bm) * (n / bn) < 132 && bn % 2 == 0 && bn / 2 >= 32) bn /= 2;
+    p.grid = {m / bm, n / bn, 1};
+    p.imaps = {split(p.grid[0], 0), p.grid[1] > 1 ? DimMap{kReplica, 1, kReplica} : kAllReplica};
+    p.omap = {p.grid[0] > 1 ? 0 : kReplica, p.grid[1] > 1 ? 1 : kReplica, kReplica};
+  } else {
+    // Blocks of whole rows of the dimension a sum keeps (else 0), as many as fit row_elements but at least 2
+    // (a reduction over a row must leave a fragment of more than one element).
+    const int rows = op.kind == OpKind::Sum ? 1 - op.dim : 0;
+    const int64_t extent = shapes[0][static_cast<size_t>(rows)],
+                  width = shapes[0][static_cast<size_t>(1 - rows)];
+    int64_t per_block =
+        largest_divisor(extent, std::max<int64_t>(2, o.row_elements / std::max<int64_t>(width, 1)));
+    if (per_block == 1) per_block = extent;
+    p.grid = {extent / per_block, 1, 1};
+    for (const Shape& s : shapes)
+      p.imaps.push_back(s[static_cast<size_t>(rows)] == extent ? split(p.grid[0], rows) : kAllReplica);
+    p.omap = split(p.grid[0], rows);
   }
-  switch (op.kind) {
-    case OpKind::Matmul: {
-      const int64_t m = shapes[0][0], kk = shapes[0][1], n = shapes[1][1];
-      const int64_t bm = largest_divisor(m, o.tile_m);
-      int64_t bn = largest_divisor(n, o.tile_n);
-      // Few rows (a decode batch): narrower column tiles, so that the grid fills an H100's 132 SMs.
-      while ((m / bm) * (n / bn) < 132 && bn % 2 == 0 && bn / 2 >= 32) bn /= 2;
-      const int64_t gm = m / bm, gn = n / bn;
-      const int64_t loop = kk / largest_divisor(kk, o.tile_k);
-      Graph b = Graph::block({gm, gn, 1}, loop, shapes);
-      const int x = b.iter(0, gm > 1 ? DimMap{0, kReplica, kReplica} : kAllReplica, loop > 1 ? 1 : kReplica);
-      const int w = b.iter(1, gn > 1 ? DimMap{kReplica, 1, kReplica} : kAllReplica, loop > 1 ? 0 : kReplica);
-      const int acc = b.accum(b.binary(OpKind::Matmul, x, w), kReplica);
-      b.save(acc, DimMap{gm > 1 ? 0 : kReplica, gn > 1 ? 1 : kReplica, kReplica});
-      return b;
-    }
-    case OpKind::Sum: {
-      const int other = 1 - op.dim;
-      const int64_t blocks =
-          row_split(shapes[0][static_cast<size_t>(other)], shapes[0][static_cast<size_t>(op.dim)]);
-      Graph b = Graph::block({blocks, 1, 1}, 1, shapes);
-      const int x = b.iter(0, split(blocks, other), kReplica);
-      b.save(b.accum(b.sum(x, op.dim), kReplica), split(blocks, other));
-      return b;
-    }
-    case OpKind::RmsNorm: {
-      const int64_t n = shapes[0][1];
-      const int64_t blocks = row_split(shapes[0][0], n);
-      Graph b = Graph::block({blocks, 1, 1}, 1, shapes);
-      const int x = b.accum(b.iter(0, split(blocks, 0), kReplica), kReplica);
-      const int ss = b.sum(b.unary(OpKind::Square, x), 1);
-      const int mean = b.binary(OpKind::Mul, ss, b.constant(make_constant(1, n), {1, 1}));
-      const int r = b.unary(OpKind::Sqrt, b.binary(OpKind::Add, mean, b.constant(op.value, {1, 1})));
-      b.save(b.binary(OpKind::Div, x, r), split(blocks, 0));
-      return b;
-    }
-    default:
-      fail("cannot lower {} to a tile program: {} is not lowered yet", what, op_name(op.kind));
-  }
+  return op_block(op, shapes, p);
 }
 
 }  // namespace
