@@ -50,16 +50,12 @@ ir::TensorArg memory_view(const BoundAccess& x, std::vector<ir::Expr>* offset) {
   return view;
 }
 
-// The wider of two dtypes for computing: a float over an integer, the wider float, f32 for f16 with bf16.
+// The dtype two operands compute in: the language's rule for binary operators (ir::binary_result_type: a
+// float over an integer, the wider float, at equal integer width the signed one), except that two different
+// floats of one width (f16 with bf16) compute in f32, since neither holds the other.
 DataType wider(DataType a, DataType b) {
-  if (a == b) return a;
-  if (a.is_float() != b.is_float()) return a.is_float() ? a : b;
-  if (a.is_float()) {
-    if (a.bits() == b.bits()) return DataType::f32();
-    return a.bits() > b.bits() ? a : b;
-  }
-  if (a.bits() != b.bits()) return a.bits() > b.bits() ? a : b;
-  return a.is_signed() ? b : a;
+  if (a.is_float() && b.is_float() && a.bits() == b.bits() && a != b) return DataType::f32();
+  return ir::binary_result_type(ir::BinaryOp::Add, a, b);
 }
 
 bool float_only(ElementwiseOp op) {

@@ -474,9 +474,17 @@ std::vector<ir::Var> missing_scalar_args(const ir::Program& program, const Scala
   return missing;
 }
 
+namespace {
+
+// estimate_registers' sum (tile_roofline.h), for facts already gathered.
+int64_t registers_of(const StaticFacts& facts, const ir::Block& body) {
+  return 24 + facts.allocated_words + temporary_words(body);
+}
+
+}  // namespace
+
 int64_t estimate_registers(const ir::Program& lowered) {
-  const StaticFacts facts = static_facts(lowered);
-  return 24 + facts.allocated_words + temporary_words(lowered.body);
+  return registers_of(static_facts(lowered), lowered.body);
 }
 
 TileRoofline estimate_tile_program(const ir::Program& lowered, const ScalarArgs& args,
@@ -485,7 +493,7 @@ TileRoofline estimate_tile_program(const ir::Program& lowered, const ScalarArgs&
     fail("the scalar parameter '{}' has no value", missing[0]->name);
   TileRoofline r;
   const StaticFacts facts = static_facts(lowered);
-  r.registers = 24 + facts.allocated_words + temporary_words(lowered.body);
+  r.registers = registers_of(facts, lowered.body);
   r.in_flight_bytes = facts.in_flight;
   r.shared_bytes = lowered.shared_bytes.value_or(0);
   r.cost.threads = lowered.threads;

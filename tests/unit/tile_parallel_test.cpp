@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "example_util.h"
 #include "tilevm/exec/gpu_runner.h"
@@ -143,6 +144,37 @@ TEST(TileParallel, GemmBiasReluOnWgmma) {
 }
 
 // A Parallel loop prints as it was written, and the printed text parses to the same text.
+TEST(TileParallel, MixedIntegersComputeAsTheLanguageSays) {
+  // i32 + u32 computes in i32 (at equal width the signed type wins, ir::binary_result_type): -2 + 1 is -1,
+  // stored into i64 as -1, not as 4294967295.
+  const std::string source =
+      "def mixed<1>[threads=32](i32* a_ptr, u32* b_ptr, i64* c_ptr):\n"
+      "    a = ViewGlobal(a_ptr, dtype=i32, shape=[32])\n"
+      "    b = ViewGlobal(b_ptr, dtype=u32, shape=[32])\n"
+      "    c = ViewGlobal(c_ptr, dtype=i64, shape=[32])\n"
+      "    for i in Parallel(32):\n"
+      "        c[i] = a[i] + b[i]\n";
+  Diagnostics diags;
+  std::optional<ir::Program> p = ir::parse_program(source, diags);
+  if (p) p = transform::lower(*std::move(p), diags, {.verify_each_pass = true});
+  ASSERT_TRUE(p) << diags.render("mixed.tile", source);
+  std::vector<uint8_t> a(32 * 4), b(32 * 4), c = poisoned(32 * 8);
+  for (int k = 0; k < 32; ++k) {
+    const int32_t minus_two = -2;
+    const uint32_t one = 1;
+    std::memcpy(&a[static_cast<size_t>(4 * k)], &minus_two, 4);
+    std::memcpy(&b[static_cast<size_t>(4 * k)], &one, 4);
+  }
+  interp::Arguments args;
+  args.buffers = {{"a_ptr", &a}, {"b_ptr", &b}, {"c_ptr", &c}};
+  ASSERT_TRUE(interp::run_program(*p, args, diags)) << diags.render("mixed.tile", source);
+  for (int k = 0; k < 32; ++k) {
+    int64_t v = 0;
+    std::memcpy(&v, &c[static_cast<size_t>(8 * k)], 8);
+    EXPECT_EQ(v, -1) << "element " << k;
+  }
+}
+
 TEST(TileParallel, TextRoundTrips) {
   for (const char* name : {"tile/softmax.tile", "tile/rms_norm.tile", "tile/gemm_bias_relu.tile"}) {
     SCOPED_TRACE(name);
