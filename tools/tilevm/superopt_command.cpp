@@ -26,7 +26,6 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -111,7 +110,8 @@ struct Checked {
 };
 
 // Why a graph was not taken.
-enum class Miss { None, NotLowered, NotRun, Wrong };
+enum Miss { kNotLowered, kNotRun, kWrong, kMisses };
+constexpr const char* kMissLabels[kMisses] = {"not lowered", "did not compile or run", "wrong"};
 
 // Lowers and checks one graph; nullopt, with the reason, when it cannot be lowered, its kernels do not
 // compile or run (the tile layer refuses a program: no warp split fits a Gemm, a layout conflict), or it
@@ -122,19 +122,19 @@ std::optional<Checked> lower_and_check(const Graph& program, const Graph& graph,
   try {
     c.lowered = lower_to_tile(graph, {.stages = stages});
   } catch (const Error& e) {
-    *miss = Miss::NotLowered;
+    *miss = kNotLowered;
     *why = e.what();
     return std::nullopt;
   }
   try {
     c.check = check_numerically(program, c.lowered, {.gpu = gpu, .seed = 7});
   } catch (const Error& e) {
-    *miss = Miss::NotRun;
+    *miss = kNotRun;
     *why = e.what();
     return std::nullopt;
   }
   if (!c.check.passed) {
-    *miss = Miss::Wrong;
+    *miss = kWrong;
     *why = c.check.detail;
     return std::nullopt;
   }
@@ -179,6 +179,40 @@ Graph read_graph(const std::string& path) {
   }
 }
 
+// The verification every chosen graph gets: to a bound of 2^-64 where the degrees allow it.
+VerifyResult verify(const Graph& program, const Graph& graph) {
+  return verify_equivalent(program, graph, {.seed = 11, .target_log2_bound = -64, .max_trials = kMaxTrials});
+}
+
+// The search's verified graphs, fused and ordered with the most blocks first: the search lists them by
+// schedule, small grids first, and a GPU needs a grid of many blocks to be busy (ties keep its order).
+std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
+  if (program.outputs().size() != 1)
+    throw Error(fmt::format("superopt: the search takes a program of one output; {} has {}", program.name(),
+                            program.outputs().size()));
+  SearchLimits limits;
+  limits.max_ops = req.max_ops;
+  limits.ops = search_ops(program);
+  limits.budget_seconds = req.budget;
+  limits.max_states = int64_t{1} << 40;
+  limits.on_progress = [](const SearchStats& s) {
+    fmt::print(stderr, "  {} states, {} candidates, {} verified\n", s.states, s.candidates, s.verified);
+  };
+  const ScheduleSpace space{.grid_extents = req.grid, .loop_extents = req.loop};
+  const auto start = std::chrono::steady_clock::now();
+  SearchResult r = search_schedules(program, space, limits, req.threads);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("search: {} schedules, {} states, {} candidates verified, {} equivalent{}\n",
+             enumerate_schedules(program, space).size(), r.stats.states, r.stats.candidates, r.stats.verified,
+             r.stats.stopped ? " (stopped by the budget)" : "");
+  fmt::print(stderr, "search: {:.3f} s wall\n", seconds);
+  std::vector<Graph> found;
+  for (Graph& g : r.found) found.push_back(fuse_elementwise(g));
+  std::stable_sort(found.begin(), found.end(),
+                   [](const Graph& a, const Graph& b) { return most_blocks(a) > most_blocks(b); });
+  return found;
+}
+
 void run(const SuperoptRequest& req) {
   if (req.gpu && req.interp) throw UsageError("--gpu and --interp exclude each other");
   const Graph program = read_graph(req.path);
@@ -198,8 +232,7 @@ void run(const SuperoptRequest& req) {
   if (!req.candidate.empty()) {
     const Graph candidate = read_graph(req.candidate);
     fmt::print(stderr, "verifying {} against the program\n", req.candidate);
-    verified = verify_equivalent(program, candidate,
-                                 {.seed = 11, .target_log2_bound = -64, .max_trials = kMaxTrials});
+    verified = verify(program, candidate);
     if (verified->verdict != Verdict::Equivalent)
       throw Error(fmt::format("{} does not compute {}: {}", req.candidate, req.path, verified->summary()));
     found.push_back(candidate);
@@ -223,8 +256,7 @@ void run(const SuperoptRequest& req) {
                               fmt::join(req.grid, ","), fmt::join(req.loop, ","), req.stages, req.candidates);
     if (cache) {
       if (std::optional<Graph> cached = lookup_answer(*cache, program, key)) {
-        const VerifyResult v = verify_equivalent(
-            program, *cached, {.seed = 11, .target_log2_bound = -64, .max_trials = kMaxTrials});
+        const VerifyResult v = verify(program, *cached);
         if (v.verdict == Verdict::Equivalent) {
           fmt::print("answer from the cache {} (--no-cache searches again)\n", cache->file().string());
           verified = v;
@@ -238,61 +270,32 @@ void run(const SuperoptRequest& req) {
       }
     }
   }
-  if (req.candidate.empty() && !from_cache) {
-    if (program.outputs().size() != 1)
-      throw Error(fmt::format("superopt: the search takes a program of one output; {} has {}", program.name(),
-                              program.outputs().size()));
-    SearchLimits limits;
-    limits.max_ops = req.max_ops;
-    limits.ops = search_ops(program);
-    limits.budget_seconds = req.budget;
-    limits.max_states = int64_t{1} << 40;
-    limits.on_progress = [](const SearchStats& s) {
-      fmt::print(stderr, "  {} states, {} candidates, {} verified\n", s.states, s.candidates, s.verified);
-    };
-    const ScheduleSpace space{.grid_extents = req.grid, .loop_extents = req.loop};
-    const auto start = std::chrono::steady_clock::now();
-    SearchResult r = search_schedules(program, space, limits, req.threads);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    fmt::print("search: {} schedules, {} states, {} candidates verified, {} equivalent{}\n",
-               enumerate_schedules(program, space).size(), r.stats.states, r.stats.candidates,
-               r.stats.verified, r.stats.stopped ? " (stopped by the budget)" : "");
-    fmt::print(stderr, "search: {:.3f} s wall\n", seconds);
-    for (Graph& g : r.found) found.push_back(fuse_elementwise(g));
-    // Checked in order of the most blocks first: the search lists them by schedule, small grids first, and
-    // a GPU needs a grid of many blocks to be busy (ties keep the search's order).
-    std::stable_sort(found.begin(), found.end(),
-                     [](const Graph& a, const Graph& b) { return most_blocks(a) > most_blocks(b); });
-  }
+  if (req.candidate.empty() && !from_cache) found = search(req, program);
 
   fmt::print(stderr, "lowering and checking {} {} until {} pass\n", count(found.size(), "graph"), where,
              req.candidates);
   std::vector<Checked> checked;
   // Per reason a graph was not taken: how many, and the first's message.
-  std::map<Miss, std::pair<int, std::string>> misses;
+  int missed[kMisses] = {};
+  std::string first_miss[kMisses];
   for (const Graph& g : found) {
     if (static_cast<int>(checked.size()) >= req.candidates) break;
-    Miss miss = Miss::None;
+    Miss miss = kMisses;
     std::string why;
     std::optional<Checked> c = lower_and_check(program, g, gpu, req.stages, &miss, &why);
     if (c) {
       checked.push_back(std::move(*c));
-    } else if (misses[miss].first++ == 0) {
-      misses[miss].second = why;
+    } else if (missed[miss]++ == 0) {
+      first_miss[miss] = why;
     }
   }
-  auto missed = [&](Miss m) { return misses.count(m) ? misses[m].first : 0; };
   fmt::print(
       "checked {}: {} of {} graphs computed the program; {} not lowered, {} did not compile or run, {} "
-      "failed "
-      "the numeric check\n",
-      where, checked.size(),
-      checked.size() + missed(Miss::NotLowered) + missed(Miss::NotRun) + missed(Miss::Wrong),
-      missed(Miss::NotLowered), missed(Miss::NotRun), missed(Miss::Wrong));
-  const std::pair<Miss, const char*> labels[] = {
-      {Miss::NotLowered, "not lowered"}, {Miss::NotRun, "did not compile or run"}, {Miss::Wrong, "wrong"}};
-  for (const auto& [m, label] : labels)
-    if (missed(m) > 0) fmt::print("  first {}: {}\n", label, misses[m].second);
+      "failed the numeric check\n",
+      where, checked.size(), checked.size() + missed[kNotLowered] + missed[kNotRun] + missed[kWrong],
+      missed[kNotLowered], missed[kNotRun], missed[kWrong]);
+  for (int m = 0; m < kMisses; ++m)
+    if (missed[m] > 0) fmt::print("  first {}: {}\n", kMissLabels[m], first_miss[m]);
   if (checked.empty()) {
     fmt::print(stderr, "superopt: no candidate was found and checked{}\n",
                !req.candidate.empty()
@@ -326,9 +329,7 @@ void run(const SuperoptRequest& req) {
     fmt::print("no GPU: the first checked graph is the answer (nothing timed)\n");
   }
   const Checked& answer = checked[best];
-  if (!verified)
-    verified = verify_equivalent(program, answer.graph,
-                                 {.seed = 11, .target_log2_bound = -64, .max_trials = kMaxTrials});
+  if (!verified) verified = verify(program, answer.graph);
   fmt::print("verified: {}\n", verified->summary());
   fmt::print("numeric check {}: largest relative error {:.2g}\n", where, answer.check.max_error);
   fmt::print("{}", print_graph(answer.graph));
