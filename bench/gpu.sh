@@ -35,6 +35,7 @@ fi
 # The benchmarks of docs/performance.md: BENCH="decode dtypes prefill" (the default) or a subset, or
 # "tile" (the tile layer's GEMMs), "superopt" (the superoptimizer's workloads beside PyTorch),
 # BENCH_ARGS extra options for each (e.g. --quick). Every table goes to $OUT/bench_<workloads>.txt and .csv.
+# SUPEROPT_WORKLOADS="gqa_decode lora" limits "superopt" to those workloads of bench/superopt/.
 export TILEVM_TUNE_CACHE=$OUT/tuning.json
 for w in ${BENCH-decode dtypes prefill}; do
   extra=${BENCH_ARGS:-}
@@ -55,8 +56,10 @@ for w in ${BENCH-decode dtypes prefill}; do
   if [ "$w" = superopt ]; then
     # Each workload's fused graph (bench/superopt/NAME_fused.graph), verified, lowered, checked and timed
     # beside the program run op by op; then PyTorch eager and torch.compile on the same workloads.
+    # SUPEROPT_WORKLOADS="gqa_decode lora" runs only those (default: every workload in bench/superopt/).
     for f in bench/superopt/*_fused.graph; do
       name=$(basename "$f" _fused.graph)
+      if [ -n "${SUPEROPT_WORKLOADS:-}" ] && ! [[ " $SUPEROPT_WORKLOADS " == *" $name "* ]]; then continue; fi
       # 3 stages: the gated MLP's best of 2, 3 and 4 on the H100, and attention's [64, 128] tiles fit.
       echo "== tilevm superopt bench/superopt/$name.graph --candidate $f --gpu --stages 3"
       timeout "${BENCH_TIMEOUT:-300}" "$BIN/tilevm" superopt "bench/superopt/$name.graph" --candidate "$f" --gpu \
@@ -71,6 +74,7 @@ for w in ${BENCH-decode dtypes prefill}; do
       name=$(basename "$f" .graph)
       case $name in *_fused) continue ;; esac
       [ -f "bench/superopt/${name}_fused.graph" ] && continue
+      if [ -n "${SUPEROPT_WORKLOADS:-}" ] && ! [[ " $SUPEROPT_WORKLOADS " == *" $name "* ]]; then continue; fi
       echo "== tilevm superopt $f --gpu --max-ops 5 --grid 1,2,4,8,16 --loop 1,2,4 --budget 60"
       timeout "${BENCH_TIMEOUT:-300}" "$BIN/tilevm" superopt "$f" --gpu --max-ops 5 --grid 1,2,4,8,16 --loop 1,2,4 \
         --budget 60 --out "$OUT/superopt_$name" > "$OUT/superopt_$name.txt" 2> "$OUT/superopt_$name.err"

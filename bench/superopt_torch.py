@@ -41,6 +41,61 @@ def workloads():
     yield "attention_heads", lambda: torch.softmax((q @ k) * 0.125, dim=-1) @ v
     kt = k.transpose(-1, -2).contiguous()
     yield "attention_heads (SDPA)", lambda: F.scaled_dot_product_attention(q, kt, v, scale=0.125)
+    yield from attention_workloads(h)
+    x = torch.randn(16, 4096, **h)
+    w = torch.randn(4096, 4096, **h) / 64
+    a = torch.randn(4096, 16, **h) / 64
+    b = torch.randn(16, 4096, **h) / 4
+    yield "lora", lambda: x @ w + (x @ a) @ b
+
+
+def attention_workloads(h):
+    """The decode attention workloads of bench/superopt (uniform inputs in [-1, 1], as tilevm's timing fills
+    them). "eager" is the program as the .graph file writes it (query rows of a KV head together, K
+    transposed, softmax(Q K * scale) V); "SDPA" is PyTorch's fused attention on the usual layouts
+    ([batch, heads, tokens, dim], the query heads grouped over the KV heads with enable_gqa)."""
+
+    def uniform(*shape):
+        return torch.rand(*shape, **h) * 2 - 1
+
+    scale128 = 0.08838834764831845
+    # LLaMA-2-70B on one of 4 GPUs: 2 KV heads of 8 query heads, dimension 128, 4096 cached tokens.
+    for name, tokens in (("gqa_decode", 1), ("gqa_spec", 32)):
+        q = uniform(2, 8 * tokens, 128)  # [KV head, query head x token, dim]
+        k = uniform(2, 4096, 128)
+        v = uniform(2, 4096, 128)
+        kt = k.transpose(-1, -2).contiguous()
+        yield name, lambda q=q, kt=kt, v=v: torch.softmax((q @ kt) * scale128, dim=-1) @ v
+        qs = q.view(2, 8, tokens, 128).reshape(1, 16, tokens, 128)
+        ks, vs = k.unsqueeze(0), v.unsqueeze(0)
+        yield f"{name} (SDPA)", lambda qs=qs, ks=ks, vs=vs: F.scaled_dot_product_attention(
+            qs, ks, vs, scale=scale128, enable_gqa=True)
+        if tokens == 32:
+            # QK-norm: RMSNorm of each query and key over the head dimension before the scores.
+            def qknorm(q=q, k=k, v=v):
+                qn = F.rms_norm(q, (128,), eps=1e-6)
+                kn = F.rms_norm(k, (128,), eps=1e-6)
+                return torch.softmax((qn @ kn.transpose(-1, -2)) * scale128, dim=-1) @ v
+
+            yield "qknorm_attention", qknorm
+
+            def qknorm_sdpa(q=q, k=k, v=v):
+                qn = F.rms_norm(q, (128,), eps=1e-6).view(2, 8, 32, 128).reshape(1, 16, 32, 128)
+                kn = F.rms_norm(k, (128,), eps=1e-6).unsqueeze(0)
+                return F.scaled_dot_product_attention(qn, kn, v.unsqueeze(0), scale=scale128, enable_gqa=True)
+
+            yield "qknorm_attention (SDPA)", qknorm_sdpa
+    # Falcon-7B with 64 query heads: one KV head of dimension 64, 4096 cached tokens.
+    for name, tokens in (("mqa_decode", 1), ("mqa_spec", 32)):
+        q = uniform(64 * tokens, 64)
+        k = uniform(4096, 64)
+        v = uniform(4096, 64)
+        kt = k.t().contiguous()
+        yield name, lambda q=q, kt=kt, v=v: torch.softmax((q @ kt) * 0.125, dim=-1) @ v
+        qs = q.view(1, 64, tokens, 64)
+        ks, vs = k.view(1, 1, 4096, 64), v.view(1, 1, 4096, 64)
+        yield f"{name} (SDPA)", lambda qs=qs, ks=ks, vs=vs: F.scaled_dot_product_attention(
+            qs, ks, vs, scale=0.125, enable_gqa=True)
 
 
 def main():

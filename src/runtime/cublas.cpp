@@ -39,6 +39,11 @@ struct CublasApi {
   const char* (*get_status_name)(cublasStatus_t) = nullptr;       // cublasGetStatusName (optional)
   cublasStatus_t (*gemm_ex)(cublasHandle_t, int, int, int, int, int, const void*, const void*, int, int,
                             const void*, int, int, const void*, void*, int, int, int, int) = nullptr;
+  // cublasGemmStridedBatchedEx: GemmEx's arguments with a stride (long long) after each matrix's leading
+  // dimension and the batch count before the compute type.
+  cublasStatus_t (*gemm_strided_batched_ex)(cublasHandle_t, int, int, int, int, int, const void*, const void*,
+                                            int, int, long long, const void*, int, int, long long,
+                                            const void*, void*, int, int, long long, int, int, int) = nullptr;
   std::string library;  // the file it was loaded from
 };
 
@@ -159,6 +164,7 @@ CublasLoad load_cublas() {
   resolve(handle, "cublasGetVersion_v2", api->get_version, error);
   resolve(handle, "cublasSetStream_v2", api->set_stream, error);
   resolve(handle, "cublasGemmEx", api->gemm_ex, error);
+  resolve(handle, "cublasGemmStridedBatchedEx", api->gemm_strided_batched_ex, error);
   if (!error.empty()) {
     load.error = fmt::format("cuBLAS library {} is unusable: {}", opened, error);
     return load;
@@ -306,7 +312,7 @@ int Cublas::version() const {
 }
 
 void Cublas::gemm(const Stream& stream, DataType t, int64_t m, int64_t n, int64_t k, std::uint64_t a,
-                  std::uint64_t b, std::uint64_t c) const {
+                  std::uint64_t b, std::uint64_t c, int64_t batch) const {
   int type = 0;
   if (t == DataType::f16())
     type = CUDA_R_16F;
@@ -315,8 +321,8 @@ void Cublas::gemm(const Stream& stream, DataType t, int64_t m, int64_t n, int64_
   else
     fail("cuBLAS gemm: type must be f16 or bf16, got {}", t.name());
   constexpr int64_t limit = std::numeric_limits<int>::max();
-  if (m <= 0 || n <= 0 || k <= 0 || m > limit || n > limit || k > limit)
-    fail("cuBLAS gemm: sizes must be in 1..{}, got m={}, n={}, k={}", limit, m, n, k);
+  if (m <= 0 || n <= 0 || k <= 0 || batch <= 0 || m > limit || n > limit || k > limit || batch > limit)
+    fail("cuBLAS gemm: sizes must be in 1..{}, got m={}, n={}, k={}, batch={}", limit, m, n, k, batch);
   // Two Device objects of one ordinal share its primary context: the context is what must match.
   if (stream.state()->device->context != state_->device->context)
     fail("cuBLAS gemm: the stream belongs to device {}, the handle to device {}",
@@ -328,12 +334,21 @@ void Cublas::gemm(const Stream& stream, DataType t, int64_t m, int64_t n, int64_
   // read column-major is its transpose, so no transposition is asked of cuBLAS, only the operands swapped.
   const float alpha = 1.0f, beta = 0.0f;
   const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
-  check_cublas(
-      api,
-      api.gemm_ex(state_->handle, CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &alpha,
-                  reinterpret_cast<const void*>(b), type, ni, reinterpret_cast<const void*>(a), type, ki,
-                  &beta, reinterpret_cast<void*>(c), type, ni, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-      "cublasGemmEx", fmt::format("{} m={}, n={}, k={}", t.name(), m, n, k));
+  const auto pa = reinterpret_cast<const void*>(a), pb = reinterpret_cast<const void*>(b);
+  const auto pc = reinterpret_cast<void*>(c);
+  if (batch == 1) {
+    check_cublas(api,
+                 api.gemm_ex(state_->handle, CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &alpha, pb, type, ni, pa,
+                             type, ki, &beta, pc, type, ni, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx", fmt::format("{} m={}, n={}, k={}", t.name(), m, n, k));
+    return;
+  }
+  check_cublas(api,
+               api.gemm_strided_batched_ex(state_->handle, CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &alpha, pb,
+                                           type, ni, k * n, pa, type, ki, m * k, &beta, pc, type, ni, m * n,
+                                           static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx",
+               fmt::format("{} m={}, n={}, k={}, batch={}", t.name(), m, n, k, batch));
 }
 
 }  // namespace tilevm::runtime

@@ -623,10 +623,50 @@ Graph op_block(const Op& op, const std::vector<Shape>& shapes, const Partition& 
   return b;
 }
 
-// The block graph of the op-by-op kernel for a tensor op of the kernel graph. Rank 3 [H, B, C]: one block per
-// slice of the leading dimension (a head) holding its whole [B, C] matrix. Rank 2: element-wise ops, sums
-// and rms_norm over blocks of whole rows (of the kept dimension, for a sum); a matmul over output tiles.
-// A matmul loops over K in tile_k chunks.
+// Where the blocks of the op-by-op kernel of a rank-2 op sit (rank 3 adds the leading dimension to this):
+// element-wise ops, sums and rms_norm over blocks of whole rows (of the kept dimension, for a sum); a matmul
+// over output tiles, looping over K in tile_k chunks. `slices` blocks run beside these ones (a rank-3 op's
+// leading extent), which a matmul counts when it narrows its tiles to fill the GPU.
+Partition partition2(const Op& op, const std::vector<Shape>& shapes, const Shape& out, int64_t slices,
+                     const TileLowerOptions& o) {
+  // `blocks` blocks along `dim` of the operands that have it whole (others are broadcast, replicated).
+  auto split = [](int64_t blocks, int dim) {
+    return blocks > 1 ? DimMap{dim, kReplica, kReplica} : kAllReplica;
+  };
+  Partition p;
+  p.fmaps.assign(shapes.size(), kReplica);
+  if (op.kind == OpKind::Matmul) {
+    p.loop = shapes[0][1] / largest_divisor(shapes[0][1], o.tile_k);
+    if (p.loop > 1) p.fmaps = {1, 0};
+    const int64_t m = out[0], n = out[1];
+    const int64_t bm = largest_divisor(m, o.tile_m);
+    int64_t bn = largest_divisor(n, o.tile_n);
+    // Few rows (a decode batch): narrower column tiles, so that the grid fills an H100's 132 SMs.
+    while (slices * (m / bm) * (n / bn) < 132 && bn % 2 == 0 && bn / 2 >= 32) bn /= 2;
+    p.grid = {m / bm, n / bn, 1};
+    p.imaps = {split(p.grid[0], 0), p.grid[1] > 1 ? DimMap{kReplica, 1, kReplica} : kAllReplica};
+    p.omap = {p.grid[0] > 1 ? 0 : kReplica, p.grid[1] > 1 ? 1 : kReplica, kReplica};
+    return p;
+  }
+  // Blocks of whole rows of the dimension a sum keeps (else 0), as many as fit row_elements but at least 2
+  // (a reduction over a row must leave a fragment of more than one element).
+  const int rows = op.kind == OpKind::Sum ? 1 - op.dim : 0;
+  const int64_t extent = out[static_cast<size_t>(rows)];
+  int64_t width = 1;  // a row's elements in the widest operand (a sum's input)
+  for (const Shape& s : shapes) width = std::max(width, s[static_cast<size_t>(1 - rows)]);
+  int64_t per_block =
+      largest_divisor(extent, std::max<int64_t>(2, o.row_elements / std::max<int64_t>(width, 1)));
+  if (per_block == 1) per_block = extent;
+  p.grid = {extent / per_block, 1, 1};
+  for (const Shape& s : shapes)
+    p.imaps.push_back(s[static_cast<size_t>(rows)] == extent ? split(p.grid[0], rows) : kAllReplica);
+  p.omap = split(p.grid[0], rows);
+  return p;
+}
+
+// The block graph of the op-by-op kernel for a tensor op of the kernel graph: the rank-2 partition above, and
+// for rank 3 [H, B, C] the same over each slice [B, C] with one grid dimension more for the slices (a
+// head, a batch element).
 Graph wrap_tensor_op(const Graph& k, const Op& op, const TileLowerOptions& o) {
   std::vector<Shape> shapes;
   for (int id : op.inputs) shapes.push_back(k.tensor(id).shape);
@@ -639,42 +679,35 @@ Graph wrap_tensor_op(const Graph& k, const Op& op, const TileLowerOptions& o) {
   const bool lowered = is_unary(op.kind) || is_elementwise_binary(op.kind) || op.kind == OpKind::Matmul ||
                        op.kind == OpKind::Sum || op.kind == OpKind::RmsNorm;
   if (!lowered) fail("cannot lower {} to a tile program: {} is not lowered yet", what, op_name(op.kind));
-  // `blocks` blocks along `dim` of the operands that have it whole (others are broadcast, replicated).
-  auto split = [](int64_t blocks, int dim) {
-    return blocks > 1 ? DimMap{dim, kReplica, kReplica} : kAllReplica;
+  if (out.size() == 2) return op_block(op, shapes, partition2(op, shapes, out, 1, o));
+  if (op.kind == OpKind::Sum && op.dim == 0)
+    fail(
+        "cannot lower {} to a tile program: a sum over the leading dimension of a rank-3 tensor is not "
+        "lowered yet",
+        what);
+  // The slice's problem, one dimension down: a sum's dimension too.
+  Op slice_op = op;
+  if (op.kind == OpKind::Sum) slice_op.dim = op.dim - 1;
+  std::vector<Shape> slices;
+  for (const Shape& s : shapes) slices.push_back({s[1], s[2]});
+  const Partition q = partition2(slice_op, slices, {out[1], out[2]}, out[0], o);
+  // Grid x over the slices (of the operands that have them: a [1, B, C] operand is broadcast), y and z the
+  // slice's grid; every map moves up one dimension.
+  auto lift = [&](const DimMap& m, bool has_slices) {
+    DimMap l = {has_slices && out[0] > 1 ? 0 : kReplica, kReplica, kReplica};
+    for (int gd = 0; gd < 2; ++gd)
+      l[static_cast<size_t>(gd + 1)] =
+          m[static_cast<size_t>(gd)] == kReplica ? kReplica : m[static_cast<size_t>(gd)] + 1;
+    return l;
   };
   Partition p;
-  p.fmaps.assign(shapes.size(), kReplica);
-  const int last = static_cast<int>(out.size()) - 1;
-  if (op.kind == OpKind::Matmul) p.loop = shapes[0][last] / largest_divisor(shapes[0][last], o.tile_k);
-  if (op.kind == OpKind::Matmul && p.loop > 1) p.fmaps = {last, last - 1};
-  if (out.size() == 3) {
-    p.grid = {out[0], 1, 1};
-    for (const Shape& s : shapes) p.imaps.push_back(s[0] == out[0] ? split(out[0], 0) : kAllReplica);
-    p.omap = split(out[0], 0);
-  } else if (op.kind == OpKind::Matmul) {
-    const int64_t m = out[0], n = out[1];
-    const int64_t bm = largest_divisor(m, o.tile_m);
-    int64_t bn = largest_divisor(n, o.tile_n);
-    // Few rows (a decode batch): narrower column tiles, so that the grid fills an H100's 132 SMs.
-    while ((m / bm) * (n / bn) < 132 && bn % 2 == 0 && bn / 2 >= 32) bn /= 2;
-    p.grid = {m / bm, n / bn, 1};
-    p.imaps = {split(p.grid[0], 0), p.grid[1] > 1 ? DimMap{kReplica, 1, kReplica} : kAllReplica};
-    p.omap = {p.grid[0] > 1 ? 0 : kReplica, p.grid[1] > 1 ? 1 : kReplica, kReplica};
-  } else {
-    // Blocks of whole rows of the dimension a sum keeps (else 0), as many as fit row_elements but at least 2
-    // (a reduction over a row must leave a fragment of more than one element).
-    const int rows = op.kind == OpKind::Sum ? 1 - op.dim : 0;
-    const int64_t extent = shapes[0][static_cast<size_t>(rows)],
-                  width = shapes[0][static_cast<size_t>(1 - rows)];
-    int64_t per_block =
-        largest_divisor(extent, std::max<int64_t>(2, o.row_elements / std::max<int64_t>(width, 1)));
-    if (per_block == 1) per_block = extent;
-    p.grid = {extent / per_block, 1, 1};
-    for (const Shape& s : shapes)
-      p.imaps.push_back(s[static_cast<size_t>(rows)] == extent ? split(p.grid[0], rows) : kAllReplica);
-    p.omap = split(p.grid[0], rows);
+  p.grid = {out[0], q.grid[0], q.grid[1]};
+  p.loop = q.loop;
+  for (size_t j = 0; j < shapes.size(); ++j) {
+    p.imaps.push_back(lift(q.imaps[j], shapes[j][0] == out[0]));
+    p.fmaps.push_back(q.fmaps[j] == kReplica ? kReplica : q.fmaps[j] + 1);
   }
+  p.omap = lift(q.omap, true);
   return op_block(op, shapes, p);
 }
 
@@ -726,7 +759,9 @@ LoweredGraph lower_to_tile(const Graph& k, const TileLowerOptions& options) {
                       : fmt::format("{} '{}'", op_name(op.kind), outputs[0]);
     if (op.kind == OpKind::Matmul) {
       const Shape& a = k.tensor(op.inputs[0]).shape;
-      kernel.matmul = {a[0], k.tensor(op.inputs[1]).shape[1], a[1]};
+      const Shape& b = k.tensor(op.inputs[1]).shape;
+      const size_t r = a.size();  // 2, or 3 with a batch
+      kernel.matmul = {a[r - 2], b[r - 1], a[r - 1], r == 3 ? a[0] : 1};
     }
     out.kernels.push_back(std::move(kernel));
   }

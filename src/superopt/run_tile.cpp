@@ -171,7 +171,7 @@ double time_on_gpu(const LoweredGraph& lowered, int repeats, bool cublas) {
       const LoweredKernel& g = lowered.kernels[k];
       blas->gemm(stream, DataType::f16(), g.matmul[0], g.matmul[1], g.matmul[2],
                  buffers.at(g.buffers[0]).device_ptr(), buffers.at(g.buffers[1]).device_ptr(),
-                 buffers.at(g.buffers[2]).device_ptr());
+                 buffers.at(g.buffers[2]).device_ptr(), g.matmul[3]);
     }
   };
   const tune::Timing t = tune::time_gpu(device, stream, run_all, {.repeats = repeats});

@@ -1,6 +1,7 @@
 // cuBLAS loaded at run time: the search order and status names on any machine, loading the library where it
 // is installed (no GPU needed), and on a GPU a small GEMM of each type against a CPU reference.
 // On a GPU machine: tilevm_unit_tests --gtest_filter='RuntimeCublas*'
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -78,36 +79,43 @@ TEST(RuntimeCublasGpu, GemmMatchesTheCpu) {
   EXPECT_GT(blas.version(), 0);
   EXPECT_FALSE(blas.library_path().empty());
   Stream stream = device.create_stream();
-  // Odd sizes, so that a swapped m and n or a wrong leading dimension cannot pass.
+  // Odd sizes, so that a swapped m and n or a wrong leading dimension cannot pass; a batch of 3, so that a
+  // wrong stride cannot either.
   const int64_t m = 5, n = 24, k = 40;
-  for (DataType t : {DataType::f16(), DataType::bf16()}) {
-    SCOPED_TRACE(t.name());
-    std::vector<std::uint16_t> a(m * k), b(k * n);
-    std::vector<double> av(a.size()), bv(b.size());
-    for (size_t i = 0; i < a.size(); ++i) {
-      a[i] = static_cast<std::uint16_t>(encode(t, static_cast<double>(static_cast<int>(i * 7 % 11) - 5) / 4));
-      av[i] = decode(t, a[i]);
-    }
-    for (size_t i = 0; i < b.size(); ++i) {
-      b[i] = static_cast<std::uint16_t>(encode(t, static_cast<double>(static_cast<int>(i * 5 % 13) - 6) / 8));
-      bv[i] = decode(t, b[i]);
-    }
-    DeviceBuffer da = device.allocate(a.size() * 2), db = device.allocate(b.size() * 2),
-                 dc = device.allocate(m * n * 2);
-    da.upload(std::span<const std::uint16_t>(a));
-    db.upload(std::span<const std::uint16_t>(b));
-    blas.gemm(stream, t, m, n, k, da.device_ptr(), db.device_ptr(), dc.device_ptr());
-    stream.synchronize();
-    std::vector<std::uint16_t> c = dc.download<std::uint16_t>();
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double expected = 0;
-        for (int64_t l = 0; l < k; ++l) expected += av[i * k + l] * bv[l * n + j];
-        // The sums of these small multiples of 1/32 are exact in f32; only the final rounding to t differs.
-        EXPECT_EQ(c[i * n + j], encode(t, expected))
-            << "at (" << i << ", " << j << ") expected " << expected << ", got " << decode(t, c[i * n + j]);
+  for (int64_t batch : {1, 3})
+    for (DataType t : {DataType::f16(), DataType::bf16()}) {
+      SCOPED_TRACE(fmt::format("{}, batch {}", t.name(), batch));
+      std::vector<std::uint16_t> a(batch * m * k), b(batch * k * n);
+      std::vector<double> av(a.size()), bv(b.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        a[i] =
+            static_cast<std::uint16_t>(encode(t, static_cast<double>(static_cast<int>(i * 7 % 11) - 5) / 4));
+        av[i] = decode(t, a[i]);
       }
-  }
+      for (size_t i = 0; i < b.size(); ++i) {
+        b[i] =
+            static_cast<std::uint16_t>(encode(t, static_cast<double>(static_cast<int>(i * 5 % 13) - 6) / 8));
+        bv[i] = decode(t, b[i]);
+      }
+      DeviceBuffer da = device.allocate(a.size() * 2), db = device.allocate(b.size() * 2),
+                   dc = device.allocate(batch * m * n * 2);
+      da.upload(std::span<const std::uint16_t>(a));
+      db.upload(std::span<const std::uint16_t>(b));
+      blas.gemm(stream, t, m, n, k, da.device_ptr(), db.device_ptr(), dc.device_ptr(), batch);
+      stream.synchronize();
+      std::vector<std::uint16_t> c = dc.download<std::uint16_t>();
+      for (int64_t h = 0; h < batch; ++h)
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double expected = 0;
+            for (int64_t l = 0; l < k; ++l) expected += av[(h * m + i) * k + l] * bv[(h * k + l) * n + j];
+            // The sums of these small multiples of 1/32 are exact in f32; only the final rounding to t
+            // differs.
+            const size_t at = static_cast<size_t>((h * m + i) * n + j);
+            EXPECT_EQ(c[at], encode(t, expected)) << "at (" << h << ", " << i << ", " << j << ") expected "
+                                                  << expected << ", got " << decode(t, c[at]);
+          }
+    }
 }
 
 TEST(RuntimeCublasGpu, GemmRejectsOtherTypes) {

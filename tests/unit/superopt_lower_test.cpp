@@ -168,6 +168,11 @@ constexpr const char* kHeads = R"(kernel heads {
 TEST(SuperoptLower, AttentionOverHeads) {
   const Graph program = parse_graph(kHeads);
   expect_checked(program, program, {.tile_k = 16});
+  // Each head's ops split further: the matmuls into [16, 16] tiles (grid y and z), the element-wise ops and
+  // the sum into blocks of 2 rows (rows of 32 for the sum, which keeps dimension 1).
+  expect_checked(program, program, {.tile_m = 16, .tile_n = 16, .tile_k = 16, .row_elements = 64});
+  // The op-by-op S = matmul(Q, K) is a batch of 2 products [16, 16] x [16, 32] for cuBLAS.
+  EXPECT_EQ(lower_to_tile(program).kernels[0].matmul, (std::array<int64_t, 4>{16, 32, 16, 2}));
   const Graph fused = parse_graph(R"(kernel heads_fused {
   input Q [2, 16, 16]
   input K [2, 16, 32]
@@ -256,7 +261,7 @@ TEST(SuperoptLowerGpu, KernelsOnTheDevice) {
   if (runtime::Cublas::available()) {
     EXPECT_GT(time_on_gpu(lower_to_tile(program), 5, true), 0.0);
   }
-  EXPECT_EQ(lower_to_tile(program).kernels[1].matmul, (std::array<int64_t, 3>{32, 64, 64}));
+  EXPECT_EQ(lower_to_tile(program).kernels[1].matmul, (std::array<int64_t, 4>{32, 64, 64, 1}));
 }
 
 }  // namespace

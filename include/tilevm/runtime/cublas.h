@@ -61,12 +61,13 @@ class Cublas {
   int version() const;
 
   // C[m, n] = A[m, k] @ B[k, n], all row-major of type t (f16 or bf16), f32 accumulation (alpha 1, beta 0),
-  // enqueued on `stream`. a, b, c are device addresses.
+  // enqueued on `stream`. a, b, c are device addresses. batch > 1: that many products of matrices stored one
+  // after another (A [batch, m, k], B [batch, k, n], C [batch, m, n]), in one strided batched call.
   // @throws tilevm::Error for another type, a non-positive or too large size (cuBLAS takes 32-bit sizes), or
   // a
   //   cuBLAS error ("cuBLAS error (cublasGemmEx): CUBLAS_STATUS_...: m=.., n=.., k=..").
   void gemm(const Stream& stream, DataType t, int64_t m, int64_t n, int64_t k, std::uint64_t a,
-            std::uint64_t b, std::uint64_t c) const;
+            std::uint64_t b, std::uint64_t c, int64_t batch = 1) const;
 
  private:
   explicit Cublas(std::shared_ptr<detail::CublasState> state) : state_(std::move(state)) {}

@@ -54,9 +54,10 @@ struct LoweredKernel {
   // The buffer of each pointer parameter, in order; the parameter of buffer B is named `p_B`.
   std::vector<std::string> buffers;
   std::string what;  // the op it computes, for messages ("block op computing Y", "matmul G")
-  // A tensor op `matmul` of the kernel graph, C[m, n] = A[m, k] @ B[k, n] (buffers A, B, C): {m, n, k}, which
-  // time_on_gpu may run with cuBLAS instead; zeros for any other kernel.
-  std::array<int64_t, 3> matmul = {0, 0, 0};
+  // A tensor op `matmul` of the kernel graph, C[m, n] = A[m, k] @ B[k, n] (buffers A, B, C), or a batch of
+  // them stored one after another (rank 3): {m, n, k, batch}, which time_on_gpu may run with cuBLAS instead;
+  // zeros for any other kernel.
+  std::array<int64_t, 4> matmul = {0, 0, 0, 0};
 };
 
 struct LoweredGraph {
