@@ -36,6 +36,7 @@ fi
 # "tile" (the tile layer's GEMMs), "superopt" (the superoptimizer's workloads beside PyTorch),
 # BENCH_ARGS extra options for each (e.g. --quick). Every table goes to $OUT/bench_<workloads>.txt and .csv.
 # SUPEROPT_WORKLOADS="gqa_decode lora" limits "superopt" to those workloads of bench/superopt/.
+# SUPEROPT_TORCH=0 leaves out bench/superopt_torch.py (its torch.compile runs take minutes).
 export TILEVM_TUNE_CACHE=$OUT/tuning.json
 for w in ${BENCH-decode dtypes prefill}; do
   extra=${BENCH_ARGS:-}
@@ -82,9 +83,11 @@ for w in ${BENCH-decode dtypes prefill}; do
       grep -v "^ \|^kernel\|^}" "$OUT/superopt_$name.txt"; grep -v "^  " "$OUT/superopt_$name.err" | tail -5
       [ $rc -eq 0 ] || { echo "tilevm superopt $name: exit $rc"; status=1; }
     done
-    echo "== python3 bench/superopt_torch.py"
-    timeout "${BENCH_TIMEOUT:-300}" python3 bench/superopt_torch.py > "$OUT/superopt_torch.txt" 2>&1 || status=1
-    cat "$OUT/superopt_torch.txt"
+    if [ "${SUPEROPT_TORCH:-1}" != 0 ]; then  # SUPEROPT_TORCH=0: PyTorch's times in a call of their own
+      echo "== python3 bench/superopt_torch.py ${SUPEROPT_WORKLOADS:-}"
+      timeout "${BENCH_TIMEOUT:-300}" python3 bench/superopt_torch.py ${SUPEROPT_WORKLOADS:-} > "$OUT/superopt_torch.txt" 2>&1 || status=1
+      cat "$OUT/superopt_torch.txt"
+    fi
     continue
   fi
   [ "$w" = dtypes ] && extra="${BENCH_DTYPES_ARGS:---quick --max-candidates 8}"

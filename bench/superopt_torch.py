@@ -3,8 +3,10 @@ as docs/performance.md asks: CUDA events around each run, the L2 flushed before 
 many. bench/gpu.sh runs it beside `tilevm superopt` in the same session on the same GPU.
 
     python3 bench/superopt_torch.py            # prints one line per workload and mode
+    python3 bench/superopt_torch.py lora gqa_decode   # only these workloads (and their SDPA lines)
 """
 import statistics
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -100,7 +102,10 @@ def attention_workloads(h):
 
 def main():
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    only = set(sys.argv[1:])
     for name, fn in workloads():
+        if only and name.split(" ")[0] not in only:
+            continue
         eager = median_us(fn)
         compiled_fn = torch.compile(fn)
         compiled = median_us(compiled_fn)
