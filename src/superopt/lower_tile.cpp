@@ -377,8 +377,11 @@ class BlockWriter {
         for (std::string& o : offsets) o.pop_back();  // the trailing ':'
         offsets = flatten(offsets, g_.operand_shapes()[static_cast<size_t>(op.operand)][1]);
         for (std::string& o : offsets) o += ":";
-        emit(Phase::Loop, fmt::format("Copy(g_{}[{}], {})", operands_[static_cast<size_t>(op.operand)],
-                                      list_text(offsets), v.name));
+        // An operand the loop does not partition is the same tile in every iteration: copied once, before
+        // the loop (Mirage's semantics read it in each iteration; the value is the same).
+        emit(op.fmap == kReplica ? Phase::Invariant : Phase::Loop,
+             fmt::format("Copy(g_{}[{}], {})", operands_[static_cast<size_t>(op.operand)], list_text(offsets),
+                         v.name));
         val(out) = v;
         return;
       }

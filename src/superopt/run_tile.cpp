@@ -128,7 +128,7 @@ NumericCheck check_numerically(const Graph& program, const LoweredGraph& lowered
   return check;
 }
 
-double time_on_gpu(const LoweredGraph& lowered, int repeats, bool cublas) {
+double time_on_gpu(const LoweredGraph& lowered, int repeats, bool cublas, std::vector<double>* each) {
   const runtime::Device device = runtime::Device::open();
   const target::Target target = exec::device_target(device.info());
   std::map<std::string, runtime::DeviceBuffer> buffers;
@@ -162,19 +162,25 @@ double time_on_gpu(const LoweredGraph& lowered, int repeats, bool cublas) {
     args.push_back(std::move(a));
   }
   const runtime::Stream stream = device.create_stream();
-  auto run_all = [&] {
-    for (size_t k = 0; k < programs.size(); ++k) {
-      if (programs[k]) {
-        programs[k]->launch(stream, args[k]);
-        continue;
-      }
-      const LoweredKernel& g = lowered.kernels[k];
-      blas->gemm(stream, DataType::f16(), g.matmul[0], g.matmul[1], g.matmul[2],
-                 buffers.at(g.buffers[0]).device_ptr(), buffers.at(g.buffers[1]).device_ptr(),
-                 buffers.at(g.buffers[2]).device_ptr(), g.matmul[3]);
+  auto run_one = [&](size_t k) {
+    if (programs[k]) {
+      programs[k]->launch(stream, args[k]);
+      return;
     }
+    const LoweredKernel& g = lowered.kernels[k];
+    blas->gemm(stream, DataType::f16(), g.matmul[0], g.matmul[1], g.matmul[2],
+               buffers.at(g.buffers[0]).device_ptr(), buffers.at(g.buffers[1]).device_ptr(),
+               buffers.at(g.buffers[2]).device_ptr(), g.matmul[3]);
+  };
+  auto run_all = [&] {
+    for (size_t k = 0; k < programs.size(); ++k) run_one(k);
   };
   const tune::Timing t = tune::time_gpu(device, stream, run_all, {.repeats = repeats});
+  if (each) {
+    each->clear();
+    for (size_t k = 0; k < programs.size(); ++k)
+      each->push_back(tune::time_gpu(device, stream, [&] { run_one(k); }, {.repeats = repeats}).median_us);
+  }
   return t.median_us;
 }
 

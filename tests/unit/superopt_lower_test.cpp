@@ -257,6 +257,10 @@ TEST(SuperoptLowerGpu, KernelsOnTheDevice) {
     EXPECT_TRUE(c.passed) << g.name() << ": " << c.detail << " (error " << c.max_error << ")";
   }
   EXPECT_GT(time_on_gpu(lower_to_tile(program), 5), 0.0);
+  std::vector<double> each;
+  EXPECT_GT(time_on_gpu(lower_to_tile(program), 5, false, &each), 0.0);
+  ASSERT_EQ(each.size(), lower_to_tile(program).kernels.size());
+  for (double us : each) EXPECT_GT(us, 0.0);
   // The op-by-op matmul as a cuBLAS GEMM (the baseline of tilevm superopt).
   if (runtime::Cublas::available()) {
     EXPECT_GT(time_on_gpu(lower_to_tile(program), 5, true), 0.0);

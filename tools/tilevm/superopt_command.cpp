@@ -1,5 +1,5 @@
 // tilevm superopt FILE [--budget SECONDS] [--max-ops N] [--grid E,...] [--loop E,...] [--threads N]
-//                      [--candidates N] [--stages N] [--gpu | --interp] [--out DIR] [--candidate GRAPH]
+//                      [--candidates N] [--stages N] [--gpu | --interp] [--out DIR] [--candidate GRAPH ...]
 //                      [--print-kernels] [--cache FILE | --no-cache]
 //
 // The superoptimizer (docs/superopt.md): reads a tensor program (a kernel graph of tensor ops, the text form
@@ -16,7 +16,9 @@
 // instead of searching.
 // --candidate GRAPH: no search; the graph in GRAPH (a kernel graph with graph-defined kernels, written by
 // hand or saved by an earlier run) is verified equivalent to the program, lowered, checked, timed and written
-// like a found one. --print-kernels: print the answer's tile programs too.
+// like a found one. Given several times, each graph is (schedules of one algorithm, say) and the fastest
+// checked one is the answer. On a GPU the answer's kernels are also timed one by one, to show where its time
+// goes. --print-kernels: print the answer's tile programs too.
 //
 // Exit status: 0 when an answer was found; 1 on bad input (a file that does not parse, an operator outside
 // the fragment, a program of several outputs) or when no candidate was found and checked; 2 on bad
@@ -70,7 +72,7 @@ struct SuperoptRequest {
   bool gpu = false;
   bool interp = false;
   std::string out;
-  std::string candidate;
+  std::vector<std::string> candidates_given;  // --candidate, each time
   int stages = 4;
   std::string cache;  // empty: the tuning cache's default file
   bool no_cache = false;
@@ -106,7 +108,8 @@ struct Checked {
   Graph graph;
   LoweredGraph lowered;
   NumericCheck check;
-  double us = 0;  // GPU time, when timed
+  double us = 0;     // GPU time, when timed
+  size_t found = 0;  // its index among the graphs found (or given)
 };
 
 // Why a graph was not taken.
@@ -228,21 +231,23 @@ void run(const SuperoptRequest& req) {
              count(program.ops().size() - program.inputs().size(), "op"));
 
   std::vector<Graph> found;
-  std::optional<VerifyResult> verified;  // the candidate's, with --candidate
-  if (!req.candidate.empty()) {
-    const Graph candidate = read_graph(req.candidate);
-    fmt::print(stderr, "verifying {} against the program\n", req.candidate);
-    verified = verify(program, candidate);
-    if (verified->verdict != Verdict::Equivalent)
-      throw Error(fmt::format("{} does not compute {}: {}", req.candidate, req.path, verified->summary()));
+  // The verification of each graph of `found` already verified (the candidates given, a cached answer).
+  std::vector<VerifyResult> verified;
+  for (const std::string& file : req.candidates_given) {
+    const Graph candidate = read_graph(file);
+    fmt::print(stderr, "verifying {} against the program\n", file);
+    verified.push_back(verify(program, candidate));
+    if (verified.back().verdict != Verdict::Equivalent)
+      throw Error(fmt::format("{} does not compute {}: {}", file, req.path, verified.back().summary()));
     found.push_back(candidate);
   }
+  const bool given = !req.candidates_given.empty();
   // The answer cache (superopt/answer_cache.h), for searches: a hit is verified like a candidate, and a
   // cached graph that no longer verifies is ignored.
   std::optional<tune::TuningCache> cache;
   AnswerKey key;
   bool from_cache = false;
-  if (req.candidate.empty() && !req.no_cache) {
+  if (!given && !req.no_cache) {
     const std::optional<std::filesystem::path> file = req.cache.empty()
                                                           ? tune::TuningCache::default_path()
                                                           : std::optional<std::filesystem::path>(req.cache);
@@ -259,7 +264,7 @@ void run(const SuperoptRequest& req) {
         const VerifyResult v = verify(program, *cached);
         if (v.verdict == Verdict::Equivalent) {
           fmt::print("answer from the cache {} (--no-cache searches again)\n", cache->file().string());
-          verified = v;
+          verified.push_back(v);
           found.push_back(*cached);
           from_cache = true;
         } else {
@@ -270,7 +275,7 @@ void run(const SuperoptRequest& req) {
       }
     }
   }
-  if (req.candidate.empty() && !from_cache) found = search(req, program);
+  if (!given && !from_cache) found = search(req, program);
 
   fmt::print(stderr, "lowering and checking {} {} until {} pass\n", count(found.size(), "graph"), where,
              req.candidates);
@@ -278,12 +283,13 @@ void run(const SuperoptRequest& req) {
   // Per reason a graph was not taken: how many, and the first's message.
   int missed[kMisses] = {};
   std::string first_miss[kMisses];
-  for (const Graph& g : found) {
+  for (size_t f = 0; f < found.size(); ++f) {
     if (static_cast<int>(checked.size()) >= req.candidates) break;
     Miss miss = kMisses;
     std::string why;
-    std::optional<Checked> c = lower_and_check(program, g, gpu, req.stages, &miss, &why);
+    std::optional<Checked> c = lower_and_check(program, found[f], gpu, req.stages, &miss, &why);
     if (c) {
+      c->found = f;
       checked.push_back(std::move(*c));
     } else if (missed[miss]++ == 0) {
       first_miss[miss] = why;
@@ -298,9 +304,7 @@ void run(const SuperoptRequest& req) {
     if (missed[m] > 0) fmt::print("  first {}: {}\n", kMissLabels[m], first_miss[m]);
   if (checked.empty()) {
     fmt::print(stderr, "superopt: no candidate was found and checked{}\n",
-               !req.candidate.empty()
-                   ? ""
-                   : "; try a larger --budget or --max-ops, or other --grid and --loop extents");
+               given ? "" : "; try a larger --budget or --max-ops, or other --grid and --loop extents");
     throw ExitStatus{1};
   }
 
@@ -324,13 +328,23 @@ void run(const SuperoptRequest& req) {
     } catch (const Error& e) {
       baseline = fmt::format("(op by op not timed: {})", e.what());
     }
+    if (given && checked.size() > 1)
+      for (const Checked& c : checked)
+        fmt::print("candidate {}: {:.1f} us\n", req.candidates_given[c.found], c.us);
     fmt::print("time: {:.1f} us {}\n", checked[best].us, baseline);
+    if (checked[best].lowered.kernels.size() > 1) {
+      std::vector<double> each;
+      time_on_gpu(checked[best].lowered, 50, blas, &each);
+      for (size_t k = 0; k < each.size(); ++k)
+        fmt::print("alone: {:.1f} us for {}\n", each[k], checked[best].lowered.kernels[k].what);
+    }
   } else {
     fmt::print("no GPU: the first checked graph is the answer (nothing timed)\n");
   }
   const Checked& answer = checked[best];
-  if (!verified) verified = verify(program, answer.graph);
-  fmt::print("verified: {}\n", verified->summary());
+  const VerifyResult v =
+      answer.found < verified.size() ? verified[answer.found] : verify(program, answer.graph);
+  fmt::print("verified: {}\n", v.summary());
   fmt::print("numeric check {}: largest relative error {:.2g}\n", where, answer.check.max_error);
   fmt::print("{}", print_graph(answer.graph));
   if (req.print_kernels)
@@ -371,8 +385,9 @@ void add_superopt_command(CLI::App& app) {
                   "the answer cache's file (default: the tuning cache's, $TILEVM_TUNE_CACHE or "
                   "~/.cache/tilevm/tuning.json)");
   cmd->add_flag("--no-cache", req->no_cache, "search even when the cache has an answer, and store none");
-  cmd->add_option("--candidate", req->candidate,
-                  "no search: verify, lower, check and time this graph (a .graph file) against the program");
+  cmd->add_option("--candidate", req->candidates_given,
+                  "no search: verify, lower, check and time this graph (a .graph file) against the program; "
+                  "given several times, the fastest checked graph is the answer");
   cmd->callback([req] { run(*req); });
 }
 

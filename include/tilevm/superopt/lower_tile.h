@@ -6,6 +6,7 @@
 //
 // What a block graph becomes (docs/superopt.md, "Lowering"):
 //   iter       a shared f16 tile, `Copy` from the operand's view in every iteration of the (pipelined) loop
+//              (once before the loop when the loop does not partition it)
 //   matmul     `Gemm` into an f32 fragment (straight into the accumulator when that is its only use)
 //   add ...    a `Parallel` loop per op; a thread op is one loop per output, its chain inlined
 //   sum        `ReduceSum` of a fragment

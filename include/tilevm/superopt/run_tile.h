@@ -45,7 +45,10 @@ NumericCheck check_numerically(const Graph& program, const LoweredGraph& lowered
 // docs/performance.md asks (tune::time_gpu: warm-up, the L2 flushed before every run, the median of
 // `repeats`). With `cublas`, the kernel graph's tensor-op matmuls (LoweredKernel::matmul) run as cuBLAS
 // GEMMs instead of their tile kernels (the op-by-op baseline). Throws Error without a GPU, on a
-// compile error or a CUDA error, and with `cublas` when no libcublas can be loaded.
-double time_on_gpu(const LoweredGraph& lowered, int repeats = 50, bool cublas = false);
+// compile error or a CUDA error, and with `cublas` when no libcublas can be loaded. With `each`, also each
+// kernel timed alone the same way, in order (where the time goes; each run starts from a flushed L2, so
+// the parts may sum to more than the whole).
+double time_on_gpu(const LoweredGraph& lowered, int repeats = 50, bool cublas = false,
+                   std::vector<double>* each = nullptr);
 
 }  // namespace tilevm::superopt
