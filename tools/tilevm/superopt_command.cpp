@@ -1,5 +1,6 @@
 // tilevm superopt FILE [--budget SECONDS] [--max-ops N] [--grid E,...] [--loop E,...] [--threads N]
-//                      [--candidates N] [--stages N] [--gpu | --interp] [--out DIR] [--candidate GRAPH ...]
+//                      [--candidates N] [--stages N] [--block-threads N] [--gpu | --interp] [--out DIR]
+//                      [--candidate GRAPH ...]
 //                      [--print-kernels] [--cache FILE | --no-cache]
 //
 // The superoptimizer (docs/superopt.md): reads a tensor program (a kernel graph of tensor ops, the text form
@@ -74,7 +75,8 @@ struct SuperoptRequest {
   std::string out;
   std::vector<std::string> candidates_given;  // --candidate, each time
   int stages = 4;
-  std::string cache;  // empty: the tuning cache's default file
+  int block_threads = 128;  // the most threads of a lowered kernel's block
+  std::string cache;        // empty: the tuning cache's default file
   bool no_cache = false;
   bool print_kernels = false;
 };
@@ -119,11 +121,11 @@ constexpr const char* kMissLabels[kMisses] = {"not lowered", "did not compile or
 // Lowers and checks one graph; nullopt, with the reason, when it cannot be lowered, its kernels do not
 // compile or run (the tile layer refuses a program: no warp split fits a Gemm, a layout conflict), or it
 // fails the numeric check.
-std::optional<Checked> lower_and_check(const Graph& program, const Graph& graph, bool gpu, int stages,
-                                       Miss* miss, std::string* why) {
+std::optional<Checked> lower_and_check(const Graph& program, const Graph& graph, bool gpu,
+                                       const TileLowerOptions& lowering, Miss* miss, std::string* why) {
   Checked c{graph, {}, {}};
   try {
-    c.lowered = lower_to_tile(graph, {.stages = stages});
+    c.lowered = lower_to_tile(graph, lowering);
   } catch (const Error& e) {
     *miss = kNotLowered;
     *why = e.what();
@@ -257,8 +259,9 @@ void run(const SuperoptRequest& req) {
       key.device = device.info().name;
       key.arch = device.info().arch;
     }
-    key.options = fmt::format("max_ops={} grid={} loop={} stages={} candidates={}", req.max_ops,
-                              fmt::join(req.grid, ","), fmt::join(req.loop, ","), req.stages, req.candidates);
+    key.options = fmt::format("max_ops={} grid={} loop={} stages={} block_threads={} candidates={}",
+                              req.max_ops, fmt::join(req.grid, ","), fmt::join(req.loop, ","), req.stages,
+                              req.block_threads, req.candidates);
     if (cache) {
       if (std::optional<Graph> cached = lookup_answer(*cache, program, key)) {
         const VerifyResult v = verify(program, *cached);
@@ -279,6 +282,7 @@ void run(const SuperoptRequest& req) {
 
   fmt::print(stderr, "lowering and checking {} {} until {} pass\n", count(found.size(), "graph"), where,
              req.candidates);
+  const TileLowerOptions lowering{.threads = req.block_threads, .stages = req.stages};
   std::vector<Checked> checked;
   // Per reason a graph was not taken: how many, and the first's message.
   int missed[kMisses] = {};
@@ -287,7 +291,7 @@ void run(const SuperoptRequest& req) {
     if (static_cast<int>(checked.size()) >= req.candidates) break;
     Miss miss = kMisses;
     std::string why;
-    std::optional<Checked> c = lower_and_check(program, found[f], gpu, req.stages, &miss, &why);
+    std::optional<Checked> c = lower_and_check(program, found[f], gpu, lowering, &miss, &why);
     if (c) {
       c->found = f;
       checked.push_back(std::move(*c));
@@ -322,7 +326,7 @@ void run(const SuperoptRequest& req) {
     // element to reduce, a matmul of one row): then the answer stands without it.
     std::string baseline;
     try {
-      const double us = time_on_gpu(lower_to_tile(program, {.stages = req.stages}), 50, blas);
+      const double us = time_on_gpu(lower_to_tile(program, lowering), 50, blas);
       baseline = fmt::format("against {:.1f} us op by op{} ({:.2f} x)", us,
                              blas ? ", cuBLAS for the matmuls" : "", us / checked[best].us);
     } catch (const Error& e) {
@@ -377,6 +381,11 @@ void add_superopt_command(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--stages", req->stages, "pipeline depth of the kernels' loops (default 4; 1: none)")
       ->check(CLI::Range(1, 8));
+  cmd->add_option(
+         "--block-threads", req->block_threads,
+         "threads of a lowered kernel's block, at most (default 128; fewer where a Gemm's warp split "
+         "needs it)")
+      ->check(CLI::IsMember({32, 64, 128, 256, 512}));
   cmd->add_flag("--gpu", req->gpu, "check and time on the GPU (the default when there is one)");
   cmd->add_flag("--interp", req->interp, "check on the interpreter, even with a GPU (nothing is timed)");
   cmd->add_option("--out", req->out, "write the answer's graph and tile programs into this directory");

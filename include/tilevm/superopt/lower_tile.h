@@ -28,7 +28,8 @@ namespace tilevm::superopt {
 struct TileLowerOptions {
   int threads = 128;
   // A block graph's loop is `Pipelined(L, stages=...)`: the tile layer loads its iterators' tiles that many
-  // iterations ahead (cp.async, tile/pipeline_loops.h). 1: a plain loop.
+  // iterations ahead (cp.async, tile/pipeline_loops.h); deeper (up to 8) for a loop whose iterations copy
+  // less than 16 KiB, so that about that much is in flight. 1: a plain loop.
   int stages = 4;
   // The op-by-op kernels' block tiles (each the largest divisor of the extent up to this): a matmul's output
   // rows and columns (columns halved down to 32 while the grid has fewer than 132 blocks) and its K per loop
