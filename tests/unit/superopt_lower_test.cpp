@@ -9,6 +9,7 @@
 #include "tilevm/superopt/fuse.h"
 #include "tilevm/superopt/lower_tile.h"
 #include "tilevm/superopt/run_tile.h"
+#include "tilevm/superopt/verify.h"
 #include "tilevm/support/error.h"
 
 namespace tilevm::superopt {
@@ -208,6 +209,45 @@ TEST(SuperoptLower, AttentionOverHeads) {
   ASSERT_NE(at, std::string::npos) << source;
   source.replace(at, 13, "0");
   EXPECT_FALSE(check_numerically(program, lowered).passed);
+}
+
+// The algorithms of the benchmarks at interpreter sizes (tests/superopt/): decode attention split over the
+// cached tokens into two kernels, LoRA's gathered adapter, QK-norm's norms moved past the product. Each
+// graph must verify against its program and compute it on the interpreter; a wrong split fails both.
+TEST(SuperoptLower, TheBenchmarkAlgorithmsAtSmallSizes) {
+  for (const char* name : {"gqa_decode", "lora", "qknorm_attention"}) {
+    SCOPED_TRACE(name);
+    const Graph program = testing::test_graph(std::string(name) + ".graph");
+    const Graph fused = testing::test_graph(std::string(name) + "_fused.graph");
+    EXPECT_EQ(verify_equivalent(program, fused, {.trials = 2}).verdict, Verdict::Equivalent);
+    expect_checked(program, fused);
+  }
+  // The decode attention's combining kernel multiplying by the sums of exp instead of dividing.
+  std::string text = testing::read_test_file("gqa_decode_fused.graph");
+  const size_t at = text.find("o = div(an, az)");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 15, "o = mul(an, az)");
+  const Graph program = testing::test_graph("gqa_decode.graph");
+  const Graph wrong = parse_graph(text);
+  EXPECT_EQ(verify_equivalent(program, wrong, {.trials = 2}).verdict, Verdict::NotEquivalent);
+  EXPECT_FALSE(check_numerically(program, lower_to_tile(wrong)).passed);
+}
+
+// Lowering choices that make the kernels faster without changing what they compute: an operand the loop does
+// not partition is copied once before the loop, and a loop over small tiles is pipelined deeper.
+TEST(SuperoptLower, InvariantOperandsAndSmallTiles) {
+  const LoweredGraph lowered = lower_to_tile(testing::test_graph("gqa_decode_fused.graph"), {.stages = 2});
+  ASSERT_EQ(lowered.kernels.size(), 2u);
+  const std::string& partials = lowered.kernels[0].source;
+  const size_t loop = partials.find("for it in Pipelined(2, stages=2)");
+  ASSERT_NE(loop, std::string::npos) << partials;  // [32, 16] tiles of K and [16, 32] of V: 2 KiB: 2 stages
+  const size_t q = partials.find("Copy(g_Qt[");
+  ASSERT_NE(q, std::string::npos);
+  EXPECT_LT(q, loop) << "Q^T is the same tile in every iteration";
+  EXPECT_GT(partials.find("Copy(g_K["), loop);
+  // The combining loop copies [8, 8] and [1, 8] tiles (144 bytes): as deep as its 4 iterations allow.
+  EXPECT_NE(lowered.kernels[1].source.find("for it in Pipelined(4, stages=4)"), std::string::npos)
+      << lowered.kernels[1].source;
 }
 
 TEST(SuperoptLower, TheSearchsGraphsRunCorrectly) {
