@@ -36,7 +36,8 @@ fi
 # "tile" (the tile layer's GEMMs), "superopt" (the superoptimizer's workloads beside PyTorch),
 # BENCH_ARGS extra options for each (e.g. --quick). Every table goes to $OUT/bench_<workloads>.txt and .csv.
 # SUPEROPT_WORKLOADS="gqa_decode lora" limits "superopt" to those workloads of bench/superopt/.
-# SUPEROPT_ARGS adds options to each `tilevm superopt` (e.g. "--block-threads 256").
+# SUPEROPT_ARGS: options for each `tilevm superopt` of the fused graphs (default "--block-threads 128,256":
+# both lowerings tried, the faster kept).
 # SUPEROPT_TORCH=0 leaves out bench/superopt_torch.py (its torch.compile runs take minutes).
 export TILEVM_TUNE_CACHE=$OUT/tuning.json
 for w in ${BENCH-decode dtypes prefill}; do
@@ -66,9 +67,9 @@ for w in ${BENCH-decode dtypes prefill}; do
       # Other schedules of the same algorithm (NAME_fused.*.graph) are candidates too: the fastest is the answer.
       candidates=(--candidate "$f")
       for v in bench/superopt/"${name}"_fused.*.graph; do [ -f "$v" ] && candidates+=(--candidate "$v"); done
-      echo "== tilevm superopt bench/superopt/$name.graph ${candidates[*]} --gpu --stages 3 ${SUPEROPT_ARGS:-}"
+      echo "== tilevm superopt bench/superopt/$name.graph ${candidates[*]} --gpu --stages 3 ${SUPEROPT_ARGS:---block-threads 128,256}"
       timeout "${BENCH_TIMEOUT:-300}" "$BIN/tilevm" superopt "bench/superopt/$name.graph" "${candidates[@]}" --gpu \
-        --stages 3 ${SUPEROPT_ARGS:-} \
+        --stages 3 ${SUPEROPT_ARGS:---block-threads 128,256} \
         --out "$OUT/superopt_$name" > "$OUT/superopt_$name.txt" 2> "$OUT/superopt_$name.err"
       rc=$?
       grep -v "^ \|^kernel\|^}" "$OUT/superopt_$name.txt"; tail -3 "$OUT/superopt_$name.err"

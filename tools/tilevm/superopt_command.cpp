@@ -1,7 +1,6 @@
 // tilevm superopt FILE [--budget SECONDS] [--max-ops N] [--grid E,...] [--loop E,...] [--threads N]
-//                      [--candidates N] [--stages N] [--block-threads N] [--gpu | --interp] [--out DIR]
-//                      [--candidate GRAPH ...]
-//                      [--print-kernels] [--cache FILE | --no-cache]
+//                      [--candidates N] [--stages N] [--block-threads N,...] [--gpu | --interp] [--out DIR]
+//                      [--candidate GRAPH ...] [--print-kernels] [--cache FILE | --no-cache]
 //
 // The superoptimizer (docs/superopt.md): reads a tensor program (a kernel graph of tensor ops, the text form
 // of docs/superopt.md), searches graph-defined kernels that compute it (every schedule of the grids and loops
@@ -19,7 +18,9 @@
 // hand or saved by an earlier run) is verified equivalent to the program, lowered, checked, timed and written
 // like a found one. Given several times, each graph is (schedules of one algorithm, say) and the fastest
 // checked one is the answer. On a GPU the answer's kernels are also timed one by one, to show where its time
-// goes. --print-kernels: print the answer's tile programs too.
+// goes. --block-threads N,...: the lowered kernels' most threads; on a GPU each value is tried for every
+// graph (and the op-by-op baseline), and the fastest kept. --print-kernels: print the answer's tile programs
+// too.
 //
 // Exit status: 0 when an answer was found; 1 on bad input (a file that does not parse, an operator outside
 // the fragment, a program of several outputs) or when no candidate was found and checked; 2 on bad
@@ -27,6 +28,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -75,8 +77,10 @@ struct SuperoptRequest {
   std::string out;
   std::vector<std::string> candidates_given;  // --candidate, each time
   int stages = 4;
-  int block_threads = 128;  // the most threads of a lowered kernel's block
-  std::string cache;        // empty: the tuning cache's default file
+  // The most threads of a lowered kernel's block; with several values (on a GPU), each graph is lowered,
+  // checked and timed with each, and so is the op-by-op baseline (its fastest counts).
+  std::vector<int> block_threads = {128};
+  std::string cache;  // empty: the tuning cache's default file
   bool no_cache = false;
   bool print_kernels = false;
 };
@@ -112,6 +116,7 @@ struct Checked {
   NumericCheck check;
   double us = 0;     // GPU time, when timed
   size_t found = 0;  // its index among the graphs found (or given)
+  int threads = 0;   // the --block-threads value it was lowered with
 };
 
 // Why a graph was not taken.
@@ -261,7 +266,7 @@ void run(const SuperoptRequest& req) {
     }
     key.options = fmt::format("max_ops={} grid={} loop={} stages={} block_threads={} candidates={}",
                               req.max_ops, fmt::join(req.grid, ","), fmt::join(req.loop, ","), req.stages,
-                              req.block_threads, req.candidates);
+                              fmt::join(req.block_threads, ","), req.candidates);
     if (cache) {
       if (std::optional<Graph> cached = lookup_answer(*cache, program, key)) {
         const VerifyResult v = verify(program, *cached);
@@ -282,21 +287,27 @@ void run(const SuperoptRequest& req) {
 
   fmt::print(stderr, "lowering and checking {} {} until {} pass\n", count(found.size(), "graph"), where,
              req.candidates);
-  const TileLowerOptions lowering{.threads = req.block_threads, .stages = req.stages};
+  // Without a GPU nothing is timed, so the other thread counts could not be chosen: only the first is used.
+  const std::vector<int> thread_counts =
+      gpu ? req.block_threads : std::vector<int>{req.block_threads.front()};
   std::vector<Checked> checked;
   // Per reason a graph was not taken: how many, and the first's message.
   int missed[kMisses] = {};
   std::string first_miss[kMisses];
   for (size_t f = 0; f < found.size(); ++f) {
     if (static_cast<int>(checked.size()) >= req.candidates) break;
-    Miss miss = kMisses;
-    std::string why;
-    std::optional<Checked> c = lower_and_check(program, found[f], gpu, lowering, &miss, &why);
-    if (c) {
-      c->found = f;
-      checked.push_back(std::move(*c));
-    } else if (missed[miss]++ == 0) {
-      first_miss[miss] = why;
+    for (int threads : thread_counts) {
+      Miss miss = kMisses;
+      std::string why;
+      std::optional<Checked> c =
+          lower_and_check(program, found[f], gpu, {.threads = threads, .stages = req.stages}, &miss, &why);
+      if (c) {
+        c->found = f;
+        c->threads = threads;
+        checked.push_back(std::move(*c));
+      } else if (missed[miss]++ == 0) {
+        first_miss[miss] = why;
+      }
     }
   }
   fmt::print(
@@ -326,16 +337,22 @@ void run(const SuperoptRequest& req) {
     // element to reduce, a matmul of one row): then the answer stands without it.
     std::string baseline;
     try {
-      const double us = time_on_gpu(lower_to_tile(program, lowering), 50, blas);
+      double us = INFINITY;
+      for (int threads : thread_counts)
+        us = std::min(
+            us, time_on_gpu(lower_to_tile(program, {.threads = threads, .stages = req.stages}), 50, blas));
       baseline = fmt::format("against {:.1f} us op by op{} ({:.2f} x)", us,
                              blas ? ", cuBLAS for the matmuls" : "", us / checked[best].us);
     } catch (const Error& e) {
       baseline = fmt::format("(op by op not timed: {})", e.what());
     }
+    const bool several = thread_counts.size() > 1;
     if (given && checked.size() > 1)
       for (const Checked& c : checked)
-        fmt::print("candidate {}: {:.1f} us\n", req.candidates_given[c.found], c.us);
-    fmt::print("time: {:.1f} us {}\n", checked[best].us, baseline);
+        fmt::print("candidate {}{}: {:.1f} us\n", req.candidates_given[c.found],
+                   several ? fmt::format(" at most {} threads", c.threads) : "", c.us);
+    fmt::print("time: {:.1f} us{} {}\n", checked[best].us,
+               several ? fmt::format(" at most {} threads", checked[best].threads) : "", baseline);
     if (checked[best].lowered.kernels.size() > 1) {
       std::vector<double> each;
       time_on_gpu(checked[best].lowered, 50, blas, &each);
@@ -384,7 +401,8 @@ void add_superopt_command(CLI::App& app) {
   cmd->add_option(
          "--block-threads", req->block_threads,
          "threads of a lowered kernel's block, at most (default 128; fewer where a Gemm's warp split "
-         "needs it)")
+         "needs it); several values: on a GPU each is tried, and the fastest kept")
+      ->delimiter(',')
       ->check(CLI::IsMember({32, 64, 128, 256, 512}));
   cmd->add_flag("--gpu", req->gpu, "check and time on the GPU (the default when there is one)");
   cmd->add_flag("--interp", req->interp, "check on the interpreter, even with a GPU (nothing is timed)");
