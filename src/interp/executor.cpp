@@ -361,6 +361,7 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
     case ir::InstKind::Gemm:
     case ir::InstKind::Fill:
     case ir::InstKind::AtomicAdd:
+    case ir::InstKind::Rasterize:
       // The tile layer's operators run as what transform::lower turns them into.
       raise(current_loc_,
             "{} is a tile operator: the interpreter runs the lowered program (transform::lower)",

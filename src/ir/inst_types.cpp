@@ -254,6 +254,8 @@ std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, i
       case InstKind::Fill:
       case InstKind::AtomicAdd:
         return Types{};
+      case InstKind::Rasterize:
+        return Types(2, ValueType::scalar(DataType::i32()));
       case InstKind::AllocateFragment: {
         const auto& n = *inst.as<AllocateFragmentInst>();
         TensorType t{n.dtype, Scope::Register, n.shape, std::nullopt, {}};

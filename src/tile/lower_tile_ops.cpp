@@ -38,6 +38,8 @@ class Lower : public ir::IRMutator {
         lower_fill(*f);
       else if (const auto* a = inst->as<ir::AtomicAddInst>())
         lower_atomic_add(*a);
+      else if (const auto* r = inst->as<ir::RasterizeInst>())
+        lower_rasterize(*r, is->results);
       else
         throw InternalError(
             fmt::format("{} reached lower_tile_ops: infer_layouts allocates fragments", inst->name()));
@@ -179,6 +181,30 @@ class Lower : public ir::IRMutator {
                                                     ir::make_int(1), std::move(body), g.loc,
                                                     ir::LoopAttrs{.unroll = 0}));
     }
+  }
+
+  // bm, bn = Rasterize(pid, rows=R, cols=C, group=G) as scalar arithmetic: pid's group of G rows of tiles
+  // (G * C blocks each; the last group may have fewer rows), then its place in the group, rows first.
+  void lower_rasterize(const ir::RasterizeInst& r, const std::vector<ir::Var>& results) {
+    auto bin = [&](ir::BinaryOp op, const ir::Expr& a, const ir::Expr& b) {
+      return ir::make_binary(op, a, b, r.loc);
+    };
+    auto define = [&](const std::string& base, ir::Expr value, ir::Var var = nullptr) {
+      if (!var) var = ir::make_var(fresh(base), ir::ValueType::scalar(DataType::i32()), r.loc);
+      out_->push_back(std::make_shared<ir::AssignStmt>(var, std::move(value), true, r.loc));
+      return ir::make_var_ref(var, r.loc);
+    };
+    // pid is read twice: a computed one is evaluated once.
+    const ir::Expr pid = r.pid->kind == ir::ExprKind::VarRef ? r.pid : define("pid", r.pid);
+    const ir::Expr per_group = define("per_group", bin(ir::BinaryOp::Mul, r.group, r.cols));
+    const ir::Expr first =
+        define("first", bin(ir::BinaryOp::Mul, bin(ir::BinaryOp::Div, pid, per_group), r.group));
+    const ir::Expr here =
+        define("rows_here", bin(ir::BinaryOp::Min, bin(ir::BinaryOp::Sub, r.rows, first), r.group));
+    const ir::Expr in_group = define("in_group", bin(ir::BinaryOp::Mod, pid, per_group));
+    if (results.size() != 2) return;  // a bare Rasterize(...): nothing reads its values
+    define("", bin(ir::BinaryOp::Add, first, bin(ir::BinaryOp::Mod, in_group, here)), results[0]);
+    define("", bin(ir::BinaryOp::Div, in_group, here), results[1]);
   }
 
   void lower_fill(const ir::FillInst& f) {

@@ -59,7 +59,10 @@ std::string call(const InstDef& def, int extra) {
   }
   std::string text = def.name + "(" + args + ")";
   const bool out_given = extra >= 0 && std::string(def.params[static_cast<size_t>(extra)].name) == "out";
-  if (def.results != Results::None && !out_given) text = "x = " + text;
+  if (def.results == Results::Two && !out_given)
+    text = "x, y = " + text;
+  else if (def.results != Results::None && !out_given)
+    text = "x = " + text;
   return text;
 }
 

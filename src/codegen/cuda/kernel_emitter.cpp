@@ -370,6 +370,7 @@ void Emitter::emit_inst(const ir::InstStmt& s) {
     case ir::InstKind::Gemm:
     case ir::InstKind::Fill:
     case ir::InstKind::AtomicAdd:
+    case ir::InstKind::Rasterize:
       throw InternalError(
           fmt::format("{} reached the code generator: transform::lower lowers tile operators", n.name()));
   }

@@ -98,6 +98,8 @@ int InstDef::result_count(int grid_rank) const {
       return 1;
     case Results::PerGridDim:
       return grid_rank;
+    case Results::Two:
+      return 2;
   }
   return 0;
 }

@@ -523,6 +523,23 @@ std::vector<InstDef> tile_operators() {
              a["src"].set(node<AtomicAddInst>(n).src);
              a["dst"].set(node<AtomicAddInst>(n).dst);
            }},
+      {.name = "Rasterize",
+       .kind = InstKind::Rasterize,
+       .params = {arg("pid", K::Scalar), named("rows", K::Scalar), named("cols", K::Scalar),
+                  named("group", K::Scalar)},
+       .results = Results::Two,
+       .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         return std::make_shared<RasterizeInst>(a["pid"].expr, a["rows"].expr, a["cols"].expr,
+                                                a["group"].expr, l);
+       },
+       .args =
+           [](const InstNode& n, InstArgs& a) {
+             const auto& i = node<RasterizeInst>(n);
+             a["pid"].set(i.pid);
+             a["rows"].set(i.rows);
+             a["cols"].set(i.cols);
+             a["group"].set(i.group);
+           }},
   };
 }
 

@@ -51,4 +51,16 @@ Inst AtomicAddInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
   return std::make_shared<AtomicAddInst>(ir::rewrite(src, exprs, vars), ir::rewrite(dst, exprs, vars), loc);
 }
 
+void RasterizeInst::for_each_expr(const ExprFn& fn) const {
+  fn(pid);
+  fn(rows);
+  fn(cols);
+  fn(group);
+}
+
+Inst RasterizeInst::rewrite(const ExprMap& exprs, const VarMap&) const {
+  return std::make_shared<RasterizeInst>(ir::rewrite(pid, exprs), ir::rewrite(rows, exprs),
+                                         ir::rewrite(cols, exprs), ir::rewrite(group, exprs), loc);
+}
+
 }  // namespace tilevm::ir

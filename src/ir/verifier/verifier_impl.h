@@ -144,6 +144,7 @@ class Verifier {
   void check_copy(const CopyInst& n);
   void check_gemm(const GemmInst& n);
   void check_fill(const FillInst& n);
+  void check_rasterize(const RasterizeInst& n);
   void check_atomic_add(const AtomicAddInst& n);
   // A Parallel loop: constant extents, accesses with one integer index per dimension of a defined tensor,
   // operations with their arity. Whether the body binds to threads is the tile layer's to say.

@@ -190,6 +190,9 @@ void Verifier::check_stmt(const Stmt& s) {
           case InstKind::AtomicAdd:
             check_atomic_add(*inst.as<AtomicAddInst>());
             break;
+          case InstKind::Rasterize:
+            check_rasterize(*inst.as<RasterizeInst>());
+            break;
         }
 
       // The names that receive the results.

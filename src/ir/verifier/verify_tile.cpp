@@ -125,6 +125,26 @@ void Verifier::check_fill(const FillInst& n) {
                  expr_text(n.value), n.dst.tensor->name, dst->dtype.name());
 }
 
+void Verifier::check_rasterize(const RasterizeInst& n) {
+  const std::pair<const Expr*, const char*> operands[] = {
+      {&n.pid, "the block index"}, {&n.rows, "rows="}, {&n.cols, "cols="}, {&n.group, "group="}};
+  for (const auto& [e, what] : operands) {
+    if (!*e) {
+      diags_.error(n.loc, "Rasterize: {} is missing", what);
+      continue;
+    }
+    // i32, as BlockIndices() gives: the results are i32 and the arithmetic stays in one type.
+    if (std::optional<DataType> t = check_expr(*e, n.loc); t && *t != DataType::i32())
+      diags_.error(pick((*e)->loc, n.loc),
+                   "Rasterize: {} is {} ({}); it takes i32 values, as BlockIndices() gives", what, t->name(),
+                   expr_text(*e));
+    // The grid's extents and the group are counts: a constant one must be positive.
+    if (e != &n.pid)
+      if (std::optional<int64_t> v = as_const_int(*e); v && *v <= 0)
+        diags_.error(pick((*e)->loc, n.loc), "Rasterize: {} is {}; it must be at least 1", what, *v);
+  }
+}
+
 void Verifier::check_atomic_add(const AtomicAddInst& n) {
   const TensorType* src = tensor_operand(n.src, n, "the source");
   const TensorType* dst = tensor_operand(n.dst, n, "the destination");

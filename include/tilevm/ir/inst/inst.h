@@ -67,8 +67,9 @@ enum class InstKind {
   Gemm,
   Fill,
   AtomicAdd,
+  Rasterize,
 };
-inline constexpr InstKind kLastInstKind = InstKind::AtomicAdd;
+inline constexpr InstKind kLastInstKind = InstKind::Rasterize;
 
 // One subscript of a tensor view: `s` selects index s of the dimension (removing it), `a:` offsets the
 // dimension to a, `:` keeps it whole.

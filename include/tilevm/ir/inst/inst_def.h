@@ -62,6 +62,7 @@ enum class Results {
   None,        // a bare statement
   One,         // `r = Instr(...)`, or nothing with out=
   PerGridDim,  // BlockIndices: one i32 per grid dimension
+  Two,         // `a, b = Instr(...)`
 };
 
 // Effects beyond the operands' accesses.

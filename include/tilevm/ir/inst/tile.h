@@ -79,10 +79,23 @@ struct AtomicAddInst : InstNode {
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
+// bm, bn = Rasterize(pid, rows=R, cols=C, group=G): the tile (bm, bn) of an R x C grid of output tiles
+// that block pid computes, in grouped order (TileLang's use_swizzle): blocks take G rows of tiles at a
+// time (the last group may have fewer), walking down the group's rows before moving to its next column,
+// so that the blocks that run together share their operands' tiles in L2. Lowered to scalar arithmetic.
+struct RasterizeInst : InstNode {
+  static constexpr InstKind kKind = InstKind::Rasterize;
+  Expr pid, rows, cols, group;
+  RasterizeInst(Expr p, Expr r, Expr c, Expr g, SourceLoc l = {})
+      : InstNode(kKind, l), pid(std::move(p)), rows(std::move(r)), cols(std::move(c)), group(std::move(g)) {}
+  void for_each_expr(const ExprFn& fn) const override;
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
 // True for the tile layer's operators, which must be lowered before a backend sees them.
 inline bool is_tile_operator(InstKind kind) {
   return kind == InstKind::AllocateFragment || kind == InstKind::Copy || kind == InstKind::Gemm ||
-         kind == InstKind::Fill || kind == InstKind::AtomicAdd;
+         kind == InstKind::Fill || kind == InstKind::AtomicAdd || kind == InstKind::Rasterize;
 }
 
 // Whether an instruction takes fragments (register tensors whose layout the tile layer infers): the tile

@@ -1,0 +1,1 @@
+print rasterize.tile --after lower_tile_ops
