@@ -194,6 +194,7 @@ class Lower : public ir::IRMutator {
       out_->push_back(std::make_shared<ir::AssignStmt>(var, std::move(value), true, r.loc));
       return ir::make_var_ref(var, r.loc);
     };
+    if (results.size() != 2) return;  // a bare Rasterize(...): nothing reads its values
     // pid is read twice: a computed one is evaluated once.
     const ir::Expr pid = r.pid->kind == ir::ExprKind::VarRef ? r.pid : define("pid", r.pid);
     const ir::Expr per_group = define("per_group", bin(ir::BinaryOp::Mul, r.group, r.cols));
@@ -202,7 +203,6 @@ class Lower : public ir::IRMutator {
     const ir::Expr here =
         define("rows_here", bin(ir::BinaryOp::Min, bin(ir::BinaryOp::Sub, r.rows, first), r.group));
     const ir::Expr in_group = define("in_group", bin(ir::BinaryOp::Mod, pid, per_group));
-    if (results.size() != 2) return;  // a bare Rasterize(...): nothing reads its values
     define("", bin(ir::BinaryOp::Add, first, bin(ir::BinaryOp::Mod, in_group, here)), results[0]);
     define("", bin(ir::BinaryOp::Div, in_group, here), results[1]);
   }

@@ -240,7 +240,7 @@ TEST(SuperoptLower, InvariantOperandsAndSmallTiles) {
   ASSERT_EQ(lowered.kernels.size(), 2u);
   const std::string& partials = lowered.kernels[0].source;
   const size_t loop = partials.find("for it in Pipelined(2, stages=2)");
-  ASSERT_NE(loop, std::string::npos) << partials;  // [32, 16] tiles of K and [16, 32] of V: 2 KiB: 2 stages
+  ASSERT_NE(loop, std::string::npos) << partials;  // 2 KiB per iteration, but only 2 iterations
   const size_t q = partials.find("Copy(g_Qt[");
   ASSERT_NE(q, std::string::npos);
   EXPECT_LT(q, loop) << "Q^T is the same tile in every iteration";
@@ -248,6 +248,23 @@ TEST(SuperoptLower, InvariantOperandsAndSmallTiles) {
   // The combining loop copies [8, 8] and [1, 8] tiles (144 bytes): as deep as its 4 iterations allow.
   EXPECT_NE(lowered.kernels[1].source.find("for it in Pipelined(4, stages=4)"), std::string::npos)
       << lowered.kernels[1].source;
+  // A loop of the same length over 24 KiB per iteration ([64, 64] and [64, 128] f16 tiles) keeps the depth
+  // asked for.
+  const Graph mm = parse_graph(R"(kernel mm {
+  input A [64, 256]
+  input B [256, 128]
+  (C) = block(A, B) grid=[1, 1, 1] loop=4 {
+    a = iter(A) imap=[-, -, -] fmap=1
+    b = iter(B) imap=[-, -, -] fmap=0
+    p = matmul(a, b)
+    c = accum(p) fmap=-
+    Cs = save(c) omap=[-, -, -]
+  }
+  output C
+}
+)");
+  const std::string& big = lower_to_tile(mm, {.stages = 2}).kernels[0].source;
+  EXPECT_NE(big.find("for it in Pipelined(4, stages=2)"), std::string::npos) << big;
 }
 
 TEST(SuperoptLower, TheSearchsGraphsRunCorrectly) {

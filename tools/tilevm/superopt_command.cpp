@@ -290,12 +290,17 @@ void run(const SuperoptRequest& req) {
   // Without a GPU nothing is timed, so the other thread counts could not be chosen: only the first is used.
   const std::vector<int> thread_counts =
       gpu ? req.block_threads : std::vector<int>{req.block_threads.front()};
+  // Every lowering that passed (a graph at each thread count); the counts are of graphs: one passes when any
+  // of its lowerings does, and one that does not is missed for its first lowering's reason.
   std::vector<Checked> checked;
+  int passed = 0;
   // Per reason a graph was not taken: how many, and the first's message.
   int missed[kMisses] = {};
   std::string first_miss[kMisses];
-  for (size_t f = 0; f < found.size(); ++f) {
-    if (static_cast<int>(checked.size()) >= req.candidates) break;
+  for (size_t f = 0; f < found.size() && passed < req.candidates; ++f) {
+    Miss graph_miss = kMisses;
+    std::string graph_why;
+    const size_t before = checked.size();
     for (int threads : thread_counts) {
       Miss miss = kMisses;
       std::string why;
@@ -305,16 +310,21 @@ void run(const SuperoptRequest& req) {
         c->found = f;
         c->threads = threads;
         checked.push_back(std::move(*c));
-      } else if (missed[miss]++ == 0) {
-        first_miss[miss] = why;
+      } else if (graph_miss == kMisses) {
+        graph_miss = miss;
+        graph_why = std::move(why);
       }
     }
+    if (checked.size() > before)
+      ++passed;
+    else if (missed[graph_miss]++ == 0)
+      first_miss[graph_miss] = std::move(graph_why);
   }
   fmt::print(
       "checked {}: {} of {} graphs computed the program; {} not lowered, {} did not compile or run, {} "
       "failed the numeric check\n",
-      where, checked.size(), checked.size() + missed[kNotLowered] + missed[kNotRun] + missed[kWrong],
-      missed[kNotLowered], missed[kNotRun], missed[kWrong]);
+      where, passed, passed + missed[kNotLowered] + missed[kNotRun] + missed[kWrong], missed[kNotLowered],
+      missed[kNotRun], missed[kWrong]);
   for (int m = 0; m < kMisses; ++m)
     if (missed[m] > 0) fmt::print("  first {}: {}\n", kMissLabels[m], first_miss[m]);
   if (checked.empty()) {
@@ -335,17 +345,20 @@ void run(const SuperoptRequest& req) {
     }
     // The baseline is the program lowered one kernel per op, which the lowering may refuse (a row of one
     // element to reduce, a matmul of one row): then the answer stands without it.
+    // With several thread counts, the fastest lowering that runs; the first one's error when none does.
     std::string baseline;
-    try {
-      double us = INFINITY;
-      for (int threads : thread_counts)
+    double us = INFINITY;
+    for (int threads : thread_counts) {
+      try {
         us = std::min(
             us, time_on_gpu(lower_to_tile(program, {.threads = threads, .stages = req.stages}), 50, blas));
+      } catch (const Error& e) {
+        if (baseline.empty()) baseline = fmt::format("(op by op not timed: {})", e.what());
+      }
+    }
+    if (us < INFINITY)
       baseline = fmt::format("against {:.1f} us op by op{} ({:.2f} x)", us,
                              blas ? ", cuBLAS for the matmuls" : "", us / checked[best].us);
-    } catch (const Error& e) {
-      baseline = fmt::format("(op by op not timed: {})", e.what());
-    }
     const bool several = thread_counts.size() > 1;
     if (given && checked.size() > 1)
       for (const Checked& c : checked)
