@@ -263,7 +263,7 @@ TEST(SuperoptLower, InvariantOperandsAndSmallTiles) {
   output C
 }
 )");
-  const std::string& big = lower_to_tile(mm, {.stages = 2}).kernels[0].source;
+  const std::string big = lower_to_tile(mm, {.stages = 2}).kernels[0].source;
   EXPECT_NE(big.find("for it in Pipelined(4, stages=2)"), std::string::npos) << big;
 }
 
