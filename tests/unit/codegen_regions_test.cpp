@@ -95,8 +95,12 @@ TEST(CodegenRegions, EachRegionOfASectionHasItsOwnScratch) {
   ASSERT_NE(b, std::string::npos) << src;
   const size_t prefix = std::string("tv_u8* const tv_region_scratch_0 = tv_smem + ").size();
   const int64_t at0 = std::stoll(src.substr(a + prefix)), at1 = std::stoll(src.substr(b + prefix));
-  EXPECT_GE(at1 - at0, 128 * 8);  // region 0's scratch: 128 doubles
-  EXPECT_GE(k.dynamic_shared_bytes, at1 + 128 * 8);
+  // Both reduce across warps: region 0's scratch holds its 4 warps' partials (4 doubles), region 1's those
+  // of 4 warps for each of its 2 replicas (8 doubles).
+  EXPECT_GE(at1 - at0, 4 * 8);
+  EXPECT_GE(k.dynamic_shared_bytes, at1 + 8 * 8);
+  EXPECT_NE(src.find("4 warps' partials through 32 bytes"), std::string::npos) << src;
+  EXPECT_NE(src.find("4 warps' partials through 64 bytes"), std::string::npos) << src;
   EXPECT_NE(src.find("(double*)tv_region_scratch_1"), std::string::npos);
   EXPECT_NE(src.find("(double*)tv_region_scratch_0"), std::string::npos);
 }

@@ -1,13 +1,16 @@
 // ReduceSum/Max/Min along one dimension.
 //
-// Fast path (mode layouts whose reduced dimension is spread over threads of one warp in power-of-two
-// groups): each thread first combines its own slots along the dimension, then the threads of a group
-// exchange partial results with __shfl_xor_sync butterflies over the dimension's thread digits, so every
-// replica ends with the same value. Max and Min are exact; a float sum is associated differently from the
-// interpreter's left-to-right sum (computed in double, then rounded once, so results rarely differ).
+// Fast path (mode layouts whose reduced dimension is spread over threads in power-of-two groups): each
+// thread first combines its own slots along the dimension, then the lanes of a warp exchange partial results
+// with __shfl_xor_sync butterflies over the dimension's lane digits. When the dimension also spans warps,
+// one lane per warp writes its partials to a small shared scratch (a row per result thread and warp) and
+// every thread combines the warps' rows in the same order, so every replica ends with the same value.
+// Max and Min are exact; a float sum is associated differently from the interpreter's left-to-right sum
+// (computed in double, then rounded once, so results rarely differ).
 // Otherwise (any layout): the tile goes through shared scratch memory in row-major order and every thread
 // reduces its result elements left to right in double or 64-bit integers, exactly as the interpreter.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <bit>
 
@@ -57,22 +60,40 @@ bool Emitter::try_reduce_shuffle(const ir::ReduceInst& n, const RegInfo& src, co
   } catch (const Error&) {
     return false;
   }
-  // Thread digits of the reduced dimension: (stride, size), both powers of two, inside one warp.
-  std::vector<std::pair<int64_t, int64_t>> groups;
+  // The thread digits, inner to outer, as (stride, size, reduced). A reduced digit that straddles the warp
+  // boundary (stride < 32 < stride * size, both powers of two) splits into its lane and its warp part.
+  struct Digit {
+    int64_t stride, size;
+    bool reduced;
+  };
+  std::vector<Digit> digits;
   int64_t stride = 1;
   for (size_t p = ml->spatial.size(); p-- > 0;) {
     const int64_t e = ml->spatial[p];
     const int64_t size = e < 0 ? -e : ml->mode_size[static_cast<size_t>(e)];
-    if (e >= 0 && ml->mode_dim[static_cast<size_t>(e)] == n.dim) {
+    const bool reduced = e >= 0 && ml->mode_dim[static_cast<size_t>(e)] == n.dim;
+    if (reduced) {
       if (!std::has_single_bit(static_cast<uint64_t>(size)) ||
-          !std::has_single_bit(static_cast<uint64_t>(stride)) || stride * size > 32)
+          !std::has_single_bit(static_cast<uint64_t>(stride)))
         return false;
-      groups.emplace_back(stride, size);
+      if (stride < 32 && stride * size > 32) {
+        digits.push_back({stride, 32 / stride, true});
+        digits.push_back({32, stride * size / 32, true});
+      } else {
+        digits.push_back({stride, size, true});
+      }
+    } else {
+      digits.push_back({stride, size, false});
     }
     stride *= size;
   }
   if (threads_ % 32 != 0 && threads_ < 32 && !std::has_single_bit(static_cast<uint64_t>(threads_)))
     return false;
+  // Digits across warps need every thread of the block in the layout (their partials meet in shared memory,
+  // behind a block barrier).
+  bool across_warps = false;
+  for (const Digit& d : digits) across_warps = across_warps || (d.reduced && d.stride >= 32);
+  if (across_warps && stride != threads_) return false;
   // Which of the thread's source slots feed each result slot (independent of the thread in a mode layout).
   const int64_t m_out = out.layout.num_locals(), m_src = src.layout.num_locals();
   std::vector<std::vector<int64_t>> feeds(static_cast<size_t>(m_out));
@@ -90,18 +111,28 @@ bool Emitter::try_reduce_shuffle(const ir::ReduceInst& n, const RegInfo& src, co
     feeds[static_cast<size_t>(slot)].push_back(i);
   }
   int64_t across = 1;
-  for (const auto& g : groups) across *= g.second;
+  for (const Digit& d : digits)
+    if (d.reduced) across *= d.size;
   for (const auto& f : feeds)
     if (static_cast<int64_t>(f.size()) * across != src.layout.shape()[static_cast<size_t>(n.dim)])
       return false;
 
   const bool is_float = src.dtype.is_float();
   const std::string vt = is_float ? "double" : "tv_i64";
-  note(*current_, fmt::format("in-thread over {} slots, then {} warp shuffle step(s)", feeds[0].size(), [&] {
-    int k = 0;
-    for (const auto& g : groups) k += std::countr_zero(static_cast<uint64_t>(g.second));
-    return k;
-  }()));
+  int steps = 0;
+  int64_t warps = 1;
+  for (const Digit& d : digits) {
+    if (d.reduced && d.stride < 32) steps += std::countr_zero(static_cast<uint64_t>(d.size));
+    if (d.reduced && d.stride >= 32) warps *= d.size;
+  }
+  // The warps' partials: one row of m_out values per (warp combination, thread with its reduced digits at 0).
+  const int64_t rows = threads_ / across;
+  const std::string sc = across_warps ? scratch(warps * rows * m_out * 8) : std::string();
+  note(*current_, across_warps ? fmt::format("in-thread over {} slots, then {} warp shuffle step(s), then {} "
+                                             "warps' partials through {} bytes of shared scratch",
+                                             feeds[0].size(), steps, warps, warps * rows * m_out * 8)
+                               : fmt::format("in-thread over {} slots, then {} warp shuffle step(s)",
+                                             feeds[0].size(), steps));
   open("");
   line(fmt::format("{} acc[{}];", vt, m_out));
   for (int64_t o = 0; o < m_out; ++o) {
@@ -112,17 +143,54 @@ bool Emitter::try_reduce_shuffle(const ir::ReduceInst& n, const RegInfo& src, co
                   value_of(src.dtype, fmt::format("tv_get<{}>({}, {})", src.dtype.bits(), src.name, f[k])));
     line(fmt::format("acc[{}] = {};", o, v));
   }
-  for (const auto& [s, k] : groups) {
-    for (int64_t off = s; off < s * k; off *= 2) {
+  for (const Digit& d : digits) {
+    if (!d.reduced || d.stride >= 32) continue;
+    for (int64_t off = d.stride; off < d.stride * d.size; off *= 2) {
       line("#pragma unroll");
       line(fmt::format("for (int o = 0; o < {}; ++o) acc[o] = {};", m_out,
                        combine(n.op, is_float, "acc[o]",
                                fmt::format("__shfl_xor_sync({}, acc[o], {})", thread_mask_all(), off))));
     }
   }
+  if (across_warps) {
+    // Row of this thread among the threads that keep a result (the non-reduced digits), the warp combination
+    // it belongs to, and whether it is the lane that writes (its reduced lane digits at 0). Every thread then
+    // combines the warps' rows in the same order, so all replicas agree.
+    std::vector<std::string> row, warp, writer;
+    int64_t row_stride = 1, warp_stride = 1;
+    for (const Digit& d : digits) {
+      const std::string digit = fmt::format("((t / {}) % {})", d.stride, d.size);
+      if (!d.reduced) {
+        row.push_back(fmt::format("{} * {}", digit, row_stride));
+        row_stride *= d.size;
+      } else if (d.stride >= 32) {
+        warp.push_back(fmt::format("{} * {}", digit, warp_stride));
+        warp_stride *= d.size;
+      } else {
+        writer.push_back(digit + " == 0");
+      }
+    }
+    if (row.empty()) row.push_back("0");
+    line(fmt::format("{0}* sc = ({0}*){1};", vt, sc));
+    line(fmt::format("const int row = {}, warp = {};", fmt::join(row, " + "), fmt::join(warp, " + ")));
+    line("__syncthreads();  // the scratch may still be read by an earlier instruction");
+    line("#pragma unroll");
+    const std::string store = fmt::format("sc[(warp * {} + row) * {} + o] = acc[o];", rows, m_out);
+    line(fmt::format("for (int o = 0; o < {}; ++o) {}", m_out,
+                     writer.empty() ? store : fmt::format("if ({}) {}", fmt::join(writer, " && "), store)));
+    line("__syncthreads();");
+    line("#pragma unroll");
+    open(fmt::format("for (int o = 0; o < {}; ++o)", m_out));
+    line(fmt::format("acc[o] = sc[row * {} + o];", m_out));
+    line(fmt::format(
+        "for (int w = 1; w < {}; ++w) acc[o] = {};", warps,
+        combine(n.op, is_float, "acc[o]", fmt::format("sc[(w * {} + row) * {} + o]", rows, m_out))));
+    close();
+  }
   line("#pragma unroll");
   line(fmt::format("for (int o = 0; o < {}; ++o) tv_set<{}>({}, o, {});", m_out, out.dtype.bits(), out.name,
                    round_to(out.dtype, "acc[o]")));
+  if (across_warps) line("__syncthreads();");
   close();
   return true;
 }
