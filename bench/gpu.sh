@@ -39,6 +39,8 @@ fi
 # SUPEROPT_ARGS: options for each `tilevm superopt` of the fused graphs (default "--block-threads 128,256":
 # both lowerings tried, the faster kept).
 # SUPEROPT_TORCH=0 leaves out bench/superopt_torch.py (its torch.compile runs take minutes).
+# SUPEROPT_BASELINE_BIN=.gpu/bin/tilevm_base (an earlier build, stripped, copied there by hand) times every
+# fused graph with that binary too, just before the current one: an A/B on one machine in one run.
 export TILEVM_TUNE_CACHE=$OUT/tuning.json
 for w in ${BENCH-decode dtypes prefill}; do
   extra=${BENCH_ARGS:-}
@@ -67,6 +69,13 @@ for w in ${BENCH-decode dtypes prefill}; do
       # Other schedules of the same algorithm (NAME_fused.*.graph) are candidates too: the fastest is the answer.
       candidates=(--candidate "$f")
       for v in bench/superopt/"${name}"_fused.*.graph; do [ -f "$v" ] && candidates+=(--candidate "$v"); done
+      if [ -n "${SUPEROPT_BASELINE_BIN:-}" ]; then
+        # An earlier build of tilevm (carried in .gpu/) on the same graphs, first, for an A/B in one run.
+        echo "== baseline $SUPEROPT_BASELINE_BIN superopt bench/superopt/$name.graph ${candidates[*]}"
+        timeout "${BENCH_TIMEOUT:-300}" "$SUPEROPT_BASELINE_BIN" superopt "bench/superopt/$name.graph" "${candidates[@]}" \
+          --gpu --stages 3 ${SUPEROPT_ARGS:---block-threads 128,256} --no-cache > "$OUT/superopt_$name.baseline.txt" 2>&1
+        grep "^time\|^alone\|^candidate" "$OUT/superopt_$name.baseline.txt"
+      fi
       echo "== tilevm superopt bench/superopt/$name.graph ${candidates[*]} --gpu --stages 3 ${SUPEROPT_ARGS:---block-threads 128,256}"
       timeout "${BENCH_TIMEOUT:-300}" "$BIN/tilevm" superopt "bench/superopt/$name.graph" "${candidates[@]}" --gpu \
         --stages 3 ${SUPEROPT_ARGS:---block-threads 128,256} \
