@@ -74,6 +74,23 @@ class BlockWriter {
         uses_(block.tensors().size()) {
     for (size_t i = 0; i < g_.ops().size(); ++i)
       for (int id : g_.ops()[i].inputs) uses_[static_cast<size_t>(id)].push_back(static_cast<int>(i));
+    // A tensor computed only from operands the loop does not partition and constants has the same value in
+    // every iteration: it is computed once, before the loop (the norm of attention's query tile, say). A
+    // matmul summed by its accumulator stays in the loop (it is the accumulation); accumulators never move.
+    fixed_.assign(g_.tensors().size(), false);
+    for (const Op& op : g_.ops()) {
+      bool fixed = false;
+      if (op.kind == OpKind::Iter) {
+        fixed = op.fmap == kReplica;
+      } else if (op.kind == OpKind::Const) {
+        fixed = true;
+      } else if (op.kind != OpKind::Accum && op.kind != OpKind::Save && !op.outputs.empty()) {
+        fixed = std::all_of(op.inputs.begin(), op.inputs.end(),
+                            [&](int id) { return fixed_[static_cast<size_t>(id)]; });
+        if (op.kind == OpKind::Matmul && summing_accum(op.outputs[0]) >= 0) fixed = false;
+      }
+      for (int id : op.outputs) fixed_[static_cast<size_t>(id)] = fixed;
+    }
   }
 
   std::string write() {
@@ -172,6 +189,12 @@ class BlockWriter {
     std::string row = idx[0] == "0" ? idx[1] : fmt::format("({}) * {}", idx[0], b);
     if (idx[0] != "0" && idx[1] != "0") row += " + " + idx[1];
     return {row, idx[2]};
+  }
+
+  // Where tensor `id` is computed: its phase in the graph, but before the loop when it is fixed.
+  Phase phase_of(int id) const {
+    const Phase p = g_.tensor(id).phase;
+    return p == Phase::Loop && fixed_[static_cast<size_t>(id)] ? Phase::Invariant : p;
   }
 
   std::string& body(Phase phase) {
@@ -276,6 +299,7 @@ class BlockWriter {
 
   // The tensor as a fragment: a shared tile is copied into one (once per tensor).
   Val as_frag(int op_index, int id, Phase phase) {
+    if (fixed_[static_cast<size_t>(id)]) phase = Phase::Invariant;  // a copy of a fixed tensor is fixed
     const Val& v = vals_[static_cast<size_t>(id)];
     if (v.kind == Val::Kind::Frag) return v;
     if (auto it = frag_copy_.find(id); it != frag_copy_.end()) return it->second;
@@ -287,6 +311,7 @@ class BlockWriter {
 
   // The tensor as a Gemm operand: an f16 shared tile (a fragment or f32 tile is copied into one, once).
   Val as_operand(int op_index, int id, Phase phase) {
+    if (fixed_[static_cast<size_t>(id)]) phase = Phase::Invariant;  // a copy of a fixed tensor is fixed
     const Val& v = vals_[static_cast<size_t>(id)];
     if (v.kind == Val::Kind::Shared && v.f16) return v;
     if (auto it = operand_copy_.find(id); it != operand_copy_.end()) return it->second;
@@ -300,6 +325,7 @@ class BlockWriter {
 
   // The tensor as a shared f32 tile: a fragment is copied into one (once per tensor).
   Val as_shared(int op_index, int id, Phase phase) {
+    if (fixed_[static_cast<size_t>(id)]) phase = Phase::Invariant;  // a copy of a fixed tensor is fixed
     const Val& v = vals_[static_cast<size_t>(id)];
     if (v.kind != Val::Kind::Frag) return v;
     if (auto it = shared_copy_.find(id); it != shared_copy_.end()) return it->second;
@@ -357,7 +383,7 @@ class BlockWriter {
     if (done_.count(i)) return;
     const int out = op.outputs.empty() ? -1 : op.outputs[0];
     const TensorDecl* decl = out >= 0 ? &g_.tensor(out) : nullptr;
-    const Phase phase = decl ? decl->phase : Phase::Post;
+    const Phase phase = decl ? phase_of(out) : Phase::Post;
     auto val = [&](int id) -> Val& { return vals_[static_cast<size_t>(id)]; };
     // The result's shape as the kernel holds it (rank 2; see eff).
     const Shape oshape = decl && op.kind != OpKind::Save ? eff(i, decl->shape) : Shape{};
@@ -517,7 +543,8 @@ class BlockWriter {
         for (size_t k = 0; k < op.outputs.size(); ++k) {
           const TensorDecl& o = g_.tensor(op.outputs[k]);
           const Shape os = eff(i, o.shape);
-          const std::vector<Val> operands = loop_operands(i, op.inputs, os, o.phase, false);
+          const Phase at = phase_of(op.outputs[k]);
+          const std::vector<Val> operands = loop_operands(i, op.inputs, os, at, false);
           std::vector<std::string> expr(t.tensors().size());
           size_t input = 0;
           for (const Op& top : t.ops()) {
@@ -535,7 +562,7 @@ class BlockWriter {
             }
           }
           Val v = new_frag(i, o.name, os);
-          parallel(i, o.phase, os, access(v), expr[static_cast<size_t>(t.outputs()[k])]);
+          parallel(i, at, os, access(v), expr[static_cast<size_t>(t.outputs()[k])]);
           val(op.outputs[k]) = v;
         }
         return;
@@ -556,6 +583,7 @@ class BlockWriter {
   std::vector<Shape> output_shapes_;
   std::vector<Val> vals_;
   std::vector<std::vector<int>> uses_;  // per tensor, the ops that read it
+  std::vector<bool> fixed_;             // per tensor: the same in every iteration of the loop
   std::set<int> done_;                  // ops already lowered with another (an accumulator fed by a Gemm)
   std::set<std::string> taken_;
   std::map<int, Val> frag_copy_, operand_copy_, shared_copy_;

@@ -127,12 +127,20 @@ class Mark : public ir::IRMutator {
 
 bool is_native_float_arith(const ir::ElementwiseInst& n, DataType result) {
   using Op = ir::ElementwiseOp;
-  if (n.op == Op::Fma) {
-    if (result != DataType::f32() || n.args.size() != 3) return false;
-  } else {
-    if (!is_float_16_or_32(result) || n.args.size() != 2) return false;
-    if (n.op != Op::Add && n.op != Op::Sub && n.op != Op::Mul) return false;
+  if (result == DataType::f32()) {
+    // Each correctly rounded in IEEE f32 (add, sub, mul, div and sqrt .rn, fma), which equals the exact
+    // result in double rounded once. A scalar operand of type f32 is one value for every slot.
+    const size_t arity = n.op == Op::Fma                                                            ? 3
+                         : n.op == Op::Sqrt                                                         ? 1
+                         : n.op == Op::Add || n.op == Op::Sub || n.op == Op::Mul || n.op == Op::Div ? 2
+                                                                                                    : 0;
+    if (arity == 0 || n.args.size() != arity) return false;
+    return std::all_of(n.args.begin(), n.args.end(), [&](const ir::Operand& a) {
+      return a.is_tensor() ? a.tensor->type().dtype == result : a.scalar->type == result;
+    });
   }
+  if (!is_float_16_or_32(result) || n.args.size() != 2) return false;
+  if (n.op != Op::Add && n.op != Op::Sub && n.op != Op::Mul) return false;
   return std::all_of(n.args.begin(), n.args.end(),
                      [&](const ir::Operand& a) { return a.is_tensor() && a.tensor->type().dtype == result; });
 }

@@ -267,6 +267,29 @@ TEST(SuperoptLower, InvariantOperandsAndSmallTiles) {
   EXPECT_NE(big.find("for it in Pipelined(4, stages=2)"), std::string::npos) << big;
 }
 
+// What is computed from unpartitioned operands and constants alone is computed once, before the loop: the
+// QK-norm attention's query norms (square, sum, and the shared copy the scores' loop reads), not its key
+// norms, which change with every tile of K.
+TEST(SuperoptLower, FixedOpsBeforeTheLoop) {
+  const Graph program = testing::test_graph("qknorm_attention.graph");
+  const Graph fused = testing::test_graph("qknorm_attention_fused.graph");
+  const LoweredGraph lowered = lower_to_tile(fused, {.stages = 2});
+  const std::string& partials = lowered.kernels[0].source;
+  const size_t loop = partials.find("for it in Pipelined(");
+  ASSERT_NE(loop, std::string::npos) << partials;
+  for (const char* before : {"v_q2[i0, i1] = ", "ReduceSum(v_q2, ", "v_qs_s[i0, 0] = v_qs[i0]"}) {
+    SCOPED_TRACE(before);
+    EXPECT_LT(partials.find(before), loop) << partials;
+  }
+  for (const char* in : {"v_k2[i0, i1] = ", "ReduceSum(v_k2, ", "Gemm(v_q, v_k, v_s)", "v_acc_z[i0] = "}) {
+    SCOPED_TRACE(in);
+    const size_t at = partials.find(in);
+    EXPECT_NE(at, std::string::npos) << partials;
+    EXPECT_GT(at, loop) << partials;
+  }
+  expect_checked(program, fused, {.stages = 2});
+}
+
 TEST(SuperoptLower, TheSearchsGraphsRunCorrectly) {
   // Every graph the search finds for a matmul on 2 x 2 blocks over 2 iterations, fused, lowered and
   // checked.

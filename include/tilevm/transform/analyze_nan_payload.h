@@ -27,8 +27,8 @@
 namespace tilevm::transform {
 
 // Whether Elementwise `n` with a result of type `result` runs as one native f32/f16/bf16 operation per slot
-// (Add, Sub or Mul of two tensors of the result's type, or an f32 Fma of three): the code generator's
-// choice and this analysis's rule.
+// (Add, Sub or Mul of two tensors of the result's type; for f32 also Div, Sqrt and Fma, with tensor or
+// scalar operands of type f32): the code generator's choice and this analysis's rule.
 bool is_native_float_arith(const ir::ElementwiseInst& n, DataType result);
 
 // @pre `program` verifies.

@@ -1,5 +1,6 @@
 // Elementwise instructions, per slot, with the interpreter's arithmetic (interp/compute.cpp): Add/Sub/Mul of
-// f32/f16/bf16 tensors and an f32 Fma as one native instruction; other floats computed in double (no fma
+// f32/f16/bf16 tensors, and f32 Div, Sqrt and Fma (scalar operands too), as one native instruction; other
+// floats computed in double (no fma
 // contraction except Fma's own) and rounded once to the result type, integers in 64-bit wrapping
 // arithmetic; comparisons give bool; Where copies the chosen operand's code when its type is the result's.
 // Integer division by zero, an error in the interpreter, gives 0 here.
@@ -24,14 +25,18 @@ void Emitter::emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst&
     any_float = any_float || at.is_float();
   }
   if (n.op == Op::Where) any_float = dt.is_float();
-  // Add, Sub and Mul of two tensors of the result's type f32, f16 or bf16, and Fma of three f32 tensors:
-  // one native operation per slot (prelude: tv_fast_*, tv_fma_f32), bit-identical to the interpreter and
-  // many times faster than the double path below.
+  // Add, Sub and Mul of two tensors of the result's type f32, f16 or bf16, and f32 Div, Sqrt and Fma (of
+  // f32 tensors or scalars): one native operation per slot (prelude: tv_fast_*, tv_sqrt_f32, tv_fma_f32),
+  // bit-identical to the interpreter and many times faster than the double path below.
   const char* fast = dt == DataType::f32()    ? "tv_fast_f32"
                      : dt == DataType::f16()  ? "tv_fast_f16"
                      : dt == DataType::bf16() ? "tv_fast_bf16"
                                               : nullptr;
-  const int fast_op = n.op == Op::Add ? 0 : n.op == Op::Sub ? 1 : n.op == Op::Mul ? 2 : -1;
+  const int fast_op = n.op == Op::Add   ? 0
+                      : n.op == Op::Sub ? 1
+                      : n.op == Op::Mul ? 2
+                      : n.op == Op::Div ? 3
+                                        : -1;
   if (transform::is_native_float_arith(n, dt) && n.op != Op::Fma && dt.bits() == 16 &&
       out.layout.num_locals() % 2 == 0) {
     // f16 and bf16 two slots a word: one packed instruction per word. An operand's two halves are its word
@@ -70,10 +75,15 @@ void Emitter::emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst&
     line("#pragma unroll");
     open(fmt::format("for (int i = 0; i < {}; ++i)", out.layout.num_locals()));
     std::vector<std::string> x;
-    for (const ir::Operand& a : n.args) x.push_back(operand_code(*a.tensor, out, "i", s.loc));
+    for (const ir::Operand& a : n.args)
+      x.push_back(a.is_tensor() ? operand_code(*a.tensor, out, "i", s.loc)
+                                : fmt::format("(tv_u64)__float_as_uint((float)({}))", expr(a.scalar)));
     if (n.op == Op::Fma) {
       line(fmt::format("tv_set<32>({}, i, tv_fma_f32<{}>({}, {}, {}));", out.name,
                        canonical ? "true" : "false", x[0], x[1], x[2]));
+    } else if (n.op == Op::Sqrt) {
+      line(fmt::format("tv_set<32>({}, i, tv_sqrt_f32<{}>({}));", out.name, canonical ? "true" : "false",
+                       x[0]));
     } else {
       line(fmt::format("tv_set<{}>({}, i, {}<{}{}>({}, {}));", dt.bits(), out.name, fast, fast_op,
                        canonical ? "" : ", false", x[0], x[1]));

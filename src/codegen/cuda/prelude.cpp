@@ -272,7 +272,7 @@ template <int K, int B, int E, int M, int S> TV_INLINE void tv_atomic_add(void* 
     old = atomicCAS(w, assumed, nw);
   } while (old != assumed);
 }
-// ---- Native f32/f16/bf16 add, sub, mul (OP 0, 1, 2): one IEEE operation rounded to nearest even, which
+// ---- Native f32/f16/bf16 add, sub, mul (OP 0, 1, 2; f32 also div, OP 3): one IEEE operation rounded to nearest even, which
 // equals the interpreter's exact-in-double-then-round result (double carries more than 2p + 2 bits for
 // p = 24, 11, 8; a finite overflow becomes infinity in both, as tv_round says), except that a NaN result
 // becomes the canonical NaN. The .rn forms are never contracted into an fma with a neighbouring
@@ -281,7 +281,15 @@ template <int K, int B, int E, int M, int S> TV_INLINE void tv_atomic_add(void* 
 // keeps the hardware's NaN, where no reader can tell (nan_payload.h).
 template <int OP, bool CANON = true> TV_INLINE tv_u64 tv_fast_f32(tv_u64 a, tv_u64 b) {
   const float x = __uint_as_float((tv_u32)a), y = __uint_as_float((tv_u32)b);
-  const float r = OP == 0 ? __fadd_rn(x, y) : OP == 1 ? __fsub_rn(x, y) : __fmul_rn(x, y);
+  const float r = OP == 0 ? __fadd_rn(x, y) : OP == 1 ? __fsub_rn(x, y) : OP == 2 ? __fmul_rn(x, y) : __fdiv_rn(x, y);
+  if constexpr (!CANON) return __float_as_uint(r);
+  return r != r ? 0x7fc00000u : __float_as_uint(r);
+}
+// Sqrt and (OP 3 above) Div in f32: IEEE's correctly rounded sqrt.rn and div.rn (kernels are built without
+// --use_fast_math, so subnormals are kept), equal to the exact result in double rounded once (double's 53
+// bits exceed 2p + 2 for p = 24).
+template <bool CANON = true> TV_INLINE tv_u64 tv_sqrt_f32(tv_u64 a) {
+  const float r = __fsqrt_rn(__uint_as_float((tv_u32)a));
   if constexpr (!CANON) return __float_as_uint(r);
   return r != r ? 0x7fc00000u : __float_as_uint(r);
 }
