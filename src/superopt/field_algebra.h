@@ -100,21 +100,41 @@ class FieldAlgebra {
     for (std::thread& t : pool) t.join();
   }
 
+  // An inverse costs about 120 multiplications mod p; a divisor broadcast along a row (softmax's sum) is the
+  // same for many elements in a row, so the last one's inverse is kept.
   Value div(const Value& a, const Value& b) {
     Value r;
     if (b.p == 0) {
       undefined_ = true;  // the trial says nothing; the verifier draws another
     } else {
-      r.p = field::mul_mod(a.p, field::inv_mod(b.p, kFieldP), kFieldP);
+      if (b.p != last_div_p_) last_div_p_ = b.p, last_inv_p_ = field::inv_mod(b.p, kFieldP);
+      r.p = field::mul_mod(a.p, last_inv_p_, kFieldP);
     }
     r.q_ok = a.q_ok && b.q_ok && b.q != 0;
-    if (r.q_ok) r.q = field::mul_mod(a.q, field::inv_mod(b.q, kFieldQ), kFieldQ);
+    if (r.q_ok) {
+      if (b.q != last_div_q_) last_div_q_ = b.q, last_inv_q_ = field::inv_mod(b.q, kFieldQ);
+      r.q = field::mul_mod(a.q, last_inv_q_, kFieldQ);
+    }
     return r;
   }
+  // omega^e for e < q < 2^31 as omega^(e mod 2^16) * omega^(2^16 * (e >> 16)): two tables of this trial's
+  // omega (built at the first exp: 2^16 + 2^15 multiplications) and one multiplication per exp, where the
+  // square-and-multiply power took 62 (an attention's 2M exps took seconds per trial).
   Value exp(const Value& a) {
     // check_lax ran first, so a missing residue mod q here comes from a division by zero mod q.
     if (!a.q_ok) undefined_ = true;
-    return {field::pow_mod(omega_, a.q, kFieldP), 0, false};
+    if (exp_low_.empty()) {
+      static_assert(kFieldQ < (1ULL << 31));
+      exp_low_.resize(1 << 16);
+      exp_high_.resize(1 << 15);
+      exp_low_[0] = exp_high_[0] = 1;
+      for (size_t e = 1; e < exp_low_.size(); ++e)
+        exp_low_[e] = field::mul_mod(exp_low_[e - 1], omega_, kFieldP);
+      const uint64_t step = field::mul_mod(exp_low_.back(), omega_, kFieldP);  // omega^(2^16)
+      for (size_t e = 1; e < exp_high_.size(); ++e)
+        exp_high_[e] = field::mul_mod(exp_high_[e - 1], step, kFieldP);
+    }
+    return {field::mul_mod(exp_low_[a.q & 0xffff], exp_high_[a.q >> 16], kFieldP), 0, false};
   }
   Value apply(OpKind fn, const Value& a) {
     uint64_t h = field::mix(key_ ^ field::mix(static_cast<uint64_t>(fn) + 1) ^ field::mix(a.p));
@@ -164,6 +184,8 @@ class FieldAlgebra {
   uint64_t omega_;
   uint64_t key_;
   bool undefined_ = false;
+  uint64_t last_div_p_ = 0, last_inv_p_ = 0, last_div_q_ = 0, last_inv_q_ = 0;  // 0 is never a divisor
+  std::vector<uint64_t> exp_low_, exp_high_;
 };
 
 }  // namespace tilevm::superopt

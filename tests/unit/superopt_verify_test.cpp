@@ -7,6 +7,8 @@
 #include "superopt_test_util.h"
 #include "tilevm/superopt/verify.h"
 
+#include "../../src/superopt/field_algebra.h"
+
 namespace tilevm::superopt {
 namespace {
 
@@ -103,6 +105,26 @@ TEST(SuperoptVerify, FusedWorkloadsEqualTheirPrograms) {
     EXPECT_LT(r.log2_bound, -200) << r.summary();
     std::printf("%s: %s\n", fused, r.summary().c_str());
   }
+}
+
+// The field's exp reads two tables of powers of omega; it must equal omega^e computed by square and
+// multiply, at the ends of the exponent range and at random exponents; a divisor repeated or changed gives
+// the same quotients as fresh inverses.
+TEST(SuperoptVerify, FieldExpTablesAndDivisionAgreeWithPowers) {
+  std::mt19937_64 rng(7);
+  const uint64_t omega = field::pow_mod(12345, (kFieldP - 1) / kFieldQ, kFieldP);
+  FieldAlgebra alg(omega, 1);
+  std::vector<uint64_t> exponents = {0, 1, 0xffff, 0x10000, 0x10001, kFieldQ - 1};
+  for (int k = 0; k < 1000; ++k) exponents.push_back(rng() % kFieldQ);
+  for (uint64_t e : exponents)
+    ASSERT_EQ(alg.exp({0, e, true}).p, field::pow_mod(omega, e, kFieldP)) << "exponent " << e;
+  for (uint64_t b : std::vector<uint64_t>{3, 3, 5, 3, kFieldQ - 1}) {
+    const FieldValue x{rng() % kFieldP, rng() % kFieldQ, true}, d{b * 1000003ULL % kFieldP, b, true};
+    const FieldValue r = alg.div(x, d);
+    EXPECT_EQ(field::mul_mod(r.p, d.p, kFieldP), x.p);
+    EXPECT_EQ(field::mul_mod(r.q, d.q, kFieldQ), x.q);
+  }
+  EXPECT_FALSE(alg.undefined());
 }
 
 TEST(SuperoptVerify, ExpIsAHomomorphism) {
