@@ -288,6 +288,45 @@ TEST(SuperoptLower, FixedOpsBeforeTheLoop) {
     EXPECT_GT(at, loop) << partials;
   }
   expect_checked(program, fused, {.stages = 2});
+  // A fixed matmul, its f16 copy for the loop's matmul, and a softmax-style sum of it: all before the loop.
+  const Graph abc = parse_graph(R"(kernel abc {
+  input A [32, 32]
+  input B [32, 32]
+  input C [32, 64]
+  D = matmul(A, B)
+  Y = matmul(D, C)
+  E = exp(D)
+  Z = sum(E) dim=1
+  W = mul(Y, Z)
+  output W
+}
+)");
+  const Graph abc_fused = parse_graph(R"(kernel abc_fused {
+  input A [32, 32]
+  input B [32, 32]
+  input C [32, 64]
+  (W) = block(A, B, C) grid=[1, 1, 1] loop=2 {
+    a = iter(A) imap=[-, -, -] fmap=-
+    b = iter(B) imap=[-, -, -] fmap=-
+    c = iter(C) imap=[-, -, -] fmap=1
+    d = matmul(a, b)
+    y = matmul(d, c)
+    e = exp(d)
+    z = sum(e) dim=1
+    w = mul(y, z)
+    acc = accum(w) fmap=1
+    Ws = save(acc) omap=[-, -, -]
+  }
+  output W
+}
+)");
+  const std::string k = lower_to_tile(abc_fused, {.stages = 2}).kernels[0].source;
+  const size_t abc_loop = k.find("for it in Pipelined(2, stages=2)");
+  ASSERT_NE(abc_loop, std::string::npos) << k;
+  for (const char* before : {"Gemm(v_a, v_b, v_d)", "v_d_h[i0, i1] = v_d[i0, i1]", "ReduceSum(v_e, "})
+    EXPECT_LT(k.find(before), abc_loop) << before << "\n" << k;
+  EXPECT_GT(k.find("Gemm(v_d_h, v_c, v_y)"), abc_loop) << k;
+  expect_checked(abc, abc_fused, {.stages = 2});
 }
 
 TEST(SuperoptLower, TheSearchsGraphsRunCorrectly) {
