@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <random>
+#include <system_error>
 
 #include "degree_algebra.h"
 #include "evaluator.h"
@@ -128,7 +130,10 @@ Trial run_trial(const Graph& a, const Graph& b, std::mt19937_64& rng) {
   // omega = g^((p-1)/q) for a uniform g in Z_p^* is uniform over the q-th roots of unity.
   uint64_t g = 1 + uniform(rng, kFieldP - 1);
   uint64_t omega = field::pow_mod(g, (kFieldP - 1) / kFieldQ, kFieldP);
-  FieldAlgebra alg(omega, rng());
+  // One algebra per graph (the same omega and key: the same exp and the same random functions), so that
+  // large graphs evaluate side by side on two threads; an algebra keeps caches and is not shared.
+  const uint64_t key = rng();
+  FieldAlgebra alg_a(omega, key), alg_b(omega, key);
   std::vector<Array<FieldValue>> inputs;
   for (int id : a.inputs()) {
     Array<FieldValue> in{a.tensor(id).shape, {}};
@@ -141,10 +146,22 @@ Trial run_trial(const Graph& a, const Graph& b, std::mt19937_64& rng) {
   }
   std::vector<const Array<FieldValue>*> pointers;
   for (const Array<FieldValue>& in : inputs) pointers.push_back(&in);
-  Evaluator<FieldAlgebra> evaluator(alg);
-  std::vector<Array<FieldValue>> oa = evaluator.run(a, pointers), ob = evaluator.run(b, pointers);
+  auto run_a = [&] { return Evaluator<FieldAlgebra>(alg_a).run(a, pointers); };
+  auto run_b = [&] { return Evaluator<FieldAlgebra>(alg_b).run(b, pointers); };
+  int64_t elements = 0;
+  for (const Array<FieldValue>& in : inputs) elements += static_cast<int64_t>(in.data.size());
+  std::vector<Array<FieldValue>> oa, ob;
+  std::future<std::vector<Array<FieldValue>>> side;
+  if (elements >= (int64_t{1} << 16)) {  // small graphs (the search's) are not worth a thread
+    try {
+      side = std::async(std::launch::async, run_a);
+    } catch (const std::system_error&) {  // no thread to be had: both here
+    }
+  }
+  ob = run_b();
+  oa = side.valid() ? side.get() : run_a();
   Trial trial;
-  if (alg.undefined()) {
+  if (alg_a.undefined() || alg_b.undefined()) {
     trial.undefined = true;
     return trial;
   }

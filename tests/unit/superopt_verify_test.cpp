@@ -127,6 +127,18 @@ TEST(SuperoptVerify, FieldExpTablesAndDivisionAgreeWithPowers) {
   EXPECT_FALSE(alg.undefined());
 }
 
+// Graphs with 2^16 input elements or more evaluate side by side on two threads: the verdicts must not change.
+TEST(SuperoptVerify, LargeGraphsOnTwoThreads) {
+  const std::string in = input("A", 256, 128) + input("B", 256, 128);
+  const std::string softmax = "  S = add(A, B)\n  E = exp(S)\n  Z = sum(E) dim=1\n  Y = div(E, Z)\n";
+  expect_equivalent(
+      kernel(in, softmax),
+      kernel(in, "  P = exp(A)\n  Q = exp(B)\n  E = mul(P, Q)\n  Z = sum(E) dim=1\n  Y = div(E, Z)\n"));
+  expect_different(
+      kernel(in, softmax),
+      kernel(in, "  P = exp(A)\n  Q = exp(B)\n  E = add(P, Q)\n  Z = sum(E) dim=1\n  Y = div(E, Z)\n"));
+}
+
 TEST(SuperoptVerify, ExpIsAHomomorphism) {
   std::string in = input("A", 2, 3) + input("B", 2, 3);
   expect_equivalent(kernel(in, "  S = add(A, B)\n  Y = exp(S)\n"),
