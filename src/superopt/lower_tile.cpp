@@ -498,9 +498,11 @@ class BlockWriter {
             val(out) = Val{Val::Kind::Scalar, fmt::format("({} * {})", g_.loop(), x.name), oshape, false};
             return;
           }
+          // The accumulator is made here (a Fill, this loop), so it may take the layout of the value it sums
+          // when that is a fragment of its shape: read directly, not through a shared copy and a barrier.
           Val acc = new_frag(i, decl->name, oshape);
           emit(Phase::Invariant, fmt::format("Fill({}, 0.0)", acc.name));
-          const Val y = loop_operands(i, op.inputs, xs, Phase::Loop, true)[0];
+          const Val y = loop_operands(i, op.inputs, xs, Phase::Loop, false)[0];
           parallel(i, Phase::Loop, xs, access(acc), fmt::format("{} + {}", access(acc), access(y)));
           val(out) = acc;
           return;
