@@ -139,4 +139,14 @@ Target Target::for_arch(const std::string& arch) {
   return t;
 }
 
+int64_t Target::resident_blocks(int64_t threads, int64_t registers, int64_t shared_bytes) const {
+  threads = std::max<int64_t>(threads, 1);
+  const int64_t regs = (std::max<int64_t>(registers, 1) + 7) / 8 * 8;
+  int64_t n = max_blocks_per_sm;
+  n = std::min<int64_t>(n, max_threads_per_sm / threads);
+  n = std::min(n, registers_per_sm / (regs * threads));
+  n = std::min(n, shared_per_sm / (std::max<int64_t>(shared_bytes, 0) + shared_reserved_per_block));
+  return n;
+}
+
 }  // namespace tilevm::target

@@ -388,13 +388,7 @@ StaticFacts static_facts(const ir::Program& program) {
 }
 
 int64_t blocks_per_sm(const TileRoofline& r, const target::Target& t) {
-  const int64_t threads = std::max<int64_t>(r.cost.threads, 1);
-  const int64_t regs = ceil_div(std::max<int64_t>(r.registers, 1), int64_t{8}) * 8;  // allocated by 8
-  int64_t n = t.max_blocks_per_sm;
-  n = std::min(n, t.max_threads_per_sm / threads);
-  n = std::min(n, t.registers_per_sm / (regs * threads));
-  if (r.shared_bytes > 0) n = std::min(n, t.shared_per_sm / (r.shared_bytes + t.shared_reserved_per_block));
-  return n;
+  return t.resident_blocks(r.cost.threads, r.registers, r.shared_bytes);
 }
 
 // Why the program cannot run on the target, or "".

@@ -28,6 +28,18 @@ TEST(TargetTarget, H100Sxm) {
   EXPECT_TRUE(t.features.cp_async && t.features.ldmatrix && t.features.mma_sync);
 }
 
+// Occupancy: each of the four limits binds in turn on the H100 (32 blocks, 2048 threads, 64 K registers
+// allocated by 8, 228 KiB of shared memory with 1 KiB reserved per block).
+TEST(TargetTarget, ResidentBlocks) {
+  const Target t = Target::h100_sxm();
+  EXPECT_EQ(t.resident_blocks(32, 16, 0), 32);           // blocks
+  EXPECT_EQ(t.resident_blocks(256, 16, 0), 8);           // threads
+  EXPECT_EQ(t.resident_blocks(128, 121, 0), 4);          // 128 registers: 65536 / (128 * 128)
+  EXPECT_EQ(t.resident_blocks(128, 32, 100 * 1024), 2);  // shared: 228 KiB / 101 KiB
+  EXPECT_EQ(t.resident_blocks(128, 32, 227 * 1024), 1);
+  EXPECT_EQ(t.resident_blocks(1024, 255, 0), 0);  // 256 registers x 1024 threads do not fit
+}
+
 TEST(TargetTarget, H200IsAnH100WithFasterMemory) {
   const Target h100 = Target::h100_sxm(), h200 = Target::h200();
   EXPECT_EQ(h200.arch, "sm_90a");

@@ -82,6 +82,10 @@ struct Target {
   // cannot fill: about 60 cycles, a guess that the tile recommendation's measurements can refine.
   double sync_ns = 30;
 
+  // Blocks of `threads` threads, `registers` registers each (allocated in units of 8) and `shared_bytes` of
+  // shared memory (plus the driver's reserve) that one SM holds at once; 0 when one does not fit.
+  int64_t resident_blocks(int64_t threads, int64_t registers, int64_t shared_bytes) const;
+
   // Shared-memory bandwidth of the whole chip (bytes per clock of every SM).
   double shared_gbps() const {
     return static_cast<double>(sm_count) * static_cast<double>(shared_bytes_per_clock) * clock_ghz;

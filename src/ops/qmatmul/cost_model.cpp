@@ -28,13 +28,7 @@ int64_t registers_per_thread(const QMatmulProblem& p, const QMatmulConfig& c) {
 
 // Blocks of this configuration resident on one SM at once.
 int64_t blocks_per_sm(const QMatmulProblem& p, const QMatmulConfig& c, const target::Target& r) {
-  const int64_t shared = qmatmul_shared_bytes(p, c) + r.shared_reserved_per_block;
-  const int64_t threads = c.threads();
-  const int64_t regs = (registers_per_thread(p, c) + 7) / 8 * 8;  // allocated in units of 8 per thread
-  int64_t n = r.max_blocks_per_sm;
-  n = std::min(n, r.shared_per_sm / shared);
-  n = std::min<int64_t>(n, r.max_threads_per_sm / threads);
-  n = std::min(n, r.registers_per_sm / (regs * threads));
+  const int64_t n = r.resident_blocks(c.threads(), registers_per_thread(p, c), qmatmul_shared_bytes(p, c));
   return std::max<int64_t>(n, 1);  // check_config guarantees one block fits
 }
 
