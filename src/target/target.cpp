@@ -145,7 +145,8 @@ int64_t Target::resident_blocks(int64_t threads, int64_t registers, int64_t shar
   int64_t n = max_blocks_per_sm;
   n = std::min<int64_t>(n, max_threads_per_sm / threads);
   n = std::min(n, registers_per_sm / (regs * threads));
-  n = std::min(n, shared_per_sm / (std::max<int64_t>(shared_bytes, 0) + shared_reserved_per_block));
+  const int64_t shared = std::max<int64_t>(shared_bytes, 0) + shared_reserved_per_block;
+  if (shared > 0) n = std::min(n, shared_per_sm / shared);  // a target without a reserve, and no shared use
   return n;
 }
 
