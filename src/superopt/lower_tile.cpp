@@ -297,40 +297,40 @@ class BlockWriter {
     }
   }
 
+  // Copies of a tensor into another form (below) are made where the tensor is computed (phase_of): once per
+  // iteration, once before the loop for a fixed tensor, or after it.
+
   // The tensor as a fragment: a shared tile is copied into one (once per tensor).
-  Val as_frag(int op_index, int id, Phase phase) {
-    if (fixed_[static_cast<size_t>(id)]) phase = Phase::Invariant;  // a copy of a fixed tensor is fixed
+  Val as_frag(int op_index, int id) {
     const Val& v = vals_[static_cast<size_t>(id)];
     if (v.kind == Val::Kind::Frag) return v;
     if (auto it = frag_copy_.find(id); it != frag_copy_.end()) return it->second;
     Val f = new_frag(op_index, g_.tensor(id).name + "_r", v.shape);
-    parallel(op_index, phase, v.shape, access(f), access(v));
+    parallel(op_index, phase_of(id), v.shape, access(f), access(v));
     frag_copy_[id] = f;
     return f;
   }
 
   // The tensor as a Gemm operand: an f16 shared tile (a fragment or f32 tile is copied into one, once).
-  Val as_operand(int op_index, int id, Phase phase) {
-    if (fixed_[static_cast<size_t>(id)]) phase = Phase::Invariant;  // a copy of a fixed tensor is fixed
+  Val as_operand(int op_index, int id) {
     const Val& v = vals_[static_cast<size_t>(id)];
     if (v.kind == Val::Kind::Shared && v.f16) return v;
     if (auto it = operand_copy_.find(id); it != operand_copy_.end()) return it->second;
     if (v.kind == Val::Kind::Scalar)
       refuse(op_index, fmt::format("its operand '{}' is a constant", g_.tensor(id).name));
     Val s = new_shared(g_.tensor(id).name + "_h", v.shape, true);
-    parallel(op_index, phase, v.shape, access(s), access(v));
+    parallel(op_index, phase_of(id), v.shape, access(s), access(v));
     operand_copy_[id] = s;
     return s;
   }
 
   // The tensor as a shared f32 tile: a fragment is copied into one (once per tensor).
-  Val as_shared(int op_index, int id, Phase phase) {
-    if (fixed_[static_cast<size_t>(id)]) phase = Phase::Invariant;  // a copy of a fixed tensor is fixed
+  Val as_shared(int op_index, int id) {
     const Val& v = vals_[static_cast<size_t>(id)];
     if (v.kind != Val::Kind::Frag) return v;
     if (auto it = shared_copy_.find(id); it != shared_copy_.end()) return it->second;
     Val s = new_shared(g_.tensor(id).name + "_s", v.shape, false);
-    parallel(op_index, phase, v.shape, access(s), access(v));
+    parallel(op_index, phase_of(id), v.shape, access(s), access(v));
     shared_copy_[id] = s;
     return s;
   }
@@ -338,21 +338,19 @@ class BlockWriter {
   // The operands of a Parallel loop over `shape` as it reads them. A loop takes its layout from its register
   // tiles of its whole shape, a register tile of fewer dimensions must be laid out as that layout reduced,
   // and fragments made by different operators (a Gemm's accumulator, a reduction, another loop) have layouts
-  // that need not agree. So a loop reads at most one fragment, of its whole shape (none when
-  // `target_is_frag`: the target is one already), and the others from shared copies.
-  std::vector<Val> loop_operands(int op_index, const std::vector<int>& ids, const Shape& shape, Phase phase,
-                                 bool target_is_frag) {
+  // that need not agree. So a loop reads at most one fragment, of its whole shape, and the others from
+  // shared copies; its target is a fragment no other operator has laid out (a new one, or an accumulator
+  // only filled), which takes the loop's layout.
+  std::vector<Val> loop_operands(int op_index, const std::vector<int>& ids, const Shape& shape) {
     int keep = -1;
-    if (!target_is_frag)
-      for (int id : ids)
-        if (vals_[static_cast<size_t>(id)].kind == Val::Kind::Frag &&
-            vals_[static_cast<size_t>(id)].shape == shape) {
-          keep = id;
-          break;
-        }
-    std::vector<Val> out;
     for (int id : ids)
-      out.push_back(id == keep ? vals_[static_cast<size_t>(id)] : as_shared(op_index, id, phase));
+      if (vals_[static_cast<size_t>(id)].kind == Val::Kind::Frag &&
+          vals_[static_cast<size_t>(id)].shape == shape) {
+        keep = id;
+        break;
+      }
+    std::vector<Val> out;
+    for (int id : ids) out.push_back(id == keep ? vals_[static_cast<size_t>(id)] : as_shared(op_index, id));
     return out;
   }
 
@@ -427,8 +425,8 @@ class BlockWriter {
         if (a[0] == 1 || a[1] == 1 || b[1] == 1)
           refuse(i, fmt::format("[{}, {}] x [{}, {}] has an extent of 1, which Gemm does not take", a[0],
                                 a[1], b[0], b[1]));
-        const Val x = as_operand(i, op.inputs[0], phase);
-        const Val y = as_operand(i, op.inputs[1], phase);
+        const Val x = as_operand(i, op.inputs[0]);
+        const Val y = as_operand(i, op.inputs[1]);
         const int accum = phase == Phase::Loop ? summing_accum(out) : -1;
         if (accum >= 0) {
           // c += a @ b straight into the accumulator, zeroed before the loop (the GEMM's own pattern).
@@ -456,7 +454,7 @@ class BlockWriter {
         std::vector<std::string> args;
         bool scalar = true;
         for (int id : op.inputs) scalar = scalar && val(id).kind == Val::Kind::Scalar;
-        for (const Val& v : loop_operands(i, op.inputs, oshape, phase, false)) args.push_back(access(v));
+        for (const Val& v : loop_operands(i, op.inputs, oshape)) args.push_back(access(v));
         if (scalar) {
           val(out) = Val{Val::Kind::Scalar, apply(op.kind, args), oshape, false};
           return;
@@ -477,7 +475,7 @@ class BlockWriter {
         const Shape in = shape_of(i, op.inputs[0]);
         const int dim = op.dim - lead(op.inputs[0]);
         if (val(op.inputs[0]).kind == Val::Kind::Scalar) refuse(i, "it sums a constant");
-        const Val x = as_frag(i, op.inputs[0], phase);
+        const Val x = as_frag(i, op.inputs[0]);
         const std::vector<int> dims = wide_dims(in);
         const auto pos = std::find(dims.begin(), dims.end(), dim) - dims.begin();
         Val v = new_frag(i, decl->name, oshape);
@@ -498,11 +496,11 @@ class BlockWriter {
             val(out) = Val{Val::Kind::Scalar, fmt::format("({} * {})", g_.loop(), x.name), oshape, false};
             return;
           }
-          // The accumulator is made here (a Fill, this loop), so it may take the layout of the value it sums
+          // The accumulator is made here (a Fill, this loop), so it takes the layout of the value it sums
           // when that is a fragment of its shape: read directly, not through a shared copy and a barrier.
           Val acc = new_frag(i, decl->name, oshape);
           emit(Phase::Invariant, fmt::format("Fill({}, 0.0)", acc.name));
-          const Val y = loop_operands(i, op.inputs, xs, Phase::Loop, false)[0];
+          const Val y = loop_operands(i, op.inputs, xs)[0];
           parallel(i, Phase::Loop, xs, access(acc), fmt::format("{} + {}", access(acc), access(y)));
           val(out) = acc;
           return;
@@ -546,7 +544,7 @@ class BlockWriter {
           const TensorDecl& o = g_.tensor(op.outputs[k]);
           const Shape os = eff(i, o.shape);
           const Phase at = phase_of(op.outputs[k]);
-          const std::vector<Val> operands = loop_operands(i, op.inputs, os, at, false);
+          const std::vector<Val> operands = loop_operands(i, op.inputs, os);
           std::vector<std::string> expr(t.tensors().size());
           size_t input = 0;
           for (const Op& top : t.ops()) {
