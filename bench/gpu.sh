@@ -73,7 +73,7 @@ for w in ${BENCH-decode dtypes prefill}; do
         # An earlier build of tilevm (carried in .gpu/) on the same graphs, first, for an A/B in one run.
         echo "== baseline $SUPEROPT_BASELINE_BIN superopt bench/superopt/$name.graph ${candidates[*]}"
         timeout "${BENCH_TIMEOUT:-300}" "$SUPEROPT_BASELINE_BIN" superopt "bench/superopt/$name.graph" "${candidates[@]}" \
-          --gpu --stages 3 ${SUPEROPT_ARGS:---block-threads 128,256} --no-cache > "$OUT/superopt_$name.baseline.txt" 2>&1
+          --gpu --stages 3 ${SUPEROPT_ARGS:---block-threads 128,256} > "$OUT/superopt_$name.baseline.txt" 2>&1
         grep "^time\|^alone\|^candidate" "$OUT/superopt_$name.baseline.txt"
       fi
       echo "== tilevm superopt bench/superopt/$name.graph ${candidates[*]} --gpu --stages 3 ${SUPEROPT_ARGS:---block-threads 128,256}"

@@ -65,6 +65,8 @@ bool Emitter::try_reduce_shuffle(const ir::ReduceInst& n, const RegInfo& src, co
   struct Digit {
     int64_t stride, size;
     bool reduced;
+    bool lanes() const { return reduced && stride < 32; }   // reduced by shuffles inside a warp
+    bool warps() const { return reduced && stride >= 32; }  // reduced through shared scratch
   };
   std::vector<Digit> digits;
   int64_t stride = 1;
@@ -89,10 +91,15 @@ bool Emitter::try_reduce_shuffle(const ir::ReduceInst& n, const RegInfo& src, co
   }
   if (threads_ % 32 != 0 && threads_ < 32 && !std::has_single_bit(static_cast<uint64_t>(threads_)))
     return false;
+  int steps = 0;      // shuffle steps inside a warp
+  int64_t warps = 1;  // warps whose partials meet in shared scratch
+  for (const Digit& d : digits) {
+    if (d.lanes()) steps += std::countr_zero(static_cast<uint64_t>(d.size));
+    if (d.warps()) warps *= d.size;
+  }
   // Digits across warps need every thread of the block in the layout (their partials meet in shared memory,
   // behind a block barrier).
-  bool across_warps = false;
-  for (const Digit& d : digits) across_warps = across_warps || (d.reduced && d.stride >= 32);
+  const bool across_warps = warps > 1;
   if (across_warps && stride != threads_) return false;
   // Which of the thread's source slots feed each result slot (independent of the thread in a mode layout).
   const int64_t m_out = out.layout.num_locals(), m_src = src.layout.num_locals();
@@ -119,20 +126,16 @@ bool Emitter::try_reduce_shuffle(const ir::ReduceInst& n, const RegInfo& src, co
 
   const bool is_float = src.dtype.is_float();
   const std::string vt = is_float ? "double" : "tv_i64";
-  int steps = 0;
-  int64_t warps = 1;
-  for (const Digit& d : digits) {
-    if (d.reduced && d.stride < 32) steps += std::countr_zero(static_cast<uint64_t>(d.size));
-    if (d.reduced && d.stride >= 32) warps *= d.size;
-  }
   // The warps' partials: one row of m_out values per (warp combination, thread with its reduced digits at 0).
   const int64_t rows = threads_ / across;
-  const std::string sc = across_warps ? scratch(warps * rows * m_out * 8) : std::string();
-  note(*current_, across_warps ? fmt::format("in-thread over {} slots, then {} warp shuffle step(s), then {} "
-                                             "warps' partials through {} bytes of shared scratch",
-                                             feeds[0].size(), steps, warps, warps * rows * m_out * 8)
-                               : fmt::format("in-thread over {} slots, then {} warp shuffle step(s)",
-                                             feeds[0].size(), steps));
+  const int64_t scratch_bytes = across_warps ? warps * rows * m_out * 8 : 0;
+  const std::string sc = across_warps ? scratch(scratch_bytes) : std::string();
+  note(*current_,
+       fmt::format("in-thread over {} slots, then {} warp shuffle step(s){}", feeds[0].size(), steps,
+                   across_warps ? fmt::format(", then {} warps' partials through {} bytes of shared "
+                                              "scratch",
+                                              warps, scratch_bytes)
+                                : ""));
   open("");
   line(fmt::format("{} acc[{}];", vt, m_out));
   for (int64_t o = 0; o < m_out; ++o) {
@@ -144,7 +147,7 @@ bool Emitter::try_reduce_shuffle(const ir::ReduceInst& n, const RegInfo& src, co
     line(fmt::format("acc[{}] = {};", o, v));
   }
   for (const Digit& d : digits) {
-    if (!d.reduced || d.stride >= 32) continue;
+    if (!d.lanes()) continue;
     for (int64_t off = d.stride; off < d.stride * d.size; off *= 2) {
       line("#pragma unroll");
       line(fmt::format("for (int o = 0; o < {}; ++o) acc[o] = {};", m_out,
@@ -163,7 +166,7 @@ bool Emitter::try_reduce_shuffle(const ir::ReduceInst& n, const RegInfo& src, co
       if (!d.reduced) {
         row.push_back(fmt::format("{} * {}", digit, row_stride));
         row_stride *= d.size;
-      } else if (d.stride >= 32) {
+      } else if (d.warps()) {
         warp.push_back(fmt::format("{} * {}", digit, warp_stride));
         warp_stride *= d.size;
       } else {
