@@ -1,13 +1,15 @@
 #include "tilevm/target/tma_swizzle.h"
 
 #include "tilevm/support/error.h"
+#include "tilevm/target/limits.h"
 #include "tilevm/target/wgmma.h"
 
 namespace tilevm::target {
 
 int tma_swizzle_bytes(const layout::Layout& lay, int elem_bits) {
   const layout::Index& shape = lay.shape();
-  if (lay.num_threads() != 1 || shape.empty()) return -1;
+  // The comparisons below map every element; a tensor larger than shared memory has no form.
+  if (lay.num_threads() != 1 || shape.empty() || !fits_shared(lay.num_locals(), elem_bits)) return -1;
   if (lay == layout::local(shape)) return 0;
   const int rank = lay.rank();
   if (rank < 2) return -1;

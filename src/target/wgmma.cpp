@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "tilevm/support/error.h"
+#include "tilevm/target/limits.h"
 
 namespace tilevm::target {
 
@@ -168,6 +169,14 @@ std::optional<WgmmaSharedForm> find_operand_form(const Layout& lay, int elem_bit
     return std::nullopt;
   }
   const int64_t rows = full[static_cast<size_t>(rank - 2)], cols = full[static_cast<size_t>(rank - 1)];
+  // The check below tabulates every element. A tensor larger than a block's shared memory was refused where
+  // it was allocated; asked about it anyway (the verifier goes on after an error), say so rather than
+  // tabulate billions of elements.
+  if (!fits_shared(lay.num_locals(), elem_bits)) {
+    *why = fmt::format("the tensor has {} elements of {} bits, more than a block's {} bytes of shared memory",
+                       lay.num_locals(), elem_bits, kMaxSharedPerBlock);
+    return std::nullopt;
+  }
   // The storage offset of every logical element, by row-major linear index.
   std::vector<int64_t> offset_of(static_cast<size_t>(lay.num_locals()));
   for (int64_t o = 0; o < lay.num_locals(); ++o) {

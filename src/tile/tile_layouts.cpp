@@ -2,11 +2,13 @@
 #include "tilevm/tile/tile_layouts.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <bit>
 
 #include "tilevm/support/error.h"
 #include "tilevm/target/atoms.h"
+#include "tilevm/target/limits.h"
 #include "tilevm/target/wgmma.h"
 
 namespace tilevm::tile {
@@ -95,6 +97,15 @@ std::optional<layout::Layout> copy_layout(const layout::Index& shape, DataType d
     return std::nullopt;
   }
   const int64_t rows = shape.size() == 2 ? shape[0] : 1, cols = shape.back();
+  // The tile passes through the block's registers. Checked before any product is formed (the extents come
+  // from the program and may be near 2^63).
+  const int64_t max_elements = target::kRegisterFileBits / std::max(1, dtype.bits());
+  if (rows < 1 || cols < 1 || rows > max_elements || cols > max_elements / rows) {
+    if (why)
+      *why = fmt::format("a [{}] tile of {} is larger than a block's registers ({} bits) can hold",
+                         fmt::join(shape, ", "), dtype.name(), target::kRegisterFileBits);
+    return std::nullopt;
+  }
   // The widest power-of-two run of at most 16 bytes that divides a row.
   int64_t vec = std::max<int64_t>(1, 128 / std::max(1, dtype.bits()));
   while (vec > 1 && cols % vec != 0) vec /= 2;

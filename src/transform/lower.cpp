@@ -48,25 +48,41 @@ constexpr Pass kPipeline[] = {
     {"plan_shared_memory", infallible<plan_shared_memory>},
 };
 
-// After plan_shared_memory: the shared tensors live at once against the most any GPU offers a block (the
-// verifier checks each tensor alone; only the plan knows which ones overlap). Reported at the first
-// allocation whose range ends past the limit.
+// After plan_shared_memory: the shared tensors and barriers live at once against the most any GPU offers a
+// block (the verifier checks each tensor alone; only the plan knows which ones overlap). Reported at the
+// first allocation whose range ends past the limit.
 class SharedLimitCheck : public ir::IRVisitor {
  public:
   SharedLimitCheck(const ir::Program& program, Diagnostics& diags) : program_(program), diags_(diags) {}
   void visit_inst_stmt(const ir::InstStmt& s) override {
-    const auto* a = s.inst->as<ir::AllocateSharedInst>();
-    const int64_t end = a && a->placement ? a->placement->offset + a->placement->bytes : 0;
-    if (a && !reported_ && end > target::kMaxSharedPerBlock) {
-      reported_ = true;
-      diags_.error(
-          a->loc,
-          "'{}' needs {} bytes of shared memory per block: this tensor ({} bytes) is placed at bytes "
-          "[{}, {}) beside the shared tensors live with it; a GPU block has at most {} ({} KiB)",
-          program_.name, program_.shared_bytes.value_or(0), a->placement->bytes, a->placement->offset, end,
-          target::kMaxSharedPerBlock, target::kMaxSharedPerBlock / 1024);
-    }
+    if (const auto* a = s.inst->as<ir::AllocateSharedInst>())
+      check(a->loc, a->placement,
+            fmt::format("this tensor ({} bytes)", a->placement ? a->placement->bytes : 0));
+    if (const auto* b = s.inst->as<ir::AllocateBarrierInst>())
+      check(b->loc, b->placement,
+            fmt::format("this barrier array ({} bytes)", b->placement ? b->placement->bytes : 0));
     ir::IRVisitor::visit_inst_stmt(s);
+  }
+  // When no single allocation ends past the limit (the plan's total counts alignment padding), the error
+  // goes to the kernel's definition.
+  void finish() {
+    if (!reported_)
+      diags_.error(program_.loc,
+                   "'{}' needs {} bytes of shared memory per block; a GPU block has at most {} ({} KiB)",
+                   program_.name, program_.shared_bytes.value_or(0), target::kMaxSharedPerBlock,
+                   target::kMaxSharedPerBlock / 1024);
+  }
+
+ private:
+  void check(SourceLoc loc, const std::optional<ir::SharedPlacement>& placement, const std::string& what) {
+    const int64_t end = placement ? placement->offset + placement->bytes : 0;
+    if (reported_ || end <= target::kMaxSharedPerBlock) return;
+    reported_ = true;
+    diags_.error(loc,
+                 "'{}' needs {} bytes of shared memory per block: {} is placed at bytes [{}, {}) beside the "
+                 "shared tensors live with it; a GPU block has at most {} ({} KiB)",
+                 program_.name, program_.shared_bytes.value_or(0), what, placement->offset, end,
+                 target::kMaxSharedPerBlock, target::kMaxSharedPerBlock / 1024);
   }
 
  private:
@@ -101,7 +117,9 @@ std::optional<ir::Program> lower(ir::Program program, Diagnostics& diags, const 
     if (options.after_pass) options.after_pass(pass.name, program);
   }
   if (program.shared_bytes.value_or(0) > target::kMaxSharedPerBlock) {
-    SharedLimitCheck(program, diags).visit_program(program);
+    SharedLimitCheck check(program, diags);
+    check.visit_program(program);
+    check.finish();
     return std::nullopt;
   }
   return program;

@@ -10,6 +10,11 @@ namespace tilevm::target {
 
 inline constexpr int64_t kMaxThreadsPerBlock = 1024;
 inline constexpr int64_t kMaxSharedPerBlock = 227 * 1024;  // sm_90's opt-in maximum, the largest
+// Whether `elements` of `bits` each fit in a block's shared memory. The checks that tabulate a shared
+// layout element by element ask first: a tensor past this was refused where it was allocated.
+constexpr bool fits_shared(int64_t elements, int bits) {
+  return bits > 0 && elements <= kMaxSharedPerBlock * 8 / bits;
+}
 inline constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;
 inline constexpr int64_t kMaxGridYZ = 65535;
 
@@ -19,6 +24,9 @@ inline constexpr int64_t kMaxGridYZ = 65535;
 inline constexpr int64_t kRegistersPerSm = 65536;
 inline constexpr int64_t kMinSetMaxNReg = 24;
 inline constexpr int64_t kMaxSetMaxNReg = 256;
+// The register file's bits: no tile held in a block's registers (a fragment, a tile the tile layer moves
+// through registers) can be larger, whatever its layout.
+inline constexpr int64_t kRegisterFileBits = kRegistersPerSm * 32;
 // The per-thread registers a kernel of T threads starts with under `__launch_bounds__(T, 1)` when it uses
 // setmaxnreg (the compiler allocates the cap, so the regions' .inc and .dec start from it): the register
 // file shared evenly, rounded down to a multiple of 8, at most 256.

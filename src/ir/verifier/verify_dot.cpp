@@ -7,6 +7,7 @@
 
 #include "tilevm/layout/holds.h"
 #include "tilevm/support/error.h"
+#include "tilevm/target/limits.h"
 #include "tilevm/target/mma_selection.h"
 #include "tilevm/target/wgmma.h"
 #include "verifier_impl.h"
@@ -242,6 +243,8 @@ bool Verifier::check_wgmma_operand(const InstNode& n, const TensorArg& arg, cons
         n.name(), role, arg.tensor->name);
     return false;
   }
+  // A tensor larger than shared memory was refused at its allocation.
+  if (!target::fits_shared(op.type->layout->num_locals(), op.type->dtype.bits())) return false;
   std::string why;
   if (!target::wgmma_operand_form(*op.type->layout, op.type->dtype.bits(), &why)) {
     diags_.error(pick(arg.loc, n.loc), "{}: the shared layout of {} '{}' is no wgmma operand form: {} ({})",

@@ -349,6 +349,12 @@ void Verifier::check_allocate_barrier(const AllocateBarrierInst& n) {
     diags_.error(pick(n.shape[0] ? n.shape[0]->loc : SourceLoc{}, n.loc),
                  "AllocateBarrier: the number of barriers must be a positive constant, got {}",
                  expr_text(n.shape[0]));
+  else if (*c > target::kMaxSharedPerBlock / 8)
+    diags_.error(
+        pick(n.shape[0]->loc, n.loc),
+        "AllocateBarrier: {} barriers of 8 bytes each do not fit in shared memory; a GPU block has at "
+        "most {} bytes ({} barriers)",
+        *c, target::kMaxSharedPerBlock, target::kMaxSharedPerBlock / 8);
 }
 
 bool Verifier::check_barrier_operand(const TensorArg& arg, const InstNode& inst) {
@@ -419,7 +425,8 @@ void Verifier::check_copy_tma(const CopyTmaInst& n) {
       return;
     }
   const auto base = dst->static_shape();
-  if (!base || !dst->layout) return;
+  // A tensor larger than shared memory was refused at its allocation.
+  if (!base || !dst->layout || !target::fits_shared(dst->layout->num_locals(), bits)) return;
   if (target::tma_swizzle_bytes(*dst->layout, bits) < 0)
     diags_.error(
         pick(n.dst.loc, n.loc),

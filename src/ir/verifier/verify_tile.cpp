@@ -1,12 +1,20 @@
 // The tile layer's operators (inst/tile.h): scopes, shapes and dtypes. Their layouts are the tile layer's
 // to infer (src/tile/), so nothing here reads a fragment's layout.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "tilevm/target/limits.h"
 #include "verifier_impl.h"
 
 namespace tilevm::ir::verifier_detail {
 
 namespace {
+
+std::string extents_text(const std::vector<Expr>& shape) {
+  std::vector<std::string> parts;
+  for (const Expr& e : shape) parts.push_back(expr_text(e));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
 
 bool is_gemm_input(DataType t) {
   return t == DataType::f16() || t == DataType::bf16();
@@ -17,16 +25,30 @@ bool is_gemm_input(DataType t) {
 void Verifier::check_allocate_fragment(const AllocateFragmentInst& n) {
   if (n.shape.empty())
     diags_.error(n.loc, "AllocateFragment: shape= has no extents; a fragment has rank 1 or more");
+  // The fragment lives in the block's registers, so its bits are bounded by the register file's, whatever
+  // layout is inferred (the product is kept below that bound as it is formed: extents may be near 2^63).
+  const int64_t max_elements = target::kRegisterFileBits / std::max(1, n.dtype.bits());
+  int64_t elements = 1;
+  bool all_known = true;
   for (const Expr& e : n.shape) {
     check_int_expr(e, n.loc, "a fragment extent");
     auto c = as_const_int(e);
+    all_known = all_known && c && *c >= 1;
     if (!c)
       diags_.error(pick(e ? e->loc : SourceLoc{}, n.loc), "AllocateFragment: extent {} is not a constant",
                    expr_text(e));
     else if (*c < 1)
       diags_.error(pick(e->loc, n.loc), "AllocateFragment: extent {} is {}; extents must be positive",
                    expr_text(e), *c);
+    else
+      elements = *c > max_elements / elements ? max_elements + 1 : elements * *c;
   }
+  if (all_known && elements > max_elements)
+    diags_.error(n.loc,
+                 "AllocateFragment: a [{}] fragment of {} is larger than a block's registers can hold ({} "
+                 "bits: at most {} elements of {} bits)",
+                 extents_text(n.shape), n.dtype.name(), target::kRegisterFileBits, max_elements,
+                 n.dtype.bits());
   if (n.init) {
     auto t = check_expr(n.init, n.loc);
     if (t && !scalar_fits(*t, n.dtype))

@@ -1,0 +1,1 @@
+check error_parallel_limits.tile

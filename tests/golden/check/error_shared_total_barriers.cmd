@@ -1,0 +1,1 @@
+check error_shared_total_barriers.tile
