@@ -112,5 +112,18 @@ for w in ${BENCH-decode dtypes prefill}; do
   cat "$OUT/bench_$w.txt"; tail -3 "$OUT/bench_$w.err"
   [ $rc -eq 0 ] || { echo "tilevm bench --workloads $w: exit $rc"; status=1; }
 done
+# PROFILE="ARGS": Nsight Compute over `tilevm ARGS` (e.g. "qmatmul --m 64 --n 8192 --k 8192 --wtype u4 --config
+# NAME --gpu"), the clocks left alone; PROFILE_KERNEL (a regex, default qmatmul$) picks the kernels and
+# PROFILE_SET the sections (default "--set full"). The report's text goes to $OUT/profile.txt.
+if [ -n "${PROFILE:-}" ]; then
+  if command -v ncu >/dev/null; then
+    echo "== ncu ${PROFILE_SET:---set full} -k regex:${PROFILE_KERNEL:-qmatmul\$} tilevm $PROFILE"
+    timeout "${BENCH_TIMEOUT:-300}" ncu --clock-control none ${PROFILE_SET:---set full} \
+      -k "regex:${PROFILE_KERNEL:-qmatmul\$}" -c "${PROFILE_COUNT:-1}" "$BIN/tilevm" $PROFILE > "$OUT/profile.txt" 2>&1 || status=1
+    grep -E "Duration|Throughput|Registers|Achieved Occupancy|Warp Cycles Per Issued|Stall|Bank" "$OUT/profile.txt" | head -40
+  else
+    echo "gpu.sh: PROFILE given but ncu is not installed"; status=1
+  fi
+fi
 echo "gpu.sh: exit $status"
 exit $status
