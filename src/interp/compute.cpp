@@ -24,6 +24,20 @@ RegPtr Machine::allocate_register(const ir::AllocateRegisterInst& n) {
   return r;
 }
 
+RegPtr Machine::iota(const ir::IotaInst& n) {
+  RegPtr r = new_reg(n.dtype, n.layout);
+  const LayoutTable& table = *r->table;
+  // The index along `dim` of row-major linear index l: (l / (product of the later extents)) % extent.
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(n.dim) + 1; d < table.shape.size(); ++d) inner *= table.shape[d];
+  const int64_t extent = table.shape[static_cast<size_t>(n.dim)];
+  for (size_t k = 0; k < r->codes.size(); ++k)
+    r->codes[k] = scalar_to_code(n.dtype, ScalarValue{.is_float = false, .i = table.lin[k] / inner % extent});
+  std::fill(r->init.begin(), r->init.end(), 1);
+  r->all_init = true;
+  return r;
+}
+
 namespace {
 
 using ir::ElementwiseOp;

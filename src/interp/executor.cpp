@@ -320,6 +320,9 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
     case ir::InstKind::AllocateRegister:
       define_results(s, reg_value(allocate_register(*inst.as<ir::AllocateRegisterInst>())));
       break;
+    case ir::InstKind::Iota:
+      define_results(s, reg_value(iota(*inst.as<ir::IotaInst>())));
+      break;
     case ir::InstKind::Cast: {
       const auto& n = *inst.as<ir::CastInst>();
       set_reg(n.out, cast(n));

@@ -381,6 +381,7 @@ class Machine {
   RegPtr cast(const ir::CastInst& n);
   RegPtr view(const ir::ViewInst& n);
   RegPtr allocate_register(const ir::AllocateRegisterInst& n);
+  RegPtr iota(const ir::IotaInst& n);
   RegPtr reduce(const ir::ReduceInst& n, const layout::Layout& result_layout);
   RegPtr dot(const ir::DotInst& n);
   // A Dot operand's codes in row-major logical order after the transpose, from registers or a shared tile;

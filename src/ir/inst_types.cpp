@@ -171,6 +171,10 @@ std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, i
         const auto& n = *inst.as<AllocateRegisterInst>();
         return Types{register_tensor(n.dtype, n.layout)};
       }
+      case InstKind::Iota: {
+        const auto& n = *inst.as<IotaInst>();
+        return Types{register_tensor(n.dtype, n.layout)};
+      }
       case InstKind::LoadGlobal:
       case InstKind::LoadShared: {
         const auto& n = static_cast<const LoadInst&>(inst);

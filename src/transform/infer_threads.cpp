@@ -19,6 +19,7 @@ class FirstRegisterLayout : public ir::IRVisitor {
     if (threads > 0) return;
     const ir::InstNode& n = *s.inst;
     if (const auto* a = n.as<ir::AllocateRegisterInst>()) take(a->layout);
+    if (const auto* a = n.as<ir::IotaInst>()) take(a->layout);
     if (const auto* c = n.as<ir::CastInst>(); c && c->layout) take(*c->layout);
     if (const auto* v = n.as<ir::ViewInst>(); v && v->layout) take(*v->layout);
     if (n.kind == ir::InstKind::LoadGlobal || n.kind == ir::InstKind::LoadShared)

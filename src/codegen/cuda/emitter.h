@@ -202,6 +202,7 @@ class Emitter {
   // The shared-window address of one barrier (b[i]) as a C expression.
   std::string barrier_address(const ir::TensorArg& arg);
   void emit_allocate_register(const ir::InstStmt& s, const ir::AllocateRegisterInst& n);
+  void emit_iota(const ir::InstStmt& s, const ir::IotaInst& n);
   void emit_view(const ir::InstStmt& s, const ir::ViewInst& n);
   void emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst& n);
   void emit_cast(const ir::InstStmt& s, const ir::CastInst& n);

@@ -344,6 +344,9 @@ void Emitter::emit_inst(const ir::InstStmt& s) {
     case ir::InstKind::AllocateRegister:
       emit_allocate_register(s, *n.as<ir::AllocateRegisterInst>());
       return;
+    case ir::InstKind::Iota:
+      emit_iota(s, *n.as<ir::IotaInst>());
+      return;
     case ir::InstKind::Cast:
       emit_cast(s, *n.as<ir::CastInst>());
       return;

@@ -42,6 +42,17 @@ void Emitter::emit_allocate_register(const ir::InstStmt& s, const ir::AllocateRe
   close();
 }
 
+void Emitter::emit_iota(const ir::InstStmt& s, const ir::IotaInst& n) {
+  if (s.results.empty()) return;
+  const RegInfo& r = reg(s.results[0]);
+  // Slot i of thread t holds the element f(t, i); its index along `dim` is the value (a constant-folded
+  // expression of t once the loop unrolls).
+  const std::vector<CExpr> idx = layout_index(r.layout, cvar("t"), cvar("i"));
+  line("#pragma unroll");
+  line(fmt::format("for (int i = 0; i < {}; ++i) tv_set<{}>({}, i, (tv_u64)(long long)({}));",
+                   r.layout.num_locals(), r.dtype.bits(), r.name, idx[static_cast<size_t>(n.dim)].text));
+}
+
 void Emitter::emit_view(const ir::InstStmt& s, const ir::ViewInst& n) {
   if (s.results.empty()) return;
   const RegInfo& src = reg_arg(n.src);

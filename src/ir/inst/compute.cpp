@@ -10,6 +10,10 @@ Inst AllocateRegisterInst::rewrite(const ExprMap& exprs, const VarMap&) const {
   return std::make_shared<AllocateRegisterInst>(dtype, layout, ir::rewrite(init, exprs), loc);
 }
 
+Inst IotaInst::rewrite(const ExprMap&, const VarMap&) const {
+  return std::make_shared<IotaInst>(dtype, layout, dim, loc);
+}
+
 Inst CastInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
   auto n =
       std::make_shared<CastInst>(ir::rewrite(src, exprs, vars), dtype, ir::rewrite(out, vars), loc, layout);

@@ -115,6 +115,22 @@ std::vector<InstDef> memory_and_control() {
              a["layout"].set(i.layout);
              if (i.init) a["init"].set(i.init);
            }},
+      {.name = "Iota",
+       .kind = InstKind::Iota,
+       .params = {arg("dtype", K::DType), named("layout", K::Layout), named("dim", K::Int)},
+       .results = Results::One,
+       .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         const int64_t dim = a["dim"].int_value;
+         if (dim < 0 || dim > INT32_MAX) fail("Iota: dim={} is not a dimension index", dim);
+         return std::make_shared<IotaInst>(a["dtype"].dtype, *a["layout"].layout, static_cast<int>(dim), l);
+       },
+       .args =
+           [](const InstNode& n, InstArgs& a) {
+             const auto& i = node<IotaInst>(n);
+             a["dtype"].set(i.dtype);
+             a["layout"].set(i.layout);
+             a["dim"].set_int(i.dim);
+           }},
       {.name = "CopyAsync",
        .kind = InstKind::CopyAsync,
        .params = {arg("dst", K::Tensor, Access::AsyncWrite), arg("src", K::Tensor, Access::Read)},

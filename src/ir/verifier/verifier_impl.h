@@ -113,6 +113,7 @@ class Verifier {
 
   // ---- verify_compute.cpp
   void check_allocate_register(const AllocateRegisterInst& n);
+  void check_iota(const IotaInst& n);
   void check_cast(const CastInst& n);
   void check_view(const ViewInst& n);
   void check_elementwise(const ElementwiseInst& n);

@@ -154,6 +154,9 @@ void Verifier::check_stmt(const Stmt& s) {
           case InstKind::AllocateRegister:
             check_allocate_register(*inst.as<AllocateRegisterInst>());
             break;
+          case InstKind::Iota:
+            check_iota(*inst.as<IotaInst>());
+            break;
           case InstKind::Cast:
             check_cast(*inst.as<CastInst>());
             break;

@@ -50,6 +50,7 @@ enum class InstKind {
   CopyTma,
   // register_tensor.h
   AllocateRegister,
+  Iota,
   Cast,
   View,
   // elementwise.h

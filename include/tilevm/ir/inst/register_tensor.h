@@ -1,4 +1,4 @@
-// Register tensors: AllocateRegister, Cast, View.
+// Register tensors: AllocateRegister, Iota, Cast, View.
 #pragma once
 
 #include "tilevm/ir/inst/inst.h"
@@ -17,6 +17,21 @@ struct AllocateRegisterInst : InstNode {
   void for_each_expr(const ExprFn& fn) const override {
     if (init) fn(init);
   }
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+// r = Iota(dtype, layout=, dim=d): a register tensor of an integer dtype with that layout whose element at
+// logical index (i_0, ..., i_{n-1}) is i_d: the index values a Parallel body's loop variables stand for when
+// used as values (`where(j < n, ...)`), which the tile layer lowers to this. An index past the dtype's range
+// wraps as an integer conversion does.
+struct IotaInst : InstNode {
+  static constexpr InstKind kKind = InstKind::Iota;
+  DataType dtype;
+  layout::Layout layout;
+  int dim = 0;
+  IotaInst(DataType d, layout::Layout lay, int dm, SourceLoc l = {})
+      : InstNode(kKind, l), dtype(d), layout(std::move(lay)), dim(dm) {}
+  void for_each_expr(const ExprFn&) const override {}
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 

@@ -1,0 +1,1 @@
+run iota.tile --interp
