@@ -111,6 +111,7 @@ class Lowering : public ir::IRMutator {
     auto bound = bind_parallel(p, diags_);
     TILEVM_ASSERT(bound, "a Parallel loop that infer_layouts bound does not bind in lower_parallel");
     binding_ = &*bound;
+    parallel_ = &p;
     loc_ = p.loc;
     // The loop's layout: its register tiles of the full shape share it (infer_layouts), else the free one.
     std::optional<layout::Layout> loop;
@@ -159,6 +160,7 @@ class Lowering : public ir::IRMutator {
   std::optional<Val> eval(const ir::ElementExpr& e) {
     switch (e->kind) {
       case ir::ElementExprNode::Kind::Scalar:
+        if (first_loop_variable(*parallel_, e->scalar)) return index_value(e->scalar, e);
         return Val{e->scalar, nullptr, {}, e->scalar->type};
       case ir::ElementExprNode::Kind::Access:
         return read((*reads_)[next_read_++]);
@@ -172,6 +174,44 @@ class Lowering : public ir::IRMutator {
       args.push_back(*v);
     }
     return op(e->op, std::move(args), e);
+  }
+
+  // A scalar expression of the loop variables, per element: each loop variable an i32 Iota tile along its
+  // dimension (made once per loop), its loop-invariant parts scalars, its operators elementwise instructions
+  // (the binding admitted only those index_value_op maps). `whole` is the value's node, for messages.
+  std::optional<Val> index_value(const ir::Expr& x, const ir::ElementExpr& whole) {
+    if (!first_loop_variable(*parallel_, x)) return Val{x, nullptr, {}, x->type};
+    const SourceLoc loc = x->loc.known() ? x->loc : whole->loc;
+    if (const int k = loop_dimension(*parallel_, x); k >= 0) {
+      const std::string key = fmt::format("#iota{}", k);
+      if (auto it = loaded_.find(key); it != loaded_.end())
+        return Val{nullptr, it->second.second, {k}, DataType::i32()};
+      const layout::Layout lay = tile_layout({k});
+      ir::Var v = temp(DataType::i32(), lay);
+      emit(std::make_shared<ir::IotaInst>(DataType::i32(), lay, k, loc), {v});
+      loaded_[key] = {nullptr, v};
+      return Val{nullptr, v, {k}, DataType::i32()};
+    }
+    ElementwiseOp o = ElementwiseOp::Neg;
+    std::vector<ir::Expr> operands;
+    if (const auto* b = x->as<ir::BinaryExpr>()) {
+      const std::optional<ElementwiseOp> mapped = index_value_op(b->op);
+      TILEVM_ASSERT(mapped, "an index value's operator {} passed the binding", ir::to_string(b->op));
+      o = *mapped;
+      operands = {b->a, b->b};
+    } else {
+      const auto* u = x->as<ir::UnaryExpr>();
+      TILEVM_ASSERT(u && u->op == ir::UnaryOp::Neg, "an index value `{}` passed the binding",
+                    ir::print_expr(x));
+      operands = {u->a};
+    }
+    std::vector<Val> args;
+    for (const ir::Expr& a : operands) {
+      std::optional<Val> v = index_value(a, whole);
+      if (!v) return std::nullopt;
+      args.push_back(*v);
+    }
+    return op(o, std::move(args), ir::make_element_scalar(x, loc));
   }
 
   // A read: a register tile as it is (viewed with extent 1 in the loop dimensions it does not follow), a
@@ -324,11 +364,13 @@ class Lowering : public ir::IRMutator {
   ir::Block* out_ = nullptr;
   int counter_ = 0;
   const ParallelBinding* binding_ = nullptr;
+  const ir::ParallelStmt* parallel_ = nullptr;
   const std::vector<BoundAccess>* reads_ = nullptr;
   size_t next_read_ = 0;
   layout::Layout loop_;
   SourceLoc loc_;
-  // Tiles this loop already read (memory loads, register views), by access: the tensor and the tile.
+  // Tiles this loop already read (memory loads, register views), by access: the tensor and the tile; and
+  // the Iota tiles of its loop variables used as values ("#iotaK", no tensor).
   std::map<std::string, std::pair<const ir::VarNode*, ir::Var>> loaded_;
 };
 

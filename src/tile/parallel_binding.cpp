@@ -13,6 +13,10 @@ namespace tilevm::tile {
 
 namespace {
 
+SourceLoc pick(SourceLoc a, SourceLoc b) {
+  return a.known() ? a : b;
+}
+
 class Binder {
  public:
   Binder(const ir::ParallelStmt& p, Diagnostics& diags) : p_(p), diags_(diags) {}
@@ -39,42 +43,45 @@ class Binder {
   }
 
  private:
-  // The loop dimension `e` is the variable of, or -1.
-  int loop_var(const ir::Expr& e) const {
-    const auto* r = e ? e->as<ir::VarRef>() : nullptr;
-    if (!r) return -1;
-    for (size_t k = 0; k < p_.vars.size(); ++k)
-      if (r->var == p_.vars[k]) return static_cast<int>(k);
-    return -1;
-  }
+  int loop_var(const ir::Expr& e) const { return loop_dimension(p_, e); }
 
-  // A loop variable `e` mentions (the first), or null.
-  const ir::VarNode* mentioned(const ir::Expr& e) const {
-    if (!e) return nullptr;
-    if (int k = loop_var(e); k >= 0) return p_.vars[k].get();
-    if (const auto* b = e->as<ir::BinaryExpr>()) {
-      if (const ir::VarNode* v = mentioned(b->a)) return v;
-      return mentioned(b->b);
-    }
-    if (const auto* u = e->as<ir::UnaryExpr>()) return mentioned(u->a);
-    return nullptr;
-  }
+  const ir::VarNode* mentioned(const ir::Expr& e) const { return first_loop_variable(p_, e); }
 
   void error(SourceLoc loc, const std::string& message) {
     diags_.error(loc.known() ? loc : p_.loc, "Parallel: {}", message);
     ok_ = false;
   }
 
-  // Scalars of a value may not use the loop variables: only indices follow the loop.
+  // A scalar of a value may use the loop variables (an index value: `where(j < n, ...)`, `i * BN + j`),
+  // through the operators lower_parallel computes per element; the rest of it is loop-invariant.
   void check_values(const ir::ElementExpr& e) {
     if (e->kind == ir::ElementExprNode::Kind::Scalar) {
-      if (const ir::VarNode* v = mentioned(e->scalar))
-        error(e->loc, fmt::format("the loop variable '{}' is used as a value in `{}`; a Parallel body uses "
-                                  "its loop variables only to index tensors",
-                                  v->name, ir::print_expr(e->scalar)));
+      if (mentioned(e->scalar)) check_index_value(e->scalar, e->scalar);
       return;
     }
     for (const ir::ElementExpr& a : e->args) check_values(a);
+  }
+  void check_index_value(const ir::Expr& e, const ir::Expr& whole) {
+    if (!mentioned(e) || loop_var(e) >= 0) return;
+    std::string op;
+    if (const auto* b = e->as<ir::BinaryExpr>()) {
+      if (index_value_op(b->op)) {
+        check_index_value(b->a, whole);
+        check_index_value(b->b, whole);
+        return;
+      }
+      op = ir::to_string(b->op);
+    } else if (const auto* u = e->as<ir::UnaryExpr>()) {
+      if (u->op == ir::UnaryOp::Neg) {
+        check_index_value(u->a, whole);
+        return;
+      }
+      op = ir::to_string(u->op);
+    }
+    error(pick(e->loc, whole->loc),
+          fmt::format("`{}` uses the loop variable '{}' through `{}`, which a Parallel body cannot compute "
+                      "per element; index values take + - * / % min max, unary - and comparisons",
+                      ir::print_expr(whole), mentioned(e)->name, op));
   }
 
   std::optional<BoundAccess> bind(const ir::ElementAccess& a, bool target) {
@@ -181,6 +188,59 @@ void ParallelBinding::for_each_access(const std::function<bool(const BoundAccess
       if (!fn(x)) return;
     if (!fn(a.target)) return;
   }
+}
+
+std::optional<ir::ElementwiseOp> index_value_op(ir::BinaryOp op) {
+  using B = ir::BinaryOp;
+  using E = ir::ElementwiseOp;
+  switch (op) {
+    case B::Add:
+      return E::Add;
+    case B::Sub:
+      return E::Sub;
+    case B::Mul:
+      return E::Mul;
+    case B::Div:
+      return E::Div;
+    case B::Mod:
+      return E::Mod;
+    case B::Min:
+      return E::Min;
+    case B::Max:
+      return E::Max;
+    case B::Lt:
+      return E::Lt;
+    case B::Le:
+      return E::Le;
+    case B::Gt:
+      return E::Gt;
+    case B::Ge:
+      return E::Ge;
+    case B::Eq:
+      return E::Eq;
+    case B::Ne:
+      return E::Ne;
+    default:
+      return std::nullopt;
+  }
+}
+
+int loop_dimension(const ir::ParallelStmt& p, const ir::Expr& e) {
+  const auto* r = e ? e->as<ir::VarRef>() : nullptr;
+  for (size_t k = 0; r && k < p.vars.size(); ++k)
+    if (r->var == p.vars[k]) return static_cast<int>(k);
+  return -1;
+}
+
+const ir::VarNode* first_loop_variable(const ir::ParallelStmt& p, const ir::Expr& e) {
+  if (!e) return nullptr;
+  if (const int k = loop_dimension(p, e); k >= 0) return p.vars[static_cast<size_t>(k)].get();
+  if (const auto* b = e->as<ir::BinaryExpr>()) {
+    if (const ir::VarNode* v = first_loop_variable(p, b->a)) return v;
+    return first_loop_variable(p, b->b);
+  }
+  if (const auto* u = e->as<ir::UnaryExpr>()) return first_loop_variable(p, u->a);
+  return nullptr;
 }
 
 std::optional<ParallelBinding> bind_parallel(const ir::ParallelStmt& p, Diagnostics& diags) {

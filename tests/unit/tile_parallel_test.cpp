@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include "example_util.h"
 #include "tilevm/exec/gpu_runner.h"
@@ -55,11 +56,12 @@ bool run(const std::string& name, const std::map<std::string, std::string>& defi
   return ok;
 }
 
-void expect_softmax(int64_t m, int64_t n, bool gpu) {
+// Rows of n elements in tiles N wide (n <= N: the columns past n are masked).
+void expect_softmax(int64_t m, int64_t n, int64_t tile_n, bool gpu) {
   example_test::F16Matrix x = random_f16(m * n, 11);
   std::vector<uint8_t> y = poisoned(m * n * 2);
-  ASSERT_TRUE(run("tile/softmax.tile", {{"N", std::to_string(n)}}, gpu, {{"x_ptr", &x.bytes}, {"y_ptr", &y}},
-                  {{"M", m}}));
+  ASSERT_TRUE(run("tile/softmax.tile", {{"N", std::to_string(tile_n)}}, gpu,
+                  {{"x_ptr", &x.bytes}, {"y_ptr", &y}}, {{"M", m}, {"n", n}}));
   std::vector<double> want(static_cast<size_t>(m * n));
   for (int64_t r = 0; r < m; ++r) {
     const double* row = &x.values[static_cast<size_t>(r * n)];
@@ -71,11 +73,11 @@ void expect_softmax(int64_t m, int64_t n, bool gpu) {
   expect_f16_near(y, want, n, 1e-6);  // the values are about 1 / n: f16's relative precision decides
 }
 
-void expect_rms_norm(int64_t m, int64_t n, bool gpu) {
+void expect_rms_norm(int64_t m, int64_t n, int64_t tile_n, bool gpu) {
   example_test::F16Matrix x = random_f16(m * n, 12), w = random_f16(n, 13);
   std::vector<uint8_t> y = poisoned(m * n * 2);
-  ASSERT_TRUE(run("tile/rms_norm.tile", {{"N", std::to_string(n)}}, gpu,
-                  {{"x_ptr", &x.bytes}, {"w_ptr", &w.bytes}, {"y_ptr", &y}}, {{"M", m}}));
+  ASSERT_TRUE(run("tile/rms_norm.tile", {{"N", std::to_string(tile_n)}}, gpu,
+                  {{"x_ptr", &x.bytes}, {"w_ptr", &w.bytes}, {"y_ptr", &y}}, {{"M", m}, {"n", n}}));
   std::vector<double> want(static_cast<size_t>(m * n));
   for (int64_t r = 0; r < m; ++r) {
     double ss = 0;
@@ -90,11 +92,19 @@ void expect_rms_norm(int64_t m, int64_t n, bool gpu) {
 }
 
 TEST(TileParallel, SoftmaxOnTheInterpreter) {
-  expect_softmax(7, 64, false);  // 7 rows: the second block's last row is outside x
+  expect_softmax(7, 64, 64, false);  // 7 rows: the second block's last row is outside x
+}
+
+// Rows shorter than the tile: without the mask the zeros read past a row's end would count in its maximum
+// and sum (every row's values are random, some rows all negative).
+TEST(TileParallel, SoftmaxOfShortRowsOnTheInterpreter) {
+  expect_softmax(5, 50, 64, false);
+  expect_softmax(3, 1, 64, false);
 }
 
 TEST(TileParallel, RmsNormOnTheInterpreter) {
-  expect_rms_norm(6, 128, false);
+  expect_rms_norm(6, 128, 128, false);
+  expect_rms_norm(5, 100, 128, false);  // the mean divides by n, not by the tile width
 }
 
 // The fused epilogue on both Gemm forms: mma.sync fragments (sm_80) and the wgmma accumulator (sm_90a).
@@ -141,6 +151,48 @@ TEST(TileParallel, GemmBiasReluOnMmaSync) {
 
 TEST(TileParallel, GemmBiasReluOnWgmma) {
   expect_gemm_bias_relu({{"BN", "64"}, {"STAGES", "2"}}, target::Target::h100_sxm(), 130, 72, 128);
+}
+
+// Loop variables as values (Iota tiles): a causal mask shifted by a kernel argument, a float ramp along the
+// columns, an integer min along the rows and an integer division, on random data against a double reference.
+TEST(TileParallel, IndexValuesOnTheInterpreter) {
+  const std::string source =
+      "def index_values<1>[threads=128](f32* x_ptr, f32* y_ptr, i32 q0):\n"
+      "    x = ViewGlobal(x_ptr, dtype=f32, shape=[16, 64])\n"
+      "    y = ViewGlobal(y_ptr, dtype=f32, shape=[16, 64])\n"
+      "    s = AllocateFragment(f32, shape=[16, 64])\n"
+      "    Copy(x, s)\n"
+      "    for i, j in Parallel(16, 64):\n"
+      "        s[i, j] = where(j <= q0 + i, s[i, j], -inf)\n"
+      "        y[i, j] = s[i, j] + j * 0.5 - min(i, 3) + (j - 7) / 4\n";
+  Diagnostics diags;
+  std::optional<ir::Program> p = ir::parse_program(source, diags);
+  if (p) p = transform::lower(*std::move(p), diags, {.verify_each_pass = true});
+  ASSERT_TRUE(p) << diags.render("index_values.tile", source);
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> x(16 * 64);
+  for (float& v : x) v = dist(rng);
+  std::vector<uint8_t> xb(x.size() * 4), yb = poisoned(x.size() * 4);
+  std::memcpy(xb.data(), x.data(), xb.size());
+  const int64_t q0 = 5;
+  interp::Arguments args;
+  args.buffers = {{"x_ptr", &xb}, {"y_ptr", &yb}};
+  args.scalars["q0"] = interp::ScalarValue{false, q0, 0.0};
+  ASSERT_TRUE(interp::run_program(*p, args, diags)) << diags.render("index_values.tile", source);
+  for (int64_t i = 0; i < 16; ++i)
+    for (int64_t j = 0; j < 64; ++j) {
+      float got = 0;
+      std::memcpy(&got, &yb[static_cast<size_t>(4 * (i * 64 + j))], 4);
+      if (j > q0 + i) {
+        EXPECT_TRUE(std::isinf(got) && got < 0) << "masked element [" << i << ", " << j << "]: " << got;
+        continue;
+      }
+      // (j - 7) / 4 truncates toward zero, as the language's integer division does.
+      const double want =
+          x[static_cast<size_t>(i * 64 + j)] + j * 0.5 - std::min<int64_t>(i, 3) + (j - 7) / 4;
+      EXPECT_NEAR(got, want, 1e-5) << "element [" << i << ", " << j << "]";
+    }
 }
 
 // A Parallel loop prints as it was written, and the printed text parses to the same text.
@@ -340,8 +392,10 @@ TEST(TileParallel, SplitKWithAtomicAdd) {
 // The same kernels on the device, at sizes whose tiles are partial in every direction.
 TEST(TileParallelGpu, KernelsOnTheDevice) {
   if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
-  expect_softmax(333, 1024, true);
-  expect_rms_norm(333, 1024, true);
+  expect_softmax(333, 1024, 1024, true);
+  expect_softmax(333, 1000, 1024, true);
+  expect_rms_norm(333, 1024, 1024, true);
+  expect_rms_norm(333, 1000, 1024, true);
   expect_gemm_bias_relu({}, target::Target::h100_sxm(), 333, 520, 264, true);
   for (const char* wtype : {"u4", "u3", "f6e3m2"}) {
     SCOPED_TRACE(wtype);

@@ -1,6 +1,7 @@
 // Random tile programs (issue 15's "correctness by construction"): GEMM-shaped programs with random tile
 // shapes, thread counts, operand placements (shared or register), transposes, dtypes, pipeline depths,
-// epilogues (straight to global, or through a shared tile; element-wise Parallel bodies on the accumulator)
+// epilogues (straight to global, or through a shared tile; element-wise Parallel bodies on the accumulator,
+// some with the loop variables as values: a band mask and index arithmetic)
 // and problem sizes with partial tiles, lowered for sm_80 or sm_90a. Each must lower (verified after every
 // pass), run on the interpreter without a race, give bit for bit the result of the same program with no
 // pipeline, and match the product in doubles. A program whose Gemm no warp split tiles must be refused with
@@ -33,14 +34,17 @@ struct Case {
   bool a_shared = true, b_shared = true, transpose_a = false, transpose_b = false;
   bool bf16 = false, f16_acc = false, epilogue_shared = false, hopper = false, tma = false;
   // An element-wise epilogue (a Parallel loop): 0 none, 1 acc * S + T, 2 max(acc, T), 3 where(acc > T, acc,
-  // acc * S); written straight to C, or back into acc (then copied) when `into_acc`.
+  // acc * S), and with the loop variables as values (index values, on C's row r and column c): 4 a band mask
+  // where(r + D >= c, acc, T), 5 acc + c * S - r % 3. Written straight to C, or back into acc (then copied)
+  // when `into_acc`.
   int body = 0;
   bool into_acc = false;
   double scale = 1, shift = 0;
+  int diagonal = 0;
   int64_t m = 1, n = 1, k = 1;
 
-  // The epilogue applied to one value of the product.
-  double apply(double x) const {
+  // The epilogue applied to the product's value x at C[r, c].
+  double apply(double x, int64_t r, int64_t c) const {
     switch (body) {
       case 1:
         return x * scale + shift;
@@ -48,6 +52,10 @@ struct Case {
         return std::max(x, shift);
       case 3:
         return x > shift ? x : x * scale;
+      case 4:
+        return r + diagonal >= c ? x : shift;
+      case 5:
+        return x + static_cast<double>(c) * scale - static_cast<double>(r % 3);
       default:
         return x;
     }
@@ -79,7 +87,8 @@ Case random_case(std::mt19937& rng) {
   c.bf16 = rng() % 3 == 0;
   c.f16_acc = !c.bf16 && rng() % 4 == 0;
   c.epilogue_shared = rng() % 3 == 0;
-  c.body = rng() % 2 == 0 ? 0 : static_cast<int>(1 + rng() % 3);
+  c.body = rng() % 2 == 0 ? 0 : static_cast<int>(1 + rng() % 5);
+  c.diagonal = static_cast<int>(rng() % 17) - 8;
   c.into_acc = rng() % 2 == 0;
   c.scale = pick({-3, -1, 1, 3}) * 0.5;
   c.shift = pick({-2, 0, 1}) * 0.25;
@@ -138,7 +147,10 @@ std::string program_text(const Case& c) {
   const std::string value =
       c.body == 1   ? fmt::format("acc[i, j] * {} + {}", c.scale, c.shift)
       : c.body == 2 ? fmt::format("max(acc[i, j], {})", c.shift)
-                    : fmt::format("where(acc[i, j] > {}, acc[i, j], acc[i, j] * {})", c.shift, c.scale);
+      : c.body == 3 ? fmt::format("where(acc[i, j] > {}, acc[i, j], acc[i, j] * {})", c.shift, c.scale)
+      : c.body == 4
+          ? fmt::format("where(bm * BM + i + {} >= bn * BN + j, acc[i, j], {})", c.diagonal, c.shift)
+          : fmt::format("acc[i, j] + (bn * BN + j) * {} - (bm * BM + i) % 3", c.scale);
   if (c.body != 0 && !c.into_acc) {
     s += "    for i, j in Parallel(BM, BN):\n";
     s += fmt::format("        c[bm * BM + i, bn * BN + j] = {}\n", value);
@@ -279,10 +291,12 @@ TEST(TileRandomPrograms, PipelinedEqualsUnpipelinedAndTheProduct) {
         const double v = got[static_cast<size_t>(m * c.n + n)];
         // The epilogue scales the product's error by at most |S| and rounds once or twice more (f16 where
         // the accumulator is); where(acc > T) may take either branch for a product within the error of T.
-        const double err = rel * mag + 1e-6, want = c.apply(ref);
+        const double err = rel * mag + 1e-6, want = c.apply(ref, m, n);
         if (c.body == 3 && std::fabs(ref - c.shift) <= err) continue;
-        const double tol = err * std::max(1.0, std::fabs(c.scale)) +
-                           (c.f16_acc ? std::ldexp(1.0, -10) : 1e-6) * (std::fabs(want) + std::fabs(c.shift));
+        const double tol =
+            err * std::max(1.0, std::fabs(c.scale)) +
+            (c.f16_acc ? std::ldexp(1.0, -10) : 1e-6) *
+                (std::fabs(want) + std::fabs(c.shift) + (c.body == 5 ? std::fabs(want - ref) : 0));
         ASSERT_LE(std::fabs(v - want), tol) << "C[" << m << ", " << n << "] = " << v << ", the product is "
                                             << ref << " and the epilogue gives " << want << "\n"
                                             << program_text(c);

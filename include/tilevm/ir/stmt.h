@@ -125,8 +125,18 @@ struct RegionStmt : StmtNode {
   Block body;
   RegionStmt(int64_t f, int64_t s, int64_t r, Block b, SourceLoc l = {})
       : StmtNode(kKind, l), first(f), stop(s), registers(r), body(std::move(b)) {}
-  int64_t threads() const { return (stop - first) * kWarpgroupThreads; }
-  int64_t first_thread() const { return first * kWarpgroupThreads; }
+  // Saturated at INT64_MAX where first and stop (from the program, checked by the verifier) would overflow,
+  // so that a verifier reading them before its range check stays defined.
+  int64_t threads() const {
+    int64_t n = 0, t = 0;
+    if (__builtin_sub_overflow(stop, first, &n) || __builtin_mul_overflow(n, kWarpgroupThreads, &t))
+      return INT64_MAX;
+    return t;
+  }
+  int64_t first_thread() const {
+    int64_t t = 0;
+    return __builtin_mul_overflow(first, kWarpgroupThreads, &t) ? INT64_MAX : t;
+  }
 };
 
 // `for i, j in Parallel(BM, BN):` over element assignments (the tile layer's element-wise loop,

@@ -4,6 +4,7 @@
 // needed, is an error naming both. Top-level constants are substituted as literals (located at the use), so
 // the IR never refers to them.
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "parser_impl.h"
@@ -177,6 +178,12 @@ Expr Parser::bind_scalar(const Syn& syn) {
     case SynKind::Bool:
       return make_bool(syn.bool_value, syn.loc);
     case SynKind::Name: {
+      // `inf` and `nan` are the float literals the printer writes for those values (a program's own name
+      // for something else takes precedence).
+      if ((syn.name == "inf" || syn.name == "nan") && !symbols_.count(syn.name))
+        return make_float(syn.name == "inf" ? std::numeric_limits<double>::infinity()
+                                            : std::numeric_limits<double>::quiet_NaN(),
+                          syn.loc);
       const Symbol& s = lookup(syn.name, syn.loc);
       if (s.kind == Symbol::Kind::Constant) return relocate(s.constant, syn.loc);
       if (s.kind == Symbol::Kind::Layout)

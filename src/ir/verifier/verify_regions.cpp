@@ -35,9 +35,12 @@ void Verifier::check_region(const RegionStmt& r) {
   if (r.first < 0 || r.stop <= r.first) {
     diags_.error(r.loc, "{} is empty: a region is warpgroups [first, stop) with 0 <= first < stop",
                  region_text(r));
-  } else if (threads_given_ && r.stop * RegionStmt::kWarpgroupThreads > threads_) {
+  } else if (threads_given_ && r.stop > threads_ / RegionStmt::kWarpgroupThreads) {
+    // (Compared without multiplying: stop comes from the program and may be near 2^63.)
     diags_.error(r.loc, "{} needs {} threads but the block has {}", region_text(r),
-                 r.stop * RegionStmt::kWarpgroupThreads, threads_);
+                 r.stop <= (int64_t{1} << 40) ? std::to_string(r.stop * RegionStmt::kWarpgroupThreads)
+                                              : fmt::format("{} x {}", r.stop, RegionStmt::kWarpgroupThreads),
+                 threads_);
   }
   if (r.registers != 0 &&
       (r.registers < target::kMinSetMaxNReg || r.registers > target::kMaxSetMaxNReg || r.registers % 8 != 0))
@@ -101,7 +104,8 @@ void Verifier::check_sections(const Block& block) {
         std::vector<int64_t> per(static_cast<size_t>(warpgroups), entry);
         for (size_t i = k; i < end; ++i) {
           const RegionStmt& r = *block[i]->as<RegionStmt>();
-          if (r.registers == 0) continue;
+          // A count outside setmaxnreg's range was reported by the region itself (and may be near 2^63).
+          if (r.registers < target::kMinSetMaxNReg || r.registers > target::kMaxSetMaxNReg) continue;
           for (int64_t w = std::max<int64_t>(r.first, 0); w < std::min(r.stop, warpgroups); ++w)
             per[static_cast<size_t>(w)] = r.registers;
         }

@@ -1,0 +1,1 @@
+print index_values.tile --after lower_parallel
