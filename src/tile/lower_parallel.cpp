@@ -260,14 +260,15 @@ class Lowering : public ir::IRMutator {
     return Val{nullptr, c, v.dims, dtype};
   }
 
-  // `v` following every dimension of `dims` (a broadcast by adding to a zero tile when it follows fewer).
+  // `v` following every dimension of `dims` (a broadcast by adding to a zero tile when it follows fewer:
+  // -0.0 for floats, the one zero that leaves every value as it is, -0.0 included).
   Val widened(const Val& v, const std::vector<int>& dims, SourceLoc loc) {
     if (v.is_tile() && v.dims.size() == dims.size()) return v;
     const layout::Layout lay = tile_layout(dims);
     ir::Var z = temp(v.dtype, lay);
     const bool is_float = v.dtype.is_float();
     emit(std::make_shared<ir::AllocateRegisterInst>(
-             v.dtype, lay, v.is_tile() ? (is_float ? ir::make_float(0) : ir::make_int(0)) : v.scalar, loc),
+             v.dtype, lay, v.is_tile() ? (is_float ? ir::make_float(-0.0) : ir::make_int(0)) : v.scalar, loc),
          {z});
     if (!v.is_tile()) return Val{nullptr, z, dims, v.dtype};
     ir::Var s = temp(v.dtype, lay);
@@ -318,7 +319,12 @@ class Lowering : public ir::IRMutator {
       owner |= a.is_tile() && a.dims.size() == dims.size();
       args[k] = a;
     }
-    if (!owner) args[first] = widened(args[first], dims, loc);
+    if (!owner) {
+      // A scalar widened into the result's shape takes the computation's dtype (an i32 literal beside f32
+      // tiles becomes an f32 tile, as the instruction would have converted it).
+      if (!args[first].is_tile()) args[first].dtype = *dtype;
+      args[first] = widened(args[first], dims, loc);
+    }
     for (const Val& a : args) {
       if (a.is_tile())
         operands.push_back({ir::TensorArg{a.tile, {}, loc}, nullptr});
