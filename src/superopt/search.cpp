@@ -2,8 +2,10 @@
 #include "tilevm/superopt/search.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <optional>
+#include <unordered_map>
 
 #include "tilevm/superopt/abstract_expr.h"
 #include "tilevm/superopt/verify.h"
@@ -88,8 +90,12 @@ class BlockSearch {
     int n = static_cast<int>(block.tensors().size());
     std::vector<OpKind> kinds = limits_.ops;
     if (accums < limits_.max_accums) kinds.push_back(OpKind::Accum);
-    for (int b = 0; b < n; ++b)
-      for (int a = -1; a <= b; ++a)  // a = -1: a unary op on b
+    // Canonical order: an extension ranks after the last one, so (b, a) starts at the last one's (the ranks
+    // of every earlier pair are smaller whatever their kind; the check below settles the rest).
+    const int b_first = limits_.canonical ? std::max<int64_t>(0, last[0]) : 0;
+    for (int b = b_first; b < n; ++b)
+      for (int a = limits_.canonical && b == last[0] ? static_cast<int>(last[1]) : -1; a <= b;
+           ++a)  // -1: unary
         for (OpKind kind : kinds) {
           bool binary = kind == OpKind::Matmul || is_elementwise_binary(kind);
           if (binary != (a >= 0)) continue;
@@ -107,14 +113,22 @@ class BlockSearch {
   }
 
   // Sum: each dimension of extent > 1 (a sum over one element is the identity, never needed); Accum: fmap
-  // "-" then each dimension; others: none.
-  static std::vector<int> attributes(OpKind kind, const Shape& shape) {
-    std::vector<int> attrs;
+  // "-" then each dimension; others: none. A fixed array: the search asks hundreds of millions of times.
+  struct Attributes {
+    std::array<int, 17> values{};
+    int count = 0;
+    void push_back(int v) { values[static_cast<size_t>(count++)] = v; }
+    const int* begin() const { return values.data(); }
+    const int* end() const { return values.data() + count; }
+  };
+  static Attributes attributes(OpKind kind, const Shape& shape) {
+    Attributes attrs;
+    TILEVM_ASSERT(shape.size() < attrs.values.size(), "a block tensor of rank {}", shape.size());
     if (kind == OpKind::Accum) attrs.push_back(kReplica);
     if (kind == OpKind::Sum || kind == OpKind::Accum)
       for (int d = 0; d < static_cast<int>(shape.size()); ++d)
-        if (kind == OpKind::Accum || shape[d] > 1) attrs.push_back(d);
-    if (attrs.empty() && kind != OpKind::Sum) attrs.push_back(0);
+        if (kind == OpKind::Accum || shape[static_cast<size_t>(d)] > 1) attrs.push_back(d);
+    if (attrs.count == 0 && kind != OpKind::Sum) attrs.push_back(0);
     return attrs;
   }
 
@@ -136,16 +150,64 @@ class BlockSearch {
     return true;
   }
 
-  void try_op(Graph& block, OpKind kind, int x, int y, int attr, const Rank& rank, int ops, int accums) {
-    if (!fits(block, kind, x, y)) return;
-    // The expression first: most extensions are pruned, and this costs less than building the op.
+  // What an op's abstract expression depends on: its kind, its operands' expressions and the one extent it
+  // reads from a shape (a matmul's K, a sum's dimension, an accumulator's loop). The search tries the same
+  // combinations in millions of states; the memo below skips building their terms again.
+  struct ExprKey {
+    int64_t kind_and_extent;
+    int a, b;
+    bool operator==(const ExprKey&) const = default;
+  };
+  struct ExprKeyHash {
+    size_t operator()(const ExprKey& k) const {
+      return static_cast<size_t>(k.kind_and_extent) * 0x9e3779b97f4a7c15ULL ^
+             (static_cast<size_t>(static_cast<uint32_t>(k.a)) << 32 | static_cast<uint32_t>(k.b));
+    }
+  };
+
+  int extent_read(const Graph& block, OpKind kind, int x, int y, int attr) const {
+    switch (kind) {
+      case OpKind::Matmul:
+        return static_cast<int>(block.tensor(x).shape.back());
+      case OpKind::Sum:
+        return static_cast<int>(block.tensor(y).shape[static_cast<size_t>(attr)]);
+      case OpKind::RmsNorm:
+        return static_cast<int>(block.tensor(y).shape.back());
+      case OpKind::Accum:
+        return attr == kReplica ? -1 : -2;
+      default:
+        return 0;
+    }
+  }
+
+  // The op's expression and whether the oracle admits it, from the memo or computed once.
+  struct MemoEntry {
+    int expr = -1;
+    bool admitted = true;
+  };
+  MemoEntry memo_expr(const Graph& block, OpKind kind, int x, int y, int attr) {
+    const ExprKey key{
+        static_cast<int64_t>(kind) << 40 | static_cast<uint32_t>(extent_read(block, kind, x, y, attr)),
+        x >= 0 ? exprs_[static_cast<size_t>(x)] : -1, exprs_[static_cast<size_t>(y)]};
+    if (auto it = expr_memo_.find(key); it != expr_memo_.end()) return it->second;
     Op op;
     op.kind = kind;
     op.inputs = x >= 0 ? std::vector<int>{x, y} : std::vector<int>{y};
     op.dim = attr;
     op.fmap = attr;
-    int expr = op_abstract_expr(pool_, block, op, exprs_, input_exprs_);
-    if (limits_.prune && !oracle_->admits(expr)) {
+    MemoEntry entry;
+    entry.expr = op_abstract_expr(pool_, block, op, exprs_, input_exprs_);
+    entry.admitted = !limits_.prune || oracle_->admits(entry.expr);
+    expr_memo_.emplace(key, entry);
+    return entry;
+  }
+
+  void try_op(Graph& block, OpKind kind, int x, int y, int attr, const Rank& rank, int ops, int accums) {
+    if (!fits(block, kind, x, y)) return;
+    // The expression first: most extensions are pruned, and this costs less than building the op.
+    const MemoEntry memo = memo_expr(block, kind, x, y, attr);
+    const int expr = memo.expr;
+    if (!memo.admitted) {
       ++result_.stats.pruned;
       return;
     }
@@ -246,6 +308,7 @@ class BlockSearch {
   Shape target_shape_;
   std::vector<int> input_exprs_;
   std::optional<SubexpressionOracle> oracle_;
+  std::unordered_map<ExprKey, MemoEntry, ExprKeyHash> expr_memo_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   int fixed_ = 0;             // the iterators and constants made before the enumeration
   std::vector<int> exprs_;    // the abstract expression of each tensor of the block graph being built
