@@ -376,6 +376,23 @@ class BlockWriter {
     return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
   }
 
+  // An element-wise op (with broadcasting): a scalar expression when every operand is one, else a Parallel
+  // loop into a new fragment.
+  void lower_elementwise(int i, OpKind kind, const std::vector<int>& inputs, Phase phase, const Shape& oshape,
+                         const std::string& name, int out) {
+    std::vector<std::string> args;
+    bool scalar = true;
+    for (int id : inputs) scalar = scalar && vals_[static_cast<size_t>(id)].kind == Val::Kind::Scalar;
+    for (const Val& v : loop_operands(i, inputs, oshape)) args.push_back(access(v));
+    if (scalar) {
+      vals_[static_cast<size_t>(out)] = Val{Val::Kind::Scalar, apply(kind, args), oshape, false};
+      return;
+    }
+    Val v = new_frag(i, name, oshape);
+    parallel(i, phase, oshape, access(v), apply(kind, args));
+    vals_[static_cast<size_t>(out)] = v;
+  }
+
   void lower_op(int i) {
     const Op& op = g_.ops()[static_cast<size_t>(i)];
     if (done_.count(i)) return;
@@ -422,7 +439,12 @@ class BlockWriter {
         if (a.size() != 2)
           refuse(i, fmt::format("operands {} and {}; the lowering handles rank 2", shape_text(a),
                                 shape_text(b)));
-        if (a[0] == 1 || a[1] == 1 || b[1] == 1)
+        if (a[1] == 1) {  // K = 1: c[m, n] = a[m, 0] * b[0, n], a product of broadcasts (the search makes
+                          // these, e.g. a column scaled by a [1, 1] constant)
+          lower_elementwise(i, OpKind::Mul, op.inputs, phase, oshape, decl->name, out);
+          return;
+        }
+        if (a[0] == 1 || b[1] == 1)
           refuse(i, fmt::format("[{}, {}] x [{}, {}] has an extent of 1, which Gemm does not take", a[0],
                                 a[1], b[0], b[1]));
         const Val x = as_operand(i, op.inputs[0]);
@@ -450,20 +472,9 @@ class BlockWriter {
       case OpKind::Sqrt:
       case OpKind::Square:
       case OpKind::Silu:
-      case OpKind::Relu: {
-        std::vector<std::string> args;
-        bool scalar = true;
-        for (int id : op.inputs) scalar = scalar && val(id).kind == Val::Kind::Scalar;
-        for (const Val& v : loop_operands(i, op.inputs, oshape)) args.push_back(access(v));
-        if (scalar) {
-          val(out) = Val{Val::Kind::Scalar, apply(op.kind, args), oshape, false};
-          return;
-        }
-        Val v = new_frag(i, decl->name, oshape);
-        parallel(i, phase, oshape, access(v), apply(op.kind, args));
-        val(out) = v;
+      case OpKind::Relu:
+        lower_elementwise(i, op.kind, op.inputs, phase, oshape, decl->name, out);
         return;
-      }
       case OpKind::Gelu:
         refuse(i, "gelu needs erf, which the tile layer's Parallel bodies do not have");
       case OpKind::Sum: {

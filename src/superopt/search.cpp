@@ -74,9 +74,7 @@ class BlockSearch {
       return;
     }
     ++stats.states;
-    if (limits_.budget_seconds > 0 && stats.states % 1024 == 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() >
-            limits_.budget_seconds) {
+    if (stats.states % 1024 == 0 && over_budget()) {
       stats.stopped = true;
       return;
     }
@@ -274,9 +272,21 @@ class BlockSearch {
     return true;
   }
 
+  bool over_budget() const {
+    return limits_.budget_seconds > 0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() >
+               limits_.budget_seconds;
+  }
+
   void try_save(const Graph& block, int t) {
     if (block.tensor(t).phase == Phase::Loop || !oracle_->equivalent(exprs_[t]) || !all_live(block, t))
       return;
+    // Verifying a candidate evaluates both graphs at the program's sizes (seconds for a 4096 x 4096
+    // matmul): past the budget, stop rather than start another.
+    if (over_budget()) {
+      result_.stats.stopped = true;
+      return;
+    }
     Graph candidate = block;
     try {
       candidate.save(t, schedule_.omap, "out");

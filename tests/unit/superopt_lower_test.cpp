@@ -345,6 +345,42 @@ TEST(SuperoptLower, TheSearchsGraphsRunCorrectly) {
   for (const Graph& g : r.found) expect_checked(program, fuse_elementwise(g));
 }
 
+// A matmul over K = 1 is a product of broadcasts (c[m, n] = a[m, 0] * b[0, n]), which the search makes at
+// full sizes (a row statistic scaled by a [1, 1] constant: [16, 1] x [1, 1]); Gemm does not take an extent
+// of 1, so it lowers as an element-wise multiply: here a column scaled by a constant, and an outer product.
+TEST(SuperoptLower, MatmulsOverOneElementAreProducts) {
+  const Graph program = parse_graph(R"(kernel outer {
+  input X [16, 32]
+  input U [1, 32]
+  S = sum(X) dim=1
+  c = const(1/32) shape=[1, 1]
+  M = matmul(S, c)
+  Y = matmul(M, U)
+  output Y
+}
+)");
+  const Graph fused = parse_graph(R"(kernel outer {
+  input X [16, 32]
+  input U [1, 32]
+  (Y) = block(X, U) grid=[1, 1, 1] loop=1 {
+    xi = iter(X) imap=[-, -, -] fmap=-
+    ui = iter(U) imap=[-, -, -] fmap=-
+    x = accum(xi) fmap=-
+    u = accum(ui) fmap=-
+    s = sum(x) dim=1
+    c = const(1/32) shape=[1, 1]
+    m = matmul(s, c)
+    y = matmul(m, u)
+    Ys = save(y) omap=[-, -, -]
+  }
+  output Y
+}
+)");
+  EXPECT_EQ(verify_equivalent(program, fused, {.seed = 3}).verdict, Verdict::Equivalent);
+  expect_checked(program, fused);
+  expect_checked(program, program);  // op by op
+}
+
 TEST(SuperoptLower, Refusals) {
   auto message = [](const std::string& text) {
     try {
