@@ -177,6 +177,39 @@ std::string print_element_expr(const ElementExpr& e) {
   return print_at(e, 0);
 }
 
+std::optional<ElementwiseOp> element_binary_op(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add:
+      return ElementwiseOp::Add;
+    case BinaryOp::Sub:
+      return ElementwiseOp::Sub;
+    case BinaryOp::Mul:
+      return ElementwiseOp::Mul;
+    case BinaryOp::Div:
+      return ElementwiseOp::Div;
+    case BinaryOp::Mod:
+      return ElementwiseOp::Mod;
+    case BinaryOp::Lt:
+      return ElementwiseOp::Lt;
+    case BinaryOp::Le:
+      return ElementwiseOp::Le;
+    case BinaryOp::Gt:
+      return ElementwiseOp::Gt;
+    case BinaryOp::Ge:
+      return ElementwiseOp::Ge;
+    case BinaryOp::Eq:
+      return ElementwiseOp::Eq;
+    case BinaryOp::Ne:
+      return ElementwiseOp::Ne;
+    case BinaryOp::Min:
+      return ElementwiseOp::Min;
+    case BinaryOp::Max:
+      return ElementwiseOp::Max;
+    default:
+      return std::nullopt;
+  }
+}
+
 const char* element_function_name(ElementwiseOp op) {
   for (const auto& [o, name] : kFunctions)
     if (o == op) return name;

@@ -178,7 +178,7 @@ class Lowering : public ir::IRMutator {
 
   // A scalar expression of the loop variables, per element: each loop variable an i32 Iota tile along its
   // dimension (made once per loop), its loop-invariant parts scalars, its operators elementwise instructions
-  // (the binding admitted only those index_value_op maps). `whole` is the value's node, for messages.
+  // (the binding admitted only those ir::element_binary_op maps). `whole` is the value's node, for messages.
   std::optional<Val> index_value(const ir::Expr& x, const ir::ElementExpr& whole) {
     if (!first_loop_variable(*parallel_, x)) return Val{x, nullptr, {}, x->type};
     const SourceLoc loc = x->loc.known() ? x->loc : whole->loc;
@@ -195,7 +195,7 @@ class Lowering : public ir::IRMutator {
     ElementwiseOp o = ElementwiseOp::Neg;
     std::vector<ir::Expr> operands;
     if (const auto* b = x->as<ir::BinaryExpr>()) {
-      const std::optional<ElementwiseOp> mapped = index_value_op(b->op);
+      const std::optional<ElementwiseOp> mapped = ir::element_binary_op(b->op);
       TILEVM_ASSERT(mapped, "an index value's operator {} passed the binding", ir::to_string(b->op));
       o = *mapped;
       operands = {b->a, b->b};

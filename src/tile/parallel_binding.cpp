@@ -65,7 +65,7 @@ class Binder {
     if (!mentioned(e) || loop_var(e) >= 0) return;
     std::string op;
     if (const auto* b = e->as<ir::BinaryExpr>()) {
-      if (index_value_op(b->op)) {
+      if (ir::element_binary_op(b->op)) {
         check_index_value(b->a, whole);
         check_index_value(b->b, whole);
         return;
@@ -187,41 +187,6 @@ void ParallelBinding::for_each_access(const std::function<bool(const BoundAccess
     for (const BoundAccess& x : a.reads)
       if (!fn(x)) return;
     if (!fn(a.target)) return;
-  }
-}
-
-std::optional<ir::ElementwiseOp> index_value_op(ir::BinaryOp op) {
-  using B = ir::BinaryOp;
-  using E = ir::ElementwiseOp;
-  switch (op) {
-    case B::Add:
-      return E::Add;
-    case B::Sub:
-      return E::Sub;
-    case B::Mul:
-      return E::Mul;
-    case B::Div:
-      return E::Div;
-    case B::Mod:
-      return E::Mod;
-    case B::Min:
-      return E::Min;
-    case B::Max:
-      return E::Max;
-    case B::Lt:
-      return E::Lt;
-    case B::Le:
-      return E::Le;
-    case B::Gt:
-      return E::Gt;
-    case B::Ge:
-      return E::Ge;
-    case B::Eq:
-      return E::Eq;
-    case B::Ne:
-      return E::Ne;
-    default:
-      return std::nullopt;
   }
 }
 

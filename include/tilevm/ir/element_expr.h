@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "tilevm/ir/inst/elementwise.h"
@@ -62,6 +63,9 @@ ElementExpr rewrite(const ElementExpr& e, const ExprMap& exprs, const VarMap& va
 // Operators print infix with the precedence of the scalar expressions; functions by their lower-case names.
 std::string print_element_access(const ElementAccess& a);
 std::string print_element_expr(const ElementExpr& e);
+// The per-element op of a binary operator in a Parallel body (+ - * / %, the comparisons, min and max), or
+// nullopt for one it does not have (bit operations, shifts, and/or, ceil_div).
+std::optional<ElementwiseOp> element_binary_op(BinaryOp op);
 // The function name of an op in a Parallel body ("exp", "max", "where", ...), and back (false if none).
 const char* element_function_name(ElementwiseOp op);
 bool element_function(std::string_view name, ElementwiseOp* op);

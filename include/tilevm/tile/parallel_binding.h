@@ -12,8 +12,8 @@
 // A register tensor's indices are the loop variables themselves, in loop order (a subset of them reads a
 // broadcast: m[i] in a loop over (i, j)); a global or shared tensor's are `v`, `base + v` or `v + base` in
 // loop order, or loop-invariant (a fixed index). A value may also use the loop variables as numbers (index
-// values: `where(j < n, s[i, j], 0.0)`), through the operators index_value_op maps; lower_parallel makes
-// them Iota tiles.
+// values: `where(j < n, s[i, j], 0.0)`), through the operators ir::element_binary_op maps; lower_parallel
+// makes them Iota tiles.
 #pragma once
 
 #include <functional>
@@ -51,9 +51,6 @@ struct ParallelBinding {
   void for_each_access(const std::function<bool(const BoundAccess&)>& fn) const;
 };
 
-// The per-element operator that computes the scalar operator `op` in an index value, or nullopt for one
-// an index value may not use (bit operations, shifts, and/or, ceil_div).
-std::optional<ir::ElementwiseOp> index_value_op(ir::BinaryOp op);
 // The loop dimension whose variable `e` is, or -1; the first loop variable `e` mentions, or null.
 int loop_dimension(const ir::ParallelStmt& p, const ir::Expr& e);
 const ir::VarNode* first_loop_variable(const ir::ParallelStmt& p, const ir::Expr& e);

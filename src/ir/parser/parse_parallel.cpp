@@ -23,39 +23,6 @@ bool is_element_syntax(const Syn& syn) {
   return false;
 }
 
-std::optional<ElementwiseOp> element_binary(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add:
-      return ElementwiseOp::Add;
-    case BinaryOp::Sub:
-      return ElementwiseOp::Sub;
-    case BinaryOp::Mul:
-      return ElementwiseOp::Mul;
-    case BinaryOp::Div:
-      return ElementwiseOp::Div;
-    case BinaryOp::Mod:
-      return ElementwiseOp::Mod;
-    case BinaryOp::Lt:
-      return ElementwiseOp::Lt;
-    case BinaryOp::Le:
-      return ElementwiseOp::Le;
-    case BinaryOp::Gt:
-      return ElementwiseOp::Gt;
-    case BinaryOp::Ge:
-      return ElementwiseOp::Ge;
-    case BinaryOp::Eq:
-      return ElementwiseOp::Eq;
-    case BinaryOp::Ne:
-      return ElementwiseOp::Ne;
-    case BinaryOp::Min:
-      return ElementwiseOp::Min;
-    case BinaryOp::Max:
-      return ElementwiseOp::Max;
-    default:
-      return std::nullopt;
-  }
-}
-
 }  // namespace
 
 ElementAccess Parser::bind_element_access(const Syn& syn) {
@@ -93,7 +60,7 @@ ElementExpr Parser::bind_element(const Syn& syn) {
         fail(syn.loc, "`not` is not an element operation (compare, then select with where(c, a, b))");
       return make_element_op(ElementwiseOp::Neg, {bind_element(*syn.operands[0])}, syn.loc);
     case SynKind::Binary: {
-      auto op = element_binary(syn.binary_op);
+      auto op = element_binary_op(syn.binary_op);
       if (!op)
         fail(syn.loc, fmt::format("'{}' is not an element operation: a Parallel body computes with + - * / "
                                   "%, comparisons and the functions of docs/language.md",
