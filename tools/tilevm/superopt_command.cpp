@@ -53,6 +53,7 @@
 #include "tilevm/superopt/verify.h"
 #include "tilevm/support/error.h"
 #include "tilevm/support/file_io.h"
+#include "tilevm/target/limits.h"
 
 namespace tilevm::cli {
 namespace {
@@ -205,6 +206,10 @@ std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
   limits.ops = search_ops(program);
   limits.budget_seconds = req.budget;
   limits.max_states = int64_t{1} << 40;
+  // A block graph whose tensors together pass a block's shared memory cannot be one kernel (the lowering
+  // keeps some in registers, so this over-counts; but a [4096, 4096] tile per block, which the search found
+  // at full sizes, is cut at once instead of costing a verification).
+  limits.max_shared_bytes = target::kMaxSharedPerBlock;
   limits.on_progress = [](const SearchStats& s) {
     fmt::print(stderr, "  {} states, {} candidates, {} verified\n", s.states, s.candidates, s.verified);
   };
