@@ -1,5 +1,7 @@
 // The schedules of one graph-defined kernel (grid, loop, imaps, fmaps, omap) and the search over them.
 #include <algorithm>
+#include <bit>
+#include <cstdlib>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -113,6 +115,19 @@ std::vector<BlockSchedule> enumerate_schedules(const Graph& program, const Sched
 SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, const SearchLimits& limits,
                               int threads) {
   std::vector<BlockSchedule> schedules = enumerate_schedules(program, space);
+  // Grids of about one block per SM of a current GPU (128; the H100 has 132) first, then the ones further
+  // from it in either direction (in powers of two), and at one grid the shortest loop first (the simplest
+  // graphs; a loop whose tiles overflow shared memory is cut at once). Under a budget the schedules a GPU
+  // runs well should not wait behind the small grids that enumerate_schedules lists first, nor behind huge
+  // ones of a few elements per block. The order is fixed, so the result is the same for any thread count.
+  auto distance = [](const BlockSchedule& s) {
+    const int64_t blocks = s.grid[0] * s.grid[1] * s.grid[2];
+    return std::abs(static_cast<int>(std::bit_width(static_cast<uint64_t>(blocks))) - 8);  // bit_width(128)
+  };
+  std::stable_sort(schedules.begin(), schedules.end(), [&](const BlockSchedule& a, const BlockSchedule& b) {
+    const int da = distance(a), db = distance(b);
+    return da != db ? da < db : a.loop < b.loop;
+  });
   std::vector<SearchResult> results(schedules.size());
   std::atomic<size_t> next{0};
   // Errors of a worker are kept and rethrown here, the first by schedule order.

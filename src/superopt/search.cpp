@@ -141,8 +141,12 @@ class BlockSearch {
     const Shape& b = block.tensor(y).shape;
     if (a.size() != b.size()) return false;
     size_t r = a.size();
+    // A matmul of one row or one column over K > 1 is a dot product, which the lowering cannot give to Gemm
+    // (lower_tile.cpp takes K = 1 as a product of broadcasts); the search found such graphs at full sizes
+    // (a grid of one output element per block) and they could not be lowered.
     if (kind == OpKind::Matmul)
-      return r >= 2 && a[r - 1] == b[r - 2] && std::equal(a.begin(), a.end() - 2, b.begin());
+      return r >= 2 && a[r - 1] == b[r - 2] && std::equal(a.begin(), a.end() - 2, b.begin()) &&
+             (a[r - 1] == 1 || (a[r - 2] > 1 && b[r - 1] > 1));
     for (size_t d = 0; d < r; ++d)
       if (a[d] != b[d] && a[d] != 1 && b[d] != 1) return false;
     return true;
