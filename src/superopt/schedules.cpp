@@ -1,9 +1,9 @@
 // The schedules of one graph-defined kernel (grid, loop, imaps, fmaps, omap) and the search over them.
 #include <algorithm>
-#include <bit>
-#include <cstdlib>
 #include <atomic>
+#include <bit>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <thread>

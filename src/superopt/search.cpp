@@ -192,6 +192,7 @@ class BlockSearch {
         static_cast<int64_t>(kind) << 40 | static_cast<uint32_t>(extent_read(block, kind, x, y, attr)),
         x >= 0 ? exprs_[static_cast<size_t>(x)] : -1, exprs_[static_cast<size_t>(y)]};
     if (auto it = expr_memo_.find(key); it != expr_memo_.end()) return it->second;
+    if (expr_memo_.size() >= kMaxMemo) expr_memo_.clear();  // a long search's memo stays bounded
     Op op;
     op.kind = kind;
     op.inputs = x >= 0 ? std::vector<int>{x, y} : std::vector<int>{y};
@@ -322,6 +323,7 @@ class BlockSearch {
   Shape target_shape_;
   std::vector<int> input_exprs_;
   std::optional<SubexpressionOracle> oracle_;
+  static constexpr size_t kMaxMemo = size_t{1} << 22;
   std::unordered_map<ExprKey, MemoEntry, ExprKeyHash> expr_memo_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   int fixed_ = 0;             // the iterators and constants made before the enumeration

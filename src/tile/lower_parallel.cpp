@@ -205,11 +205,16 @@ class Lowering : public ir::IRMutator {
                     ir::print_expr(x));
       operands = {u->a};
     }
+    // The scalar expression's own operand type (ir::binary_result_type: an i64 argument makes `j < n` an
+    // i64 comparison, an f16 one `j * h` an f16 product); the Iota tiles are i32 and convert to it.
+    const DataType promoted =
+        operands.size() == 2 ? ir::binary_result_type(ir::BinaryOp::Add, operands[0]->type, operands[1]->type)
+                             : operands[0]->type;
     std::vector<Val> args;
     for (const ir::Expr& a : operands) {
       std::optional<Val> v = index_value(a, whole);
       if (!v) return std::nullopt;
-      args.push_back(*v);
+      args.push_back(converted(*v, promoted, loc));
     }
     return op(o, std::move(args), ir::make_element_scalar(x, loc));
   }
@@ -264,6 +269,18 @@ class Lowering : public ir::IRMutator {
   // -0.0 for floats, the one zero that leaves every value as it is, -0.0 included).
   Val widened(const Val& v, const std::vector<int>& dims, SourceLoc loc) {
     if (v.is_tile() && v.dims.size() == dims.size()) return v;
+    if (v.is_tile() && v.dtype == DataType::boolean()) {
+      // No arithmetic on bool: widen its u8 form and compare with 0.
+      const Val w = widened(converted(v, DataType::u8(), loc), dims, loc);
+      ir::Var r = temp(DataType::boolean(), *w.tile->type.tensor->layout);
+      emit(std::make_shared<ir::ElementwiseInst>(
+               ElementwiseOp::Ne,
+               std::vector<ir::Operand>{{ir::TensorArg{w.tile, {}, loc}, nullptr},
+                                        {std::nullopt, ir::make_int(0)}},
+               nullptr, loc),
+           {r});
+      return Val{nullptr, r, dims, DataType::boolean()};
+    }
     const layout::Layout lay = tile_layout(dims);
     ir::Var z = temp(v.dtype, lay);
     const bool is_float = v.dtype.is_float();
@@ -316,7 +333,8 @@ class Lowering : public ir::IRMutator {
     bool owner = false;  // some operand has the result's shape (the VM takes its layout)
     for (size_t k = 0; k < args.size(); ++k) {
       Val a = k < first ? args[k] : converted(args[k], *dtype, loc);
-      owner |= a.is_tile() && a.dims.size() == dims.size();
+      // (A Where's condition gives its shape but not the values' dtype: it cannot be the owner.)
+      owner |= k >= first && a.is_tile() && a.dims.size() == dims.size();
       args[k] = a;
     }
     if (!owner) {

@@ -195,6 +195,43 @@ TEST(TileParallel, IndexValuesOnTheInterpreter) {
     }
 }
 
+// Corners of index values a review found: a where of two scalar values (f32, the rule for two scalars),
+// comparisons stored or compared after a broadcast (bool has no arithmetic to widen with), a bare `inf`, and
+// an i64 argument, which makes `j < n` an i64 comparison (truncated to i32, 2^32 + 5 would be 5).
+TEST(TileParallel, IndexValueCorners) {
+  const std::string source =
+      "def corners<1>[threads=32](f32* y_ptr, i64 n):\n"
+      "    y = ViewGlobal(y_ptr, dtype=f32, shape=[5, 4, 8])\n"
+      "    for i, j in Parallel(4, 8):\n"
+      "        y[0, i, j] = where(j < 4, 1, 0)\n"
+      "        y[1, i, j] = j < 4\n"
+      "        y[2, i, j] = (i < 2) == (j < 4)\n"
+      "        y[3, i, j] = where(j < 6, j, inf)\n"
+      "        y[4, i, j] = where(j < n, 1.0, 0.0)\n";
+  Diagnostics diags;
+  std::optional<ir::Program> p = ir::parse_program(source, diags);
+  if (p) p = transform::lower(*std::move(p), diags, {.verify_each_pass = true});
+  ASSERT_TRUE(p) << diags.render("corners.tile", source);
+  std::vector<uint8_t> y = poisoned(5 * 4 * 8 * 4);
+  interp::Arguments args;
+  args.buffers = {{"y_ptr", &y}};
+  args.scalars["n"] = interp::ScalarValue{false, (int64_t{1} << 32) + 5, 0.0};
+  ASSERT_TRUE(interp::run_program(*p, args, diags)) << diags.render("corners.tile", source);
+  auto at = [&](int r, int i, int j) {
+    float v = 0;
+    std::memcpy(&v, &y[static_cast<size_t>(4 * ((r * 4 + i) * 8 + j))], 4);
+    return v;
+  };
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 8; ++j) {
+      EXPECT_EQ(at(0, i, j), j < 4 ? 1.0f : 0.0f) << i << ", " << j;
+      EXPECT_EQ(at(1, i, j), j < 4 ? 1.0f : 0.0f) << i << ", " << j;
+      EXPECT_EQ(at(2, i, j), (i < 2) == (j < 4) ? 1.0f : 0.0f) << i << ", " << j;
+      EXPECT_EQ(at(3, i, j), j < 6 ? static_cast<float>(j) : INFINITY) << i << ", " << j;
+      EXPECT_EQ(at(4, i, j), 1.0f) << i << ", " << j;
+    }
+}
+
 // A Parallel loop prints as it was written, and the printed text parses to the same text.
 TEST(TileParallel, MixedIntegersComputeAsTheLanguageSays) {
   // i32 + u32 computes in i32 (at equal width the signed type wins, ir::binary_result_type): -2 + 1 is -1,

@@ -105,10 +105,20 @@ class Generator {
       c->kind = Node::Cmp;
       c->op = kCmps[rng_() % 6];
       c->args = {tree(depth - 1), rng_() % 2 ? tree(depth - 1) : leaf(false)};
-      n->args = {c, tree(depth - 1), rng_() % 2 ? tree(depth - 1) : leaf(false)};
+      // Sometimes both values are scalars (the result is then f32, whatever their types).
+      n->args = {c, rng_() % 5 ? tree(depth - 1) : leaf(false), rng_() % 2 ? tree(depth - 1) : leaf(false)};
       if (rng_() % 2) std::swap(n->args[1], n->args[2]);
     }
     return n;
+  }
+
+  NodePtr comparison(int depth) {
+    static const char* kCmps[] = {"<", "<=", ">", ">=", "==", "!="};
+    auto c = std::make_shared<Node>();
+    c->kind = Node::Cmp;
+    c->op = kCmps[rng_() % 6];
+    c->args = {tree(depth), rng_() % 2 ? tree(depth) : leaf(false)};
+    return c;
   }
 
  private:
@@ -147,9 +157,9 @@ class Generator {
     }
     switch (rng_() % 3) {
       case 0: {
-        static const double kFloats[] = {0.5, 1.5, -2.0, 3.0, 0.25, -0.75};
+        static const double kFloats[] = {0.5, 1.5, -2.0, 3.0, 0.25, -0.75, INFINITY};
         n->kind = Node::LitF;
-        n->lit = kFloats[rng_() % 6];
+        n->lit = kFloats[rng_() % 7];
         break;
       }
       case 1:
@@ -181,6 +191,7 @@ std::string text(const Node& n) {
     case Node::QJ:
       return "(q + 1 + j)";
     case Node::LitF:
+      if (std::isinf(n.lit)) return n.lit > 0 ? "inf" : "(-inf)";
       return fmt::format("{}", n.lit) + (n.lit == std::floor(n.lit) ? ".0" : "");
     case Node::LitI:
       return fmt::format("{}", static_cast<int64_t>(n.lit));
@@ -342,6 +353,7 @@ BodyCase random_body(std::mt19937& rng) {
   Generator gen(rng);
   c.first = gen.tree(3);
   c.second = gen.tree(3);
+  if (rng() % 8 == 0) c.second = gen.comparison(2);  // a bool stored (1 or 0), broadcast where it must be
   c.s_ty = rng() % 3 == 0 ? Ty::F16 : Ty::F32;
   c.y_ty = rng() % 3 == 0 ? Ty::F16 : Ty::F32;
   c.source = fmt::format(
@@ -364,12 +376,14 @@ BodyCase random_body(std::mt19937& rng) {
   return c;
 }
 
-// y after a run of the case (on the GPU or the interpreter), its output poisoned with NaN codes first.
+// y after a run of the case (on the GPU or the interpreter).
 std::optional<std::vector<double>> run_body(const BodyCase& c, const ir::Program& p, bool gpu,
                                             Diagnostics& diags) {
   std::vector<uint8_t> xb = interp::testing::pack_values(DataType::f32(), c.x);
   std::vector<uint8_t> bb = interp::testing::pack_values(DataType::f32(), c.b);
-  std::vector<uint8_t> yb(static_cast<size_t>(c.rows * c.cols * c.y_dtype().bits() / 8), 0xff);
+  // Poisoned with a finite value no tree computes by chance (f32 1.3e36, f16 61280), not NaN: a NaN would
+  // pass for an element left unwritten wherever the rules give NaN.
+  std::vector<uint8_t> yb(static_cast<size_t>(c.rows * c.cols * c.y_dtype().bits() / 8), 0x7b);
   interp::Arguments args;
   args.buffers = {{"x_ptr", &xb}, {"b_ptr", &bb}, {"y_ptr", &yb}};
   args.scalars["q"] = interp::testing::int_arg(c.q);

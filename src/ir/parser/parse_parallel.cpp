@@ -44,8 +44,8 @@ ElementAccess Parser::bind_element_access(const Syn& syn) {
 ElementExpr Parser::bind_element(const Syn& syn) {
   DepthGuard guard(*this, syn.loc);
   if (!is_element_syntax(syn)) {
-    if (syn.kind == SynKind::Name) {
-      const Symbol& s = lookup(syn.name, syn.loc);
+    if (syn.kind == SynKind::Name && (symbols_.count(syn.name) || (syn.name != "inf" && syn.name != "nan"))) {
+      const Symbol& s = lookup(syn.name, syn.loc);  // (bind_scalar takes a bare inf or nan as a literal)
       if (s.kind == Symbol::Kind::Variable && s.var->type.is_tensor())
         fail(syn.loc, fmt::format("'{}' is a tensor: a Parallel body reads its elements, `{}[i, ...]`",
                                   syn.name, syn.name));

@@ -90,7 +90,7 @@ void Verifier::check_iota(const IotaInst& n) {
   note_threads(n.layout, n.loc);
   if (!n.dtype.is_integer())
     diags_.error(n.loc, "Iota: the dtype is {}; index values are integers (i32, u32, ...)", n.dtype.name());
-  if (n.dim >= n.layout.rank())
+  if (n.dim < 0 || n.dim >= n.layout.rank())
     diags_.error(n.loc, "Iota: dim={} but the layout {} has rank {}", n.dim, layout_text(n.layout),
                  n.layout.rank());
   set_result(n.dtype, n.layout);

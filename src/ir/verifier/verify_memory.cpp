@@ -142,7 +142,7 @@ void Verifier::check_allocate_shared(const AllocateSharedInst& n) {
   if (extents.empty() || (!n.layout && extents.size() != n.shape.size())) return;
   const std::optional<int64_t> count = checked_product(extents);
   const std::optional<int64_t> bits = count ? checked_mul(*count, n.dtype.bits()) : std::nullopt;
-  if (!bits || *bits / 8 > target::kMaxSharedPerBlock) {
+  if (!bits || (*bits + 7) / 8 > target::kMaxSharedPerBlock) {
     const std::string var = current_ && !current_->results.empty() && current_->results[0]
                                 ? fmt::format(" '{}'", current_->results[0]->name)
                                 : std::string();
