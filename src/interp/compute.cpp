@@ -7,6 +7,7 @@
 #include <cmath>
 #include <span>
 
+#include "float_minmax.h"
 #include "machine.h"
 #include "tilevm/ir/compare.h"
 #include "tilevm/type/convert.h"
@@ -201,10 +202,10 @@ RegPtr Machine::elementwise(const ir::ElementwiseInst& n, DataType dtype) {
           r = std::fmod(x, y);
           break;
         case ElementwiseOp::Max:
-          r = std::fmax(x, y);
+          r = float_max(x, y);
           break;
         case ElementwiseOp::Min:
-          r = std::fmin(x, y);
+          r = float_min(x, y);
           break;
         case ElementwiseOp::Neg:
           r = -x;

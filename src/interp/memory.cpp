@@ -54,14 +54,26 @@ void for_each_tile_element(const MemView& v, const Index& tile_shape, const Inde
     }
   }
   Index start = v.origin;
-  for (int k = 0; k < V; ++k)
-    start[static_cast<size_t>(v.kept[static_cast<size_t>(k)])] +=
-        offset.empty() ? 0 : offset[static_cast<size_t>(k)];
+  for (int k = 0; k < V; ++k) {
+    int64_t& s = start[static_cast<size_t>(v.kept[static_cast<size_t>(k)])];
+    if (__builtin_add_overflow(s, offset.empty() ? 0 : offset[static_cast<size_t>(k)], &s))
+      raise(loc, "the tile's origin in '{}' overflows 64 bits (the view's origin plus the offset)", v.name);
+  }
   // The base dimension each tile dimension moves (-1 for leading size-1 tile dimensions beyond the view).
   std::vector<int> moves(static_cast<size_t>(r), -1);
   for (int d = 0; d < r; ++d) {
     int vk = d - (r - V);
     if (vk >= 0) moves[static_cast<size_t>(d)] = v.kept[static_cast<size_t>(vk)];
+  }
+  // Indices outside the tensor are allowed (a load reads 0, a store drops the element); indices past 2^63
+  // are not (the odometer below would overflow).
+  for (int d = 0; d < r; ++d) {
+    const int m = moves[static_cast<size_t>(d)];
+    int64_t last = 0;
+    if (m >= 0 &&
+        __builtin_add_overflow(start[static_cast<size_t>(m)], tile_shape[static_cast<size_t>(d)] - 1, &last))
+      raise(loc, "the tile of shape {} at index {} of '{}' reaches past 2^63 - 1", format_index(tile_shape),
+            start[static_cast<size_t>(m)], v.name);
   }
   int64_t elements = 1;
   for (int64_t e : tile_shape) elements *= e;

@@ -3,6 +3,7 @@
 // to the result dtype and written to every (t, i) of the result layout, replicas included.
 #include <cmath>
 
+#include "float_minmax.h"
 #include "machine.h"
 #include "tilevm/support/int_math.h"
 #include "tilevm/type/convert.h"
@@ -71,13 +72,13 @@ std::vector<T> reduce_values(const std::vector<T>& in, const Index& shape, int d
           }
         } else if (op == ir::ReduceOp::Max) {
           if constexpr (std::is_same_v<T, double>) {
-            acc = std::fmax(acc, x);
+            acc = float_max(acc, x);
           } else {
             acc = std::max(acc, x);
           }
         } else {
           if constexpr (std::is_same_v<T, double>) {
-            acc = std::fmin(acc, x);
+            acc = float_min(acc, x);
           } else {
             acc = std::min(acc, x);
           }

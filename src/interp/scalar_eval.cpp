@@ -2,6 +2,7 @@
 // int64 and wrap to the expression's type, floats in double rounded to the expression's type.
 #include <cmath>
 
+#include "float_minmax.h"
 #include "tilevm/interp/scalar_eval.h"
 
 #include "machine.h"
@@ -113,10 +114,10 @@ ScalarValue eval_scalar(const ir::Expr& e, const VariableValue& variable) {
         r = std::fmod(p, q);
         break;
       case BinaryOp::Min:
-        r = std::fmin(p, q);
+        r = detail::float_min(p, q);
         break;
       case BinaryOp::Max:
-        r = std::fmax(p, q);
+        r = detail::float_max(p, q);
         break;
       case BinaryOp::CeilDiv:
         r = std::ceil(p / q);

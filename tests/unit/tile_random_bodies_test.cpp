@@ -323,8 +323,9 @@ Value eval(const Node& n, const Element& e) {
     if (n.op == "*") r = a * b;
     if (n.op == "/") r = a / b;
     if (n.op == "%") r = std::fmod(a, b);
-    if (n.op == "min") r = std::fmin(a, b);
-    if (n.op == "max") r = std::fmax(a, b);
+    // -0 orders below +0 (docs/language.md: min(-0, +0) is -0 whichever comes first).
+    if (n.op == "min") r = a == b ? (std::signbit(a) ? a : b) : std::fmin(a, b);
+    if (n.op == "max") r = a == b ? (std::signbit(a) ? b : a) : std::fmax(a, b);
   }
   return {true, *ty, round_to(*ty, r)};
 }

@@ -163,10 +163,10 @@ void Emitter::emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst&
         r = "fmod(x, y)";
         break;
       case Op::Max:
-        r = "fmax(x, y)";
+        r = "tv_fmax(x, y)";
         break;
       case Op::Min:
-        r = "fmin(x, y)";
+        r = "tv_fmin(x, y)";
         break;
       case Op::Neg:
         r = "-x";

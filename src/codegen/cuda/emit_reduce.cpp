@@ -27,9 +27,9 @@ std::string combine(ir::ReduceOp op, bool is_float, const std::string& a, const 
       return is_float ? fmt::format("tv_dadd({}, {})", a, b)
                       : fmt::format("(tv_i64)((tv_u64){} + (tv_u64){})", a, b);
     case ir::ReduceOp::Max:
-      return is_float ? fmt::format("fmax({}, {})", a, b) : fmt::format("({0} > {1} ? {0} : {1})", a, b);
+      return is_float ? fmt::format("tv_fmax({}, {})", a, b) : fmt::format("({0} > {1} ? {0} : {1})", a, b);
     case ir::ReduceOp::Min:
-      return is_float ? fmt::format("fmin({}, {})", a, b) : fmt::format("({0} < {1} ? {0} : {1})", a, b);
+      return is_float ? fmt::format("tv_fmin({}, {})", a, b) : fmt::format("({0} < {1} ? {0} : {1})", a, b);
   }
   return a;
 }

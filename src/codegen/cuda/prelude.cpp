@@ -249,6 +249,9 @@ template <int BYTES> TV_INLINE void tv_cp_async_shared(tv_u32 dst, const void* s
 // ---- Exact sums for the SIMT paths (no contraction into fma, as the interpreter's double arithmetic). ----
 TV_INLINE double tv_dadd(double a, double b) { return __dadd_rn(a, b); }
 TV_INLINE double tv_dmul(double a, double b) { return __dmul_rn(a, b); }
+// min and max as the language defines them (the interpreter's float_minmax.h): NaN ignored, -0 below +0.
+TV_INLINE double tv_fmin(double x, double y) { return x == y ? (signbit(x) ? x : y) : fmin(x, y); }
+TV_INLINE double tv_fmax(double x, double y) { return x == y ? (signbit(x) ? y : x) : fmax(x, y); }
 // The ceiling of a / b for any signs (the interpreter's CeilDiv): the truncated quotient, plus one when the
 // division is inexact and the exact quotient is positive.
 TV_INLINE tv_i64 tv_ceil_div(tv_i64 a, tv_i64 b) { return a / b + (a % b != 0 && (a < 0) == (b < 0)); }
