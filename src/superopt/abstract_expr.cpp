@@ -193,6 +193,21 @@ int op_abstract_expr(ExprPool& pool, const Graph& g, const Op& op, const std::ve
   internal_failure("op with one expression", __FILE__, __LINE__, fmt::format("{}", op_name(op.kind)));
 }
 
+int64_t op_expr_extent(const Graph& g, OpKind kind, int x, int y, int attr) {
+  switch (kind) {
+    case OpKind::Matmul:
+      return g.tensor(x).shape.back();
+    case OpKind::Sum:
+      return g.tensor(y).shape[static_cast<size_t>(attr)];
+    case OpKind::RmsNorm:
+      return g.tensor(y).shape.back();
+    case OpKind::Accum:
+      return attr == kReplica ? -1 : -2;
+    default:
+      return 0;
+  }
+}
+
 std::vector<int> abstract_exprs(ExprPool& pool, const Graph& kernel) {
   return exprs_of(pool, kernel, {});
 }

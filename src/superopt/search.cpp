@@ -152,35 +152,21 @@ class BlockSearch {
     return true;
   }
 
-  // What an op's abstract expression depends on: its kind, its operands' expressions and the one extent it
-  // reads from a shape (a matmul's K, a sum's dimension, an accumulator's loop). The search tries the same
-  // combinations in millions of states; the memo below skips building their terms again.
+  // What an op's abstract expression depends on (op_expr_extent): its kind, the one extent it reads and its
+  // operands' expressions. The search tries the same combinations in millions of states; the memo below
+  // skips building their terms again.
   struct ExprKey {
-    int64_t kind_and_extent;
-    int a, b;
+    int64_t extent;
+    int kind, a, b;
     bool operator==(const ExprKey&) const = default;
   };
   struct ExprKeyHash {
     size_t operator()(const ExprKey& k) const {
-      return static_cast<size_t>(k.kind_and_extent) * 0x9e3779b97f4a7c15ULL ^
+      const size_t h = static_cast<size_t>(k.extent) * 31 + static_cast<size_t>(k.kind);
+      return h * 0x9e3779b97f4a7c15ULL ^
              (static_cast<size_t>(static_cast<uint32_t>(k.a)) << 32 | static_cast<uint32_t>(k.b));
     }
   };
-
-  int extent_read(const Graph& block, OpKind kind, int x, int y, int attr) const {
-    switch (kind) {
-      case OpKind::Matmul:
-        return static_cast<int>(block.tensor(x).shape.back());
-      case OpKind::Sum:
-        return static_cast<int>(block.tensor(y).shape[static_cast<size_t>(attr)]);
-      case OpKind::RmsNorm:
-        return static_cast<int>(block.tensor(y).shape.back());
-      case OpKind::Accum:
-        return attr == kReplica ? -1 : -2;
-      default:
-        return 0;
-    }
-  }
 
   // The op's expression and whether the oracle admits it, from the memo or computed once.
   struct MemoEntry {
@@ -188,9 +174,8 @@ class BlockSearch {
     bool admitted = true;
   };
   MemoEntry memo_expr(const Graph& block, OpKind kind, int x, int y, int attr) {
-    const ExprKey key{
-        static_cast<int64_t>(kind) << 40 | static_cast<uint32_t>(extent_read(block, kind, x, y, attr)),
-        x >= 0 ? exprs_[static_cast<size_t>(x)] : -1, exprs_[static_cast<size_t>(y)]};
+    const ExprKey key{op_expr_extent(block, kind, x, y, attr), static_cast<int>(kind),
+                      x >= 0 ? exprs_[static_cast<size_t>(x)] : -1, exprs_[static_cast<size_t>(y)]};
     if (auto it = expr_memo_.find(key); it != expr_memo_.end()) return it->second;
     if (expr_memo_.size() >= kMaxMemo) expr_memo_.clear();  // a long search's memo stays bounded
     Op op;

@@ -126,6 +126,7 @@ class Lowering : public ir::IRMutator {
     }
     loop_ = *loop;
     loaded_.clear();
+    iotas_.clear();
     std::set<const ir::VarNode*> read, written;  // memory tensors since the last barrier
     for (size_t k = 0; k < p.body.size(); ++k) {
       const ir::ElementAssign& a = p.body[k];
@@ -183,13 +184,12 @@ class Lowering : public ir::IRMutator {
     if (!first_loop_variable(*parallel_, x)) return Val{x, nullptr, {}, x->type};
     const SourceLoc loc = x->loc.known() ? x->loc : whole->loc;
     if (const int k = loop_dimension(*parallel_, x); k >= 0) {
-      const std::string key = fmt::format("#iota{}", k);
-      if (auto it = loaded_.find(key); it != loaded_.end())
-        return Val{nullptr, it->second.second, {k}, DataType::i32()};
-      const layout::Layout lay = tile_layout({k});
-      ir::Var v = temp(DataType::i32(), lay);
-      emit(std::make_shared<ir::IotaInst>(DataType::i32(), lay, k, loc), {v});
-      loaded_[key] = {nullptr, v};
+      ir::Var& v = iotas_[k];
+      if (!v) {
+        const layout::Layout lay = tile_layout({k});
+        v = temp(DataType::i32(), lay);
+        emit(std::make_shared<ir::IotaInst>(DataType::i32(), lay, k, loc), {v});
+      }
       return Val{nullptr, v, {k}, DataType::i32()};
     }
     ElementwiseOp o = ElementwiseOp::Neg;
@@ -393,9 +393,10 @@ class Lowering : public ir::IRMutator {
   size_t next_read_ = 0;
   layout::Layout loop_;
   SourceLoc loc_;
-  // Tiles this loop already read (memory loads, register views), by access: the tensor and the tile; and
-  // the Iota tiles of its loop variables used as values ("#iotaK", no tensor).
+  // Tiles this loop already read (memory loads, register views), by access: the tensor and the tile.
   std::map<std::string, std::pair<const ir::VarNode*, ir::Var>> loaded_;
+  // The Iota tile of each loop dimension used as a value, made once per loop.
+  std::map<int, ir::Var> iotas_;
 };
 
 }  // namespace

@@ -20,9 +20,10 @@ using example_test::expect_f16_near;
 using example_test::poisoned;
 using example_test::random_f16;
 
-std::optional<ir::Program> lowered(const std::string& name, const std::map<std::string, std::string>& defines,
-                                   const target::Target& target = target::Target::generic_sm80()) {
-  const std::string source = example_test::read_text(example_test::example_path(name));
+// `source` parsed and lowered (verified after every pass); a test failure with the diagnostics if not.
+std::optional<ir::Program> lowered_text(const std::string& source, const std::string& name,
+                                        const std::map<std::string, std::string>& defines = {},
+                                        const target::Target& target = target::Target::generic_sm80()) {
   Diagnostics diags;
   ir::ParseOptions options;
   options.defines = defines;
@@ -30,6 +31,11 @@ std::optional<ir::Program> lowered(const std::string& name, const std::map<std::
   if (p) p = transform::lower(*std::move(p), diags, {.target = target, .verify_each_pass = true});
   if (!p) ADD_FAILURE() << diags.render(name, source);
   return p;
+}
+
+std::optional<ir::Program> lowered(const std::string& name, const std::map<std::string, std::string>& defines,
+                                   const target::Target& target = target::Target::generic_sm80()) {
+  return lowered_text(example_test::read_text(example_test::example_path(name)), name, defines, target);
 }
 
 // Runs examples/NAME with these defines on the interpreter (lowered for sm_80) or on the GPU (lowered for
@@ -165,10 +171,9 @@ TEST(TileParallel, IndexValuesOnTheInterpreter) {
       "    for i, j in Parallel(16, 64):\n"
       "        s[i, j] = where(j <= q0 + i, s[i, j], -inf)\n"
       "        y[i, j] = s[i, j] + j * 0.5 - min(i, 3) + (j - 7) / 4\n";
+  std::optional<ir::Program> p = lowered_text(source, "index_values.tile");
+  ASSERT_TRUE(p);
   Diagnostics diags;
-  std::optional<ir::Program> p = ir::parse_program(source, diags);
-  if (p) p = transform::lower(*std::move(p), diags, {.verify_each_pass = true});
-  ASSERT_TRUE(p) << diags.render("index_values.tile", source);
   std::mt19937 rng(21);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> x(16 * 64);
@@ -208,10 +213,9 @@ TEST(TileParallel, IndexValueCorners) {
       "        y[2, i, j] = (i < 2) == (j < 4)\n"
       "        y[3, i, j] = where(j < 6, j, inf)\n"
       "        y[4, i, j] = where(j < n, 1.0, 0.0)\n";
+  std::optional<ir::Program> p = lowered_text(source, "corners.tile");
+  ASSERT_TRUE(p);
   Diagnostics diags;
-  std::optional<ir::Program> p = ir::parse_program(source, diags);
-  if (p) p = transform::lower(*std::move(p), diags, {.verify_each_pass = true});
-  ASSERT_TRUE(p) << diags.render("corners.tile", source);
   std::vector<uint8_t> y = poisoned(5 * 4 * 8 * 4);
   interp::Arguments args;
   args.buffers = {{"y_ptr", &y}};
@@ -243,10 +247,9 @@ TEST(TileParallel, MixedIntegersComputeAsTheLanguageSays) {
       "    c = ViewGlobal(c_ptr, dtype=i64, shape=[32])\n"
       "    for i in Parallel(32):\n"
       "        c[i] = a[i] + b[i]\n";
+  std::optional<ir::Program> p = lowered_text(source, "mixed.tile");
+  ASSERT_TRUE(p);
   Diagnostics diags;
-  std::optional<ir::Program> p = ir::parse_program(source, diags);
-  if (p) p = transform::lower(*std::move(p), diags, {.verify_each_pass = true});
-  ASSERT_TRUE(p) << diags.render("mixed.tile", source);
   std::vector<uint8_t> a(32 * 4), b(32 * 4), c = poisoned(32 * 8);
   for (int k = 0; k < 32; ++k) {
     const int32_t minus_two = -2;

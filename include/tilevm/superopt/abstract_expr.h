@@ -74,6 +74,11 @@ std::vector<int> abstract_exprs(ExprPool& pool, const Graph& block, const std::v
 // Input, Block and Thread ops (abstract_exprs handles those).
 int op_abstract_expr(ExprPool& pool, const Graph& g, const Op& op, const std::vector<int>& exprs,
                      const std::vector<int>& operands);
+// What op_abstract_expr reads of the graph besides its operands' expressions, for an op of `kind` on
+// tensors x (-1 when unary) and y with attribute `attr` (a sum's dim, an accumulator's fmap): the one extent
+// it uses (a matmul's K, a sum's dimension, rms_norm's row) or, for an accumulator, whether it sums the loop.
+// A memo keyed by (kind, this, operand expressions) is exact (the search's).
+int64_t op_expr_extent(const Graph& g, OpKind kind, int x, int y, int attr);
 
 // Whether an expression can be part of a graph equivalent to the target (the paper's subexpression check,
 // by rewriting instead of an SMT solver): the target is closed under distributivity in both directions

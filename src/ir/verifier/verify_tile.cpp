@@ -1,20 +1,12 @@
 // The tile layer's operators (inst/tile.h): scopes, shapes and dtypes. Their layouts are the tile layer's
 // to infer (src/tile/), so nothing here reads a fragment's layout.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include "tilevm/target/limits.h"
 #include "verifier_impl.h"
 
 namespace tilevm::ir::verifier_detail {
 
 namespace {
-
-std::string extents_text(const std::vector<Expr>& shape) {
-  std::vector<std::string> parts;
-  for (const Expr& e : shape) parts.push_back(expr_text(e));
-  return fmt::format("{}", fmt::join(parts, ", "));
-}
 
 bool is_gemm_input(DataType t) {
   return t == DataType::f16() || t == DataType::bf16();
@@ -45,9 +37,9 @@ void Verifier::check_allocate_fragment(const AllocateFragmentInst& n) {
   }
   if (all_known && elements > max_elements)
     diags_.error(n.loc,
-                 "AllocateFragment: a [{}] fragment of {} is larger than a block's registers can hold ({} "
+                 "AllocateFragment: a {} fragment of {} is larger than a block's registers can hold ({} "
                  "bits: at most {} elements of {} bits)",
-                 extents_text(n.shape), n.dtype.name(), target::kRegisterFileBits, max_elements,
+                 shape_text(n.shape), n.dtype.name(), target::kRegisterFileBits, max_elements,
                  n.dtype.bits());
   if (n.init) {
     auto t = check_expr(n.init, n.loc);
