@@ -68,6 +68,7 @@ ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig
 
 ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   check_fused_config(p, c, "qmatmul");
+  if (c.warp_specialized) return build_wgmma_ws_matmul(p, c);
   if (c.wgmma) return build_wgmma_matmul(p, c);
   if (c.swapped()) return build_swapped_matmul(p, c);
   if (c.warps_k > 1) return build_warps_k_matmul(p, c);

@@ -25,20 +25,20 @@ std::string QMatmulConfig::name() const {
   const std::string warps = warps_k > 1 ? fmt::format("{}x{}x{}", warps_m, warps_n, warps_k)
                                         : fmt::format("{}x{}", warps_m, warps_n);
   return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}_s{}_k{}{}", block_m, block_n, block_k, slice_k, warps, stages,
-                     split_k, wgmma ? "_wg" : "");
+                     split_k, warp_specialized ? "_ws" : wgmma ? "_wg" : "");
 }
 
 QMatmulConfig QMatmulConfig::parse(const std::string& name) {
   if (name == "dequant_gemm") return QMatmulConfig{.dequant_gemm = true};
   static const std::regex re(
-      R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})(?:x(\d{1,6}))?_s(\d{1,6})_k(\d{1,6})(_wg)?)");
+      R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})(?:x(\d{1,6}))?_s(\d{1,6})_k(\d{1,6})(_wg|_ws)?)");
   std::smatch m;
   if (!std::regex_match(name, m, re))
     fail(
         "'{}' is not a qmatmul configuration name (expected e.g. bm16_bn64_bk128_sk64_w1x4_s3_k1 or, with "
         "warps "
         "along K, bm16_bn64_bk512_sk128_w1x2x4_s3_k1, or of the wgmma form "
-        "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg, each number of at most 6 digits)",
+        "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg (_ws warp-specialized), each number of at most 6 digits)",
         name);
   auto v = [&](int i) { return std::stoll(m[i].str()); };  // at most 6 digits: never out of range
   QMatmulConfig c;
@@ -52,6 +52,7 @@ QMatmulConfig QMatmulConfig::parse(const std::string& name) {
   c.stages = v(8);
   c.split_k = v(9);
   c.wgmma = m[10].matched;
+  c.warp_specialized = m[10].str() == "_ws";
   return c;
 }
 
@@ -103,8 +104,9 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
   if (c.dequant_gemm) return;
   auto bad = [&](const std::string& why) { fail("qmatmul: configuration {} is invalid: {}", c.name(), why); };
   if (c.warps_m < 1 || c.warps_n < 1 || c.warps_k < 1) bad("warps_m, warps_n and warps_k must be at least 1");
-  if (c.threads() > target.max_threads_per_block)
-    bad(fmt::format("{} threads per block, at most {}", c.threads(), target.max_threads_per_block));
+  if (c.block_threads() > target.max_threads_per_block)
+    bad(fmt::format("{} threads per block, at most {}", c.block_threads(), target.max_threads_per_block));
+  if (c.warp_specialized && !c.wgmma) bad("warp specialization is a variant of the wgmma form");
   if (c.wgmma) {
     // One warpgroup per 64 columns of C; the dequantized tile's rows are 64 ATYPE values (128 bytes).
     if (!target.features.wgmma)
@@ -123,6 +125,17 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
     if (!qmatmul_weight_fits(p.wtype, p.atype))
       bad(fmt::format("the wgmma form needs weights whose values fit {} ({} takes the f32 path)",
                       p.atype.name(), p.wtype.name()));
+    if (c.warp_specialized) {
+      if (p.k % 8 != 0 || p.n % 8 != 0)
+        bad(fmt::format("the warp-specialized form copies with the TMA, whose rows are 16-byte multiples: k "
+                        "({}) and n ({}) must be multiples of 8",
+                        p.k, p.n));
+      const QMatmulShape s(p, c);
+      if (s.words_per_thread % 4 != 0)
+        bad(fmt::format("the warp-specialized form needs each thread's codes of a tile ({} words) a multiple "
+                        "of 4 words (the codes' tile is copied as rows of 256 words)",
+                        s.words_per_thread));
+    }
   } else if (c.swapped()) {
     // block_m == 8: the weights are the mma's A operand (see QMatmulConfig::swapped).
     if (c.warps_m != 1 || c.warps_k != 1) bad("block_m 8 (swapped operands) needs warps_m and warps_k of 1");
@@ -198,6 +211,8 @@ QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {
   if (c.warps_k > 1) shared_bytes += c.warps_k * c.block_m * c.block_n * 4;  // the partial tiles to sum
   // The wgmma form: two dequantized [BN, BK] tiles, and up to 1024 bytes to align the swizzled tiles.
   if (c.wgmma) shared_bytes += 2 * c.block_n * c.block_k * 2 + 1024;
+  // Warp-specialized: two barriers per stage (full and empty), 8 bytes each.
+  if (c.warp_specialized) shared_bytes += 16 * c.stages;
 }
 
 bool qmatmul_weights_rounded(const QMatmulProblem& p, const QMatmulConfig& c) {

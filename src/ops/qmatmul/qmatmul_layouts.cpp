@@ -138,6 +138,10 @@ Layout column_row(const Layout& l) {
 }
 
 Layout shared_a_layout(const QMatmulConfig& c) {
+  // Warp-specialized, [STAGES, BK / 64, BM, 64]: each column group is a tile of its own, as the TMA writes
+  // it (a box row of 128-byte swizzle is at most 128 bytes) and a DotAsync reads it.
+  if (c.warp_specialized)
+    return local(c.stages, c.block_k / 64, 1, 1) * target::wgmma_swizzled_tile(c.block_m, 64, 16, 128);
   // The wgmma form's B operand: [BM, BK] in column groups of 64, each the 128-byte swizzled form.
   if (c.wgmma)
     return local(c.stages, 1, 1) * local(1, c.block_k / 64) *

@@ -59,6 +59,8 @@ layout::Layout column_row(const layout::Layout& l);
 
 // The A tile in shared memory: [STAGES, BM, BK] f16 in 16-byte chunks, swizzled (chunk index xor row) when
 // the chunk count allows it, so that the cp.async writes and the ldmatrix reads avoid bank conflicts.
+// The wgmma forms: [STAGES, BM, BK] in 128-byte swizzled column groups of 64; warp-specialized [STAGES,
+// BK / 64, BM, 64], the column groups as tiles of their own.
 layout::Layout shared_a_layout(const QMatmulConfig& c);
 
 }  // namespace tilevm::ops

@@ -30,11 +30,16 @@ MatmulData declare(MatmulConstants& k) {
   Pointer c_ptr = pb.pointer_param("c_ptr", k.c.split_k > 1 ? f32 : at);
   Scalar m = pb.scalar_param("m", i32), n = pb.scalar_param("n", i32), k_size = pb.scalar_param("k", i32);
   pb.grid({ceil_div(m, k.BM), ceil_div(n, k.BN), k.SPLIT});
-  pb.threads(static_cast<int>(k.c.threads()));
+  pb.threads(static_cast<int>(k.c.block_threads()));
 
   auto [bi, bj, bz] = pb.block_indices("bi", "bj", "bz");
   Tensor ga = pb.view_global("ga", a_ptr, at, {m, k_size});
-  Tensor gt = pb.view_global("gt", t_ptr, u32, {ceil_div(k_size, k.BK), ceil_div(n, k.BN), k.TILE_WORDS});
+  // Warp-specialized, the TMA copies a tile's codes as rows of 256 words (a box is at most 256 wide): the
+  // same memory as [k tiles, n tiles, TILE_WORDS], viewed as rows.
+  const int64_t code_rows = k.s.tile_words / 256;
+  Tensor gt = k.c.warp_specialized
+                  ? pb.view_global("gt", t_ptr, u32, {ceil_div(k_size, k.BK) * ceil_div(n, k.BN) * code_rows, 256})
+                  : pb.view_global("gt", t_ptr, u32, {ceil_div(k_size, k.BK), ceil_div(n, k.BN), k.TILE_WORDS});
   Tensor gs = pb.view_global("gs", scale_ptr, at, {k_size / k.G, n});
   std::optional<Tensor> gz;
   if (zero_ptr) gz = pb.view_global("gz", *zero_ptr, at, {k_size / k.G, n});
@@ -45,7 +50,8 @@ MatmulData declare(MatmulConstants& k) {
   Scalar count = pb.let("count", max(0, min(k_tiles - first, per)));
 
   Tensor smem_a = pb.allocate_shared("smem_a", at, smem_a_layout);
-  Tensor smem_b = pb.allocate_shared("smem_b", u32, {k.STAGES, k.TILE_WORDS});
+  Tensor smem_b = k.c.warp_specialized ? pb.allocate_shared("smem_b", u32, {k.STAGES, code_rows, 256})
+                                       : pb.allocate_shared("smem_b", u32, {k.STAGES, k.TILE_WORDS});
   std::optional<Tensor> smem_s, smem_z;
   if (!k.s.per_channel) smem_s = pb.allocate_shared("smem_s", at, {k.STAGES, k.SROWS, k.BN});
   if (gz && !k.s.per_channel) smem_z = pb.allocate_shared("smem_z", at, {k.STAGES, k.SROWS, k.BN});

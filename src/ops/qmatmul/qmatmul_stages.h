@@ -101,5 +101,6 @@ ir::Program build_plain_matmul(const QMatmulProblem& problem, const QMatmulConfi
 ir::Program build_swapped_matmul(const QMatmulProblem& problem, const QMatmulConfig& config);
 ir::Program build_warps_k_matmul(const QMatmulProblem& problem, const QMatmulConfig& config);
 ir::Program build_wgmma_matmul(const QMatmulProblem& problem, const QMatmulConfig& config);
+ir::Program build_wgmma_ws_matmul(const QMatmulProblem& problem, const QMatmulConfig& config);
 
 }  // namespace tilevm::ops

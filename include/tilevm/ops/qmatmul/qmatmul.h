@@ -86,15 +86,25 @@ struct QMatmulConfig {
   // 128-byte swizzled tile), block_m a multiple of 16 up to 256, weights that fit ATYPE and a group that
   // block_k divides (or per channel). Named with the suffix "_wg".
   bool wgmma = false;
+  // The wgmma form with warp specialization (implies wgmma): one more warpgroup, the producer, only issues
+  // the TMA copies of each stage (activations, codes, scales, zeros) and hands the stage over on an mbarrier;
+  // the warps_n / 4 consumer warpgroups only dequantize and multiply, and hand the stage back on another.
+  // No thread computes a copy's addresses and there is no block-wide barrier in the loop. Also needs
+  // k and n multiples of 8 (the tensor maps' rows are 16-byte multiples) and each thread's codes of a tile
+  // a multiple of 4 words (the codes' tile is copied as rows of 256 words). Named with the suffix "_ws".
+  bool warp_specialized = false;
 
+  // The threads that compute (the matmul's warps; the transform's block).
   int64_t threads() const { return 32 * warps_m * warps_n * warps_k; }
+  // The matmul program's block: the computing threads and, warp-specialized, the producer warpgroup.
+  int64_t block_threads() const { return threads() + (warp_specialized ? 128 : 0); }
   // block_m == 8 (decode, M <= 8): the mma's operands are swapped. The weights are its A operand (16 columns
   // of C per m16 tile) and the activations its B operand (the 8 rows of C as n8), so one mma.m16n8k16 takes
   // 256 weights instead of 128 and the slice's scaling works on half as many sums. Needs warps_m == 1,
   // warps_k == 1, block_n a multiple of 16 * warps_n, and weights that fit ATYPE (zero points too).
   bool swapped() const { return block_m == 8 && !wgmma; }
   // "bm16_bn64_bk128_sk64_w1x4_s3_k1", with warps_k > 1 "bm16_bn64_bk512_sk128_w1x2x4_s3_k1", the wgmma
-  // form "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg" ("dequant_gemm" for that mode): names the configuration in
+  // form "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg", warp-specialized "..._ws" ("dequant_gemm" for that mode): names the configuration in
   // caches and reports.
   std::string name() const;
   // Parses name(); @throws tilevm::Error on malformed text.

@@ -1,0 +1,114 @@
+// The wgmma form with warp specialization (QMatmulConfig::warp_specialized, sm_90a): the product of
+// matmul_wgmma.cpp, C^T[BN, BM] = W^T[BN, BK] @ A^T, with the copies taken off the computing warps.
+//
+// Warpgroup 0, the producer, fills the STAGES stages with the TMA: per k-tile the activations [BM, BK] (one
+// copy per 64-column group, 128-byte swizzled as wgmma reads them), the codes (rows of 256 words of the
+// transformed tile) and the tile's scale (and zero) rows, all completing on full[stage]. The consumer
+// warpgroups 1 .. BN / 64, one per 64 columns of C, run each step as
+//
+//   BarrierWait(full[stage])                             (the stage has landed)
+//   codes -> registers, cast to ATYPE, minus the zeros, times the scales (one rounding, as the dequantize
+//   program) -> the dequantized tile w[b] in shared memory (b = step % 2)
+//   Synchronize                                          (the consumers' stores are complete)
+//   DotAsync(w[b][h], A[stage][h], acc) per 64-column group h
+//   DotAsyncWait(BK / 64)                                (the previous step's products are done)
+//   BarrierArrive(empty[previous stage])                 (its operands are read: the producer may refill it)
+//
+// so that no computing thread spends instructions on copy addresses or waits on a block-wide barrier, and the
+// next tile is dequantized while this one's products run. A stage is used for the (t / STAGES)-th time at
+// step t: its phases have parity (t / STAGES) % 2, and the producer's first wait on each empty barrier
+// returns at once (parity 1 before phase 0). w alternates as in the other wgmma form: a step writes the
+// buffer that the products two steps back read, retired by the wait of the step before.
+#include "qmatmul_stages.h"
+#include "tilevm/target/wgmma.h"
+
+namespace tilevm::ops {
+
+ir::Program build_wgmma_ws_matmul(const QMatmulProblem& p, const QMatmulConfig& c) {
+  using namespace ir;
+  using layout::Layout;
+  MatmulConstants k(p, c);
+  ProgramBuilder& pb = k.pb;
+  const DataType at = p.atype, f32 = DataType::f32();
+  const int64_t H = c.block_k / 64;                  // 64-column groups of a k-tile
+  const int64_t consumers = c.warps_n / 4;           // warpgroups that compute
+  const int64_t code_rows = k.s.tile_words / 256;    // the codes' tile as [code_rows, 256] words
+  const int64_t per_row = k.s.words_per_thread / 4;  // 16-byte chunks of a thread's codes
+  const SliceLayouts l = slice_layouts(c, k.s, 1, 1);
+  const Layout layout_w = pb.named_layout("layout_w", l.b);  // [BN, BK] as dequantized
+  // The same registers as [BK, BN] (scale and zero rows broadcast along k) and as [BK / 64, BN, 64] (the
+  // column groups, as they are stored).
+  const Layout layout_wt = pb.named_layout("layout_wt", layout::transpose(l.b));
+  const Layout layout_w3 = pb.named_layout(
+      "layout_w3", layout::spatial(1, consumers, 1) * layout::local(H, 1, 1) * layout::spatial(1, 16, 8) *
+                       layout::local(1, 4, 1) * layout::local(1, 1, 8));
+  const Layout layout_bt = pb.named_layout("layout_bt", l.bt);
+  // The codes' words as the TMA left them, [code_rows, 256]: thread t's chunk i is word (i T + t) * 4 of the
+  // tile (l.bt), which is row i T / 64 + t / 64, column (t % 64) * 4.
+  const int64_t threads = c.threads();
+  const Layout layout_bt2 = pb.named_layout(
+      "layout_bt2", layout::local(per_row, 1) * layout::spatial(threads / 64, 64) * layout::local(1, 4));
+  const Layout layout_acc = pb.named_layout("layout_acc", l.dot_c);  // C^T [BN, BM]
+  const Layout layout_c = pb.named_layout("layout_c", l.c);          // [BM, BN]: the same registers
+  const Layout layout_sc = pb.named_layout("layout_sc", column_row(layout::transpose(l.b)));
+  const Layout smem_w_layout = pb.named_layout(
+      "smem_w_layout", layout::local(2, H, 1, 1) * target::wgmma_swizzled_tile(c.block_n, 64, 16, 128));
+
+  MatmulPipeline m(k);
+  Tensor smem_w = pb.allocate_shared("smem_w", at, smem_w_layout);
+  Tensor full = pb.allocate_barrier("full", 1, c.stages);
+  Tensor empty = pb.allocate_barrier("empty", 1, c.stages);
+  const int64_t scale_bytes = k.s.per_channel ? 0 : k.s.scale_rows * c.block_n * 2 * (m.smem_z ? 2 : 1);
+  const int64_t stage_bytes = c.block_m * c.block_k * 2 + k.s.tile_words * 4 + scale_bytes;
+  Scalar n_tiles = pb.let("n_tiles", ceil_div(m.n, k.BN));
+
+  pb.warpgroups(0, 1, 40, [&] {
+    pb.for_range("t", m.count, [&](const Scalar& t) {
+      Scalar stage = pb.let("stage", t % k.STAGES);
+      Scalar kt = pb.let("kt", m.first + t);
+      pb.barrier_wait(empty[stage], (t / k.STAGES + 1) % 2);
+      pb.barrier_arrive(full[stage], Scalar(stage_bytes));
+      for (int64_t h = 0; h < H; ++h)
+        pb.copy_tma(m.smem_a(stage, h), m.ga(from(m.bi * k.BM), from(kt * k.BK + h * 64)), full[stage]);
+      pb.copy_tma(m.smem_b[stage], m.gt(from((kt * n_tiles + m.bj) * code_rows), from(0)), full[stage]);
+      if (m.smem_s) {
+        Scalar row = (kt * k.BK) / k.G;
+        pb.copy_tma((*m.smem_s)[stage], m.gs(from(row), from(m.bj * k.BN)), full[stage]);
+        if (m.smem_z) pb.copy_tma((*m.smem_z)[stage], (*m.gz)(from(row), from(m.bj * k.BN)), full[stage]);
+      }
+    });
+  });
+
+  pb.warpgroups(1, 1 + consumers, 232, [&] {
+    Tensor acc = pb.allocate_register("acc", f32, layout_acc, 0.0);
+    // Per channel, the one row of zero points is loaded once (the scales multiply C in m.store).
+    std::optional<Tensor> zero_row;
+    if (m.gz && k.s.per_channel) zero_row = pb.load_global("zero_row", *m.gz, layout_sc, {0, m.bj * k.BN});
+    Scalar wbuf = pb.let("wbuf", 0);
+    pb.for_range("t", m.count, [&](const Scalar& t) {
+      Scalar stage = pb.let("stage", t % k.STAGES);
+      pb.barrier_wait(full[stage], (t / k.STAGES) % 2);
+      Tensor bt2 = pb.load_shared("bt2", m.smem_b[stage], layout_bt2);
+      Tensor w = m.convert_codes(pb.view("bt", bt2, layout_bt), layout_w, std::nullopt);
+      Tensor wt = pb.view("wt", w, layout_wt);
+      // One slice per k-tile (slice_k == block_k): its scale and zero rows are the stage's row 0.
+      if (m.gz) {
+        Tensor z = zero_row ? *zero_row : m.slice_row("z", (*m.smem_z)[stage], layout_sc, Scalar(0));
+        wt = pb.sub("wt", wt, z);
+      }
+      if (!k.s.per_channel) wt = pb.mul("wt", wt, m.slice_row("sc", (*m.smem_s)[stage], layout_sc, Scalar(0)));
+      pb.store_shared(pb.view("ws", wt, layout_w3), smem_w[wbuf]);
+      pb.synchronize();
+      for (int64_t h = 0; h < H; ++h)
+        pb.dot_async(smem_w(wbuf, h), m.smem_a(stage, h), acc, DotOptions{.transpose_b = true});
+      pb.dot_async_wait(H);
+      pb.if_(t > 0, [&] { pb.barrier_arrive(empty[(t + (k.STAGES - 1)) % k.STAGES]); });
+      pb.assign(wbuf, 1 - wbuf);
+    });
+    pb.dot_async_wait(0);
+    m.store(pb.view("acc_t", acc, layout_c), layout_c);
+  });
+  return pb.build();
+}
+
+}  // namespace tilevm::ops
