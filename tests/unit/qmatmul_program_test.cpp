@@ -282,6 +282,61 @@ TEST(QMatmulProgram, WgmmaForm) {
   check({b, split}, 4104, true);
 }
 
+// The warp-specialized wgmma form (a TMA producer warpgroup, consumers on full/empty barriers): the block_k
+// of a width is the smallest of 64, 128, 256 that gives each thread whole 16-byte chunks of codes (256
+// columns only per channel, as the wgmma form's slice divides the group).
+QMatmulConfig ws_config(int64_t block_m, int64_t warpgroups, int64_t block_k, int64_t stages = 3) {
+  return QMatmulConfig::parse(fmt::format("bm{}_bn{}_bk{}_sk{}_w1x{}_s{}_k1_ws", block_m, 64 * warpgroups,
+                                          block_k, block_k, 4 * warpgroups, stages));
+}
+int64_t ws_block_k(DataType w) {
+  for (int64_t bk : {64, 128, 256})
+    if (bk * w.bits() % 256 == 0) return bk;
+  return 0;
+}
+
+TEST(QMatmulProgram, WarpSpecializedForm) {
+  for (DataType w : weight_types()) {
+    if (!qmatmul_weight_fits(w, kF16)) continue;
+    SCOPED_TRACE(w.name());
+    const int64_t bk = ws_block_k(w);
+    const int64_t k = bk == 256 ? 512 : 384;
+    check({problem(20, 72, k, w, bk == 256 ? k : 128), ws_config(16, 1, bk)},
+          5000 + static_cast<uint32_t>(w.bits()), bk != 256);
+  }
+  // Two consumer warpgroups, more k-tiles than stages, a last k-tile past k (per channel; the TMA fills the
+  // columns past k with zeros), ragged M.
+  check({problem(37, 136, 320, DataType::int_(4), 320), ws_config(32, 2, 128, 2)}, 5101, false);
+  QMatmulProblem z = problem(9, 64, 384, DataType::uint(4), 64);
+  z.zero_point = true;
+  check({z, ws_config(16, 1, 64)}, 5102, true);
+  QMatmulProblem zc = problem(9, 64, 512, DataType::uint(2), 512);  // per channel
+  zc.zero_point = true;
+  check({zc, ws_config(48, 1, 128)}, 5103, false);
+  QMatmulConfig split = ws_config(16, 2, 64);
+  split.split_k = 3;  // 8 k-tiles: 3, 3 and 2 per split
+  QMatmulProblem b = problem(17, 128, 512, DataType::uint(4), 128);
+  b.atype = DataType::bf16();
+  check({b, split}, 5104, true);
+}
+
+TEST(QMatmulProgram, WarpSpecializedFormRules) {
+  expect_error([&] { build_qmatmul(problem(16, 70, 256, DataType::uint(4), 128), ws_config(16, 1, 64)); },
+               "k (256) and n (70) must be multiples of 8");
+  expect_error([&] { build_qmatmul(problem(16, 64, 256, DataType::uint(2), 128), ws_config(16, 1, 64)); },
+               "each thread's codes of a tile (2 words) a multiple of 4 words");
+  QMatmulConfig not_wgmma = small_config();
+  not_wgmma.warp_specialized = true;
+  expect_error([&] { build_qmatmul(problem(16, 64, 256, DataType::uint(4), 128), not_wgmma); },
+               "warp specialization is a variant of the wgmma form");
+  const QMatmulConfig c = ws_config(64, 2, 128);
+  EXPECT_EQ(c.name(), "bm64_bn128_bk128_sk128_w1x8_s3_k1_ws");
+  EXPECT_TRUE(c.wgmma);
+  EXPECT_EQ(QMatmulConfig::parse(c.name()), c);
+  EXPECT_EQ(c.block_threads(), 384);  // two consumer warpgroups and the producer
+  EXPECT_EQ(c.threads(), 256);
+}
+
 // The same programs compiled to CUDA (cp.async pipeline, transformed weights, the generated converters,
 // mma) on the GPU, against the same double reference, at ragged shapes with several blocks in every grid
 // dimension.
@@ -378,6 +433,29 @@ std::vector<std::pair<Problem, uint32_t>> wgmma_gpu_cases() {
   QMatmulProblem b = problem(70, 256, 512, DataType::uint(4), 128);
   b.atype = DataType::bf16();
   cases.push_back({{b, wgmma_config(128, 2)}, 10105});
+  // Warp-specialized: every type that fits f16, then zero points, per channel, split-K, bf16, a ragged last
+  // k-tile, 128 and 256 rows.
+  for (DataType w : weight_types())
+    if (qmatmul_weight_fits(w, kF16)) {
+      const int64_t bk = ws_block_k(w);
+      // 256 columns of k a step fit shared memory with one warpgroup and two stages.
+      const Problem c = bk == 256 ? Problem{problem(37, 200, 1024, w, 1024), ws_config(32, 1, bk, 2)}
+                                  : Problem{problem(37, 200, 512, w, 128), ws_config(32, 2, bk, 4)};
+      cases.push_back({c, 11000 + static_cast<uint32_t>(w.bits())});
+    }
+  QMatmulProblem wz = problem(33, 128, 512, DataType::uint(4), 64);
+  wz.zero_point = true;
+  cases.push_back({{wz, ws_config(48, 2, 64)}, 11101});
+  QMatmulProblem wzc = problem(20, 192, 384, DataType::uint(8), 384);
+  wzc.zero_point = true;
+  cases.push_back({{wzc, ws_config(32, 1, 64)}, 11102});
+  QMatmulConfig wsplit = ws_config(64, 2, 128, 4);
+  wsplit.split_k = 3;
+  cases.push_back({{problem(130, 304, 1152, DataType::uint(4), 128), wsplit}, 11103});
+  QMatmulProblem wb = problem(70, 256, 512, DataType::uint(4), 128);
+  wb.atype = DataType::bf16();
+  cases.push_back({{wb, ws_config(128, 2, 128, 4)}, 11104});
+  cases.push_back({{problem(300, 136, 384, DataType::int_(8), 128), ws_config(256, 2, 64, 4)}, 11105});
   return cases;
 }
 

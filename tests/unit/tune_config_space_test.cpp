@@ -52,7 +52,7 @@ TEST(TuneConfigSpace, LargerDecodeBatchAndWideLayer) {
     SCOPED_TRACE(p.key());
     const auto space = qmatmul_config_space(p);
     EXPECT_GE(space.size(), 40u);
-    EXPECT_LE(space.size(), 400u);
+    EXPECT_LE(space.size(), 500u);  // the wgmma form twice: with and without warp specialization
     expect_valid_and_unique(p, space);
   }
 }

@@ -28,7 +28,8 @@ int64_t registers_per_thread(const QMatmulProblem& p, const QMatmulConfig& c) {
 
 // Blocks of this configuration resident on one SM at once.
 int64_t blocks_per_sm(const QMatmulProblem& p, const QMatmulConfig& c, const target::Target& r) {
-  const int64_t n = r.resident_blocks(c.threads(), registers_per_thread(p, c), qmatmul_shared_bytes(p, c));
+  const int64_t n =
+      r.resident_blocks(c.block_threads(), registers_per_thread(p, c), qmatmul_shared_bytes(p, c));
   return std::max<int64_t>(n, 1);  // check_config guarantees one block fits
 }
 
@@ -82,7 +83,7 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   const int64_t groups = p.k / p.group;
 
   tune::CostEstimate e;
-  e.threads = c.threads();
+  e.threads = c.block_threads();
   e.blocks = tiles_m * tiles_n * c.split_k;
   e.blocks_per_sm = blocks_per_sm(p, c, r);
 
@@ -143,9 +144,10 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   const double warps = static_cast<double>(c.warps_m * c.warps_n * c.warps_k);
   // A thread's weights per slice (an mma B fragment is 4 of every 16 x 8), and the slice's fixed work.
   const double slice_weights = static_cast<double>(c.slice_k * (c.block_n / c.warps_n)) / 32;
-  const double slice_factor =
-      1 + (c.wgmma ? calibration.wgmma_step_overhead_weights : calibration.slice_overhead_weights) /
-              slice_weights;
+  const double step_overhead = c.warp_specialized ? calibration.ws_step_overhead_weights
+                               : c.wgmma          ? calibration.wgmma_step_overhead_weights
+                                                  : calibration.slice_overhead_weights;
+  const double slice_factor = 1 + step_overhead / slice_weights;
   // A warp with more rows does a little more per weight (mma, scaling). The swapped form (8 rows as mma's n8,
   // QMatmulConfig::swapped) issues about 0.9 of the 16-row form's instructions per weight: the u4 loop's
   // SASS has about 290 against 324 per 128 weights and thread (docs/performance.md, "swapped mma operands

@@ -96,7 +96,8 @@ ir::Program build_wgmma_ws_matmul(const QMatmulProblem& p, const QMatmulConfig& 
         Tensor z = zero_row ? *zero_row : m.slice_row("z", (*m.smem_z)[stage], layout_sc, Scalar(0));
         wt = pb.sub("wt", wt, z);
       }
-      if (!k.s.per_channel) wt = pb.mul("wt", wt, m.slice_row("sc", (*m.smem_s)[stage], layout_sc, Scalar(0)));
+      if (!k.s.per_channel)
+        wt = pb.mul("wt", wt, m.slice_row("sc", (*m.smem_s)[stage], layout_sc, Scalar(0)));
       pb.store_shared(pb.view("ws", wt, layout_w3), smem_w[wbuf]);
       pb.synchronize();
       for (int64_t h = 0; h < H; ++h)

@@ -25,7 +25,10 @@ std::string QMatmulConfig::name() const {
   const std::string warps = warps_k > 1 ? fmt::format("{}x{}x{}", warps_m, warps_n, warps_k)
                                         : fmt::format("{}x{}", warps_m, warps_n);
   return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}_s{}_k{}{}", block_m, block_n, block_k, slice_k, warps, stages,
-                     split_k, warp_specialized ? "_ws" : wgmma ? "_wg" : "");
+                     split_k,
+                     warp_specialized ? "_ws"
+                     : wgmma          ? "_wg"
+                                      : "");
 }
 
 QMatmulConfig QMatmulConfig::parse(const std::string& name) {
@@ -127,12 +130,14 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
                       p.atype.name(), p.wtype.name()));
     if (c.warp_specialized) {
       if (p.k % 8 != 0 || p.n % 8 != 0)
-        bad(fmt::format("the warp-specialized form copies with the TMA, whose rows are 16-byte multiples: k "
+        bad(
+            fmt::format("the warp-specialized form copies with the TMA, whose rows are 16-byte multiples: k "
                         "({}) and n ({}) must be multiples of 8",
                         p.k, p.n));
       const QMatmulShape s(p, c);
       if (s.words_per_thread % 4 != 0)
-        bad(fmt::format("the warp-specialized form needs each thread's codes of a tile ({} words) a multiple "
+        bad(
+            fmt::format("the warp-specialized form needs each thread's codes of a tile ({} words) a multiple "
                         "of 4 words (the codes' tile is copied as rows of 256 words)",
                         s.words_per_thread));
     }

@@ -37,9 +37,10 @@ MatmulData declare(MatmulConstants& k) {
   // Warp-specialized, the TMA copies a tile's codes as rows of 256 words (a box is at most 256 wide): the
   // same memory as [k tiles, n tiles, TILE_WORDS], viewed as rows.
   const int64_t code_rows = k.s.tile_words / 256;
-  Tensor gt = k.c.warp_specialized
-                  ? pb.view_global("gt", t_ptr, u32, {ceil_div(k_size, k.BK) * ceil_div(n, k.BN) * code_rows, 256})
-                  : pb.view_global("gt", t_ptr, u32, {ceil_div(k_size, k.BK), ceil_div(n, k.BN), k.TILE_WORDS});
+  Tensor gt =
+      k.c.warp_specialized
+          ? pb.view_global("gt", t_ptr, u32, {ceil_div(k_size, k.BK) * ceil_div(n, k.BN) * code_rows, 256})
+          : pb.view_global("gt", t_ptr, u32, {ceil_div(k_size, k.BK), ceil_div(n, k.BN), k.TILE_WORDS});
   Tensor gs = pb.view_global("gs", scale_ptr, at, {k_size / k.G, n});
   std::optional<Tensor> gz;
   if (zero_ptr) gz = pb.view_global("gz", *zero_ptr, at, {k_size / k.G, n});

@@ -53,6 +53,11 @@ struct QMatmulCalibration {
   // of one thread. Fitted to the H200 runs of 98209da (docs/performance.md, "the wgmma form").
   double wgmma_weight_cost = 0.75;
   double wgmma_step_overhead_weights = 64;
+  // Its warp-specialized variant (QMatmulConfig::warp_specialized): the same dequantization, a smaller fixed
+  // step (no copies to issue, two barriers of the consumers instead of three of the block). Fitted to the
+  // H200 runs of the _ws form beside _wg at 8192 x 8192, M = 32 to 256 (0.67 to 0.83 of its time;
+  // docs/performance.md, "warp specialization").
+  double ws_step_overhead_weights = 38;
 };
 
 // @throws tilevm::Error when the problem or configuration is invalid (check_config).

@@ -104,8 +104,8 @@ struct QMatmulConfig {
   // warps_k == 1, block_n a multiple of 16 * warps_n, and weights that fit ATYPE (zero points too).
   bool swapped() const { return block_m == 8 && !wgmma; }
   // "bm16_bn64_bk128_sk64_w1x4_s3_k1", with warps_k > 1 "bm16_bn64_bk512_sk128_w1x2x4_s3_k1", the wgmma
-  // form "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg", warp-specialized "..._ws" ("dequant_gemm" for that mode): names the configuration in
-  // caches and reports.
+  // form "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg", warp-specialized "..._ws" ("dequant_gemm" for that mode):
+  // names the configuration in caches and reports.
   std::string name() const;
   // Parses name(); @throws tilevm::Error on malformed text.
   static QMatmulConfig parse(const std::string& name);
