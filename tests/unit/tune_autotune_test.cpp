@@ -10,9 +10,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <tuple>
 
 #include <fmt/format.h>
 
+#include "tilevm/ops/qmatmul/config_space.h"
 #include "tilevm/ops/qmatmul/gpu_check.h"
 #include "tilevm/ops/qmatmul/qmatmul_template.h"
 #include "tilevm/runtime/device.h"
@@ -94,7 +96,7 @@ TEST(TuneVerify, TheVerificationProblemKeepsTheProgramsStructure) {
   p.atype = DataType::bf16();
   const ops::QMatmulProblem v = gpu_check_problem(p);
   EXPECT_EQ(v.m, 16);
-  EXPECT_EQ(v.n, 300);
+  EXPECT_EQ(v.n, 296);  // a multiple of 8 as n is (the warp-specialized form's TMA rows need it)
   EXPECT_EQ(v.k, 512);
   EXPECT_EQ(v.group, 128);
   EXPECT_EQ(v.wtype, p.wtype);
@@ -107,6 +109,24 @@ TEST(TuneVerify, TheVerificationProblemKeepsTheProgramsStructure) {
   const ops::QMatmulProblem small = gpu_check_problem(problem(1, 20, 96, 32));
   EXPECT_EQ(small.k, 96);
   EXPECT_EQ(small.n, 20);
+  p.n = 57338;
+  EXPECT_EQ(gpu_check_problem(p).n, 300);
+}
+
+// The tuner checks its pick on the small problem, so every configuration of a problem's space must be valid
+// there too (the warp-specialized form's pick failed the whole problem on the GPU when n became 300).
+TEST(TuneVerify, EveryConfigurationOfTheSpaceFitsTheVerificationProblem) {
+  const target::Target h100 = target::Target::h100_sxm();
+  for (int64_t m : {1, 16, 64, 256, 4096})
+    for (auto [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{8192, 8192, 128}, {57344, 8192, 128},
+                           {8192, 28672, 64}, {10240, 8192, 8192}, {4104, 4096, 32}}) {
+      const ops::QMatmulProblem p = problem(m, n, k, g);
+      const ops::QMatmulProblem v = gpu_check_problem(p);
+      for (const ops::QMatmulConfig& c : ops::qmatmul_config_space(p, {.target = &h100})) {
+        SCOPED_TRACE(p.key() + " " + c.name());
+        EXPECT_NO_THROW(ops::check_config(v, c, h100));
+      }
+    }
 }
 
 }  // namespace

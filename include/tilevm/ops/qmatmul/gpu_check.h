@@ -14,8 +14,9 @@
 
 namespace tilevm::ops {
 
-// The small problem: m up to 37, n up to 300, k up to 512 (a multiple of the group; per-channel stays
-// per-channel with G = the new k).
+// The small problem: m up to 37, n up to 300 (296 where n is a multiple of 8), k up to 512 (a multiple of
+// the group; per-channel stays per-channel with G = the new k). Every configuration valid for `problem` is
+// valid for it.
 QMatmulProblem gpu_check_problem(const QMatmulProblem& problem);
 
 // True when `config` computes gpu_check_problem(problem) within tolerance; otherwise false with the
