@@ -118,8 +118,11 @@ TEST(TuneVerify, TheVerificationProblemKeepsTheProgramsStructure) {
 TEST(TuneVerify, EveryConfigurationOfTheSpaceFitsTheVerificationProblem) {
   const target::Target h100 = target::Target::h100_sxm();
   for (int64_t m : {1, 16, 64, 256, 4096})
-    for (auto [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{8192, 8192, 128}, {57344, 8192, 128},
-                           {8192, 28672, 64}, {10240, 8192, 8192}, {4104, 4096, 32}}) {
+    for (auto [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{8192, 8192, 128},
+                           {57344, 8192, 128},
+                           {8192, 28672, 64},
+                           {10240, 8192, 8192},
+                           {4104, 4096, 32}}) {
       const ops::QMatmulProblem p = problem(m, n, k, g);
       const ops::QMatmulProblem v = gpu_check_problem(p);
       for (const ops::QMatmulConfig& c : ops::qmatmul_config_space(p, {.target = &h100})) {

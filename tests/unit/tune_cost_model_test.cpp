@@ -2,6 +2,8 @@
 // roofline model's obvious properties, not its absolute numbers.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "qmatmul_test_util.h"
 
 #include "expect_error.h"
@@ -184,8 +186,21 @@ TEST(TuneCostModel, PruneKeepsTheBestInOrder) {
   EXPECT_EQ(prune(p, space, h100, 10), kept);  // deterministic
   EXPECT_EQ(prune(p, space, h100, 100000).size(), space.size());
   EXPECT_TRUE(prune(p, space, h100, 0).empty());
-  // The qmatmul template's estimate is this model with its own calibration.
-  EXPECT_EQ(tune::prune(QMatmulTemplate(), p, space, h100, 10), kept);
+  // The qmatmul template names families (its forms): with 10 kept, each family's best one is kept, then the
+  // rest by estimate; still fastest first.
+  const QMatmulTemplate t;
+  const auto families = tune::prune(t, p, space, h100, 10);
+  ASSERT_EQ(families.size(), 10u);
+  std::map<std::string, int> kept_per_family, in_space;
+  for (const auto& c : families) ++kept_per_family[t.family(c)];
+  for (const auto& c : space) ++in_space[t.family(c)];
+  EXPECT_GE(in_space.size(), 3u);
+  for (const auto& [family, n] : in_space) EXPECT_GE(kept_per_family[family], 1) << family;
+  for (size_t i = 1; i < families.size(); ++i)
+    EXPECT_LE(estimate_qmatmul(p, families[i - 1], h100).seconds,
+              estimate_qmatmul(p, families[i], h100).seconds);
+  EXPECT_EQ(tune::prune(t, p, space, h100, 100000).size(), space.size());
+  EXPECT_TRUE(tune::prune(t, p, space, h100, 0).empty());
 }
 
 TEST(TuneCostModel, DeviceTargets) {

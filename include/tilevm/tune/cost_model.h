@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -41,6 +42,11 @@ inline int default_keep_after_model(size_t space_size) {
 // The `keep` configurations of `configs` with the smallest estimates, fastest first (ties: less padded
 // work, then fewer threads, then the name, so the order is deterministic). keep <= 0 keeps none.
 // `kernel` is a KernelTemplate (estimate, config_name). @throws as its estimate().
+//
+// Where the kernel names families of configurations (KernelTemplate::family, a program form each), the
+// best keep / (2 * families) of every family are kept first and the rest by estimate: a model ranks the
+// configurations of one form better than it ranks forms against each other (each form's constants are
+// fitted to its own runs), and a form that the model underrates should still be timed.
 template <class Kernel>
 std::vector<typename Kernel::Config> prune(const Kernel& kernel, const typename Kernel::Problem& problem,
                                            const std::vector<typename Kernel::Config>& configs,
@@ -50,19 +56,35 @@ std::vector<typename Kernel::Config> prune(const Kernel& kernel, const typename 
     int64_t threads;
     std::string name;
     size_t index;
+    std::string family;
   };
   std::vector<Ranked> ranked;
   ranked.reserve(configs.size());
   for (size_t i = 0; i < configs.size(); ++i) {
     const CostEstimate e = kernel.estimate(problem, configs[i], target);
-    ranked.push_back({e.seconds, e.mma_flops, e.threads, kernel.config_name(configs[i]), i});
+    std::string family;
+    if constexpr (requires { kernel.family(configs[i]); }) family = kernel.family(configs[i]);
+    ranked.push_back(
+        {e.seconds, e.mma_flops, e.threads, kernel.config_name(configs[i]), i, std::move(family)});
   }
   std::sort(ranked.begin(), ranked.end(), [](const Ranked& x, const Ranked& y) {
     return std::tie(x.seconds, x.flops, x.threads, x.name) < std::tie(y.seconds, y.flops, y.threads, y.name);
   });
+  const size_t limit = static_cast<size_t>(std::max(keep, 0));
+  std::vector<bool> taken(ranked.size(), false);
+  if (limit < ranked.size()) {
+    std::map<std::string, size_t> per_family;
+    for (const Ranked& r : ranked) per_family[r.family] = 0;
+    const size_t reserve = per_family.size() > 1 ? limit / (2 * per_family.size()) : 0;
+    for (size_t i = 0; i < ranked.size(); ++i)
+      if (per_family[ranked[i].family] < reserve) ++per_family[ranked[i].family], taken[i] = true;
+  }
+  size_t count = static_cast<size_t>(std::count(taken.begin(), taken.end(), true));
+  for (size_t i = 0; i < ranked.size() && count < limit; ++i)
+    if (!taken[i]) taken[i] = true, ++count;
   std::vector<typename Kernel::Config> kept;
-  for (size_t i = 0; i < ranked.size() && static_cast<int64_t>(i) < keep; ++i)
-    kept.push_back(configs[ranked[i].index]);
+  for (size_t i = 0; i < ranked.size(); ++i)
+    if (taken[i]) kept.push_back(configs[ranked[i].index]);
   return kept;
 }
 

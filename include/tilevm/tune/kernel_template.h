@@ -64,6 +64,9 @@ class KernelTemplate {
   virtual Compiled compile(const Problem& problem, const Config& config,
                            const target::Target& target) const = 0;
 
+  // The configuration's family (its program's form, e.g. "wgmma"), or "" for one family: prune() keeps the
+  // best few of every family, because a cost model ranks within a form better than across forms.
+  virtual std::string family(const Config&) const { return ""; }
   // @throws tilevm::Error on an invalid configuration.
   virtual CostEstimate estimate(const Problem& problem, const Config& config,
                                 const target::Target& target) const = 0;

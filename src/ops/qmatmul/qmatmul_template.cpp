@@ -121,6 +121,15 @@ std::vector<QMatmulConfig> QMatmulTemplate::space(const QMatmulProblem& problem,
   return qmatmul_config_space(problem, {.target = &target});
 }
 
+std::string QMatmulTemplate::family(const QMatmulConfig& c) const {
+  return c.dequant_gemm       ? "dequant_gemm"
+         : c.warp_specialized ? "wgmma_ws"
+         : c.wgmma            ? "wgmma"
+         : c.swapped()        ? "swapped"
+         : c.warps_k > 1      ? "warps_k"
+                              : "plain";
+}
+
 QMatmulConfig QMatmulTemplate::parse_config(const QMatmulProblem& problem, const std::string& name) const {
   const QMatmulConfig config = QMatmulConfig::parse(name);
   check_config(problem, config);

@@ -46,7 +46,7 @@ namespace tilevm::ops {
 // The revision of the template's generated code: part of every tuning-cache key, so that tuning results of an
 // older template (whose fastest configuration may differ) are not reused. Bump it with any change to the
 // programs below or to how they are emitted.
-inline constexpr int kQMatmulTemplateRevision = 9;
+inline constexpr int kQMatmulTemplateRevision = 10;  // 10: the warp-specialized form
 
 struct QMatmulProblem {
   int64_t m = 1, n = 0, k = 0;

@@ -36,6 +36,8 @@ class QMatmulTemplate : public tune::KernelTemplate<QMatmulProblem, QMatmulConfi
   std::vector<QMatmulConfig> space(const QMatmulProblem& problem,
                                    const target::Target& target) const override;
   std::string config_name(const QMatmulConfig& config) const override { return config.name(); }
+  // The program's form: plain, swapped, warps_k, wgmma, wgmma_ws or dequant_gemm.
+  std::string family(const QMatmulConfig& config) const override;
   QMatmulConfig parse_config(const QMatmulProblem& problem, const std::string& name) const override;
   std::vector<ir::Program> build(const QMatmulProblem& problem, const QMatmulConfig& config) const override;
   CompiledQMatmul compile(const QMatmulProblem& problem, const QMatmulConfig& config,
