@@ -190,6 +190,7 @@ class ProgramPrinter {
                                                             : fmt::format(", unroll={}", f.attrs.unroll);
         if (f.attrs.stages != 1) range += fmt::format(", stages={}", f.attrs.stages);
         if (f.attrs.tma) range += ", tma=True";
+        if (f.attrs.warp_specialize) range += ", warp_specialize=True";
         line(indent, fmt::format("for {} in range({}):", f.var->name, range));
         block(f.body, indent + 1);
         break;

@@ -67,8 +67,11 @@ class Insert {
   // Walks `block` from `state`; with `apply`, returns the block with barriers inserted.
   ir::Block block(const ir::Block& in, State& state, bool apply) {
     ir::Block out;
+    bool section_ends = false;  // the statement before was a region: a section ends before anything else
     for (const ir::Stmt& s : in) {
       if (!s) continue;
+      if (section_ends && s->kind != ir::StmtKind::Region) state = {};
+      section_ends = false;
       ir::Stmt kept = s;
       switch (s->kind) {
         case ir::StmtKind::Inst: {
@@ -126,7 +129,19 @@ class Insert {
                                                 i.has_else, i.loc);
           break;
         }
-        default:  // assignments, break/continue/return, warp-specialized regions (their own protocol)
+        case ir::StmtKind::Region: {
+          // A region is the block for its body: what its own threads write and read between its own
+          // barriers (Synchronize is the region's). It starts where the block left off (a section's branch
+          // is no barrier), and the block goes on after the section's end, which is one.
+          const auto& r = *s->as<ir::RegionStmt>();
+          State inside = state;
+          ir::Block body = block(r.body, inside, apply);
+          if (apply)
+            kept = std::make_shared<ir::RegionStmt>(r.first, r.stop, r.registers, std::move(body), r.loc);
+          section_ends = true;
+          break;
+        }
+        default:  // assignments, break/continue/return
           break;
       }
       out.push_back(kept);

@@ -13,6 +13,7 @@
 #include "tilevm/ir/visitor.h"
 #include "tilevm/target/limits.h"
 #include "tilevm/tile/tile_layouts.h"
+#include "warp_specialize.h"
 
 namespace tilevm::tile {
 
@@ -126,7 +127,10 @@ class Pipeline : public ir::IRMutator {
 
   ir::Program run(const ir::Program& p) {
     // First the loops (which decide the buffered tensors), then the allocations of those tensors.
+    body_ = &p.body;
+    threads_ = p.threads;
     ir::Program out = mutate_program(p);
+    if (specialized_) out.threads = p.threads + ir::RegionStmt::kWarpgroupThreads;  // the producer
     if (buffered_.empty()) return out;
     realloc_ = true;
     return mutate_program(out);
@@ -145,20 +149,57 @@ class Pipeline : public ir::IRMutator {
 
   ir::Block mutate_block(const ir::Block& block) override {
     if (realloc_) return ir::IRMutator::mutate_block(block);
+    const bool top = &block == body_;
+    body_ = nullptr;  // nested blocks are not the kernel's
     ir::Block out;
+    std::optional<size_t> split_at;  // where the warp-specialized loop's statements begin in `out`
     for (const ir::Stmt& s : block) {
       const auto* f = s ? s->as<ir::ForStmt>() : nullptr;
       if (f && f->attrs.stages >= 2) {
+        // As tma=True, warp_specialize=True applies where the TMA can fill the stages: on Hopper, with tiles
+        // the TMA writes; elsewhere the loop is pipelined as without it.
+        const std::vector<const ir::InstStmt*> copies = pipelinable_copies(*f, uses_);
+        const bool specialize = f->attrs.warp_specialize && f->attrs.tma && target_.features.hopper &&
+                                !copies.empty() && tma_tiles(copies);
+        if (specialize && (!top || split_at)) {
+          diags_.error(f->loc, "warp_specialize=True: {}",
+                       top ? "a kernel has one warp-specialized loop"
+                           : "the loop must be a statement of the kernel's "
+                             "body (the regions split the whole kernel)");
+          failed_ = true;
+        } else if (specialize) {
+          split_at = out.size();
+          if (!pipeline(*f, out, /*specialize=*/true)) return out;  // reported (shared memory)
+          loop_statements_ = out.size() - *split_at;                // its barriers
+          continue;
+        }
         if (pipeline(*f, out)) continue;
       }
       if (ir::Stmt m = mutate_stmt(s)) out.push_back(std::move(m));
     }
-    return out;
+    if (!split_at) return out;
+    // The block-level statements the loop added (its barriers) count as the prefix's; what follows them is
+    // the suffix.
+    const auto split = static_cast<std::ptrdiff_t>(*split_at + loop_statements_);
+    ir::Block prefix(out.begin(), out.begin() + split), suffix(out.begin() + split, out.end());
+    std::string why;
+    std::optional<ir::Block> regions = split_warp_specialized(
+        prefix, std::move(producer_), std::move(consumer_), suffix, threads_, ws_loc_, &why);
+    if (!regions) {
+      diags_.error(ws_loc_, "warp_specialize=True: cannot split the kernel into a producer and consumers: {}",
+                   why);
+      failed_ = true;
+      return out;
+    }
+    specialized_ = true;
+    return *regions;
   }
 
  private:
   // Appends the pipelined form of `f` to `out`; false (appending nothing) when it has nothing to pipeline.
-  bool pipeline(const ir::ForStmt& f, ir::Block& out) {
+  // With `specialize` (the caller checked that the TMA fills the stages), the loop becomes a producer loop
+  // and a consumer loop (producer_, consumer_), and only its barriers go to `out`; false after reporting.
+  bool pipeline(const ir::ForStmt& f, ir::Block& out, bool specialize = false) {
     auto step = ir::as_const_int(f.step);
     if (!step || *step <= 0) return false;
     std::vector<const ir::InstStmt*> copies = pipelinable_copies(f, uses_);
@@ -268,6 +309,10 @@ class Pipeline : public ir::IRMutator {
     };
     auto commit = [&] { return inst_stmt(std::make_shared<ir::CopyAsyncCommitGroupInst>(loc)); };
 
+    if (specialize) {
+      specialized_loop(f, out, copies, buffers, stage_of, issue, guarded, barrier);
+      return true;
+    }
     if (tma) {
       tma_loop(f, out, copies, buffers, index, value_at, stage_of, issue, guarded, barrier);
       return true;
@@ -304,6 +349,69 @@ class Pipeline : public ir::IRMutator {
     if (async) out.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(0, loc)));
     out.push_back(inst_stmt(std::make_shared<ir::CopyAsyncWaitGroupInst>(ir::make_int(0), loc)));
     return true;
+  }
+
+  // The warp-specialized TMA form (warp_specialize.h splits the kernel around it): the producer's loop
+  // waits until the consumers have released a stage (empty, parity 1 before the first phase: every stage
+  // is free at the start), arms full and issues the copies; the consumers' loop waits for full, runs the
+  // body on the stage and releases it: at once, or with an asynchronous Gemm after the wait that retires
+  // the previous step's product, that step's stage.
+  template <typename StageOf, typename Issue, typename Guarded, typename Barrier>
+  void specialized_loop(const ir::ForStmt& f, ir::Block& out, const std::vector<const ir::InstStmt*>& copies,
+                        const std::map<const ir::VarNode*, ir::Var>& buffers, StageOf stage_of, Issue issue,
+                        Guarded guarded, Barrier full) {
+    const int64_t stages = f.attrs.stages;
+    const SourceLoc loc = f.loc;
+    ir::TensorType bt{
+        DataType::uint(64), Scope::Barrier, {ir::make_int(stages)}, layout::local({stages}), {}};
+    const ir::Var empty_var =
+        ir::make_var(fmt::format("{}_empty", f.var->name), ir::ValueType::tensor_of(std::move(bt)), loc);
+    out.push_back(inst_stmt(
+        std::make_shared<ir::AllocateBarrierInst>(1, std::vector<ir::Expr>{ir::make_int(stages)}, loc),
+        {empty_var}));
+    auto empty = [&](ir::Expr stage) {
+      return ir::TensorArg{empty_var, {ir::Slice{ir::Slice::Kind::Index, std::move(stage)}}, loc};
+    };
+    auto index_of = [&](const ir::Var& v) { return div(sub(ir::make_var_ref(v), f.start), f.step); };
+    auto phase = [&](const ir::Expr& i, int64_t plus) {
+      return ir::make_binary(ir::BinaryOp::Mod, add(div(i, ir::make_int(stages)), ir::make_int(plus)),
+                             ir::make_int(2));
+    };
+    const ir::LoopAttrs plain{.unroll = f.attrs.unroll, .stages = 1};
+
+    // The producer: its own loop variable (a region's names are its own).
+    const ir::Var pk = ir::make_var(f.var->name, f.var->type, f.var->loc);
+    const ir::Expr pi = index_of(pk);
+    ir::Block produce;
+    produce.push_back(
+        inst_stmt(std::make_shared<ir::BarrierWaitInst>(empty(stage_of(pi)), phase(pi, 1), loc)));
+    for (ir::Stmt& s : issue(ir::make_var_ref(pk), stage_of(pi))) produce.push_back(std::move(s));
+    producer_.clear();
+    producer_.push_back(
+        std::make_shared<ir::ForStmt>(pk, f.start, f.stop, f.step, std::move(produce), loc, plain));
+
+    // The consumers.
+    const ir::Expr index = index_of(f.var);
+    const ir::InstStmt* async = async_gemm(f, buffers);
+    ir::Block body;
+    body.push_back(
+        inst_stmt(std::make_shared<ir::BarrierWaitInst>(full(stage_of(index)), phase(index, 0), loc)));
+    auto release = [&](const ir::Expr& i) {
+      return inst_stmt(std::make_shared<ir::BarrierArriveInst>(empty(stage_of(i)), nullptr, loc));
+    };
+    staged_body(
+        f, copies, buffers, stage_of(index), async, body,
+        [&] {
+          body.push_back(guarded(ir::make_binary(ir::BinaryOp::Gt, index, ir::make_int(0)),
+                                 ir::Block{release(sub(index, ir::make_int(1)))}));
+        },
+        /*synchronize_after_wait=*/false);
+    if (!async) body.push_back(release(index));
+    consumer_.clear();
+    consumer_.push_back(
+        std::make_shared<ir::ForStmt>(f.var, f.start, f.stop, f.step, std::move(body), loc, plain));
+    if (async) consumer_.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(0, loc)));
+    ws_loc_ = loc;
   }
 
   // The TMA form: all S stages in flight from the start; iteration k waits for its stage's barrier (phase
@@ -353,7 +461,7 @@ class Pipeline : public ir::IRMutator {
   static void staged_body(const ir::ForStmt& f, const std::vector<const ir::InstStmt*>& copies,
                           const std::map<const ir::VarNode*, ir::Var>& buffers, const ir::Expr& here,
                           const ir::InstStmt* async, ir::Block& body,
-                          const std::function<void()>& after_async) {
+                          const std::function<void()>& after_async, bool synchronize_after_wait = true) {
     const std::set<const ir::InstStmt*> moved(copies.begin(), copies.end());
     for (const ir::Stmt& s : f.body) {
       if (const auto* is = s ? s->as<ir::InstStmt>() : nullptr; is && moved.count(is)) continue;
@@ -367,7 +475,8 @@ class Pipeline : public ir::IRMutator {
       body.push_back(inst_stmt(std::make_shared<ir::DotAsyncInst>(staged->a, staged->b, staged->c,
                                                                   g.transpose_a, g.transpose_b, g.loc)));
       body.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(1, g.loc)));
-      body.push_back(inst_stmt(std::make_shared<ir::SynchronizeInst>(g.loc)));
+      // (A region's BarrierArrive waits for all of its threads itself.)
+      if (synchronize_after_wait) body.push_back(inst_stmt(std::make_shared<ir::SynchronizeInst>(g.loc)));
       after_async();
     }
   }
@@ -467,6 +576,14 @@ class Pipeline : public ir::IRMutator {
   bool failed_ = false;
   std::map<const ir::VarNode*, ir::Var> buffered_;
   bool realloc_ = false;
+  // Warp specialization: the kernel's body, its threads, the two loops of the specialized pipeline, how many
+  // block-level statements (barriers) the pipeline put before them, and whether the kernel was split.
+  const ir::Block* body_ = nullptr;
+  int64_t threads_ = 0;
+  ir::Block producer_, consumer_;
+  size_t loop_statements_ = 0;
+  SourceLoc ws_loc_;
+  bool specialized_ = false;
 };
 
 }  // namespace

@@ -52,6 +52,9 @@ TEST(IrLoopAttrs, ParsedAndPrintedCanonically) {
       {"n, stages=2 * 2", {.stages = 4}, "n, stages=4"},
       {"n, tma=True, stages=3", {.stages = 3, .tma = true}, "n, stages=3, tma=True"},
       {"n, tma=False", {}, "n"},
+      {"n, warp_specialize=True, tma=True, stages=3",
+       {.stages = 3, .tma = true, .warp_specialize = true},
+       "n, stages=3, tma=True, warp_specialize=True"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.written);
@@ -69,12 +72,14 @@ TEST(IrLoopAttrs, ParsedAndPrintedCanonically) {
 
 TEST(IrLoopAttrs, BadAttributesAreParseErrors) {
   const std::pair<const char*, const char*> cases[] = {
-      {"n, unrol=2", "range takes the keyword arguments unroll=, stages= and tma=, not unrol="},
+      {"n, unrol=2",
+       "range takes the keyword arguments unroll=, stages=, tma= and warp_specialize=, not unrol="},
       {"n, unroll=0", "unroll=0 is out of range: 1 to 1024"},
       {"n, stages=n", "stages= must be an integer constant, got n"},
       {"n, unroll=1.5", "unroll= must be an integer constant or True, got 1.5"},
       {"n, unroll=2, unroll=2", "unroll= is given twice"},
       {"n, tma=1", "tma= must be True or False, got 1"},
+      {"n, warp_specialize=2", "warp_specialize= must be True or False, got 2"},
       {"unroll=2", "range takes 1 to 3 arguments, got 0"},
   };
   for (const auto& [written, message] : cases) {

@@ -89,6 +89,29 @@ TEST(TileGemm, WgmmaFormOnTheInterpreter) {
   expect_product({{"STAGES", "1"}}, 136, 264, 136, h100);
 }
 
+// WS=True on sm_90a: a producer warpgroup with the TMA and the two warpgroups of the kernel consuming
+// (regions, interleaved by the interpreter under several schedules and race-checked); elsewhere the same
+// program as without it.
+TEST(TileGemm, WarpSpecializedOnTheInterpreter) {
+  const target::Target h100 = target::Target::h100_sxm();
+  std::optional<ir::Program> p = lowered({{"WS", "True"}}, h100);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->threads, 384);
+  std::map<std::string, int> n = count_instructions(*p);
+  EXPECT_EQ(n["CopyTma"], 2);  // the producer's, once per step
+  EXPECT_EQ(n["BarrierWait"], 2);
+  EXPECT_EQ(n["BarrierArrive"], 2);
+  EXPECT_EQ(n["DotAsync"], 1);
+  EXPECT_EQ(n["Synchronize"], 0);
+  expect_product({{"WS", "True"}}, 136, 264, 200, h100);
+  expect_product({{"WS", "True"}, {"BM", "64"}, {"BN", "64"}, {"BK", "32"}, {"STAGES", "3"}}, 100, 72, 264,
+                 h100);
+  std::optional<ir::Program> sm80 = lowered({{"WS", "True"}}, target::Target::generic_sm80());
+  ASSERT_TRUE(sm80);
+  EXPECT_EQ(sm80->threads, 256);
+  EXPECT_EQ(count_instructions(*sm80)["CopyTma"], 0);
+}
+
 TEST(TileGemm, LoweredProgramHasNoTileOperators) {
   std::optional<ir::Program> p = lowered({}, target::Target::generic_sm80());
   ASSERT_TRUE(p);
@@ -110,14 +133,16 @@ TEST(TileGemm, UnpipelinedLoopGetsBarriersBothWays) {
 }
 
 // On the GPU, both lowerings: the example's tiles (wgmma on an sm_90a device) and tiles no warpgroup split
-// fits (BM = 64 over two warpgroups: ldmatrix + mma.sync), against the double product on fresh inputs whose
-// output starts as NaN. run_on_gpu lowers the parsed program for the device.
+// fits (BM = 64 over two warpgroups: ldmatrix + mma.sync), and the warp-specialized pipeline (WS=True),
+// against the double product on fresh inputs whose output starts as NaN. run_on_gpu lowers the parsed
+// program for the device.
 TEST(TileGemmGpu, ProductOnTheDevice) {
   if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
   const std::string source = example_test::read_text(example_test::example_path("tile/gemm_f16.tile"));
   for (const auto& defines : {std::map<std::string, std::string>{}, kSmall,
-                              std::map<std::string, std::string>{{"BM", "64"}, {"BN", "128"}}}) {
-    SCOPED_TRACE(defines.empty() ? "defaults" : defines.begin()->second);
+                              std::map<std::string, std::string>{{"BM", "64"}, {"BN", "128"}},
+                              std::map<std::string, std::string>{{"WS", "True"}}}) {
+    SCOPED_TRACE(defines.empty() ? "defaults" : defines.begin()->first + "=" + defines.begin()->second);
     Diagnostics diags;
     ir::ParseOptions options;
     options.defines = defines;

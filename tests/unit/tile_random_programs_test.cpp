@@ -33,6 +33,7 @@ struct Case {
   int threads = 128, bm = 64, bn = 64, bk = 32, stages = 2;
   bool a_shared = true, b_shared = true, transpose_a = false, transpose_b = false;
   bool bf16 = false, f16_acc = false, epilogue_shared = false, hopper = false, tma = false;
+  bool ws = false;  // warp_specialize=True (with tma, whole warpgroups)
   // An element-wise epilogue (a Parallel loop): 0 none, 1 acc * S + T, 2 max(acc, T), 3 where(acc > T, acc,
   // acc * S), and with the loop variables as values (index values, on C's row r and column c): 4 a band mask
   // where(r + D >= c, acc, T), 5 acc + c * S - r % 3. Written straight to C, or back into acc (then copied)
@@ -65,7 +66,7 @@ struct Case {
     return fmt::format(
         "threads={} BM={} BN={} BK={} stages={}{} a={}{} b={}{} {} acc={} epilogue={} body={}{} target={} "
         "M,N,K={},{},{}",
-        threads, bm, bn, bk, stages, tma ? " tma" : "", a_shared ? "shared" : "register",
+        threads, bm, bn, bk, stages, tma ? (ws ? " tma ws" : " tma") : "", a_shared ? "shared" : "register",
         transpose_a ? "^T" : "", b_shared ? "shared" : "register", transpose_b ? "^T" : "",
         bf16 ? "bf16" : "f16", f16_acc ? "f16" : "f32", epilogue_shared ? "shared" : "direct", body,
         into_acc ? " into acc" : "", hopper ? "sm_90a" : "sm_80", m, n, k);
@@ -111,6 +112,8 @@ Case random_case(std::mt19937& rng) {
     if (c.transpose_a) c.m = (c.m + 7) / 8 * 8;
     if (!c.transpose_b) c.n = (c.n + 7) / 8 * 8;
     c.tma = true;
+    // Half of those warp-specialized where the threads are whole warpgroups (the consumers).
+    c.ws = c.threads % 128 == 0 && rng() % 2 == 0;
   }
   return c;
 }
@@ -136,8 +139,8 @@ std::string program_text(const Case& c) {
                   : fmt::format("    tb = AllocateFragment({}, shape={})\n", ab, b_shape);
   s += fmt::format("    acc = AllocateFragment({}, shape=[BM, BN])\n", acc);
   s += "    Fill(acc, 0.0)\n";
-  s += fmt::format("    for k in Pipelined(ceil_div(K, BK), stages={}{}):\n", c.stages,
-                   c.tma ? ", tma=True" : "");
+  s += fmt::format("    for k in Pipelined(ceil_div(K, BK), stages={}{}{}):\n", c.stages,
+                   c.tma ? ", tma=True" : "", c.ws && c.stages >= 2 ? ", warp_specialize=True" : "");
   s +=
       c.transpose_a ? "        Copy(a[k * BK:, bm * BM:], ta)\n" : "        Copy(a[bm * BM:, k * BK:], ta)\n";
   s +=
@@ -176,6 +179,7 @@ struct Outcome {
   std::vector<uint8_t> c;  // the result
   bool wgmma = false;      // the Gemm became a Dot on shared tiles or a DotAsync
   bool tma = false;        // the pipeline copies with CopyTma
+  bool ws = false;         // ... from a producer warpgroup (the kernel split into regions)
 };
 
 Outcome run_case(const Case& c, int stages, const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
@@ -205,11 +209,16 @@ Outcome run_case(const Case& c, int stages, const std::vector<uint8_t>& a, const
       found |= inst->kind == ir::InstKind::DotAsync;
       tma |= inst->kind == ir::InstKind::CopyTma;
     }
-    bool tma = false;
+    void visit_region(const ir::RegionStmt& r) override {
+      ws = true;
+      ir::IRVisitor::visit_region(r);
+    }
+    bool tma = false, ws = false;
   } find;
   find.visit_program(*p);
   out.wgmma = find.found;
   out.tma = find.tma;
+  out.ws = find.ws;
   std::vector<uint8_t> abuf = a, bbuf = b;
   out.c.assign(static_cast<size_t>(c.m * c.n * 4), 0xff);  // NaN: an element never written shows
   interp::Arguments args;
@@ -237,7 +246,7 @@ int case_count() {
 TEST(TileRandomPrograms, PipelinedEqualsUnpipelinedAndTheProduct) {
   std::mt19937 rng(20261126);
   const int cases = case_count();
-  int lowered = 0, refused = 0, wgmma = 0, tma = 0, bodies = 0;
+  int lowered = 0, refused = 0, wgmma = 0, tma = 0, ws = 0, bodies = 0;
   for (int i = 0; i < cases; ++i) {
     const Case c = random_case(rng);
     SCOPED_TRACE(fmt::format("case {}: {}", i, c.describe()));
@@ -272,6 +281,7 @@ TEST(TileRandomPrograms, PipelinedEqualsUnpipelinedAndTheProduct) {
     bodies += c.body != 0;
     wgmma += piped.wgmma;
     tma += piped.tma;
+    ws += piped.ws;
     const Outcome plain = run_case(c, 1, a, b);
     ASSERT_TRUE(plain.lowered) << plain.refused;
     // The same Dots in the same order: the pipeline moves data, never the arithmetic.
@@ -303,12 +313,13 @@ TEST(TileRandomPrograms, PipelinedEqualsUnpipelinedAndTheProduct) {
       }
   }
   std::cout << cases << " programs: " << lowered << " lowered (" << wgmma << " on wgmma, " << tma
-            << " with TMA, " << bodies << " with element-wise epilogues), " << refused
-            << " refused (no warp split)\n";
+            << " with TMA, " << ws << " of those warp-specialized, " << bodies
+            << " with element-wise epilogues), " << refused << " refused (no warp split)\n";
   // The generator is worth its time only if most cases lower, and the wgmma form is among them.
   EXPECT_GT(lowered, cases / 2) << refused << " refused";
   EXPECT_GT(wgmma, 0);
   EXPECT_GT(tma, 0);
+  EXPECT_GT(ws, 0);
   EXPECT_GT(bodies, 0);
 }
 

@@ -201,6 +201,18 @@ TEST(TuneCostModel, PruneKeepsTheBestInOrder) {
               estimate_qmatmul(p, families[i], h100).seconds);
   EXPECT_EQ(tune::prune(t, p, space, h100, 100000).size(), space.size());
   EXPECT_TRUE(tune::prune(t, p, space, h100, 0).empty());
+  // Where the warp-specialized form ranks first (M = 64 on the H200), the mma.sync forms are still timed:
+  // 24 kept over the families of the space, keep / (2 * families) of each at least.
+  const target::Target h200 = target::Target::h200();
+  const auto mid = problem(64, 8192, 28672);
+  const auto mid_space = ops::qmatmul_config_space(mid, {.target = &h200});
+  std::map<std::string, int> mid_families, mid_kept;
+  for (const auto& c : mid_space) ++mid_families[t.family(c)];
+  for (const auto& c : tune::prune(t, mid, mid_space, h200, 24)) ++mid_kept[t.family(c)];
+  ASSERT_GE(mid_families.size(), 4u);
+  const int reserve = static_cast<int>(24 / (2 * mid_families.size()));
+  for (const auto& [family, n] : mid_families) EXPECT_GE(mid_kept[family], std::min(n, reserve)) << family;
+  EXPECT_GE(mid_kept["plain"], 2);
 }
 
 TEST(TuneCostModel, DeviceTargets) {
@@ -230,10 +242,10 @@ TEST(TuneCostModel, DeviceTargets) {
 }
 
 // The wgmma form (sm_90a), warp-specialized, where the model ranks it first: the mid batches, where it
-// measured fastest on the
-// H200 (docs/performance.md, "the wgmma form": 45 us against 95 us for the mma.sync forms at M = 64 of
-// 8192 x 8192, 62 against 97 for dequant_gemm at M = 128), not decode (M = 16: 38 against 29) nor prefill
-// (M = 4096: dequantize, then cuBLAS); none on a target without wgmma.
+// measured fastest on the H200 (docs/performance.md, "the wgmma form": 45 us against 95 us for the
+// mma.sync forms at M = 64 of 8192 x 8192, 62 against 97 for dequant_gemm at M = 128; "warp
+// specialization": the _ws form 0.67-0.83 of that), not decode (M = 16: 38 against 29) nor prefill (M =
+// 4096: dequantize, then cuBLAS); none on a target without wgmma.
 TEST(TuneCostModel, TheWgmmaFormRanksFirstForMidBatches) {
   for (const target::Target& t : {target::Target::h100_sxm(), target::Target::h200()}) {
     const Model model{t, {}};
@@ -243,7 +255,6 @@ TEST(TuneCostModel, TheWgmmaFormRanksFirstForMidBatches) {
     };
     SCOPED_TRACE(t.name);
     EXPECT_FALSE(best(16).wgmma) << best(16).name();
-    // Warp-specialized: 0.67-0.83 of the plain wgmma form's time at M = 32-256 on the H200.
     EXPECT_TRUE(best(64).warp_specialized) << best(64).name();
     EXPECT_TRUE(best(128).warp_specialized) << best(128).name();
     EXPECT_TRUE(best(4096).dequant_gemm) << best(4096).name();

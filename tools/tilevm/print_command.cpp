@@ -23,6 +23,7 @@
 #include "tilevm/ir/parser.h"
 #include "tilevm/ir/printer.h"
 #include "tilevm/support/error.h"
+#include "tilevm/target/target.h"
 #include "tilevm/transform/lower.h"
 
 namespace tilevm::cli {
@@ -32,6 +33,7 @@ struct PrintOptions {
   std::string path;
   std::vector<std::string> defines;
   std::string after;  // a pass name, "all", or empty: print the parsed program
+  std::string arch;   // the target of --after's lowering (default sm_80)
 };
 
 void run_print(const PrintOptions& options) {
@@ -46,6 +48,7 @@ void run_print(const PrintOptions& options) {
     throw UsageError(fmt::format("--after '{}' is not a pass; the passes are {} (or all)", options.after,
                                  fmt::join(passes, ", ")));
   transform::LowerOptions lower{.verify_each_pass = true};
+  if (!options.arch.empty()) lower.target = target::Target::for_arch(options.arch);
   std::string previous;  // with --after all, a pass that changed nothing prints one line instead
   lower.after_pass = [&](const std::string& pass, const ir::Program& program) {
     std::string text = ir::print_program(program);
@@ -71,6 +74,9 @@ void add_print_command(CLI::App& app) {
       ->allow_extra_args(false);
   command->add_option("--after", options->after, "lower the program and print it after this pass (or all)")
       ->type_name("PASS|all");
+  command->add_option(
+      "--arch", options->arch,
+      "with --after: the target the tile layer lowers for (sm_80, sm_90a, ...; default sm_80)");
   command->callback([options] { run_print(*options); });
 }
 

@@ -31,12 +31,16 @@
 #include <vector>
 
 #include "commands.h"
+#include "tilevm/exec/device_target.h"
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/exec/npy.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/parser.h"
+#include "tilevm/runtime/device.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
+#include "tilevm/target/target.h"
+#include "tilevm/transform/lower.h"
 
 namespace tilevm::cli {
 
@@ -50,6 +54,7 @@ struct RunRequest {
   std::string max_memory;
   int64_t max_steps = 0;
   std::vector<std::string> schedules;
+  std::string arch;  // the target the tile layer lowers for; empty: the GPU's, or sm_80 on the interpreter
 };
 
 // `--max-memory 8G`: bytes, or a number with a binary suffix K, M, G or T.
@@ -195,9 +200,22 @@ void run(const RunRequest& req) {
     out_files[name] = value;
   }
 
+  // The GPU if asked for, or by default if one is present and no --schedule is given (docs/language.md
+  // section 6); else the interpreter.
+  const bool use_gpu = req.gpu || (!req.interp && req.schedules.empty() && exec::gpu_available());
+  // The tile layer lowers for --arch, else for the GPU that runs it (TMA and wgmma on Hopper), else for
+  // sm_80: the interpreter runs whichever lowering it is given, so --arch sm_90a checks Hopper's on the CPU.
+  transform::LowerOptions lower;
+  if (!req.arch.empty())
+    lower.target = target::Target::for_arch(req.arch);
+  else if (use_gpu)
+    try {
+      lower.target = exec::device_target(runtime::Device::open().info());
+    } catch (const Error&) {
+      // No driver or device: run_on_gpu says so below, at the kernel's definition.
+    }
   std::string source;
-  const std::optional<ir::Program> program =
-      load_program(req.file, parse_options, transform::LowerOptions{}, &source);
+  const std::optional<ir::Program> program = load_program(req.file, parse_options, lower, &source);
   Diagnostics diags;
 
   interp::Arguments args;
@@ -244,9 +262,6 @@ void run(const RunRequest& req) {
   for (auto& [name, a] : arrays) args.buffers[name] = &a.data;
 
   options.print_stream = &std::cout;
-  // The GPU if asked for, or by default if one is present and no --schedule is given (docs/language.md
-  // section 6); else the interpreter.
-  const bool use_gpu = req.gpu || (!req.interp && req.schedules.empty() && exec::gpu_available());
   const bool ok =
       use_gpu ? exec::run_on_gpu(*program, args, diags) : interp::run_program(*program, args, diags, options);
   if (!ok) {
@@ -284,6 +299,10 @@ void add_run_command(CLI::App& app) {
                    "reverse, round-robin or random:N (repeatable; default: all of the first three and "
                    "random:1 to random:4)")
       ->excludes(gpu_flag);
+  command->add_option(
+      "--arch", req->arch,
+      "the target the tile layer lowers for (sm_80, sm_90a, ...; default: the GPU's, or sm_80 on "
+      "the interpreter)");
   command->callback([req] { run(*req); });
 }
 

@@ -67,6 +67,8 @@ struct LoopAttrs {
   int unroll = 1;    // 1: not unrolled; n > 1: unrolled by n; kFullUnroll: completely (`unroll=True`)
   int stages = 1;    // software-pipeline stages; 1: not pipelined
   bool tma = false;  // the tile layer's pipeline copies with the TMA on Hopper (tile/pipeline_loops.h)
+  // With tma: a producer warpgroup issues the copies and the block's warpgroups consume (pipeline_loops.h)
+  bool warp_specialize = false;
   bool operator==(const LoopAttrs&) const = default;
 };
 

@@ -48,6 +48,20 @@
 //
 // and with an asynchronous Gemm the refill follows its DotAsyncWait(1) + Synchronize() and fills stage
 // (k - 1) % S with iteration k - 1 + S, as examples/gemm_f16_wgmma.tile does by hand.
+//
+// With `warp_specialize=True` as well, a loop of the kernel's body in that TMA form is split between a
+// producer warpgroup and the kernel's own warpgroups (src/tile/warp_specialize.h splits the kernel):
+//
+//   with Warpgroups(0, 1, registers=40):              with Warpgroups(1, 1 + T / 128, registers=R):
+//       for k in range(n):                                <fragments, fills: the prefix's own>
+//           BarrierWait(empty[k % S], (k / S + 1) % 2)    for k in range(n):
+//           BarrierArrive(full[k % S], tx=<bytes>)            BarrierWait(full[k % S], parity=k / S % 2)
+//           CopyTma(sa[k % S], a[..k..], full[k % S])         <body on stage k % S>
+//                                                             BarrierArrive(empty[k % S])
+//                                                         <the rest of the kernel>
+//
+// as examples/gemm_f16_wgmma_ws.tile does by hand; an asynchronous Gemm releases the previous step's stage
+// after its DotAsyncWait(1) instead. The kernel's block grows by the producer's 128 threads.
 #pragma once
 
 #include <optional>

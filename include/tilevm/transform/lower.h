@@ -2,14 +2,18 @@
 // It verifies the input, then runs the passes in the order src/transform/lower.cpp lists them, one per line
 // (Halide's Lower.cpp, MLIR's pass manager):
 //
+// clang-format off
 //   infer_threads         Program::threads from the register layouts (infer_threads.h)
 //   infer_layouts         the tile layer: layouts of fragments and open shared tiles (tile/infer_layouts.h)
-//   pipeline_loops        the tile layer: Pipelined loops' buffers and async copies (tile/pipeline_loops.h)
+//   pipeline_loops        the tile layer: Pipelined loops' buffers and async copies, warp-specialized
+//                         with warp_specialize=True (tile/pipeline_loops.h)
 //   insert_barriers       the tile layer: Synchronize() where shared tiles change hands
-//   (tile/insert_barriers.h) lower_tile_ops        the tile layer: Copy, Gemm, Fill as VM instructions
-//   (tile/lower_tile_ops.h) analyze_nan_payload   marks the results whose NaN bits no reader sees
-//   (analyze_nan_payload.h) plan_shared_memory    every AllocateShared's byte range, Program::shared_bytes
-//   (plan_shared_memory.h)
+//                         (tile/insert_barriers.h)
+//   lower_parallel        the tile layer: Parallel loops as whole-tile instructions (tile/lower_parallel.h)
+//   lower_tile_ops        the tile layer: Copy, Gemm, Fill as VM instructions (tile/lower_tile_ops.h)
+//   analyze_nan_payload   marks the results whose NaN bits no reader sees (analyze_nan_payload.h)
+//   plan_shared_memory    every AllocateShared's byte range, Program::shared_bytes (plan_shared_memory.h)
+// clang-format on
 //
 // Each pass records its result in the program itself (a field of the node it concerns, printed as a
 // trailing comment: docs/language.md, "Lowered programs"), never in a side table, so a later pass or the

@@ -46,7 +46,8 @@ inline int default_keep_after_model(size_t space_size) {
 // Where the kernel names families of configurations (KernelTemplate::family, a program form each), the
 // best keep / (2 * families) of every family are kept first and the rest by estimate: a model ranks the
 // configurations of one form better than it ranks forms against each other (each form's constants are
-// fitted to its own runs), and a form that the model underrates should still be timed.
+// fitted to its own runs), and a form that the model underrates should still be timed. With keep below
+// 2 * families nothing is reserved; a family of one configuration (dequant_gemm) is then always timed.
 template <class Kernel>
 std::vector<typename Kernel::Config> prune(const Kernel& kernel, const typename Kernel::Problem& problem,
                                            const std::vector<typename Kernel::Config>& configs,

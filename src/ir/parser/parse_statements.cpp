@@ -140,7 +140,8 @@ int Parser::bind_loop_attr(const SynArg& a) {
   return static_cast<int>(*v);
 }
 
-// for v in range([start,] stop[, step][, unroll=u][, stages=s][, tma=b]): v is a new i32 variable.
+// for v in range([start,] stop[, step][, unroll=u][, stages=s][, tma=b][, warp_specialize=b]): v is a new
+// i32 variable.
 // Pipelined(...) takes the same arguments; `for i, j in Parallel(...)` is parse_parallel's.
 Stmt Parser::parse_for() {
   SourceLoc loc = cur().loc;
@@ -183,15 +184,17 @@ Stmt Parser::parse_for() {
         bounds.push_back(bind_scalar(*a.value));
         continue;
       }
-      if (a.keyword != "unroll" && a.keyword != "stages" && a.keyword != "tma")
-        fail(a.loc, fmt::format("{} takes the keyword arguments unroll=, stages= and tma=, not {}=",
-                                range->name, a.keyword));
+      if (a.keyword != "unroll" && a.keyword != "stages" && a.keyword != "tma" &&
+          a.keyword != "warp_specialize")
+        fail(a.loc, fmt::format(
+                        "{} takes the keyword arguments unroll=, stages=, tma= and warp_specialize=, not {}=",
+                        range->name, a.keyword));
       if (!given.insert(a.keyword).second) fail(a.loc, fmt::format("{}= is given twice", a.keyword));
-      if (a.keyword == "tma") {
+      if (a.keyword == "tma" || a.keyword == "warp_specialize") {
         Expr e = bind_scalar(*a.value);
         if (e->kind != ExprKind::BoolImm)
-          fail(a.loc, fmt::format("tma= must be True or False, got {}", print_expr(e)));
-        attrs.tma = e->as<BoolImm>()->value;
+          fail(a.loc, fmt::format("{}= must be True or False, got {}", a.keyword, print_expr(e)));
+        (a.keyword == "tma" ? attrs.tma : attrs.warp_specialize) = e->as<BoolImm>()->value;
         continue;
       }
       (a.keyword == "unroll" ? attrs.unroll : attrs.stages) = bind_loop_attr(a);

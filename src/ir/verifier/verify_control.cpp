@@ -302,6 +302,11 @@ void Verifier::check_stmt(const Stmt& s) {
         diags_.error(pick(n.step->loc, s->loc), "the range step must not be 0");
       if (n.attrs.unroll < 0) diags_.error(s->loc, "unroll={} must not be negative", n.attrs.unroll);
       if (n.attrs.stages < 1) diags_.error(s->loc, "stages={} must be at least 1", n.attrs.stages);
+      if (n.attrs.warp_specialize && (!n.attrs.tma || n.attrs.stages < 2))
+        diags_.error(
+            s->loc,
+            "warp_specialize=True needs a pipeline of TMA copies (stages= of at least 2 and tma=True): "
+            "its producer warpgroup issues them");
       if (!n.var) {
         diags_.error(s->loc, "a for loop has no variable");
       } else if (!n.var->type.is_scalar() || !n.var->type.dtype.is_integer()) {

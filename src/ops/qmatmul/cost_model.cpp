@@ -26,8 +26,10 @@ int64_t registers_per_thread(const QMatmulProblem& p, const QMatmulConfig& c) {
   return std::min<int64_t>(255, 40 + acc + a_frags + b_codes);
 }
 
-// Blocks of this configuration resident on one SM at once.
+// Blocks of this configuration resident on one SM at once. A warp-specialized kernel is launched with
+// __launch_bounds__(T, 1) and takes the register file (setmaxnreg): one.
 int64_t blocks_per_sm(const QMatmulProblem& p, const QMatmulConfig& c, const target::Target& r) {
+  if (c.warp_specialized) return 1;
   const int64_t n =
       r.resident_blocks(c.block_threads(), registers_per_thread(p, c), qmatmul_shared_bytes(p, c));
   return std::max<int64_t>(n, 1);  // check_config guarantees one block fits

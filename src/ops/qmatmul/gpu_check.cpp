@@ -16,7 +16,8 @@ namespace tilevm::ops {
 QMatmulProblem gpu_check_problem(const QMatmulProblem& problem) {
   QMatmulProblem p = problem;
   p.m = std::min<int64_t>(problem.m, 37);
-  // Ragged against every block_n; a multiple of 8 where n is one, which the warp-specialized form needs.
+  // Ragged against every block_n of the space (16 and up); a multiple of 8 where n is one, which the
+  // warp-specialized form needs.
   p.n = std::min<int64_t>(problem.n, problem.n % 8 == 0 ? 296 : 300);
   if (problem.group == problem.k) {
     p.k = std::min<int64_t>(problem.k, 512);

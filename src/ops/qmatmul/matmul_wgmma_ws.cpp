@@ -58,8 +58,7 @@ ir::Program build_wgmma_ws_matmul(const QMatmulProblem& p, const QMatmulConfig& 
   Tensor smem_w = pb.allocate_shared("smem_w", at, smem_w_layout);
   Tensor full = pb.allocate_barrier("full", 1, c.stages);
   Tensor empty = pb.allocate_barrier("empty", 1, c.stages);
-  const int64_t scale_bytes = k.s.per_channel ? 0 : k.s.scale_rows * c.block_n * 2 * (m.smem_z ? 2 : 1);
-  const int64_t stage_bytes = c.block_m * c.block_k * 2 + k.s.tile_words * 4 + scale_bytes;
+  const int64_t stage_bytes = k.s.stage_bytes;  // what the copies of a stage bring: the full barrier's tx
   Scalar n_tiles = pb.let("n_tiles", ceil_div(m.n, k.BN));
 
   pb.warpgroups(0, 1, 40, [&] {

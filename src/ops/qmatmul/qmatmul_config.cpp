@@ -26,9 +26,9 @@ std::string QMatmulConfig::name() const {
                                         : fmt::format("{}x{}", warps_m, warps_n);
   return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}_s{}_k{}{}", block_m, block_n, block_k, slice_k, warps, stages,
                      split_k,
-                     warp_specialized ? "_ws"
-                     : wgmma          ? "_wg"
-                                      : "");
+                     !wgmma             ? ""
+                     : warp_specialized ? "_ws"
+                                        : "_wg");
 }
 
 QMatmulConfig QMatmulConfig::parse(const std::string& name) {
@@ -129,6 +129,10 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
       bad(fmt::format("the wgmma form needs weights whose values fit {} ({} takes the f32 path)",
                       p.atype.name(), p.wtype.name()));
     if (c.warp_specialized) {
+      // The consumers hold two stages (the one they multiply, and the one before until its product
+      // retires): with two, nothing would be fetched ahead.
+      if (c.stages < 3)
+        bad(fmt::format("the warp-specialized form needs at least 3 stages, got {}", c.stages));
       if (p.k % 8 != 0 || p.n % 8 != 0)
         bad(
             fmt::format("the warp-specialized form copies with the TMA, whose rows are 16-byte multiples: k "
@@ -212,7 +216,8 @@ QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {
   n_tiles = ceil_div(p.n, c.block_n);
   scale_rows = per_channel ? 0 : std::max<int64_t>(1, c.block_k / p.group);
   const int64_t scale_bytes = scale_rows * c.block_n * 2 * (p.zero_point ? 2 : 1);
-  shared_bytes = c.stages * (c.block_m * c.block_k * 2 + tile_words * 4 + scale_bytes);
+  stage_bytes = c.block_m * c.block_k * 2 + tile_words * 4 + scale_bytes;
+  shared_bytes = c.stages * stage_bytes;
   if (c.warps_k > 1) shared_bytes += c.warps_k * c.block_m * c.block_n * 4;  // the partial tiles to sum
   // The wgmma form: two dequantized [BN, BK] tiles, and up to 1024 bytes to align the swizzled tiles.
   if (c.wgmma) shared_bytes += 2 * c.block_n * c.block_k * 2 + 1024;

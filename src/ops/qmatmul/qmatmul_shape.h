@@ -18,7 +18,8 @@ struct QMatmulShape {
   int64_t slice_words = 0;         // u32 words of one [slice_k, block_n] slice of transformed codes
   int64_t tile_words = 0;          // u32 words of one [block_k, block_n] tile
   int64_t k_tiles = 0, n_tiles = 0;
-  int64_t scale_rows = 0;  // rows of scales (and zeros) per pipeline stage; 0 per channel
+  int64_t scale_rows = 0;   // rows of scales (and zeros) per pipeline stage; 0 per channel
+  int64_t stage_bytes = 0;  // one stage: the A tile, the codes, the scale (and zero) rows
   int64_t shared_bytes = 0;
 };
 

@@ -36,7 +36,7 @@ MatmulData declare(MatmulConstants& k) {
   Tensor ga = pb.view_global("ga", a_ptr, at, {m, k_size});
   // Warp-specialized, the TMA copies a tile's codes as rows of 256 words (a box is at most 256 wide): the
   // same memory as [k tiles, n tiles, TILE_WORDS], viewed as rows.
-  const int64_t code_rows = k.s.tile_words / 256;
+  const int64_t code_rows = k.c.warp_specialized ? k.s.tile_words / 256 : 0;
   Tensor gt =
       k.c.warp_specialized
           ? pb.view_global("gt", t_ptr, u32, {ceil_div(k_size, k.BK) * ceil_div(n, k.BN) * code_rows, 256})

@@ -1,0 +1,1 @@
+check error_warp_specialize_attrs.tile

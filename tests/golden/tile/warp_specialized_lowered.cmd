@@ -1,0 +1,1 @@
+print warp_specialized.tile --after lower_tile_ops --arch sm_90a
