@@ -71,6 +71,7 @@ class Insert {
     for (const ir::Stmt& s : in) {
       if (!s) continue;
       if (section_ends && s->kind != ir::StmtKind::Region) state = {};
+      const bool in_section = section_ends;  // a region after a region: the same section
       section_ends = false;
       ir::Stmt kept = s;
       switch (s->kind) {
@@ -131,9 +132,16 @@ class Insert {
         }
         case ir::StmtKind::Region: {
           // A region is the block for its body: what its own threads write and read between its own
-          // barriers (Synchronize is the region's). It starts where the block left off (a section's branch
-          // is no barrier), and the block goes on after the section's end, which is one.
+          // barriers (Synchronize is the region's). What the block wrote or read before reaches a region
+          // only through a barrier of the whole block before its section (docs/language.md), and the block
+          // goes on after the section's end, which is one.
           const auto& r = *s->as<ir::RegionStmt>();
+          if (!in_section && (!state.written.empty() || !state.read.empty())) {
+            if (apply)
+              out.push_back(std::make_shared<ir::InstStmt>(
+                  std::vector<ir::Var>{}, std::make_shared<ir::SynchronizeInst>(s->loc), s->loc));
+            state = {};
+          }
           State inside = state;
           ir::Block body = block(r.body, inside, apply);
           if (apply)

@@ -89,6 +89,20 @@ class Accesses : public ir::IRVisitor {
   }
 };
 
+// Whether `body` has a break or continue of its own loop (not of a loop inside it).
+bool leaves_early(const ir::Block& body) {
+  for (const ir::Stmt& s : body) {
+    if (!s) continue;
+    if (s->kind == ir::StmtKind::Break || s->kind == ir::StmtKind::Continue) return true;
+    if (const auto* i = s->as<ir::IfStmt>()) {
+      for (const ir::Block& b : i->bodies)
+        if (leaves_early(b)) return true;
+      if (leaves_early(i->else_body)) return true;
+    }
+  }
+  return false;
+}
+
 // The copies of a loop body that can be pipelined (see the header): into a shared tensor allocated before
 // the loop, used nowhere else and written by nothing else.
 std::vector<const ir::InstStmt*> pipelinable_copies(const ir::ForStmt& f,
@@ -159,8 +173,17 @@ class Pipeline : public ir::IRMutator {
         // As tma=True, warp_specialize=True applies where the TMA can fill the stages: on Hopper, with tiles
         // the TMA writes; elsewhere the loop is pipelined as without it.
         const std::vector<const ir::InstStmt*> copies = pipelinable_copies(*f, uses_);
-        const bool specialize = f->attrs.warp_specialize && f->attrs.tma && target_.features.hopper &&
-                                !copies.empty() && tma_tiles(copies);
+        const auto step = ir::as_const_int(f->step);
+        const bool specialize = f->attrs.warp_specialize && f->attrs.tma && target_.features.hopper && step &&
+                                *step > 0 && !copies.empty() && tma_tiles(copies);
+        if (specialize && leaves_early(f->body)) {
+          // The consumers' release of a stage would be skipped, and the producer would wait for it forever.
+          diags_.error(f->loc,
+                       "warp_specialize=True: the loop's body has a break or continue, which would skip the "
+                       "release of its stage to the producer");
+          failed_ = true;
+          return out;
+        }
         if (specialize && (!top || split_at)) {
           diags_.error(f->loc, "warp_specialize=True: {}",
                        top ? "a kernel has one warp-specialized loop"

@@ -43,6 +43,28 @@ bool reads_any(const ir::Expr& e, const std::set<const ir::VarNode*>& vars) {
   return false;
 }
 
+// The scalars statements read, define (a first assignment, a loop variable) and assign again.
+class Scalars : public ir::IRVisitor {
+ public:
+  std::set<const ir::VarNode*> reads, defined;
+  std::map<const ir::VarNode*, std::string> reassigned;
+  void visit_expr(const ir::Expr& e) override {
+    if (const auto* r = e ? e->as<ir::VarRef>() : nullptr) reads.insert(r->var.get());
+    ir::IRVisitor::visit_expr(e);
+  }
+  void visit_assign(const ir::AssignStmt& s) override {
+    if (s.defines)
+      defined.insert(s.var.get());
+    else
+      reassigned[s.var.get()] = s.var->name;
+    ir::IRVisitor::visit_assign(s);
+  }
+  void visit_for(const ir::ForStmt& s) override {
+    defined.insert(s.var.get());
+    ir::IRVisitor::visit_for(s);
+  }
+};
+
 // What a region may not hold (docs/language.md, "Warp-specialized regions"): the first one found, or "".
 class Forbidden : public ir::IRVisitor {
  public:
@@ -52,7 +74,7 @@ class Forbidden : public ir::IRVisitor {
       if (s.inst->kind == ir::InstKind::AllocateShared || s.inst->kind == ir::InstKind::FreeShared)
         found = "a shared tensor allocated under a branch or loop, or freed";
       else if (s.inst->kind == ir::InstKind::AllocateBarrier)
-        found = "a barrier allocated after the loop";
+        found = "a barrier allocated under a branch or loop";
       else if (s.inst->kind == ir::InstKind::Exit)
         found = "an Exit()";
     }
@@ -72,7 +94,7 @@ class Forbidden : public ir::IRVisitor {
 int64_t consumer_registers(int64_t threads) {
   const int64_t left = (target::kRegistersPerSm - kProducerRegisters * ir::RegionStmt::kWarpgroupThreads) /
                        std::max<int64_t>(threads, 1);
-  return std::min<int64_t>(232, left / 8 * 8);
+  return std::min<int64_t>(256, left / 8 * 8);
 }
 
 std::optional<ir::Block> split_warp_specialized(const ir::Block& prefix, ir::Block producer_loop,
@@ -89,39 +111,75 @@ std::optional<ir::Block> split_warp_specialized(const ir::Block& prefix, ir::Blo
     return std::nullopt;
   }
   ir::Block outside, consumers;
-  // A scalar the prefix assigns twice would be read by the consumers in between: hoisting both assignments
-  // before them would change what they read.
-  std::map<const ir::VarNode*, int> assigned;
-  for (const ir::Stmt& s : prefix)
-    if (const auto* a = s ? s->as<ir::AssignStmt>() : nullptr; a && ++assigned[a->var.get()] > 1) {
-      *why = fmt::format("'{}' is assigned twice before the loop", a->var->name);
-      return std::nullopt;
-    }
+  // The block's statements run before the regions, so each must come before, in effect, the consumers'
+  // statements it is moved above: it may not assign a scalar one of them read.
+  Scalars read_by_consumers;
   for (const ir::Stmt& s : prefix) {
     if (!s) continue;
-    (block_level(s) ? outside : consumers).push_back(s);
-  }
-  for (ir::Stmt& s : consumer_loop) consumers.push_back(std::move(s));
-  for (const ir::Stmt& s : suffix) {
-    if (!s) continue;
-    // A shared tensor of the epilogue is allocated by the block (a region cannot); its shape is a constant
-    // or the kernel's scalars, which the suffix cannot have assigned (it would be a region's own).
-    const auto* is = s->as<ir::InstStmt>();
-    if (is && is->inst && is->inst->kind == ir::InstKind::AllocateShared) {
-      std::set<const ir::VarNode*> after;
-      for (const ir::Stmt& t : suffix)
-        if (const auto* a = t ? t->as<ir::AssignStmt>() : nullptr) after.insert(a->var.get());
-      bool local_scalar = false;
-      is->inst->for_each_expr([&](const ir::Expr& e) { local_scalar |= reads_any(e, after); });
-      if (local_scalar) {
-        *why = "a shared tensor after the loop is sized by a scalar computed after the loop";
-        return std::nullopt;
-      }
-      outside.push_back(s);
+    if (!block_level(s)) {
+      read_by_consumers.visit_stmt(s);
+      consumers.push_back(s);
       continue;
     }
-    consumers.push_back(s);
+    if (const auto* a = s->as<ir::AssignStmt>(); a && read_by_consumers.reads.count(a->var.get())) {
+      *why = fmt::format(
+          "'{}' is assigned after a statement that reads it, which the consumers would run "
+          "after the assignment",
+          a->var->name);
+      return std::nullopt;
+    }
+    outside.push_back(s);
   }
+  for (ir::Stmt& s : consumer_loop) consumers.push_back(std::move(s));
+  // The names the block binds: a shared tensor or barrier of the epilogue, allocated by the block (a region
+  // cannot), may not take one of them (the printed program would rebind it before the regions).
+  std::set<std::string> block_names;
+  for (const ir::Stmt& s : outside) {
+    if (const auto* a = s->as<ir::AssignStmt>()) block_names.insert(a->var->name);
+    if (const auto* is = s->as<ir::InstStmt>())
+      for (const ir::Var& v : is->results) block_names.insert(v->name);
+  }
+  for (const ir::Stmt& s : suffix) {
+    if (!s) continue;
+    const auto* is = s->as<ir::InstStmt>();
+    const bool allocation =
+        is && is->inst &&
+        (is->inst->kind == ir::InstKind::AllocateShared || is->inst->kind == ir::InstKind::AllocateBarrier);
+    if (!allocation) {
+      consumers.push_back(s);
+      continue;
+    }
+    // Its shape is a constant or the kernel's scalars, never one the suffix computes (a region's own).
+    Scalars suffix_scalars;
+    for (const ir::Stmt& t : suffix)
+      if (const auto* a = t ? t->as<ir::AssignStmt>() : nullptr) suffix_scalars.defined.insert(a->var.get());
+    bool local_scalar = false;
+    is->inst->for_each_expr([&](const ir::Expr& e) { local_scalar |= reads_any(e, suffix_scalars.defined); });
+    if (local_scalar) {
+      *why = "a shared tensor or barrier after the loop is sized by a scalar computed after the loop";
+      return std::nullopt;
+    }
+    for (const ir::Var& v : is->results)
+      if (!block_names.insert(v->name).second) {
+        *why = fmt::format(
+            "'{}' after the loop takes the name of the block's '{}' before it (the block "
+            "allocates it before the regions): rename it",
+            v->name, v->name);
+        return std::nullopt;
+      }
+    outside.push_back(s);
+  }
+  // A region reads the block's scalars but cannot assign them (each region would hold its own value).
+  Scalars in_consumers;
+  for (const ir::Stmt& s : consumers) in_consumers.visit_stmt(s);
+  for (const auto& [v, name] : in_consumers.reassigned)
+    if (!in_consumers.defined.count(v)) {
+      *why = fmt::format(
+          "'{}' is the block's and is assigned after the loop, or under a loop or branch before "
+          "it, where the consumers would assign their own copy",
+          name);
+      return std::nullopt;
+    }
   Forbidden forbidden;
   for (const ir::Stmt& s : consumers) forbidden.visit_stmt(s);
   if (!forbidden.found.empty()) {

@@ -12,7 +12,7 @@
 //
 // The consumers are the kernel's T threads as the author wrote it (a region numbers its threads from 0, so
 // every layout inferred for T threads holds); the block grows by the producer's 128. R is the most the
-// register file allows the consumers beside the producer's 40, at most 232.
+// register file allows the consumers beside the producer's 40, at most 256.
 #pragma once
 
 #include <optional>
@@ -23,9 +23,10 @@
 namespace tilevm::tile {
 
 // The kernel's new top-level block, or nullopt with the reason in *why when the kernel cannot be split:
-// threads not whole warpgroups or too many with the producer, a region already there, a prefix statement
-// that the block would have to run after one of the consumers' (a scalar assigned twice), a shared tensor
-// or barrier allocated inside a consumer statement, a return or Exit.
+// threads not whole warpgroups or too many with the producer, a region already there, a scalar of the
+// block assigned after a consumer statement read it (or by the consumers: after the loop, or under a loop
+// or branch before it), a shared tensor or barrier allocated under a branch or loop, an epilogue's
+// allocation that takes a name of the block's, a return or Exit.
 std::optional<ir::Block> split_warp_specialized(const ir::Block& prefix, ir::Block producer_loop,
                                                 ir::Block consumer_loop, const ir::Block& suffix,
                                                 int64_t threads, SourceLoc loc, std::string* why);

@@ -262,8 +262,8 @@ void run(const RunRequest& req) {
   for (auto& [name, a] : arrays) args.buffers[name] = &a.data;
 
   options.print_stream = &std::cout;
-  const bool ok =
-      use_gpu ? exec::run_on_gpu(*program, args, diags) : interp::run_program(*program, args, diags, options);
+  const bool ok = use_gpu ? exec::run_on_gpu(*program, args, diags, {.arch = req.arch})
+                          : interp::run_program(*program, args, diags, options);
   if (!ok) {
     std::cout.flush();
     std::cerr << diags.render(req.file, source);

@@ -1,0 +1,161 @@
+// The tile layer's warp_specialize=True (tile/warp_specialize.h) on kernels around the plain GEMM: where
+// the split keeps what the kernel computes (loops that do not start at 0 or step by 1, a later TMA pipeline,
+// a scalar assigned before any consumer reads it), the product on the interpreter; where it could not (a
+// scalar the consumers would assign, or that the block would assign too early, an epilogue allocation
+// rebinding a name, a break), a located error at the loop; and where the TMA form does not apply (a step
+// that is not a constant), the plain pipeline, as tma=True does.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "tilevm/interp/interpreter.h"
+#include "tilevm/ir/parser.h"
+#include "tilevm/ir/visitor.h"
+#include "tilevm/ops/gemm/gemm_data.h"
+#include "tilevm/transform/lower.h"
+
+namespace tilevm::tile {
+namespace {
+
+// C = A @ B^T in f16, 128 x 64 tiles over two warpgroups; `before` goes before the loop, `loop` is its
+// header, `after` after it (each line indented by 4).
+std::string kernel(const std::string& before, const std::string& loop, const std::string& after) {
+  return "def g<ceil_div(M, 128), ceil_div(N, 64)>[threads=256](f16* a_ptr, f16* b_ptr, f16* c_ptr, i32 M, "
+         "i32 N, i32 K):\n"
+         "    bm, bn = BlockIndices()\n"
+         "    a = ViewGlobal(a_ptr, dtype=f16, shape=[M, K])\n"
+         "    b = ViewGlobal(b_ptr, dtype=f16, shape=[N, K])\n"
+         "    c = ViewGlobal(c_ptr, dtype=f16, shape=[M, N])\n"
+         "    sa = AllocateShared(f16, shape=[128, 64])\n"
+         "    sb = AllocateShared(f16, shape=[64, 64])\n"
+         "    acc = AllocateFragment(f32, shape=[128, 64])\n"
+         "    Fill(acc, 0.0)\n" +
+         before + "    for k in " + loop + ":\n" +
+         "        Copy(a[bm * 128:, k * 64:], sa)\n"
+         "        Copy(b[bn * 64:, k * 64:], sb)\n"
+         "        Gemm(sa, sb, acc, transpose_b=True)\n" +
+         (after.empty() ? "    Copy(acc, c[bm * 128:, bn * 64:])\n" : after);
+}
+
+struct Lowered {
+  std::optional<ir::Program> program;
+  std::string errors;
+  bool regions = false;
+};
+
+Lowered lower_for_hopper(const std::string& text) {
+  Lowered out;
+  Diagnostics diags;
+  std::optional<ir::Program> p = ir::parse_program(text, diags);
+  if (p)
+    p = transform::lower(*std::move(p), diags,
+                         {.target = target::Target::h100_sxm(), .verify_each_pass = true});
+  out.errors = diags.render("ws.tile", text);
+  if (!p) return out;
+  struct Find : ir::IRVisitor {
+    bool found = false;
+    void visit_region(const ir::RegionStmt& r) override {
+      found = true;
+      ir::IRVisitor::visit_region(r);
+    }
+  } find;
+  find.visit_program(*p);
+  out.regions = find.found;
+  out.program = std::move(p);
+  return out;
+}
+
+// The kernel's product on the interpreter (regions under every default schedule) against doubles.
+void expect_product(const std::string& text, int64_t m, int64_t n, int64_t k, bool regions) {
+  Lowered l = lower_for_hopper(text);
+  ASSERT_TRUE(l.program) << l.errors << text;
+  EXPECT_EQ(l.regions, regions) << text;
+  ops::GemmData data = ops::random_gemm_data(m, n, k, static_cast<uint32_t>(m + 3 * n + 7 * k));
+  interp::Arguments args = data.args();
+  Diagnostics diags;
+  ASSERT_TRUE(interp::run_program(*l.program, args, diags)) << diags.render("ws.tile", text);
+  EXPECT_EQ(ops::gemm_mismatch(data, data.c, std::ldexp(1.0, -10), std::ldexp(1.0, -24)), "") << text;
+}
+
+void expect_error(const std::string& text, const std::string& message) {
+  Lowered l = lower_for_hopper(text);
+  EXPECT_FALSE(l.program) << text;
+  EXPECT_NE(l.errors.find(message), std::string::npos) << l.errors;
+  EXPECT_NE(l.errors.find("ws.tile:"), std::string::npos) << l.errors;  // located
+}
+
+const char* kWs = "stages=3, tma=True, warp_specialize=True";
+
+// `text` with every "k * 64:]" (the tiles of step k) replaced by `tile`.
+std::string with_tiles(std::string text, const std::string& tile) {
+  for (size_t at; (at = text.find("k * 64:]")) != std::string::npos;) text.replace(at, 8, tile);
+  return text;
+}
+
+TEST(TileWarpSpecialize, LoopsThatDoNotStartAtZero) {
+  // k from 1 (the tiles k - 1), and from 0 by 2 over twice the range (the tiles k / 2).
+  expect_product(with_tiles(kernel("", std::string("Pipelined(1, ceil_div(K, 64) + 1, ") + kWs + ")", ""),
+                            "(k - 1) * 64:]"),
+                 70, 100, 200, true);
+  expect_product(with_tiles(kernel("", std::string("Pipelined(0, 2 * ceil_div(K, 64), 2, ") + kWs + ")", ""),
+                            "k / 2 * 64:]"),
+                 130, 64, 320, true);
+}
+
+TEST(TileWarpSpecialize, NoIterationsAndPartialTiles) {
+  const std::string text = kernel("", std::string("Pipelined(ceil_div(K, 64), ") + kWs + ")", "");
+  expect_product(text, 130, 70, 0, true);  // C = 0
+  expect_product(text, 1, 8, 8, true);
+}
+
+TEST(TileWarpSpecialize, AScalarAssignedBeforeTheConsumersReadIt) {
+  expect_product(kernel("    steps = ceil_div(K, 64)\n", std::string("Pipelined(steps, ") + kWs + ")", ""),
+                 64, 64, 192, true);
+}
+
+TEST(TileWarpSpecialize, ALaterTmaPipelineKeepsItsBarriersWithTheBlock) {
+  const std::string after =
+      "    Copy(acc, c[bm * 128:, bn * 64:])\n"
+      "    sx = AllocateShared(f16, shape=[128, 64])\n"
+      "    for j in Pipelined(1, stages=2, tma=True):\n"
+      "        Copy(a[bm * 128:, j * 64:], sx)\n"
+      "        Copy(sx, c[bm * 128:, bn * 64:])\n";
+  // The second loop (its own TMA pipeline, whose barriers the block allocates before the regions) then
+  // overwrites C with A's first 64 columns: with M = 128 and N = K = 64, C ends as A.
+  Lowered l = lower_for_hopper(kernel("", std::string("Pipelined(ceil_div(K, 64), ") + kWs + ")", after));
+  ASSERT_TRUE(l.program) << l.errors;
+  EXPECT_TRUE(l.regions);
+  ops::GemmData data = ops::random_gemm_data(128, 64, 64, 5);
+  interp::Arguments args = data.args();
+  Diagnostics diags;
+  ASSERT_TRUE(interp::run_program(*l.program, args, diags)) << diags.render("ws.tile", "");
+  EXPECT_EQ(data.c, std::vector<uint8_t>(data.a.begin(), data.a.begin() + 128 * 64 * 2));
+}
+
+TEST(TileWarpSpecialize, AStepThatIsNotAConstantIsPipelinedWithoutIt) {
+  expect_product(
+      kernel("    st = K / K\n", std::string("Pipelined(0, ceil_div(K, 64), st, ") + kWs + ")", ""), 64, 64,
+      192, false);
+}
+
+TEST(TileWarpSpecialize, WhatCannotBeSplitIsALocatedError) {
+  const std::string loop = std::string("Pipelined(kt, ") + kWs + ")";
+  expect_error(kernel("    kt = 0\n    for i in range(ceil_div(K, 64)):\n        kt = kt + 1\n", loop, ""),
+               "'kt' is the block's and is assigned after the loop, or under a loop or branch before it");
+  expect_error(kernel("    kt = ceil_div(K, 64)\n    Fill(acc, kt)\n    kt = kt + 0\n", loop, ""),
+               "'kt' is assigned after a statement that reads it");
+  expect_error(
+      kernel("    kt = ceil_div(K, 64)\n", loop, "    kt = 1\n    Copy(acc, c[bm * 128:, bn * 64:])\n"),
+      "'kt' is the block's and is assigned after the loop");
+  expect_error(kernel("    kt = ceil_div(K, 64)\n", loop,
+                      "    sa = AllocateShared(f32, shape=[128, 64])\n    Copy(acc, sa)\n"
+                      "    Copy(sa, c[bm * 128:, bn * 64:])\n"),
+               "'sa' after the loop takes the name of the block's 'sa'");
+  std::string broken = kernel("    kt = ceil_div(K, 64)\n", loop, "");
+  broken.replace(broken.find("        Gemm("), 0, "        if k > 100:\n            break\n");
+  expect_error(broken, "the loop's body has a break or continue");
+}
+
+}  // namespace
+}  // namespace tilevm::tile
