@@ -15,20 +15,10 @@ namespace {
 
 using ir::Scope;
 
-class Lower : public ir::IRMutator {
+class Lower : public ThreadsMutator {
  public:
-  Lower(int64_t threads, Diagnostics& diags) : threads_(threads), diags_(diags) {}
+  Lower(int64_t threads, Diagnostics& diags) : ThreadsMutator(threads), diags_(diags) {}
   bool ok() const { return ok_; }
-
-  // A warp-specialized region is the block for its body (docs/language.md, "Warp-specialized regions"):
-  // its tile operators are laid out over the region's threads.
-  ir::Stmt mutate_region(const ir::Stmt& s, const ir::RegionStmt& node) override {
-    const int64_t block_threads = threads_;
-    threads_ = node.threads();
-    ir::Stmt out = ir::IRMutator::mutate_region(s, node);
-    threads_ = block_threads;
-    return out;
-  }
 
   ir::Block mutate_block(const ir::Block& block) override {
     ir::Block out;
@@ -235,7 +225,6 @@ class Lower : public ir::IRMutator {
     emit(std::make_shared<ir::CastInst>(whole(v, f.loc), t.dtype, f.dst.tensor, f.loc));
   }
 
-  int64_t threads_;
   Diagnostics& diags_;
   bool ok_ = true;
   ir::Block* out_ = nullptr;

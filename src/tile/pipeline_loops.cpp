@@ -13,6 +13,7 @@
 #include "tilevm/ir/visitor.h"
 #include "tilevm/target/limits.h"
 #include "tilevm/tile/tile_layouts.h"
+#include "tilevm/tile/tile_program.h"
 #include "warp_specialize.h"
 
 namespace tilevm::tile {
@@ -49,15 +50,6 @@ ir::Expr mul(ir::Expr a, ir::Expr b) {
 ir::Expr div(ir::Expr a, ir::Expr b) {
   if (is_const(b, 1)) return a;
   return ir::make_binary(ir::BinaryOp::Div, std::move(a), std::move(b));
-}
-
-// Whether `e` reads one of `vars`.
-bool mentions(const ir::Expr& e, const std::set<const ir::VarNode*>& vars) {
-  if (!e) return false;
-  if (const auto* r = e->as<ir::VarRef>()) return vars.count(r->var.get()) > 0;
-  if (const auto* b = e->as<ir::BinaryExpr>()) return mentions(b->a, vars) || mentions(b->b, vars);
-  if (const auto* u = e->as<ir::UnaryExpr>()) return mentions(u->a, vars);
-  return false;
 }
 
 // What the instructions of a program or block do with variables: how often each is an operand (read or
@@ -126,7 +118,7 @@ std::vector<const ir::InstStmt*> pipelinable_copies(const ir::ForStmt& f,
     // Issued iterations ahead, the copy's view may only use what is known before the loop (and the loop
     // variable, which the issue substitutes): not a scalar the body computes (`kk = ks + k * SPLIT`).
     bool body_scalar = false;
-    ir::for_each_expr(c->src, [&](const ir::Expr& e) { body_scalar |= mentions(e, inside.defined); });
+    ir::for_each_expr(c->src, [&](const ir::Expr& e) { body_scalar |= reads_any(e, inside.defined); });
     if (body_scalar) continue;
     out.push_back(is);
   }

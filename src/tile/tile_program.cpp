@@ -36,4 +36,20 @@ ir::TensorArg whole(const ir::Var& v, SourceLoc loc) {
   return ir::TensorArg{v, {}, loc};
 }
 
+bool reads_any(const ir::Expr& e, const std::set<const ir::VarNode*>& vars) {
+  if (!e) return false;
+  if (const auto* r = e->as<ir::VarRef>()) return vars.count(r->var.get()) > 0;
+  if (const auto* b = e->as<ir::BinaryExpr>()) return reads_any(b->a, vars) || reads_any(b->b, vars);
+  if (const auto* u = e->as<ir::UnaryExpr>()) return reads_any(u->a, vars);
+  return false;
+}
+
+ir::Stmt ThreadsMutator::mutate_region(const ir::Stmt& s, const ir::RegionStmt& node) {
+  const int64_t block_threads = threads_;
+  threads_ = node.threads();
+  ir::Stmt out = ir::IRMutator::mutate_region(s, node);
+  threads_ = block_threads;
+  return out;
+}
+
 }  // namespace tilevm::tile

@@ -10,6 +10,7 @@
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/visitor.h"
 #include "tilevm/target/limits.h"
+#include "tilevm/tile/tile_program.h"
 
 namespace tilevm::tile {
 
@@ -32,15 +33,6 @@ bool block_level(const ir::Stmt& s) {
     default:
       return false;
   }
-}
-
-// Whether `e` reads one of `vars`.
-bool reads_any(const ir::Expr& e, const std::set<const ir::VarNode*>& vars) {
-  if (!e) return false;
-  if (const auto* r = e->as<ir::VarRef>()) return vars.count(r->var.get()) > 0;
-  if (const auto* b = e->as<ir::BinaryExpr>()) return reads_any(b->a, vars) || reads_any(b->b, vars);
-  if (const auto* u = e->as<ir::UnaryExpr>()) return reads_any(u->a, vars);
-  return false;
 }
 
 // The scalars statements read, define (a first assignment, a loop variable) and assign again.

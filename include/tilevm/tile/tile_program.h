@@ -1,6 +1,9 @@
 // What the tile layer's passes ask of a whole program.
 #pragma once
 
+#include <set>
+
+#include "tilevm/ir/mutator.h"
 #include "tilevm/ir/program.h"
 
 namespace tilevm::tile {
@@ -16,5 +19,19 @@ layout::Index tile_shape(const ir::TensorArg& arg);
 // A new register tensor of `lay`'s shape (the lowering passes' temporaries), and a whole-tensor operand.
 ir::Var register_var(const std::string& name, DataType dtype, const layout::Layout& lay);
 ir::TensorArg whole(const ir::Var& v, SourceLoc loc);
+
+// Whether the scalar expression `e` reads one of `vars`.
+bool reads_any(const ir::Expr& e, const std::set<const ir::VarNode*>& vars);
+
+// A lowering pass that lays tiles out over the block's threads_, and over a region's own inside it (a
+// warp-specialized region is the block for its body: docs/language.md, "Warp-specialized regions").
+class ThreadsMutator : public ir::IRMutator {
+ public:
+  explicit ThreadsMutator(int64_t threads) : threads_(threads) {}
+  ir::Stmt mutate_region(const ir::Stmt& s, const ir::RegionStmt& node) override;
+
+ protected:
+  int64_t threads_;
+};
 
 }  // namespace tilevm::tile
