@@ -25,7 +25,9 @@ constexpr int64_t kMaxSteps = int64_t{1} << 20;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tilevm;
   const std::string_view source = fuzz::as_text(data, size);
-  const std::optional<ir::Program> program = fuzz::compile_checked(source);
+  // Every other input (by its length) runs the Hopper lowering: TMA pipelines, wgmma, warp specialization.
+  const std::optional<ir::Program> program = fuzz::compile_checked(
+      source, nullptr, size % 2 ? target::Target::h100_sxm() : target::Target::generic_sm80());
   if (!program) return 0;
   std::map<std::string, std::vector<uint8_t>> storage;
   interp::Arguments args;

@@ -12,6 +12,7 @@
 #include "tilevm/ir/parser.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
+#include "tilevm/target/target.h"
 #include "tilevm/transform/lower.h"
 
 namespace tilevm::fuzz {
@@ -28,11 +29,13 @@ inline void check_located(const Diagnostics& diags, std::string_view source, std
   }
 }
 
-// Parses, verifies and lowers `source` (verifying after every pass). Returns the lowered program, or
+// Parses, verifies and lowers `source` for `target` (verifying after every pass; sm_80 by default, sm_90a
+// for the tile layer's Hopper lowering: TMA, wgmma, warp specialization). Returns the lowered program, or
 // nullopt when the program has errors, which must then all be located diagnostics. Also nullopt when
 // `parsed` is given and the program does not parse; else *parsed is the program before lowering.
-inline std::optional<ir::Program> compile_checked(std::string_view source,
-                                                  std::optional<ir::Program>* parsed = nullptr) {
+inline std::optional<ir::Program> compile_checked(
+    std::string_view source, std::optional<ir::Program>* parsed = nullptr,
+    const target::Target& target = target::Target::generic_sm80()) {
   Diagnostics diags;
   std::optional<ir::Program> program;
   try {
@@ -48,7 +51,7 @@ inline std::optional<ir::Program> compile_checked(std::string_view source,
   if (parsed) *parsed = program;
   std::optional<ir::Program> lowered;
   try {
-    lowered = transform::lower(*program, diags, {.verify_each_pass = true});
+    lowered = transform::lower(*program, diags, {.target = target, .verify_each_pass = true});
   } catch (const std::exception& e) {
     failure("verify or lower threw instead of reporting a located diagnostic", e.what());
   }

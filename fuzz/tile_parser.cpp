@@ -15,6 +15,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view source = fuzz::as_text(data, size);
   std::optional<ir::Program> parsed;
   if (!fuzz::compile_checked(source, &parsed)) return 0;
+  // The Hopper lowering of the same program (TMA pipelines, wgmma, warp specialization) keeps the same
+  // properties.
+  fuzz::compile_checked(source, nullptr, target::Target::h100_sxm());
   try {
     const std::string printed = ir::print_program(*parsed);
     Diagnostics diags;
