@@ -2,9 +2,12 @@
 
 #include <deque>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "tilevm/layout/layout_text.h"
 #include "tilevm/support/error.h"
 #include "tilevm/target/limits.h"
 
@@ -225,7 +228,9 @@ struct OperandFormMemo {
 
 }  // namespace
 
-std::optional<WgmmaSharedForm> wgmma_operand_form(const Layout& lay, int elem_bits, std::string* why) {
+namespace {
+
+std::optional<WgmmaSharedForm> compute_operand_form(const Layout& lay, int elem_bits, std::string* why) {
   static OperandFormMemo memo;
   {
     std::lock_guard lock(memo.mutex);
@@ -242,6 +247,35 @@ std::optional<WgmmaSharedForm> wgmma_operand_form(const Layout& lay, int elem_bi
   if (memo.entries.size() == OperandFormMemo::kCapacity) memo.entries.pop_front();
   memo.entries.push_back({lay, elem_bits, form, std::move(reason)});
   return form;
+}
+
+}  // namespace
+
+// The verifier asks this for every DotAsync operand after every pass, and a layout that is a form by
+// another factoring is compared element by element: remembered by its text, with the reason, so that each
+// layout is enumerated once per process (the fuzzer's sanitizer build timed out on the examples).
+std::optional<WgmmaSharedForm> wgmma_operand_form(const Layout& lay, int elem_bits, std::string* why) {
+  struct Known {
+    std::optional<WgmmaSharedForm> form;
+    std::string why;
+  };
+  static std::mutex mutex;
+  static std::unordered_map<std::string, Known> known;
+  const std::string key = layout::print_layout(lay) + "/" + std::to_string(elem_bits);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = known.find(key); it != known.end()) {
+      if (why && !it->second.form) *why = it->second.why;
+      return it->second.form;
+    }
+  }
+  Known k;
+  k.form = compute_operand_form(lay, elem_bits, &k.why);
+  if (why && !k.form) *why = k.why;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (known.size() >= 4096) known.clear();  // bounded: a long-running process sees many layouts
+  known.emplace(key, k);
+  return k.form;
 }
 
 int64_t wgmma_block_offset(const WgmmaSharedForm& form, int64_t r, int64_t k, int elem_bits) {
