@@ -27,10 +27,15 @@ ir::Program build_warps_k_matmul(const QMatmulProblem& p, const QMatmulConfig& c
     const Layout rows = layout::reduce(lay, {1});
     return std::pair{pb.named_layout(name, rows), pb.named_layout(name + "3", layout::insert_dim(rows, 1))};
   };
-  const auto [layout_sc, layout_sc3] = group_rows("layout_sc", l.c);
+  // (Named pairs, not structured bindings: the lambdas below capture them, which C++20 allows and clang 15
+  // does not.)
+  const std::pair<Layout, Layout> scale_rows = group_rows("layout_sc", l.c);
+  const Layout& layout_sc = scale_rows.first;
+  const Layout& layout_sc3 = scale_rows.second;
   std::pair<Layout, Layout> zero_rows;  // in the codes' columns
   if (p.zero_point) zero_rows = group_rows("layout_sb", l.b);
-  const auto& [layout_sb, layout_sb3] = zero_rows;
+  const Layout& layout_sb = zero_rows.first;
+  const Layout& layout_sb3 = zero_rows.second;
 
   MatmulPipeline m(k);
   // After the loop: the groups' tiles summed, each thread a run of columns of the [BM, BN] sum.
