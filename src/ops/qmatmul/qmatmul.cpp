@@ -51,7 +51,8 @@ ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig
   Scalar n = pb.scalar_param("n", DataType::i32()), k = pb.scalar_param("k", DataType::i32());
   pb.grid({ceil_div(k, BK), ceil_div(n, BN)});
   pb.threads(static_cast<int>(32 * c.warps_n));
-  auto [kt, nt] = pb.block_indices("kt", "nt");
+  const auto indices = pb.block_indices("kt", "nt");
+  const Scalar kt = indices[0], nt = indices[1];  // (the loop's lambda captures them: no structured binding)
   Tensor gb = pb.view_global("gb", b_ptr, p.wtype, {k, n});
   Tensor gt = pb.view_global("gt", t_ptr, DataType::uint(32), {ceil_div(k, BK), ceil_div(n, BN), TILE_WORDS});
   pb.for_range("uk", BK / SK, [&](Scalar uk) {
