@@ -90,7 +90,8 @@ ir::Program build_qmatmul_reduce(const QMatmulProblem& p, const QMatmulConfig& c
   Scalar m = pb.scalar_param("m", i32), n = pb.scalar_param("n", i32);
   pb.grid({m, ceil_div(n, RN)});
   pb.threads(128);
-  auto [i, j] = pb.block_indices("i", "j");
+  const auto indices = pb.block_indices("i", "j");
+  const Scalar i = indices[0], j = indices[1];  // (the loop's lambda captures them: no structured binding)
   Tensor gp = pb.view_global("gp", p_ptr, f32, {SPLIT, m, n});
   Tensor gc = pb.view_global("gc", c_ptr, p.atype, {m, n});
   Tensor sum = pb.load_global("sum", gp[0], layout_r, {i, j * RN});
