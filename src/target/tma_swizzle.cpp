@@ -1,10 +1,6 @@
 #include "tilevm/target/tma_swizzle.h"
 
-#include <mutex>
-#include <string>
-#include <unordered_map>
-
-#include "tilevm/layout/layout_text.h"
+#include "layout_memo.h"
 #include "tilevm/support/error.h"
 #include "tilevm/target/limits.h"
 #include "tilevm/target/wgmma.h"
@@ -38,23 +34,9 @@ int compute_swizzle_bytes(const layout::Layout& lay, int elem_bits) {
 
 }  // namespace
 
-// The verifier asks this for every CopyTma after every pass, and a layout that is the swizzled form by
-// another factoring (the tile layer's swizzle(local(R, 8)) against local(R / 8, 1).swizzle(local(8, 8)))
-// is compared element by element: remembered by its text, so that each layout is enumerated once per
-// process (the fuzzer's sanitizer build took seconds per program without it).
 int tma_swizzle_bytes(const layout::Layout& lay, int elem_bits) {
-  static std::mutex mutex;
-  static std::unordered_map<std::string, int> known;
-  const std::string key = layout::print_layout(lay) + "/" + std::to_string(elem_bits);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = known.find(key); it != known.end()) return it->second;
-  }
-  const int bytes = compute_swizzle_bytes(lay, elem_bits);
-  std::lock_guard<std::mutex> lock(mutex);
-  if (known.size() >= 4096) known.clear();  // bounded: a long-running process sees many layouts
-  known.emplace(key, bytes);
-  return bytes;
+  static LayoutMemo<int> memo;  // layout_memo.h: why
+  return memo.get(lay, elem_bits, compute_swizzle_bytes);
 }
 
 }  // namespace tilevm::target

@@ -1,13 +1,11 @@
 #include "tilevm/target/wgmma.h"
 
-#include <deque>
-#include <mutex>
+#include "layout_memo.h"
+
 #include <string>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
-#include "tilevm/layout/layout_text.h"
 #include "tilevm/support/error.h"
 #include "tilevm/target/limits.h"
 
@@ -211,70 +209,20 @@ std::optional<WgmmaSharedForm> find_operand_form(const Layout& lay, int elem_bit
   return form;
 }
 
-// The answers for the last few layouts asked about. The check maps every element of the tensor (all of a
-// pipeline's stages), and the verifier asks again after every pass of a lowering, and the emitter once
-// more, for the same few layouts: under the fuzz build's sanitizers that was seconds per program.
-struct OperandFormMemo {
-  struct Entry {
-    Layout layout;
-    int elem_bits;
-    std::optional<WgmmaSharedForm> form;
-    std::string why;
-  };
-  static constexpr size_t kCapacity = 32;
-  std::mutex mutex;
-  std::deque<Entry> entries;  // newest last
-};
-
 }  // namespace
 
-namespace {
-
-std::optional<WgmmaSharedForm> compute_operand_form(const Layout& lay, int elem_bits, std::string* why) {
-  static OperandFormMemo memo;
-  {
-    std::lock_guard lock(memo.mutex);
-    for (const OperandFormMemo::Entry& e : memo.entries)
-      if (e.elem_bits == elem_bits && e.layout == lay) {
-        if (!e.form) *why = e.why;
-        return e.form;
-      }
-  }
-  std::string reason;
-  std::optional<WgmmaSharedForm> form = find_operand_form(lay, elem_bits, &reason);
-  if (!form) *why = reason;
-  std::lock_guard lock(memo.mutex);
-  if (memo.entries.size() == OperandFormMemo::kCapacity) memo.entries.pop_front();
-  memo.entries.push_back({lay, elem_bits, form, std::move(reason)});
-  return form;
-}
-
-}  // namespace
-
-// The verifier asks this for every DotAsync operand after every pass, and a layout that is a form by
-// another factoring is compared element by element: remembered by its text, with the reason, so that each
-// layout is enumerated once per process (the fuzzer's sanitizer build timed out on the examples).
 std::optional<WgmmaSharedForm> wgmma_operand_form(const Layout& lay, int elem_bits, std::string* why) {
   struct Known {
     std::optional<WgmmaSharedForm> form;
     std::string why;
   };
-  static std::mutex mutex;
-  static std::unordered_map<std::string, Known> known;
-  const std::string key = layout::print_layout(lay) + "/" + std::to_string(elem_bits);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = known.find(key); it != known.end()) {
-      if (why && !it->second.form) *why = it->second.why;
-      return it->second.form;
-    }
-  }
-  Known k;
-  k.form = compute_operand_form(lay, elem_bits, &k.why);
+  static LayoutMemo<Known> memo;  // layout_memo.h: why
+  const Known k = memo.get(lay, elem_bits, [](const Layout& l, int bits) {
+    Known r;
+    r.form = find_operand_form(l, bits, &r.why);
+    return r;
+  });
   if (why && !k.form) *why = k.why;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (known.size() >= 4096) known.clear();  // bounded: a long-running process sees many layouts
-  known.emplace(key, k);
   return k.form;
 }
 
