@@ -67,12 +67,8 @@ class Insert {
   // Walks `block` from `state`; with `apply`, returns the block with barriers inserted.
   ir::Block block(const ir::Block& in, State& state, bool apply) {
     ir::Block out;
-    bool section_ends = false;  // the statement before was a region: a section ends before anything else
     for (const ir::Stmt& s : in) {
       if (!s) continue;
-      if (section_ends && s->kind != ir::StmtKind::Region) state = {};
-      const bool in_section = section_ends;  // a region after a region: the same section
-      section_ends = false;
       ir::Stmt kept = s;
       switch (s->kind) {
         case ir::StmtKind::Inst: {
@@ -133,20 +129,20 @@ class Insert {
         case ir::StmtKind::Region: {
           // A region is the block for its body: what its own threads write and read between its own
           // barriers (Synchronize is the region's). What the block wrote or read before reaches a region
-          // only through a barrier of the whole block before its section (docs/language.md), and the block
-          // goes on after the section's end, which is one.
+          // only through a barrier of the whole block before its section (docs/language.md): one goes
+          // before the first region where the block has pending accesses. The state stays clear through
+          // the section (a region's accesses are its own), and the section's end is a block barrier.
           const auto& r = *s->as<ir::RegionStmt>();
-          if (!in_section && (!state.written.empty() || !state.read.empty())) {
+          if (!state.written.empty() || !state.read.empty()) {
             if (apply)
               out.push_back(std::make_shared<ir::InstStmt>(
                   std::vector<ir::Var>{}, std::make_shared<ir::SynchronizeInst>(s->loc), s->loc));
             state = {};
           }
-          State inside = state;
+          State inside;
           ir::Block body = block(r.body, inside, apply);
           if (apply)
             kept = std::make_shared<ir::RegionStmt>(r.first, r.stop, r.registers, std::move(body), r.loc);
-          section_ends = true;
           break;
         }
         default:  // assignments, break/continue/return

@@ -158,7 +158,9 @@ class Pipeline : public ir::IRMutator {
     const bool top = &block == body_;
     body_ = nullptr;  // nested blocks are not the kernel's
     ir::Block out;
-    std::optional<size_t> split_at;  // where the warp-specialized loop's statements begin in `out`
+    // Where the statements after the warp-specialized loop begin in `out` (its barriers are before it).
+    std::optional<size_t> split_at;
+    SourceLoc ws_loc;
     for (const ir::Stmt& s : block) {
       const auto* f = s ? s->as<ir::ForStmt>() : nullptr;
       if (f && f->attrs.stages >= 2) {
@@ -183,9 +185,9 @@ class Pipeline : public ir::IRMutator {
                              "body (the regions split the whole kernel)");
           failed_ = true;
         } else if (specialize) {
-          split_at = out.size();
           if (!pipeline(*f, out, /*specialize=*/true)) return out;  // reported (shared memory)
-          loop_statements_ = out.size() - *split_at;                // its barriers
+          split_at = out.size();
+          ws_loc = f->loc;
           continue;
         }
         if (pipeline(*f, out)) continue;
@@ -193,15 +195,13 @@ class Pipeline : public ir::IRMutator {
       if (ir::Stmt m = mutate_stmt(s)) out.push_back(std::move(m));
     }
     if (!split_at) return out;
-    // The block-level statements the loop added (its barriers) count as the prefix's; what follows them is
-    // the suffix.
-    const auto split = static_cast<std::ptrdiff_t>(*split_at + loop_statements_);
+    const auto split = static_cast<std::ptrdiff_t>(*split_at);
     ir::Block prefix(out.begin(), out.begin() + split), suffix(out.begin() + split, out.end());
     std::string why;
     std::optional<ir::Block> regions = split_warp_specialized(
-        prefix, std::move(producer_), std::move(consumer_), suffix, threads_, ws_loc_, &why);
+        prefix, std::move(producer_), std::move(consumer_), suffix, threads_, ws_loc, &why);
     if (!regions) {
-      diags_.error(ws_loc_, "warp_specialize=True: cannot split the kernel into a producer and consumers: {}",
+      diags_.error(ws_loc, "warp_specialize=True: cannot split the kernel into a producer and consumers: {}",
                    why);
       failed_ = true;
       return out;
@@ -426,7 +426,6 @@ class Pipeline : public ir::IRMutator {
     consumer_.push_back(
         std::make_shared<ir::ForStmt>(f.var, f.start, f.stop, f.step, std::move(body), loc, plain));
     if (async) consumer_.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(0, loc)));
-    ws_loc_ = loc;
   }
 
   // The TMA form: all S stages in flight from the start; iteration k waits for its stage's barrier (phase
@@ -591,13 +590,11 @@ class Pipeline : public ir::IRMutator {
   bool failed_ = false;
   std::map<const ir::VarNode*, ir::Var> buffered_;
   bool realloc_ = false;
-  // Warp specialization: the kernel's body, its threads, the two loops of the specialized pipeline, how many
-  // block-level statements (barriers) the pipeline put before them, and whether the kernel was split.
+  // Warp specialization: the kernel's body, its threads, the two loops of the specialized pipeline, and
+  // whether the kernel was split.
   const ir::Block* body_ = nullptr;
   int64_t threads_ = 0;
   ir::Block producer_, consumer_;
-  size_t loop_statements_ = 0;
-  SourceLoc ws_loc_;
   bool specialized_ = false;
 };
 

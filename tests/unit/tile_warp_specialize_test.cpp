@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "tilevm/interp/interpreter.h"
@@ -155,6 +156,65 @@ TEST(TileWarpSpecialize, WhatCannotBeSplitIsALocatedError) {
   std::string broken = kernel("    kt = ceil_div(K, 64)\n", loop, "");
   broken.replace(broken.find("        Gemm("), 0, "        if k > 100:\n            break\n");
   expect_error(broken, "the loop's body has a break or continue");
+}
+
+}  // namespace
+}  // namespace tilevm::tile
+
+namespace tilevm::tile {
+namespace {
+
+// insert_barriers walks regions as the block for their body: a shared tile the block wrote before a section
+// reaches the regions through one block Synchronize() before the section (not a region's own barrier inside
+// each), and inside a region its own writes and reads get the region's barrier.
+TEST(TileWarpSpecialize, BarriersAroundHandWrittenRegions) {
+  const std::string text = R"(def f<1>[threads=256](f32* x_ptr, f32* y_ptr):
+    x = ViewGlobal(x_ptr, dtype=f32, shape=[128])
+    y = ViewGlobal(y_ptr, dtype=f32, shape=[2, 128])
+    s = AllocateShared(f32, shape=[128])
+    t = AllocateShared(f32, shape=[2, 128])
+    Copy(x, s)
+    with Warpgroups(0, 1):
+        a = LoadShared(s, layout=spatial(128))
+        Copy(a, t[0])
+        b = LoadShared(t[0], layout=spatial(128))
+        StoreGlobal(b, y[0])
+    with Warpgroups(1, 2):
+        c = LoadShared(s, layout=spatial(128))
+        Copy(c, t[1])
+        d = LoadShared(t[1], layout=spatial(128))
+        StoreGlobal(d, y[1])
+)";
+  Diagnostics diags;
+  std::optional<ir::Program> p = ir::parse_program(text, diags);
+  ASSERT_TRUE(p) << diags.render("regions.tile", text);
+  p = transform::lower(*std::move(p), diags, {.verify_each_pass = true});
+  ASSERT_TRUE(p) << diags.render("regions.tile", text);
+  // Top level: ..., the Copy's store, Synchronize, region, region.
+  const ir::Block& body = p->body;
+  ASSERT_GE(body.size(), 3u);
+  ASSERT_EQ(body[body.size() - 1]->kind, ir::StmtKind::Region);
+  ASSERT_EQ(body[body.size() - 2]->kind, ir::StmtKind::Region);
+  const auto* sync = body[body.size() - 3]->as<ir::InstStmt>();
+  ASSERT_TRUE(sync);
+  EXPECT_EQ(sync->inst->kind, ir::InstKind::Synchronize);
+  // Each region: its store to t, then its own barrier before it reads t back.
+  for (size_t r : {body.size() - 2, body.size() - 1}) {
+    int syncs = 0;
+    for (const ir::Stmt& s : body[r]->as<ir::RegionStmt>()->body)
+      if (const auto* is = s->as<ir::InstStmt>()) syncs += is->inst->kind == ir::InstKind::Synchronize;
+    EXPECT_EQ(syncs, 1);
+  }
+  std::vector<uint8_t> xs(128 * 4), ys(2 * 128 * 4, 0xff);
+  for (size_t i = 0; i < 128; ++i) {
+    const float v = static_cast<float>(i) * 0.5f;
+    std::memcpy(&xs[i * 4], &v, 4);
+  }
+  interp::Arguments args;
+  args.buffers = {{"x_ptr", &xs}, {"y_ptr", &ys}};
+  ASSERT_TRUE(interp::run_program(*p, args, diags)) << diags.render("regions.tile", text);
+  EXPECT_EQ(std::vector<uint8_t>(ys.begin(), ys.begin() + 512), xs);
+  EXPECT_EQ(std::vector<uint8_t>(ys.begin() + 512, ys.end()), xs);
 }
 
 }  // namespace
