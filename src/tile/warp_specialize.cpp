@@ -83,12 +83,6 @@ class Forbidden : public ir::IRVisitor {
 
 }  // namespace
 
-int64_t consumer_registers(int64_t threads) {
-  const int64_t left = (target::kRegistersPerSm - kProducerRegisters * ir::RegionStmt::kWarpgroupThreads) /
-                       std::max<int64_t>(threads, 1);
-  return std::min<int64_t>(256, left / 8 * 8);
-}
-
 std::optional<ir::Block> split_warp_specialized(const ir::Block& prefix, ir::Block producer_loop,
                                                 ir::Block consumer_loop, const ir::Block& suffix,
                                                 int64_t threads, SourceLoc loc, std::string* why) {
@@ -179,8 +173,8 @@ std::optional<ir::Block> split_warp_specialized(const ir::Block& prefix, ir::Blo
     return std::nullopt;
   }
   outside.push_back(
-      std::make_shared<ir::RegionStmt>(0, 1, kProducerRegisters, std::move(producer_loop), loc));
-  outside.push_back(std::make_shared<ir::RegionStmt>(1, 1 + threads / wg, consumer_registers(threads),
+      std::make_shared<ir::RegionStmt>(0, 1, target::kProducerRegisters, std::move(producer_loop), loc));
+  outside.push_back(std::make_shared<ir::RegionStmt>(1, 1 + threads / wg, target::consumer_registers(threads),
                                                      std::move(consumers), loc));
   return outside;
 }

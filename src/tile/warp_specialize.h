@@ -31,8 +31,6 @@ std::optional<ir::Block> split_warp_specialized(const ir::Block& prefix, ir::Blo
                                                 ir::Block consumer_loop, const ir::Block& suffix,
                                                 int64_t threads, SourceLoc loc, std::string* why);
 
-// The producer warpgroup's register count, and the consumers' beside it for `threads` consumer threads.
-inline constexpr int64_t kProducerRegisters = 40;
-int64_t consumer_registers(int64_t threads);
+// The producer's and consumers' registers: target::kProducerRegisters and target::consumer_registers.
 
 }  // namespace tilevm::tile

@@ -236,6 +236,23 @@ TEST(Converters, ByteAlignedIntegersTakeThreeInstructionsPerPair) {
   }
 }
 
+// 4-bit codes: the code at offset 4 of each byte comes from the word shifted right by 4, so that both halves
+// end in an add of the subtrahend (an immediate operand in SASS) instead of an fma whose factor (1, 1/16)
+// needs a register: ptxas rematerializes that register before each use where registers are short.
+TEST(Converters, FourBitPairsEndInAnAdd) {
+  using Kind = ConverterOp::Kind;
+  for (const char* name : {"u4", "i4"}) {
+    for (DataType to : {DataType::f16(), DataType::bf16()}) {
+      const ConverterProgram program = build_converter_program({DataType::parse(name), to, 64});
+      const bool f16 = to == DataType::f16();
+      EXPECT_EQ(count_ops(program, f16 ? Kind::FmaF16x2 : Kind::FmaBf16x2), 0) << name << " -> " << to.name();
+      EXPECT_EQ(count_ops(program, f16 ? Kind::AddF16x2 : Kind::AddBf16x2), 32)
+          << name << " -> " << to.name();
+      EXPECT_EQ(count_ops(program, Kind::Shr), 8) << name << " -> " << to.name();  // one per input word
+    }
+  }
+}
+
 // Reordering converters: output element k converts source code order[k], for every source type and
 // destination, with the weight transform's interleaved order (types whose bits divide 16; two words of codes)
 // and with a pseudo-random permutation (every type; the natural count, and 13 codes, whose pairs and codes

@@ -34,5 +34,19 @@ constexpr int64_t entry_registers(int64_t threads) {
   const int64_t even = threads > 0 ? kRegistersPerSm / threads / 8 * 8 : kMaxSetMaxNReg;
   return even < kMaxSetMaxNReg ? even : kMaxSetMaxNReg;
 }
+// A warp-specialized block: one producer warpgroup at kProducerRegisters and `consumer_threads` threads
+// beside it. The consumers' count for setmaxnreg.inc: what the block holds at launch (entry_registers of all
+// its threads, not the SM's whole file: 640 threads start with 96 each, 61440 in all) less the producer's,
+// shared by the consumers, rounded down to a multiple of 8, at most 256. More would block the .inc forever.
+inline constexpr int64_t kProducerRegisters = 40;
+constexpr int64_t consumer_registers(int64_t consumer_threads) {
+  const int64_t producer = 128, threads = consumer_threads + producer;
+  if (consumer_threads <= 0) return kMaxSetMaxNReg;
+  const int64_t left =
+      (entry_registers(threads) * threads - kProducerRegisters * producer) / consumer_threads;
+  return left / 8 * 8 < kMaxSetMaxNReg ? left / 8 * 8 : kMaxSetMaxNReg;
+}
+static_assert(consumer_registers(256) == 232, "two consumer warpgroups: CUTLASS's 40 / 232 split");
+static_assert(consumer_registers(512) == 104, "four: 96 each at launch, not 65536 / 640");
 
 }  // namespace tilevm::target

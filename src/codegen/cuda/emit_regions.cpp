@@ -89,6 +89,10 @@ void Emitter::emit_section(const ir::Block& block, size_t first, size_t end) {
       line(fmt::format("// registers={}: the {} the kernel starts with", r.registers, entry));
     line(fmt::format("const int t = (int)threadIdx.x - {};  // the region's thread index", r.first_thread()));
     line("(void)t;");
+    // Its warpgroup (wgmma reads it; emit_wgmma), from the section's uniform index.
+    line(fmt::format("const int tv_wg = tv_warpgroup - {};  // the region's warpgroup, warp-uniform",
+                     r.first));
+    line("(void)tv_wg;");
     const int saved_threads = threads_;
     region_ = &r;
     region_position_ = static_cast<int>(k - first);

@@ -131,7 +131,10 @@ void Emitter::emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::Te
   line(fmt::format("const unsigned long long tv_db = tv_wgmma_desc({}, {}, {}, {});", origin(mb, b),
                    p.b.lbo_bytes, p.b.sbo_bytes, swizzle_mode(p.b.swizzle_bytes)));
   line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
-  const CExpr wg = cvar("(t / 128)");
+  // The warpgroup's index, warp-uniform (t / 128 is not, to ptxas: each descriptor would be built in
+  // ordinary registers and moved to uniform ones, about eight instructions per wgmma).
+  const CExpr wg = cvar("tv_wg");
+  uses_warpgroup_index_ = true;
   std::string dlist;
   for (int64_t x = 0; x < words; ++x) dlist += fmt::format("{}%{}", x ? ", " : "", x);
   for (int64_t slot = 0; slot < q.num_locals(); ++slot) {

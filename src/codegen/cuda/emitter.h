@@ -282,6 +282,9 @@ class Emitter {
   bool generic_writes_to_wgmma_operands_ = false;
   // Whether some tile needs tv_smem aligned to 1024 bytes (a swizzled TMA destination or wgmma operand).
   bool uses_swizzle_period_ = false;
+  // A wgmma reads its warpgroup's index (tv_wg): the kernel computes it once, with a shuffle that tells ptxas
+  // it is warp-uniform, so that the operands' descriptors stay in uniform registers.
+  bool uses_warpgroup_index_ = false;
   // The region being emitted (null outside one), its position in its section and its named barrier; the
   // scratch bytes of each region position.
   const ir::RegionStmt* region_ = nullptr;

@@ -443,6 +443,8 @@ EmittedKernel Emitter::run() {
   out << "  extern __shared__ __align__(" << (uses_swizzle_period_ ? 1024 : 128) << ") tv_u8 tv_smem[];\n";
   out << "  const int t = (int)threadIdx.x;\n";
   out << "  (void)tv_smem; (void)tv_workspace; (void)t;\n";
+  if (uses_warpgroup_index_)
+    out << "  const int tv_wg = __shfl_sync(0xffffffffu, t / 128, 0);  // the warpgroup, warp-uniform\n";
   for (const std::string& d : decls_) out << "  " << d << "\n";
   out << body_.str() << "}\n";
   k.source = out.str();

@@ -20,6 +20,7 @@
 // returns at once (parity 1 before phase 0). w alternates as in the other wgmma form: a step writes the
 // buffer that the products two steps back read, retired by the wait of the step before.
 #include "qmatmul_stages.h"
+#include "tilevm/target/limits.h"
 #include "tilevm/target/wgmma.h"
 
 namespace tilevm::ops {
@@ -61,7 +62,7 @@ ir::Program build_wgmma_ws_matmul(const QMatmulProblem& p, const QMatmulConfig& 
   const int64_t stage_bytes = k.s.stage_bytes;  // what the copies of a stage bring: the full barrier's tx
   Scalar n_tiles = pb.let("n_tiles", ceil_div(m.n, k.BN));
 
-  pb.warpgroups(0, 1, 40, [&] {
+  pb.warpgroups(0, 1, target::kProducerRegisters, [&] {
     pb.for_range("t", m.count, [&](const Scalar& t) {
       Scalar stage = pb.let("stage", t % k.STAGES);
       Scalar kt = pb.let("kt", m.first + t);
@@ -78,7 +79,7 @@ ir::Program build_wgmma_ws_matmul(const QMatmulProblem& p, const QMatmulConfig& 
     });
   });
 
-  pb.warpgroups(1, 1 + consumers, 232, [&] {
+  pb.warpgroups(1, 1 + consumers, target::consumer_registers(c.threads()), [&] {
     Tensor acc = pb.allocate_register("acc", f32, layout_acc, 0.0);
     // Per channel, the one row of zero points is loaded once (the scales multiply C in m.store).
     std::optional<Tensor> zero_row;

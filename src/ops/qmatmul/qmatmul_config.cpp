@@ -115,6 +115,8 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
     if (!target.features.wgmma)
       bad(fmt::format("the wgmma form needs wgmma (sm_90a), and the target {} is {}", target.name,
                       target.arch));
+    // Three or four consumer warpgroups (BN 192, 256) measured slower on the H200 (docs/performance.md,
+    // eleventh session): half as many blocks at 8192 columns, and no faster a step.
     if (c.warps_m != 1 || c.warps_k != 1 || (c.warps_n != 4 && c.warps_n != 8))
       bad("the wgmma form needs warps_m 1, warps_k 1 and warps_n 4 or 8 (one or two warpgroups)");
     if (c.block_n != 16 * c.warps_n)

@@ -343,8 +343,20 @@ class ConverterBuilder {
   // subtrahend differ per half; the fma is exact as before (its exact result is the small integer).
   std::optional<int> int_pair_in_bytes(int j, const Half& half, bool is_signed, bool has_high) {
     if (!has_high) return std::nullopt;
-    const std::optional<ByteSlot> lo = byte_slot(code(2 * j), half), hi = byte_slot(code(2 * j + 1), half);
+    std::optional<ByteSlot> lo = byte_slot(code(2 * j), half), hi = byte_slot(code(2 * j + 1), half);
     if (!lo || !hi) return std::nullopt;
+    // A code at offset 4 of its byte, beside one at offset 0 (u4, i4: every pair), is taken from the word
+    // shifted right by 4 instead: both halves then hold magic + code at offset 0, and an add with the
+    // subtrahend, an immediate operand in SASS, removes the magic. The fma's factor (1, 1/16) would need a
+    // register, which ptxas rematerializes before each use where registers are short (the warp-specialized
+    // quantized matmul: one IMAD.MOV per pair); the shift costs one instruction per word.
+    auto at_zero = [](ByteSlot& s) {
+      if (!s.shifted && s.offset == 4) s = ByteSlot{s.word, true, s.byte, 0};
+    };
+    if (lo->offset == 0 || hi->offset == 0) {
+      at_zero(*lo);
+      at_zero(*hi);
+    }
     const int lo_source = slot_source(*lo), hi_source = slot_source(*hi);
     // prmt selector: byte 0 of the result from the low code's byte, byte 2 from the high code's byte
     // (indices 4-7 name the second operand); bytes 1 and 3 are masked away.
@@ -358,6 +370,8 @@ class ConverterBuilder {
                 kAndXor);
     // Each half holds magic + (code + bias) * 2^o, with bias 2^(b-1) for signed codes (the flipped sign bit).
     const double bias = int_bias();
+    if (lo->offset == 0 && hi->offset == 0)
+      return b_.add_x2(half.add, masked, b_.konst(rep(subtrahend_code(half, 0, bias))));
     auto factor = [&](int o) { return scale_code(half, o); };
     auto subtract = [&](int o) { return subtrahend_code(half, o, bias); };
     return b_.fma(half.fma, masked, b_.konst(per_half(factor(lo->offset), factor(hi->offset))),
@@ -468,7 +482,9 @@ class ConverterBuilder {
       } else {
         how = fmt::format(
             "integer: code into the mantissa of {} with one lop3{}, one {}x2 fma; pairs whose "
-            "codes lie inside bytes placed by one prmt at their offsets in the byte",
+            "codes lie inside bytes placed by one prmt at their offsets in the byte (a code at offset 4 "
+            "beside "
+            "one at 0 from the word >> 4: then one add)",
             half.magic_value, from_.kind() == TypeKind::SignedInt ? " (sign bit flipped)" : "",
             half.type.name());
       }
