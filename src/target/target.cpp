@@ -28,12 +28,27 @@ double gemm_tflops_per_sm(const ArchFeatures& f) {
   return f.hopper ? 722.0 / 132 : 280.0 / 108;
 }
 
+// The architectures NVRTC 12-13 compile for, from sm_80 (an unknown one, sm_95, would take the H100's figures
+// here and fail later inside NVRTC with less to say). The arch-specific "a" form exists from sm_90.
+constexpr int kKnownCapabilities[] = {80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121};
+
 int compute_capability_of(const std::string& arch) {
-  static const std::regex re(R"(sm_(\d{2,3})a?)");
+  static const std::regex re(R"(sm_(\d{2,3})(a?))");
   std::smatch m;
   if (!std::regex_match(arch, m, re))
     fail("'{}' is not a CUDA architecture (expected e.g. sm_80 or sm_90a)", arch);
-  return std::stoi(m[1].str());
+  const int cc = std::stoi(m[1].str());
+  if (cc < 80) return cc;  // features_of says what is supported
+  bool known = false;
+  std::string names;
+  for (int k : kKnownCapabilities) {
+    known = known || k == cc;
+    names += fmt::format("{}sm_{}", names.empty() ? "" : ", ", k);
+  }
+  if (!known) fail("'{}' is not a CUDA architecture tilevm knows (known: {})", arch, names);
+  if (!m[2].str().empty() && cc < 90)
+    fail("'{}': the arch-specific 'a' form exists from sm_90 (sm_90a); use sm_{}", arch, cc);
+  return cc;
 }
 
 }  // namespace

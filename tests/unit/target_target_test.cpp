@@ -145,6 +145,10 @@ TEST(TargetTarget, ForArchGivesThePartOfThatGenerationWithTheArchsFeatures) {
   EXPECT_FALSE(sm89.features.hopper);
   expect_error([] { Target::for_arch("sm_75"); }, "sm_75 is not supported");
   expect_error([] { Target::for_arch("hopper"); }, "hopper");
+  // An unknown number is refused here, not given the H100's figures and left to NVRTC.
+  expect_error([] { Target::for_arch("sm_95"); }, "'sm_95' is not a CUDA architecture tilevm knows");
+  expect_error([] { Target::for_arch("sm_86a"); }, "the arch-specific 'a' form exists from sm_90");
+  EXPECT_EQ(Target::for_arch("sm_120").compute_capability, 120);
 }
 
 TEST(TargetTarget, TableByName) {

@@ -1,0 +1,1 @@
+check valid.tile --arch sm_80a
