@@ -31,8 +31,15 @@ bool is_fragment(const ir::Var& v) {
          !v->type.tensor->layout;
 }
 
+// The tile operators, fragments and loops of one set of threads: the block outside warp-specialized regions
+// (`only` null), or one hand-written `with Warpgroups(...)` region, whose fragments and loops are spread over
+// its own threads (a variable crosses no region boundary; the verifier holds that). Open shared tiles are
+// collected everywhere: a region's Gemm may read a tile the block allocated, and its layout depends only on
+// its shape and type.
 class Collect : public ir::IRVisitor {
  public:
+  explicit Collect(const ir::RegionStmt* only) : only_(only) {}
+  std::vector<const ir::RegionStmt*> regions;         // every region, in program order
   std::map<const ir::VarNode*, SourceLoc> fragments;  // where each is defined
   std::map<const ir::VarNode*, const ir::AllocateSharedInst*> open_shared;
   std::vector<ir::Inst> ops;                       // Copy, Gemm, Fill in program order
@@ -40,13 +47,29 @@ class Collect : public ir::IRVisitor {
   std::vector<const ir::ParallelStmt*> parallels;  // in program order
   std::vector<const ir::VarNode*> order;           // fragments in program order
 
+  bool empty() const { return fragments.empty() && ops.empty() && parallels.empty(); }
+
+  void visit_region(const ir::RegionStmt& s) override {
+    regions.push_back(&s);
+    const ir::RegionStmt* outer = current_;
+    current_ = &s;
+    ir::IRVisitor::visit_region(s);
+    current_ = outer;
+  }
+
   void visit_parallel(const ir::ParallelStmt& s) override {
-    parallels.push_back(&s);
+    if (current_ == only_) parallels.push_back(&s);
     ir::IRVisitor::visit_parallel(s);
   }
 
   void visit_inst_stmt(const ir::InstStmt& s) override {
     const ir::InstNode& inst = *s.inst;
+    if (const auto* a = inst.as<ir::AllocateSharedInst>(); a && !a->layout && s.results.size() == 1)
+      open_shared[s.results[0].get()] = a;
+    if (current_ != only_) {
+      ir::IRVisitor::visit_inst_stmt(s);
+      return;
+    }
     if (const auto* r = inst.as<ir::ReduceInst>()) {
       const bool result = s.results.size() == 1 && is_fragment(s.results[0]);
       if (result) {
@@ -57,13 +80,15 @@ class Collect : public ir::IRVisitor {
     } else if (const auto* f = inst.as<ir::AllocateFragmentInst>(); f && s.results.size() == 1) {
       fragments[s.results[0].get()] = f->loc;
       order.push_back(s.results[0].get());
-    } else if (const auto* a = inst.as<ir::AllocateSharedInst>(); a && !a->layout && s.results.size() == 1) {
-      open_shared[s.results[0].get()] = a;
     } else if (ir::is_tile_operator(inst.kind)) {
       ops.push_back(s.inst);
     }
     ir::IRVisitor::visit_inst_stmt(s);
   }
+
+ private:
+  const ir::RegionStmt* only_;
+  const ir::RegionStmt* current_ = nullptr;
 };
 
 class Inference {
@@ -322,7 +347,9 @@ class Retype : public ir::IRMutator {
     return std::make_shared<ir::GemmInst>(g.a, g.b, g.c, g.transpose_a, g.transpose_b, g.loc, it->second);
   }
 
-  explicit Retype(const Inference& inf) : wgmma_(inf.wgmma()) {
+  // Each set of threads' inference (the block's, then each region's) adds its decisions.
+  void add(const Inference& inf) {
+    wgmma_.insert(inf.wgmma().begin(), inf.wgmma().end());
     for (const auto& [v, d] : inf.decided()) retyped(v, d.layout);
     for (const auto& [v, lay] : inf.shared()) retyped(v, lay);
   }
@@ -370,15 +397,33 @@ class Retype : public ir::IRMutator {
 
 std::optional<ir::Program> infer_layouts(ir::Program program, Diagnostics& diags,
                                          const target::Target& target) {
-  Collect c;
-  c.visit_program(program);
-  if (c.fragments.empty() && c.ops.empty() && c.parallels.empty()) return program;
+  Collect block(nullptr);
+  block.visit_program(program);
   // infer_threads runs first, and a program that verifies has a thread count.
   TILEVM_ASSERT(program.threads > 0, "'{}' reached infer_layouts without a thread count", program.name);
-  const int64_t threads = program.threads;
-  Inference inference(c, threads, target, diags);
-  if (!inference.run()) return std::nullopt;
-  return Retype(inference).mutate_program(program);
+  // The block's operators over its threads, then each hand-written region's over the region's own.
+  const std::vector<const ir::RegionStmt*> regions = block.regions;
+  std::vector<std::pair<Collect, int64_t>> sets;
+  sets.emplace_back(std::move(block), program.threads);
+  for (const ir::RegionStmt* r : regions) {
+    Collect c(r);
+    c.visit_program(program);
+    sets.emplace_back(std::move(c), r->threads());
+  }
+  Retype retype;
+  bool any = false, ok = true;
+  for (const auto& [c, threads] : sets) {
+    if (c.empty()) continue;
+    any = true;
+    Inference inference(c, threads, target, diags);
+    if (!inference.run()) {
+      ok = false;
+      continue;  // the other sets' errors too
+    }
+    retype.add(inference);
+  }
+  if (!ok) return std::nullopt;
+  return any ? retype.mutate_program(program) : program;
 }
 
 }  // namespace tilevm::tile

@@ -217,5 +217,65 @@ TEST(TileWarpSpecialize, BarriersAroundHandWrittenRegions) {
   EXPECT_EQ(std::vector<uint8_t>(ys.begin() + 512, ys.end()), xs);
 }
 
+// Layout inference in hand-written regions: each region's fragments and loops are laid out over the
+// region's own threads (128 here, in a block of 256), not the block's. Before, the fragments of a region got
+// the block's layouts, which its threads alone cannot hold.
+TEST(TileWarpSpecialize, FragmentsOfHandWrittenRegionsOverTheirThreads) {
+  const std::string text = R"(def f<1>[threads=256](f32* x_ptr, f32* y_ptr):
+    x = ViewGlobal(x_ptr, dtype=f32, shape=[2, 64, 32])
+    y = ViewGlobal(y_ptr, dtype=f32, shape=[2, 64, 32])
+    with Warpgroups(0, 1):
+        a = AllocateFragment(f32, shape=[64, 32])
+        Copy(x[0], a)
+        for i, j in Parallel(64, 32):
+            a[i, j] = a[i, j] * 2.0 + 1.0
+        r = ReduceSum(a, dim=1)
+        for i, j in Parallel(64, 32):
+            y[0, i, j] = a[i, j] - r[i]
+    with Warpgroups(1, 2):
+        b = AllocateFragment(f32, shape=[64, 32])
+        Copy(x[1], b)
+        for i, j in Parallel(64, 32):
+            b[i, j] = b[i, j] * 3.0
+        Copy(b, y[1])
+)";
+  Diagnostics diags;
+  std::optional<ir::Program> p = ir::parse_program(text, diags);
+  ASSERT_TRUE(p) << diags.render("regions.tile", text);
+  p = transform::lower(*std::move(p), diags, {.verify_each_pass = true});
+  ASSERT_TRUE(p) << diags.render("regions.tile", text);
+  // Every register tensor of a region is spread over 128 threads.
+  struct Threads : ir::IRVisitor {
+    std::vector<int64_t> seen;
+    void visit_inst_stmt(const ir::InstStmt& s) override {
+      for (const ir::Var& v : s.results)
+        if (v->type.is_tensor() && v->type.tensor->scope == ir::Scope::Register && v->type.tensor->layout)
+          seen.push_back(v->type.tensor->layout->num_threads());
+      ir::IRVisitor::visit_inst_stmt(s);
+    }
+  } threads;
+  threads.visit_program(*p);
+  ASSERT_FALSE(threads.seen.empty());
+  for (int64_t n : threads.seen) EXPECT_EQ(n, 128);
+  std::vector<float> xs(2 * 64 * 32), ys(2 * 64 * 32, std::nanf(""));
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i % 97) * 0.25f - 3.0f;
+  std::vector<uint8_t> xb(xs.size() * 4), yb(ys.size() * 4);
+  std::memcpy(xb.data(), xs.data(), xb.size());
+  std::memcpy(yb.data(), ys.data(), yb.size());
+  interp::Arguments args;
+  args.buffers = {{"x_ptr", &xb}, {"y_ptr", &yb}};
+  ASSERT_TRUE(interp::run_program(*p, args, diags)) << diags.render("regions.tile", text);
+  std::memcpy(ys.data(), yb.data(), yb.size());
+  for (size_t i = 0; i < 64; ++i) {
+    double sum = 0;
+    for (size_t j = 0; j < 32; ++j) sum += 2.0 * xs[i * 32 + j] + 1.0;
+    for (size_t j = 0; j < 32; ++j) {
+      const size_t at = i * 32 + j, at1 = 64 * 32 + at;
+      EXPECT_NEAR(ys[at], 2.0 * xs[at] + 1.0 - sum, 1e-3) << i << ", " << j;
+      EXPECT_EQ(ys[at1], xs[at1] * 3.0f) << i << ", " << j;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tilevm::tile

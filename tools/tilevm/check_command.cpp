@@ -18,10 +18,10 @@
 #include <fmt/format.h>
 
 #include "commands.h"
-#include "tilevm/target/target.h"
 #include "tilevm/ir/parser.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
+#include "tilevm/target/target.h"
 
 namespace tilevm::cli {
 
