@@ -113,8 +113,8 @@ std::uint64_t GpuProgram::workspace_bytes(const ProgramArgs& args) const {
   return slots.empty() ? 0 : (slots.back().offset + slots.back().bytes + 255) / 256 * 256;
 }
 
-// The tensor map of a CopyTma source: its view's shape and strides evaluated with the launch's scalars, over
-// the launch's pointer (tilevm::Error names the view and the rule it breaks).
+// The tensor map of a CopyTma source or a StoreTma destination: its view's shape and strides evaluated with
+// the launch's scalars, over the launch's pointer (tilevm::Error names the view and the rule it breaks).
 runtime::TensorMap GpuProgram::tensor_map(const KernelParam& p, const ProgramArgs& args) const {
   const ir::Program& program = compiled_->program;
   auto ptr = args.pointers.find(p.pointer);
@@ -139,7 +139,8 @@ runtime::TensorMap GpuProgram::tensor_map(const KernelParam& p, const ProgramArg
   try {
     return runtime::encode_tensor_map(d);
   } catch (const Error& e) {
-    fail("'{}': the CopyTma source '{}' (parameter '{}'): {}", program.name, p.name, p.pointer, e.what());
+    fail("'{}': the tensor map '{}' of a TMA copy's global view (parameter '{}'): {}", program.name, p.name,
+         p.pointer, e.what());
   }
 }
 

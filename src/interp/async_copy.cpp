@@ -44,6 +44,7 @@ size_t Machine::issue_copy(const ir::TensorArg& dst_arg, const ir::TensorArg& sr
             s.name, shared_element(s, off), other.barrier ? "CopyTma" : "CopyAsync", loc_text(*other.loc));
     }
     check_not_dot_operand(s, off, n.loc);
+    check_not_store_source(s, off, n.loc);
     if (options_.check_races) check_async_issue(s, off, n.loc, what);
     copy.writes.emplace_back(off, src[l] < 0 ? 0 : read_global(g, src[l], n.loc));
     s.pending[static_cast<size_t>(off)] = id;

@@ -83,6 +83,8 @@ void Machine::run_block(const Index& block) {
   dots_.clear();
   dot_queues_.clear();
   dot_register_operands_.clear();
+  stores_.clear();
+  store_queues_.clear();
   next_epoch_ = 0;
   actor_ = 0;
   clock_.assign(1, fresh_epoch());
@@ -94,6 +96,13 @@ void Machine::run_block(const Index& block) {
   for (const PendingDot& d : dots_)
     if (!d.retired)
       raise(*d.loc, "the block ends with this DotAsync still in flight: no DotAsyncWait retired it");
+  // Nor with a TMA store still reading its shared source, which may already belong to the next block.
+  for (const PendingStore& st : stores_)
+    if (!st.retired)
+      raise(*st.loc,
+            "the block ends with this StoreTma still reading shared '{}': no StoreTmaWait retired it "
+            "(StoreTmaWait(0) before the end)",
+            st.source);
   // A block that ends while a TMA copy still writes its shared memory: on the GPU the memory may already
   // belong to the next block.
   for (const PendingCopy& c : copies_)
@@ -307,6 +316,12 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
       break;
     case ir::InstKind::CopyTma:
       copy_tma(*inst.as<ir::CopyTmaInst>());
+      break;
+    case ir::InstKind::StoreTma:
+      store_tma(*inst.as<ir::StoreTmaInst>());
+      break;
+    case ir::InstKind::StoreTmaWait:
+      store_tma_wait(*inst.as<ir::StoreTmaWaitInst>());
       break;
     case ir::InstKind::CopyAsync:
       copy_async(*inst.as<ir::CopyAsyncInst>());

@@ -141,6 +141,7 @@ struct SharedBuffer {
   std::vector<RaceMeta> meta;          // per storage offset
   std::vector<BarrierState> barriers;  // AllocateBarrier only: one per barrier
   std::vector<int64_t> dot_seq;        // per storage offset: the last DotAsync reading it (empty: none yet)
+  std::vector<int64_t> store_seq;      // per storage offset: the last StoreTma reading it (empty: none yet)
   std::vector<std::vector<Access>> more_reads;  // RaceMeta::more_reads
   bool freed = false;
 };
@@ -335,6 +336,15 @@ class Machine {
   void barrier_arrive(const ir::BarrierArriveInst& n);
   void barrier_wait(const ir::BarrierWaitInst& n);
   void copy_tma(const ir::CopyTmaInst& n);
+  // The tensor map's rules for a global view (contiguous rows, 16-byte strides), which the GPU would reject
+  // at launch; `what` names the instruction.
+  void check_tensor_map_rules(const GlobalTensor& g, const ir::InstNode& n);
+  // StoreTma (tma_store.cpp): the tile is read and the global elements written when it is issued; until a
+  // StoreTmaWait retires it, its shared source may not be written (check_not_store_source, called where
+  // shared elements are written), and the block may not end.
+  void store_tma(const ir::StoreTmaInst& n);
+  void store_tma_wait(const ir::StoreTmaWaitInst& n);
+  void check_not_store_source(const SharedBuffer& s, int64_t offset, const SourceLoc& loc);
 
   // Race checker (race_checker.cpp). `thread` is a thread index of the running strand (a region's own
   // numbering), kSeveral or kAsync.
@@ -435,6 +445,18 @@ class Machine {
   // that DotAsync is in flight overwrites registers the tensor cores still read (bind reports it).
   std::map<const ir::VarNode*, int64_t> dot_register_operands_;
   void check_not_dot_register_operand(const ir::Var& var);
+  // StoreTma, numbered and queued per issuer as DotAsync is (cp.async.bulk groups are per thread: the
+  // issuing thread of each region, or of the block).
+  struct PendingStore {
+    const SourceLoc* loc = nullptr;
+    std::string source;  // the shared tensor it reads
+    bool retired = false;
+  };
+  std::vector<PendingStore> stores_;
+  std::map<const ir::RegionStmt*, std::vector<int64_t>> store_queues_;
+  bool store_in_flight(int64_t seq) const {
+    return seq > 0 && !stores_[static_cast<size_t>(seq - 1)].retired;
+  }
 
   Index grid_;
   int64_t total_blocks_ = 1;

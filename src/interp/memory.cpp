@@ -436,6 +436,7 @@ void Machine::store_shared(const ir::StoreInst& n) {
             loc_text(*copies_[static_cast<size_t>(s.pending[uo])].loc));
     }
     check_not_dot_operand(s, off, *current_loc_ptr_);
+    check_not_store_source(s, off, *current_loc_ptr_);
     if (options_.check_races)
       check_shared_write(s, off, static_cast<int32_t>(static_cast<int64_t>(k) / m), *current_loc_ptr_);
     set_code(s.bytes.data(), bits, off, r.codes[k]);

@@ -186,8 +186,15 @@ void Machine::copy_tma(const ir::CopyTmaInst& n) {
   SharedBuffer* b = nullptr;
   int64_t i = 0;
   barrier_operand(n.barrier, &b, &i);
-  // The tensor map's rules, which the GPU would reject at launch: contiguous rows and 16-byte strides.
-  const GlobalTensor& g = global_operand(n.src);
+  check_tensor_map_rules(global_operand(n.src), n);
+  PendingCopy& c = copies_[issue_copy(n.dst, n.src, n)];
+  c.barrier = b;
+  c.barrier_index = i;
+  c.group = INT64_MAX;  // never a CopyAsync group
+  schedule_point(Point::Barrier);
+}
+
+void Machine::check_tensor_map_rules(const GlobalTensor& g, const ir::InstNode& n) {
   Index strides = g.strides;
   if (strides.empty()) {  // row-major
     strides.assign(g.shape.size(), 1);
@@ -195,19 +202,14 @@ void Machine::copy_tma(const ir::CopyTmaInst& n) {
   }
   const int64_t bytes = g.dtype.bits() / 8;
   if (!strides.empty() && strides.back() != 1)
-    raise(n.loc, "CopyTma: global '{}' has stride {} in its last dimension; a tensor map needs 1", g.name,
-          strides.back());
+    raise(n.loc, "{}: global '{}' has stride {} in its last dimension; a tensor map needs 1", n.name(),
+          g.name, strides.back());
   for (size_t d = 0; d + 1 < strides.size(); ++d)
     if (strides[d] * bytes % 16 != 0)
       raise(n.loc,
-            "CopyTma: global '{}' has a stride of {} bytes in dimension {}; a tensor map needs a multiple of "
+            "{}: global '{}' has a stride of {} bytes in dimension {}; a tensor map needs a multiple of "
             "16",
-            g.name, strides[d] * bytes, d);
-  PendingCopy& c = copies_[issue_copy(n.dst, n.src, n)];
-  c.barrier = b;
-  c.barrier_index = i;
-  c.group = INT64_MAX;  // never a CopyAsync group
-  schedule_point(Point::Barrier);
+            n.name(), g.name, strides[d] * bytes, d);
 }
 
 }  // namespace tilevm::interp::detail

@@ -251,6 +251,8 @@ std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, i
       case InstKind::BarrierArrive:
       case InstKind::BarrierWait:
       case InstKind::CopyTma:
+      case InstKind::StoreTma:
+      case InstKind::StoreTmaWait:
       case InstKind::DotAsync:
       case InstKind::DotAsyncWait:
       case InstKind::Copy:

@@ -96,6 +96,9 @@ class Liveness {
         // tile at the swizzle's period (8 rows of up to 128 bytes).
         async_operand(c->dst.tensor, 128);
       }
+      // A TMA store reads its source asynchronously, from a 128-byte aligned address, until a StoreTmaWait
+      // the planner does not follow: the source lives to the end, as a copy's destination does.
+      if (const auto* c = is->inst->as<ir::StoreTmaInst>()) async_operand(c->src.tensor, 128);
       if (const auto* d = is->inst->as<ir::DotInst>()) {
         // A synchronous Dot on shared tiles is wgmma on sm_90a: its descriptors need a swizzled tile at the
         // swizzle's period too (the tile layer's Gemm lowers to it), though it finishes before the next

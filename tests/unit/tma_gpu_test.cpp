@@ -1,6 +1,7 @@
 // Barriers and TMA copies on the GPU against the interpreter: examples/tma_scale.tile (a two-stage TMA
-// pipeline) on fresh random matrices, the output poisoned with NaN first, for shapes with a partial last
-// row tile (the tensor map fills the rows past M with zeros and the store clips them) and several blocks.
+// pipeline) and examples/tma_store_scale.tile (the same with TMA stores of the results) on fresh random
+// matrices, the output poisoned with NaN first, for shapes with a partial last row tile (the tensor map
+// fills the rows past M with zeros and the store clips them) and several blocks.
 // Skipped (and reported) without a GPU; the tensor-map rules are runtime_tensor_map_test.cpp's.
 #include <gtest/gtest.h>
 
@@ -15,35 +16,42 @@
 namespace tilevm {
 namespace {
 
-TEST(TmaGpu, PipelineMatchesTheInterpreter) {
-  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+// f16 codes of values in [-4, 4) (doubling them is exact in f16), and NaN codes for the output.
+std::pair<std::vector<uint8_t>, std::vector<uint8_t>> doubling_inputs(int m, int n, std::mt19937& rng) {
+  std::uniform_real_distribution<double> real(-4.0, 4.0);
+  std::vector<uint8_t> x(static_cast<size_t>(m) * n * 2), y_nan(x.size());
+  for (size_t i = 0; i < x.size() / 2; ++i) {
+    const auto c = static_cast<uint16_t>(encode(DataType::f16(), real(rng)));
+    std::memcpy(&x[2 * i], &c, 2);
+    const uint16_t nan = 0x7e00;
+    std::memcpy(&y_nan[2 * i], &nan, 2);
+  }
+  return {x, y_nan};
+}
+
+// Runs `example` (y = x + x over [M, N], a TMA pipeline) on the interpreter and, with `gpu`, on the GPU,
+// each on the same fresh input with y poisoned: the interpreter's y must be 2x everywhere, and the GPU's
+// equal to it bit for bit.
+void expect_doubled(const std::string& example, bool gpu) {
   const std::optional<ir::Program> p =
-      codegen_test::load_program(codegen_test::source_root() / "examples" / "tma_scale.tile");
+      codegen_test::load_program(codegen_test::source_root() / "examples" / example);
   ASSERT_TRUE(p);
   std::mt19937 rng(20261126);
-  std::uniform_real_distribution<double> real(-4.0, 4.0);
   for (const auto& [m, n] : std::vector<std::pair<int, int>>{{40, 128}, {37, 192}, {256, 512}, {5, 64}}) {
-    SCOPED_TRACE(fmt::format("M = {}, N = {}", m, n));
-    std::vector<uint8_t> x(static_cast<size_t>(m) * n * 2), y_nan(x.size());
-    for (size_t i = 0; i < x.size() / 2; ++i) {
-      const auto c = static_cast<uint16_t>(encode(DataType::f16(), real(rng)));
-      std::memcpy(&x[2 * i], &c, 2);
-      const uint16_t nan = 0x7e00;
-      std::memcpy(&y_nan[2 * i], &nan, 2);
-    }
+    SCOPED_TRACE(fmt::format("{}: M = {}, N = {}", example, m, n));
+    const auto [x, y_nan] = doubling_inputs(m, n, rng);
     std::vector<uint8_t> x_cpu = x, y_cpu = y_nan, x_gpu = x, y_gpu = y_nan;
-    interp::Arguments cpu, gpu;
-    for (interp::Arguments* a : {&cpu, &gpu}) {
+    interp::Arguments cpu, devices;
+    for (interp::Arguments* a : {&cpu, &devices}) {
       a->scalars["M"] = interp::ScalarValue{false, m, 0.0};
       a->scalars["N"] = interp::ScalarValue{false, n, 0.0};
     }
     cpu.buffers["x_ptr"] = &x_cpu;
     cpu.buffers["y_ptr"] = &y_cpu;
-    gpu.buffers["x_ptr"] = &x_gpu;
-    gpu.buffers["y_ptr"] = &y_gpu;
+    devices.buffers["x_ptr"] = &x_gpu;
+    devices.buffers["y_ptr"] = &y_gpu;
     Diagnostics cd, gd;
-    ASSERT_TRUE(interp::run_program(*p, cpu, cd)) << cd.render("tma_scale.tile", "");
-    ASSERT_TRUE(exec::run_on_gpu(*p, gpu, gd)) << gd.render("tma_scale.tile", "");
+    ASSERT_TRUE(interp::run_program(*p, cpu, cd)) << cd.render(example, "");
     // The interpreter is the reference: y = x + x, exact in f16 for these values.
     for (size_t i = 0; i < x.size() / 2; ++i) {
       uint16_t xc, yc;
@@ -51,8 +59,27 @@ TEST(TmaGpu, PipelineMatchesTheInterpreter) {
       std::memcpy(&yc, &y_cpu[2 * i], 2);
       ASSERT_EQ(decode(DataType::f16(), yc), 2 * decode(DataType::f16(), xc)) << "interpreter, element " << i;
     }
+    if (!gpu) continue;
+    ASSERT_TRUE(exec::run_on_gpu(*p, devices, gd)) << gd.render(example, "");
     EXPECT_EQ(y_gpu, y_cpu);
   }
+}
+
+TEST(TmaGpu, PipelineMatchesTheInterpreter) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  expect_doubled("tma_scale.tile", true);
+}
+
+// TMA stores (examples/tma_store_scale.tile): two output buffers, StoreTmaWait(1) between their uses, the
+// last row tile clipped at M.
+TEST(TmaGpu, StoresMatchTheInterpreter) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  expect_doubled("tma_store_scale.tile", true);
+}
+
+// The same on the interpreter alone (CI has no GPU): the stores write every element of y, clipped rows too.
+TEST(TmaInterp, StoresDoubleEveryElement) {
+  expect_doubled("tma_store_scale.tile", false);
 }
 
 }  // namespace

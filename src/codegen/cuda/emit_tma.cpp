@@ -20,6 +20,27 @@ constexpr const char* kTensorMapType =
 
 }  // namespace
 
+// One tensor map per (view, box, swizzle), shared by the copies and stores that agree on all three.
+std::string Emitter::tensor_map(const ir::ViewGlobalInst* view, const std::vector<int64_t>& box,
+                                int swizzle) {
+  if (swizzle > 0) uses_swizzle_period_ = true;
+  for (const KernelParam& p : tensor_maps_)
+    if (p.view == view && p.box == box && p.swizzle_bytes == swizzle) return p.name;
+  const std::string map = fresh(fmt::format("tv_tmap_{}", tensor_maps_.size()));
+  KernelParam p;
+  p.kind = KernelParam::Kind::TensorMap;
+  p.name = map;
+  p.dtype = view->dtype;
+  p.c_type = "const __grid_constant__ tv_tensor_map";
+  p.view = view;
+  p.pointer = view->ptr->as<ir::VarRef>()->var->name;
+  p.box = box;
+  p.swizzle_bytes = swizzle;
+  tensor_maps_.push_back(p);
+  helper_functions_["tv_tensor_map"] = kTensorMapType;
+  return map;
+}
+
 std::string Emitter::barrier_address(const ir::TensorArg& arg) {
   const MemTensor& m = mem(arg.tensor);
   const ElementAccess a = access(m, arg, {}, {});
@@ -106,28 +127,9 @@ void Emitter::emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c) {
   std::vector<int64_t> box(src.shape.size(), 1);
   for (size_t k = 0; k < kept.size(); ++k)
     box[static_cast<size_t>(kept[k])] = dst.layout->shape()[static_cast<size_t>(dst_kept[k])];
-  // One tensor map per (view, box, swizzle).
   const int swizzle = target::tma_swizzle_bytes(*dst.layout, dst.dtype.bits());
   if (swizzle < 0) unsupported(s, "the destination of CopyTma is neither row-major nor swizzled for the TMA");
-  if (swizzle > 0) uses_swizzle_period_ = true;
-  const ir::VarRef* ptr = view->ptr->as<ir::VarRef>();
-  std::string map;
-  for (const KernelParam& p : tensor_maps_)
-    if (p.view == view && p.box == box && p.swizzle_bytes == swizzle) map = p.name;
-  if (map.empty()) {
-    map = fresh(fmt::format("tv_tmap_{}", tensor_maps_.size()));
-    KernelParam p;
-    p.kind = KernelParam::Kind::TensorMap;
-    p.name = map;
-    p.dtype = view->dtype;
-    p.c_type = "const __grid_constant__ tv_tensor_map";
-    p.view = view;
-    p.pointer = ptr->var->name;
-    p.box = box;
-    p.swizzle_bytes = swizzle;
-    tensor_maps_.push_back(p);
-    helper_functions_["tv_tensor_map"] = kTensorMapType;
-  }
+  const std::string map = tensor_map(view, box, swizzle);
   const ElementAccess origin = access(src, c.src, {}, std::vector<CExpr>(kept.size(), cconst(0)));
   const ElementAccess at = access(dst, c.dst, {}, std::vector<CExpr>(dst_kept.size(), cconst(0)));
   const int64_t bytes = dst.dtype.bits() / 8;
@@ -145,6 +147,55 @@ void Emitter::emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c) {
       "bytes [%0], [%1, {{{}}}], [%2];\" :: \"r\"((unsigned)__cvta_generic_to_shared({} + ({}) * {})), "
       "\"l\"((unsigned long long)&{}), \"r\"({}){} : \"memory\");",
       rank, coords, dst.ptr, at.offset.text, bytes, map, barrier_address(c.barrier), operands));
+}
+
+// A TMA store: issued by thread 0 of the block (or region) from the shared tile to the global view's origin
+// through a tensor map of the destination (the accelerator clips the box at the tensor's edges), each in a
+// bulk group of its own; StoreTmaWait(n) is that thread's wait for all but n of its groups to have read
+// their tiles, then the block's (region's) barrier, so that every thread may write the tiles again. The
+// threads' stores into the tile reach the async proxy through the fence that Synchronize() emits for
+// tiles it reads (collect_wgmma_facts).
+void Emitter::emit_store_tma(const ir::InstStmt& s, const ir::StoreTmaInst& c) {
+  require_hopper(s);
+  const MemTensor& src = mem(c.src.tensor);
+  const MemTensor& dst = mem(c.dst.tensor);
+  const auto found = global_view_insts_.find(c.dst.tensor.get());
+  if (found == global_view_insts_.end())
+    unsupported(s, "the destination of StoreTma must be a ViewGlobal (the verifier checks this)");
+  const std::vector<int> kept = kept_dims(dst, c.dst);
+  const std::vector<int> src_kept = kept_dims(src, c.src);
+  if (kept.size() != src_kept.size()) unsupported(s, "StoreTma views of different ranks");
+  std::vector<int64_t> box(dst.shape.size(), 1);
+  for (size_t k = 0; k < kept.size(); ++k)
+    box[static_cast<size_t>(kept[k])] = src.layout->shape()[static_cast<size_t>(src_kept[k])];
+  const int swizzle = target::tma_swizzle_bytes(*src.layout, src.dtype.bits());
+  if (swizzle < 0) unsupported(s, "the source of StoreTma is neither row-major nor swizzled for the TMA");
+  const std::string map = tensor_map(found->second, box, swizzle);
+  const ElementAccess origin = access(dst, c.dst, {}, std::vector<CExpr>(kept.size(), cconst(0)));
+  const ElementAccess at = access(src, c.src, {}, std::vector<CExpr>(src_kept.size(), cconst(0)));
+  std::string coords, operands;
+  const int rank = static_cast<int>(origin.base.size());
+  for (int d = rank - 1, k = 0; d >= 0; --d, ++k) {  // innermost first
+    coords += fmt::format("{}%{}", k ? ", " : "", k + 2);
+    operands += fmt::format(", \"r\"((int)({}))", origin.base[static_cast<size_t>(d)].text);
+  }
+  note(s, fmt::format("TMA store {}-D box [{}] through {}{}", rank, fmt::join(box, ", "), map,
+                      swizzle ? fmt::format(", {}-byte swizzle", swizzle) : ""));
+  open("if (t == 0)");
+  line(fmt::format(
+      "asm volatile(\"cp.async.bulk.tensor.{}d.global.shared::cta.bulk_group [%0, {{{}}}], [%1];\" :: "
+      "\"l\"((unsigned long long)&{}), \"r\"((unsigned)__cvta_generic_to_shared({} + ({}) * {})){} : "
+      "\"memory\");",
+      rank, coords, map, src.ptr, at.offset.text, src.dtype.bits() / 8, operands));
+  line("asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\");");
+  close();
+}
+
+void Emitter::emit_store_tma_wait(const ir::InstStmt& s, const ir::StoreTmaWaitInst& n) {
+  require_hopper(s);
+  line(fmt::format("if (t == 0) asm volatile(\"cp.async.bulk.wait_group.read {};\" ::: \"memory\");",
+                   n.pending));
+  line("__syncthreads();  // every thread may write the retired stores' tiles again");
 }
 
 }  // namespace tilevm::codegen::cuda

@@ -198,6 +198,7 @@ void Emitter::collect_wgmma_facts() {
       if (const auto* d = inst->as<ir::DotInst>())
         for (const ir::TensorArg* t : {&d->a, &d->b})
           if (t->type().scope == ir::Scope::Shared) operands.insert(t->tensor.get());
+      if (const auto* st = inst->as<ir::StoreTmaInst>()) operands.insert(st->src.tensor.get());  // async too
       if (const auto* st = inst->as<ir::StoreSharedInst>()) written.insert(st->dst.tensor.get());
       if (const auto* cp = inst->as<ir::CopyAsyncInst>()) written.insert(cp->dst.tensor.get());
     }

@@ -199,6 +199,9 @@ class Emitter {
   void emit_barrier_arrive(const ir::InstStmt& s, const ir::BarrierArriveInst& n);
   void emit_barrier_wait(const ir::InstStmt& s, const ir::BarrierWaitInst& n);
   void emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c);
+  void emit_store_tma(const ir::InstStmt& s, const ir::StoreTmaInst& n);
+  void emit_store_tma_wait(const ir::InstStmt& s, const ir::StoreTmaWaitInst& n);
+  std::string tensor_map(const ir::ViewGlobalInst* view, const std::vector<int64_t>& box, int swizzle);
   // The shared-window address of one barrier (b[i]) as a C expression.
   std::string barrier_address(const ir::TensorArg& arg);
   void emit_allocate_register(const ir::InstStmt& s, const ir::AllocateRegisterInst& n);

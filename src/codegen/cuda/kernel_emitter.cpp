@@ -281,7 +281,7 @@ void Emitter::emit_inst(const ir::InstStmt& s) {
       if (generic_writes_to_wgmma_operands_)
         line(
             "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");  // st.shared, cp.async before "
-            "wgmma");
+            "wgmma or a TMA store reads them");
       line("__syncthreads();");
       return;
     case ir::InstKind::Exit:
@@ -340,6 +340,12 @@ void Emitter::emit_inst(const ir::InstStmt& s) {
       return;
     case ir::InstKind::CopyTma:
       emit_copy_tma(s, *n.as<ir::CopyTmaInst>());
+      return;
+    case ir::InstKind::StoreTma:
+      emit_store_tma(s, *n.as<ir::StoreTmaInst>());
+      return;
+    case ir::InstKind::StoreTmaWait:
+      emit_store_tma_wait(s, *n.as<ir::StoreTmaWaitInst>());
       return;
     case ir::InstKind::AllocateRegister:
       emit_allocate_register(s, *n.as<ir::AllocateRegisterInst>());

@@ -462,6 +462,25 @@ std::vector<InstDef> barriers_and_tma() {
              a["src"].set(i.src);
              a["barrier"].set(i.barrier);
            }},
+      {.name = "StoreTma",
+       .kind = InstKind::StoreTma,
+       .params = {arg("src", K::Tensor, Access::Read), arg("dst", K::Tensor, Access::Write)},
+       .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         return std::make_shared<StoreTmaInst>(a["src"].tensor, a["dst"].tensor, l);
+       },
+       .args =
+           [](const InstNode& n, InstArgs& a) {
+             const auto& i = node<StoreTmaInst>(n);
+             a["src"].set(i.src);
+             a["dst"].set(i.dst);
+           }},
+      {.name = "StoreTmaWait",
+       .kind = InstKind::StoreTmaWait,
+       .params = {arg("n", K::Int)},
+       .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+         return std::make_shared<StoreTmaWaitInst>(a["n"].int_value, l);
+       },
+       .args = [](const InstNode& n, InstArgs& a) { a["n"].set_int(node<StoreTmaWaitInst>(n).pending); }},
   };
 }
 

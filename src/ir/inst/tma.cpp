@@ -37,4 +37,17 @@ Inst CopyTmaInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
                                        ir::rewrite(barrier, exprs, vars), loc);
 }
 
+void StoreTmaInst::for_each_expr(const ExprFn& fn) const {
+  ir::for_each_expr(src, fn);
+  ir::for_each_expr(dst, fn);
+}
+
+Inst StoreTmaInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
+  return std::make_shared<StoreTmaInst>(ir::rewrite(src, exprs, vars), ir::rewrite(dst, exprs, vars), loc);
+}
+
+Inst StoreTmaWaitInst::rewrite(const ExprMap&, const VarMap&) const {
+  return std::make_shared<StoreTmaWaitInst>(pending, loc);
+}
+
 }  // namespace tilevm::ir

@@ -151,6 +151,12 @@ void Verifier::check_stmt(const Stmt& s) {
           case InstKind::CopyTma:
             check_copy_tma(*inst.as<CopyTmaInst>());
             break;
+          case InstKind::StoreTma:
+            check_store_tma(*inst.as<StoreTmaInst>());
+            break;
+          case InstKind::StoreTmaWait:
+            check_store_tma_wait(*inst.as<StoreTmaWaitInst>());
+            break;
           case InstKind::AllocateRegister:
             check_allocate_register(*inst.as<AllocateRegisterInst>());
             break;

@@ -401,27 +401,44 @@ void Verifier::check_barrier_wait(const BarrierWaitInst& n) {
 
 void Verifier::check_copy_tma(const CopyTmaInst& n) {
   check_barrier_operand(n.barrier, n);
-  const TensorType* dst = scoped_operand(n.dst, n, "the destination", Scope::Shared);
-  const TensorType* src = scoped_operand(n.src, n, "the source", Scope::Global);
+  check_tma_tile(n, n.dst, n.src, false);
+}
+
+void Verifier::check_store_tma(const StoreTmaInst& n) {
+  check_tma_tile(n, n.src, n.dst, true);
+}
+
+void Verifier::check_store_tma_wait(const StoreTmaWaitInst& n) {
+  if (n.pending < 0) diags_.error(n.loc, "StoreTmaWait({}) needs a count >= 0", n.pending);
+}
+
+// The rules CopyTma (global -> shared) and StoreTma (shared -> global) share: the shared tile is a whole,
+// densely stored box the accelerator moves, the global side a view whose tensor map the host builds.
+void Verifier::check_tma_tile(const InstNode& n, const TensorArg& n_dst, const TensorArg& n_src, bool store) {
+  const std::string what = n.name();
+  const char* tile_role = store ? "the source" : "the destination";
+  const char* global_role = store ? "the destination" : "the source";
+  const char* moves = store ? "reads" : "writes";
+  const TensorType* dst = scoped_operand(n_dst, n, tile_role, Scope::Shared);
+  const TensorType* src = scoped_operand(n_src, n, global_role, Scope::Global);
   if (!dst || !src) return;
   if (dst->dtype != src->dtype)
-    diags_.error(n.loc, "CopyTma: '{}' is {} but '{}' is {}", n.dst.tensor->name, dst->dtype.name(),
-                 n.src.tensor->name, src->dtype.name());
+    diags_.error(n.loc, "{}: '{}' is {} but '{}' is {}", what, n_dst.tensor->name, dst->dtype.name(),
+                 n_src.tensor->name, src->dtype.name());
   const int bits = dst->dtype.bits();
   if (bits != 8 && bits != 16 && bits != 32 && bits != 64)
-    diags_.error(
-        n.loc,
-        "CopyTma: the tensor-memory accelerator copies elements of 8, 16, 32 or 64 bits, not {}; view "
-        "the data as u8 (ViewGlobal and AllocateShared of u8)",
-        dst->dtype.name());
+    diags_.error(n.loc,
+                 "{}: the tensor-memory accelerator copies elements of 8, 16, 32 or 64 bits, not {}; view "
+                 "the data as u8 (ViewGlobal and AllocateShared of u8)",
+                 what, dst->dtype.name());
   // The destination: a row-major tile (TMA writes the box densely, innermost dimension fastest), reached by
   // indexing leading dimensions only.
-  for (const Slice& s : n.dst.slices)
+  for (const Slice& s : n_dst.slices)
     if (s.kind == Slice::Kind::Offset) {
-      diags_.error(pick(n.dst.loc, n.loc),
-                   "CopyTma: the destination must be whole rows of '{}' (index leading dimensions, like "
+      diags_.error(pick(n_dst.loc, n.loc),
+                   "{}: {} must be whole rows of '{}' (index leading dimensions, like "
                    "{}[stage]); an offset makes the tile non-contiguous",
-                   n.dst.tensor->name, n.dst.tensor->name);
+                   what, tile_role, n_dst.tensor->name, n_dst.tensor->name);
       return;
     }
   const auto base = dst->static_shape();
@@ -429,76 +446,78 @@ void Verifier::check_copy_tma(const CopyTmaInst& n) {
   if (!base || !dst->layout || !target::fits_shared(dst->layout->num_locals(), bits)) return;
   if (target::tma_swizzle_bytes(*dst->layout, bits) < 0)
     diags_.error(
-        pick(n.dst.loc, n.loc),
-        "CopyTma: '{}' must be stored row-major (AllocateShared with shape=) or in the swizzled form of "
+        pick(n_dst.loc, n.loc),
+        "{}: '{}' must be stored row-major (AllocateShared with shape=) or in the swizzled form of "
         "rows of 32, 64 or 128 bytes (e.g. local(8, 1).swizzle(local(8, 8), dim=1).local(1, 8) for 128-byte "
-        "f16 rows; docs/language.md), because the tensor-memory accelerator writes the tile densely; its "
+        "f16 rows; docs/language.md), because the tensor-memory accelerator {} the tile densely; its "
         "layout is {}",
-        n.dst.tensor->name, layout_text(*dst->layout));
-  const std::vector<Expr> dshape = view_shape(n.dst, *dst), sshape = view_shape(n.src, *src);
+        what, n_dst.tensor->name, moves, layout_text(*dst->layout));
+  const std::vector<Expr> dshape = view_shape(n_dst, *dst), sshape = view_shape(n_src, *src);
   if (dshape.size() != sshape.size()) {
-    diags_.error(n.loc, "CopyTma: the destination view has rank {} but the source view has rank {}",
-                 dshape.size(), sshape.size());
+    diags_.error(n.loc, "{}: the {} view has rank {} but the {} view has rank {}", what,
+                 store ? "source" : "destination", dshape.size(), store ? "destination" : "source",
+                 sshape.size());
     return;
   }
   if (src->rank() > 5)
-    diags_.error(n.loc, "CopyTma: '{}' has rank {}; the tensor-memory accelerator handles 1 to 5 dimensions",
-                 n.src.tensor->name, src->rank());
+    diags_.error(n.loc, "{}: '{}' has rank {}; the tensor-memory accelerator handles 1 to 5 dimensions", what,
+                 n_src.tensor->name, src->rank());
   layout::Index tile;
   for (const Expr& e : dshape) tile.push_back(*as_const_int(e));
   for (size_t d = 0; d < tile.size(); ++d)
     if (tile[d] > 256)
       diags_.error(n.loc,
-                   "CopyTma: the tile {} has extent {} in dimension {}; a TMA box is at most 256 per "
+                   "{}: the tile {} has extent {} in dimension {}; a TMA box is at most 256 per "
                    "dimension",
-                   index_text(tile), tile[d], d);
+                   what, index_text(tile), tile[d], d);
   if (!tile.empty() && tile.back() * bits % 128 != 0)
-    diags_.error(
-        n.loc,
-        "CopyTma: a row of the tile {} is {} bytes; the tensor-memory accelerator needs a multiple of "
-        "16 bytes",
-        index_text(tile), tile.back() * bits / 8);
+    diags_.error(n.loc,
+                 "{}: a row of the tile {} is {} bytes; the tensor-memory accelerator needs a multiple of "
+                 "16 bytes",
+                 what, index_text(tile), tile.back() * bits / 8);
   // Each stage of a multi-stage destination starts where the previous one ends; the accelerator writes
   // only at 128-byte boundaries.
   int64_t tile_bits = bits;
   for (int64_t e : tile) tile_bits *= e;
-  if (!n.dst.slices.empty() && tile_bits % 1024 != 0)
-    diags_.error(pick(n.dst.loc, n.loc),
-                 "CopyTma: a tile of '{}' is {} bytes; the tensor-memory accelerator writes at 128-byte "
+  if (!n_dst.slices.empty() && tile_bits % 1024 != 0)
+    diags_.error(pick(n_dst.loc, n.loc),
+                 "{}: a tile of '{}' is {} bytes; the tensor-memory accelerator {} at 128-byte "
                  "boundaries, so indexed tiles must be a multiple of 128 bytes",
-                 n.dst.tensor->name, tile_bits / 8);
+                 what, n_dst.tensor->name, tile_bits / 8, moves);
   // The source: a view of a pointer parameter whose shape and strides the host knows at launch (the tensor
   // map is built there), contiguous in its innermost dimension.
-  const auto view = global_views_.find(n.src.tensor.get());
+  const auto view = global_views_.find(n_src.tensor.get());
   if (view == global_views_.end()) {
-    diags_.error(pick(n.src.loc, n.loc), "CopyTma: the source must be a ViewGlobal of a pointer parameter");
+    diags_.error(pick(n_src.loc, n.loc), "{}: {} must be a ViewGlobal of a pointer parameter", what,
+                 global_role);
     return;
   }
   const ViewGlobalInst& g = *view->second;
   if (g.layout)
-    diags_.error(pick(n.src.loc, n.loc),
-                 "CopyTma: '{}' has a layout=; the tensor map needs shape= and strides=", n.src.tensor->name);
+    diags_.error(pick(n_src.loc, n.loc),
+                 "{}: '{}' has a layout=; the tensor map needs shape= and strides=", what,
+                 n_src.tensor->name);
   std::string offender;
   for (const Expr& e : g.shape)
     if (e && !host_known(program_, e, &offender))
-      diags_.error(pick(n.src.loc, n.loc),
-                   "CopyTma: the shape of '{}' uses '{}'; a tensor map needs extents made of constants and "
+      diags_.error(pick(n_src.loc, n.loc),
+                   "{}: the shape of '{}' uses '{}'; a tensor map needs extents made of constants and "
                    "scalar parameters",
-                   n.src.tensor->name, offender);
+                   what, n_src.tensor->name, offender);
   for (const Expr& e : g.strides)
     if (e && !host_known(program_, e, &offender))
-      diags_.error(pick(n.src.loc, n.loc),
-                   "CopyTma: the strides of '{}' use '{}'; a tensor map needs strides made of constants and "
+      diags_.error(pick(n_src.loc, n.loc),
+                   "{}: the strides of '{}' use '{}'; a tensor map needs strides made of constants and "
                    "scalar parameters",
-                   n.src.tensor->name, offender);
+                   what, n_src.tensor->name, offender);
   if (!g.strides.empty() && g.strides.back()) {
     const auto inner = as_const_int(g.strides.back());
     if (!inner || *inner != 1)
-      diags_.error(pick(n.src.loc, n.loc),
-                   "CopyTma: '{}' must be contiguous in its last dimension (stride 1), got {}",
-                   n.src.tensor->name, expr_text(g.strides.back()));
+      diags_.error(pick(n_src.loc, n.loc),
+                   "{}: '{}' must be contiguous in its last dimension (stride 1), got {}", what,
+                   n_src.tensor->name, expr_text(g.strides.back()));
   }
-  check_shared_bounds(*this, n.dst, *dst, tile, {}, n);
+  check_shared_bounds(*this, n_dst, *dst, tile, {}, n);
 }
 
 }  // namespace tilevm::ir::verifier_detail

@@ -48,6 +48,8 @@ enum class InstKind {
   BarrierArrive,
   BarrierWait,
   CopyTma,
+  StoreTma,
+  StoreTmaWait,
   // register_tensor.h
   AllocateRegister,
   Iota,

@@ -1,5 +1,6 @@
 // Hopper's asynchronous copies and the shared-memory barriers they complete on (sm_90; docs/language.md
-// section 5, "Barriers and TMA copies"): AllocateBarrier, BarrierArrive, BarrierWait, CopyTma.
+// section 5, "Barriers and TMA copies"): AllocateBarrier, BarrierArrive, BarrierWait, CopyTma, StoreTma,
+// StoreTmaWait.
 //
 // A barrier (an mbarrier) counts block-level arrivals and bytes. Each phase completes when `count` arrivals
 // have happened and the bytes the arrivals announced (tx=) have landed; the barrier then starts its next
@@ -61,6 +62,32 @@ struct CopyTmaInst : InstNode {
   CopyTmaInst(TensorArg d, TensorArg s, TensorArg b, SourceLoc l = {})
       : InstNode(kKind, l), dst(std::move(d)), src(std::move(s)), barrier(std::move(b)) {}
   void for_each_expr(const ExprFn& fn) const override;
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+// StoreTma(s, g): the other direction. Store the shared tile `s` (its whole view, row-major or in the TMA's
+// swizzled form) into the global view `g` at its origin with the tensor-memory accelerator; elements of the
+// tile outside g are not written. It is asynchronous: the accelerator may read `s` until a StoreTmaWait
+// retires the store, so `s` must not be written before then, and the block must not end with it in flight.
+// Its global writes are for later kernels (the block does not read them back).
+struct StoreTmaInst : InstNode {
+  static constexpr InstKind kKind = InstKind::StoreTma;
+  TensorArg src;  // shared
+  TensorArg dst;  // global
+  StoreTmaInst(TensorArg s, TensorArg d, SourceLoc l = {})
+      : InstNode(kKind, l), src(std::move(s)), dst(std::move(d)) {}
+  void for_each_expr(const ExprFn& fn) const override;
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+// StoreTmaWait(n): waits until at most n of the StoreTma instructions issued so far by the same issuer (a
+// warp-specialized region, or the block) may still read their sources (cp.async.bulk.wait_group.read n);
+// the others' shared tiles may then be written again.
+struct StoreTmaWaitInst : InstNode {
+  static constexpr InstKind kKind = InstKind::StoreTmaWait;
+  int64_t pending = 0;
+  StoreTmaWaitInst(int64_t n, SourceLoc l = {}) : InstNode(kKind, l), pending(n) {}
+  void for_each_expr(const ExprFn&) const override {}
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 

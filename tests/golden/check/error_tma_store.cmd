@@ -1,0 +1,1 @@
+check error_tma_store.tile
