@@ -85,6 +85,8 @@ void Machine::run_block(const Index& block) {
   dot_register_operands_.clear();
   stores_.clear();
   store_queues_.clear();
+  for (GlobalBuffer* b : tma_stored_buffers_) b->tma_stored.clear();
+  tma_stored_buffers_.clear();
   next_epoch_ = 0;
   actor_ = 0;
   clock_.assign(1, fresh_epoch());
@@ -103,6 +105,8 @@ void Machine::run_block(const Index& block) {
             "the block ends with this StoreTma still reading shared '{}': no StoreTmaWait retired it "
             "(StoreTmaWait(0) before the end)",
             st.source);
+  for (GlobalBuffer* b : tma_stored_buffers_) b->tma_stored.clear();  // the next block may read them
+  tma_stored_buffers_.clear();
   // A block that ends while a TMA copy still writes its shared memory: on the GPU the memory may already
   // belong to the next block.
   for (const PendingCopy& c : copies_)

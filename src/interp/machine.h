@@ -142,6 +142,7 @@ struct SharedBuffer {
   std::vector<BarrierState> barriers;  // AllocateBarrier only: one per barrier
   std::vector<int64_t> dot_seq;        // per storage offset: the last DotAsync reading it (empty: none yet)
   std::vector<int64_t> store_seq;      // per storage offset: the last StoreTma reading it (empty: none yet)
+  const ir::InstNode* site = nullptr;  // the AllocateShared that made it (a loop makes one per iteration)
   std::vector<std::vector<Access>> more_reads;  // RaceMeta::more_reads
   bool freed = false;
 };
@@ -153,6 +154,9 @@ struct GlobalBuffer {
   std::vector<uint8_t> owned;  // workspace tensors own their bytes
   DataType init_dtype = DataType::u8();
   std::vector<uint8_t> init;  // per element of init_dtype; empty: everything is initialized
+  // Per byte, while the current block runs: written by one of its StoreTma (the block may not read or write
+  // those bytes again: the TMA's global writes are for later kernels). Empty: none.
+  std::vector<uint8_t> tma_stored;
 };
 
 struct GlobalTensor {
@@ -453,6 +457,9 @@ class Machine {
     bool retired = false;
   };
   std::vector<PendingStore> stores_;
+  std::vector<GlobalBuffer*> tma_stored_buffers_;  // those whose tma_stored the block has set
+  void mark_tma_stored(const GlobalTensor& g, int64_t address);
+  void check_not_tma_stored(const GlobalTensor& g, int64_t address, const char* action, SourceLoc loc);
   std::map<const ir::RegionStmt*, std::vector<int64_t>> store_queues_;
   bool store_in_flight(int64_t seq) const {
     return seq > 0 && !stores_[static_cast<size_t>(seq - 1)].retired;

@@ -178,6 +178,7 @@ uint64_t Machine::read_global(const GlobalTensor& g, int64_t address, SourceLoc 
           g.capacity, g.dtype.name());
   }
   const GlobalBuffer& b = *g.buffer;
+  if (!b.tma_stored.empty()) check_not_tma_stored(g, address, "read", loc);
   if (!b.init.empty() && !b.init[static_cast<size_t>(address)]) {
     raise(loc, "read of uninitialized global '{}' element at offset {}", g.name, address);
   }
@@ -190,6 +191,7 @@ void Machine::write_global(GlobalTensor& g, int64_t address, uint64_t code, Sour
           g.capacity, g.dtype.name());
   }
   GlobalBuffer& b = *g.buffer;
+  if (!b.tma_stored.empty()) check_not_tma_stored(g, address, "write", loc);
   set_code(b.data, g.dtype.bits(), address, code & g.dtype.code_mask());
   if (!b.init.empty()) b.init[static_cast<size_t>(address)] = 1;
 }
@@ -304,8 +306,20 @@ Value Machine::allocate_global(const ir::AllocateGlobalInst& n, const std::strin
 Value Machine::allocate_shared(const ir::AllocateSharedInst& n, const ir::Var& var) {
   const ir::TensorType& t = *var->type.tensor;
   if (!t.layout) raise(n.loc, "shared tensor '{}' has no layout", var->name);
+  // An allocation in a loop is the same shared memory on the GPU each iteration (the planner places it
+  // once): not while a StoreTma of an earlier iteration may still read it.
+  for (const auto& old : shared_) {
+    if (old->site != &n || old->store_seq.empty()) continue;
+    for (int64_t seq : old->store_seq)
+      if (store_in_flight(seq))
+        raise(n.loc,
+              "AllocateShared '{}' takes the shared memory that the StoreTma at {} may still read (the same "
+              "allocation, an earlier iteration): StoreTmaWait first",
+              var->name, loc_text(*stores_[static_cast<size_t>(seq - 1)].loc));
+  }
   auto s = std::make_unique<SharedBuffer>();
   s->name = var->name;
+  s->site = &n;
   s->dtype = n.dtype;
   s->table = &layouts_.get_memory(*t.layout);
   const int64_t size = s->table->elements;

@@ -1,10 +1,19 @@
 // StoreTma and StoreTmaWait (Hopper's cp.async.bulk.tensor shared -> global and
 // cp.async.bulk.wait_group.read). The store reads its shared tile and writes the global elements when it
-// is issued; what the GPU would do differently is reported instead of hidden: writing the tile before the
-// StoreTmaWait that retires the store (the accelerator may still read it), and ending the block with a
-// store in flight (the shared memory may already be the next block's). Its reads of the tile are reads by
-// every thread for the race checker: the threads' writes must be ordered before it by a Synchronize().
+// is issued; what the GPU would do differently is reported instead of hidden:
+// - writing the tile before the StoreTmaWait that retires the store (the accelerator may still read it),
+//   also through a new allocation of the same memory (an AllocateShared in a loop), and ending the block
+//   with a store in flight (the shared memory may already be the next block's);
+// - a tile element whose last write by the threads is not followed by a Synchronize() of the strand that
+//   issues the store: the threads' writes reach the accelerator (the async proxy) only through the fence
+//   that Synchronize() emits. A barrier phase or the end of a section orders the threads but has no fence;
+// - reading or writing, in the same block, global elements the block's StoreTma wrote: on the GPU they land
+//   some time before the kernel ends, for later kernels.
+// Its reads of the tile are reads by every thread for the race checker. StoreTmaWait is a barrier of its
+// issuer (the emitter follows the issuing thread's wait with one), as Synchronize() is.
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "machine.h"
 #include "tilevm/type/packing.h"
@@ -38,12 +47,61 @@ void Machine::store_tma(const ir::StoreTmaInst& n) {
       raise(n.loc, "StoreTma reads shared '{}' element {} before {} (issued at {})", s.name,
             shared_element(s, off), pending_wait_text(c), loc_text(*c.loc));
     }
-    if (options_.check_races) check_shared_read(s, off, kSeveral, n.loc);
+    if (options_.check_races) {
+      check_shared_read(s, off, kSeveral, n.loc);
+      const Access& w = s.meta[uo].write;
+      const bool by_tma = w.thread == kAsync && w.actor >= kFirstBarrierActor;  // a CopyTma's, async already
+      if (w.thread != -1 && !by_tma && !(w.actor == actor_ && w.epoch < sync_epoch_))
+        raise(
+            n.loc,
+            "StoreTma reads shared '{}' element {}, written at {} and not followed by a Synchronize() of the "
+            "{} that issues the store: the threads' writes reach the tensor-memory accelerator only "
+            "through the proxy fence of a Synchronize() after them",
+            s.name, shared_element(s, off), w.loc ? loc_text(*w.loc) : std::string("?"),
+            region_ ? "region" : "block");
+    }
     if (!s.init[uo])
       raise(n.loc, "StoreTma reads uninitialized shared '{}' element {}", s.name, shared_element(s, off));
-    if (dst[l] >= 0) write_global(g, dst[l], get_code(s.bytes.data(), s.dtype.bits(), off), n.loc);
+    if (dst[l] >= 0) {
+      write_global(g, dst[l], get_code(s.bytes.data(), s.dtype.bits(), off), n.loc);
+      mark_tma_stored(g, dst[l]);
+    }
+    // One reader per element is tracked: another issuer's store of the same tile still in flight would be
+    // forgotten, so it is refused (two warp-specialized regions storing one tile at once).
+    const int64_t other = s.store_seq[uo];
+    if (store_in_flight(other) && !store_queues_[region_].empty() &&
+        std::find(store_queues_[region_].begin(), store_queues_[region_].end(), other) ==
+            store_queues_[region_].end())
+      raise(n.loc,
+            "StoreTma reads shared '{}' element {}, which the StoreTma at {} of another region still reads: "
+            "one tile stored by two regions at once is not supported",
+            s.name, shared_element(s, off), loc_text(*stores_[static_cast<size_t>(other - 1)].loc));
     s.store_seq[uo] = seq;
   }
+}
+
+void Machine::mark_tma_stored(const GlobalTensor& g, int64_t address) {
+  GlobalBuffer& b = *g.buffer;
+  if (b.tma_stored.empty()) {
+    b.tma_stored.assign(static_cast<size_t>(b.bytes), 0);
+    tma_stored_buffers_.push_back(&b);
+  }
+  const int64_t bits = g.dtype.bits();
+  for (int64_t byte = address * bits / 8; byte < (address * bits + bits + 7) / 8 && byte < b.bytes; ++byte)
+    b.tma_stored[static_cast<size_t>(byte)] = 1;
+}
+
+void Machine::check_not_tma_stored(const GlobalTensor& g, int64_t address, const char* action,
+                                   SourceLoc loc) {
+  const GlobalBuffer& b = *g.buffer;
+  const int64_t bits = g.dtype.bits();
+  for (int64_t byte = address * bits / 8; byte < (address * bits + bits + 7) / 8 && byte < b.bytes; ++byte)
+    if (b.tma_stored[static_cast<size_t>(byte)])
+      raise(loc,
+            "{} of global '{}' element at offset {}, which a StoreTma of this block wrote: the "
+            "tensor-memory accelerator writes global memory some time before the kernel ends, for later "
+            "kernels (the block may not read it back or write it again)",
+            action, g.name, address);
 }
 
 void Machine::store_tma_wait(const ir::StoreTmaWaitInst& n) {
@@ -52,6 +110,9 @@ void Machine::store_tma_wait(const ir::StoreTmaWaitInst& n) {
     stores_[static_cast<size_t>(queue.front() - 1)].retired = true;
     queue.erase(queue.begin());
   }
+  // The issuer's barrier after the issuing thread's wait: as a Synchronize() for the race checker.
+  clock_[actor_] = fresh_epoch();
+  sync_epoch_ = clock_[actor_];
 }
 
 void Machine::check_not_store_source(const SharedBuffer& s, int64_t offset, const SourceLoc& loc) {
