@@ -284,11 +284,21 @@ TEST(TileParallel, TextRoundTrips) {
 
 // examples/tile/dequant_gemm.tile with its weight type replaced by `wtype` (the example's one edit for
 // another type): C = A @ (codes * scale)^T against a double reference, the codes every code of the type.
+// With `in_registers`, the dequantized tile is a fragment instead of a shared tile (the example's other
+// edit): the Parallel loop writes it in the Gemm's B-operand layout, which infer_layouts fixes, and the Gemm
+// reads it from registers (mma.sync: wgmma takes b only from shared memory).
 void expect_dequant_gemm(const std::string& wtype, const std::map<std::string, std::string>& defines,
-                         const target::Target& target, int64_t m, int64_t n, int64_t k, bool gpu = false) {
+                         const target::Target& target, int64_t m, int64_t n, int64_t k, bool gpu = false,
+                         bool in_registers = false) {
   std::string source = example_test::read_text(example_test::example_path("tile/dequant_gemm.tile"));
   for (size_t at = source.find("u4"); at != std::string::npos; at = source.find("u4", at + wtype.size()))
     source.replace(at, 2, wtype);
+  if (in_registers) {
+    const std::string shared = "sb = AllocateShared(f16, shape=[BN, BK])";
+    const size_t at = source.find(shared);
+    ASSERT_NE(at, std::string::npos) << "the example no longer allocates sb as " << shared;
+    source.replace(at, shared.size(), "sb = AllocateFragment(f16, shape=[BN, BK])");
+  }
   const DataType wt = DataType::parse(wtype);
   const int64_t group = 128;
   example_test::F16Matrix a = random_f16(m * k, 31), scales = random_f16(n * ((k + group - 1) / group), 32);
@@ -352,6 +362,14 @@ TEST(TileParallel, DequantGemmOfEveryWidthOnTheInterpreter) {
 
 TEST(TileParallel, DequantGemmOnWgmma) {
   expect_dequant_gemm("u4", {}, target::Target::h100_sxm(), 70, 136, 192);
+}
+
+TEST(TileParallel, DequantGemmWithTheTileInRegisters) {
+  for (const char* wtype : {"u4", "u3", "f6e3m2", "i4"}) {
+    SCOPED_TRACE(wtype);
+    expect_dequant_gemm(wtype, {{"BN", "64"}}, target::Target::generic_sm80(), 70, 72, 256, false, true);
+  }
+  expect_dequant_gemm("u4", {}, target::Target::h100_sxm(), 70, 136, 192, false, true);
 }
 
 // Split-K with AtomicAdd: SPLIT blocks per tile of C each multiply their share of K and add it into C.
@@ -441,6 +459,7 @@ TEST(TileParallelGpu, KernelsOnTheDevice) {
     SCOPED_TRACE(wtype);
     expect_dequant_gemm(wtype, {}, target::Target::h100_sxm(), 333, 520, 384, true);
   }
+  expect_dequant_gemm("u4", {}, target::Target::h100_sxm(), 333, 520, 384, true, true);
 }
 
 }  // namespace
