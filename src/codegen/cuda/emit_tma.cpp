@@ -112,41 +112,62 @@ void Emitter::emit_barrier_wait(const ir::InstStmt& s, const ir::BarrierWaitInst
   close();
 }
 
+// What a TMA copy in either direction needs: the tensor map of the global view with the shared tile as its
+// box (the tile's extents on the view's kept dimensions, 1 on its indexed ones), the view's origin
+// coordinates innermost first, and the tile's shared address.
+Emitter::TmaOperands Emitter::tma_operands(const ir::InstStmt& s, const ir::TensorArg& tile,
+                                           const ir::TensorArg& global) {
+  const char* what = s.inst->name().c_str();
+  const MemTensor& sm = mem(tile.tensor);
+  const MemTensor& gm = mem(global.tensor);
+  const auto found = global_view_insts_.find(global.tensor.get());
+  if (found == global_view_insts_.end())
+    unsupported(s,
+                fmt::format("the global view of {} must be a ViewGlobal (the verifier checks this)", what));
+  const std::vector<int> kept = kept_dims(gm, global);
+  const std::vector<int> tile_kept = kept_dims(sm, tile);
+  if (kept.size() != tile_kept.size()) unsupported(s, fmt::format("{} views of different ranks", what));
+  TmaOperands t;
+  std::vector<int64_t> box(gm.shape.size(), 1);
+  for (size_t k = 0; k < kept.size(); ++k)
+    box[static_cast<size_t>(kept[k])] = sm.layout->shape()[static_cast<size_t>(tile_kept[k])];
+  const int swizzle = target::tma_swizzle_bytes(*sm.layout, sm.dtype.bits());
+  if (swizzle < 0)
+    unsupported(s, fmt::format("the shared tile of {} is neither row-major nor swizzled for the TMA", what));
+  t.map = tensor_map(found->second, box, swizzle);
+  const ElementAccess origin = access(gm, global, {}, std::vector<CExpr>(kept.size(), cconst(0)));
+  const ElementAccess at = access(sm, tile, {}, std::vector<CExpr>(tile_kept.size(), cconst(0)));
+  t.rank = static_cast<int>(origin.base.size());
+  for (int d = t.rank - 1; d >= 0; --d)  // innermost first
+    t.coords.push_back(origin.base[static_cast<size_t>(d)].text);
+  t.shared = fmt::format("(unsigned)__cvta_generic_to_shared({} + ({}) * {})", sm.ptr, at.offset.text,
+                         sm.dtype.bits() / 8);
+  note(s, fmt::format("TMA {}{}-D box [{}] through {}{}",
+                      s.inst->kind == ir::InstKind::StoreTma ? "store " : "", t.rank, fmt::join(box, ", "),
+                      t.map, swizzle ? fmt::format(", {}-byte swizzle", swizzle) : ""));
+  return t;
+}
+
+// The coordinates as asm operands %first, %first + 1, ... and their "r" bindings.
+std::pair<std::string, std::string> Emitter::TmaOperands::coordinates(int first) const {
+  std::string list, bindings;
+  for (size_t k = 0; k < coords.size(); ++k) {
+    list += fmt::format("{}%{}", k ? ", " : "", first + static_cast<int>(k));
+    bindings += fmt::format(", \"r\"((int)({}))", coords[k]);
+  }
+  return {list, bindings};
+}
+
 void Emitter::emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c) {
   require_hopper(s);
-  const MemTensor& dst = mem(c.dst.tensor);
-  const MemTensor& src = mem(c.src.tensor);
-  const auto found = global_view_insts_.find(c.src.tensor.get());
-  if (found == global_view_insts_.end())
-    unsupported(s, "the source of CopyTma must be a ViewGlobal (the verifier checks this)");
-  const ir::ViewGlobalInst* view = found->second;
-  // The box: the destination tile's extents on the source's kept dimensions, 1 on its indexed ones.
-  const std::vector<int> kept = kept_dims(src, c.src);
-  const std::vector<int> dst_kept = kept_dims(dst, c.dst);
-  if (kept.size() != dst_kept.size()) unsupported(s, "CopyTma views of different ranks");
-  std::vector<int64_t> box(src.shape.size(), 1);
-  for (size_t k = 0; k < kept.size(); ++k)
-    box[static_cast<size_t>(kept[k])] = dst.layout->shape()[static_cast<size_t>(dst_kept[k])];
-  const int swizzle = target::tma_swizzle_bytes(*dst.layout, dst.dtype.bits());
-  if (swizzle < 0) unsupported(s, "the destination of CopyTma is neither row-major nor swizzled for the TMA");
-  const std::string map = tensor_map(view, box, swizzle);
-  const ElementAccess origin = access(src, c.src, {}, std::vector<CExpr>(kept.size(), cconst(0)));
-  const ElementAccess at = access(dst, c.dst, {}, std::vector<CExpr>(dst_kept.size(), cconst(0)));
-  const int64_t bytes = dst.dtype.bits() / 8;
-  std::string coords, operands;
-  const int rank = static_cast<int>(origin.base.size());
-  for (int d = rank - 1, k = 0; d >= 0; --d, ++k) {  // innermost first
-    coords += fmt::format("{}%{}", k ? ", " : "", k + 3);
-    operands += fmt::format(", \"r\"((int)({}))", origin.base[static_cast<size_t>(d)].text);
-  }
-  note(s, fmt::format("TMA {}-D box [{}] through {}{}", rank, fmt::join(box, ", "), map,
-                      swizzle ? fmt::format(", {}-byte swizzle", swizzle) : ""));
+  const TmaOperands t = tma_operands(s, c.dst, c.src);
+  const auto [coords, operands] = t.coordinates(3);
   line(fmt::format(
       "if (t == 0) asm "
       "volatile(\"cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::"
-      "bytes [%0], [%1, {{{}}}], [%2];\" :: \"r\"((unsigned)__cvta_generic_to_shared({} + ({}) * {})), "
-      "\"l\"((unsigned long long)&{}), \"r\"({}){} : \"memory\");",
-      rank, coords, dst.ptr, at.offset.text, bytes, map, barrier_address(c.barrier), operands));
+      "bytes [%0], [%1, {{{}}}], [%2];\" :: \"r\"({}), \"l\"((unsigned long long)&{}), \"r\"({}){} : "
+      "\"memory\");",
+      t.rank, coords, t.shared, t.map, barrier_address(c.barrier), operands));
 }
 
 // A TMA store: issued by thread 0 of the block (or region) from the shared tile to the global view's origin
@@ -157,36 +178,13 @@ void Emitter::emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c) {
 // tiles it reads (collect_wgmma_facts).
 void Emitter::emit_store_tma(const ir::InstStmt& s, const ir::StoreTmaInst& c) {
   require_hopper(s);
-  const MemTensor& src = mem(c.src.tensor);
-  const MemTensor& dst = mem(c.dst.tensor);
-  const auto found = global_view_insts_.find(c.dst.tensor.get());
-  if (found == global_view_insts_.end())
-    unsupported(s, "the destination of StoreTma must be a ViewGlobal (the verifier checks this)");
-  const std::vector<int> kept = kept_dims(dst, c.dst);
-  const std::vector<int> src_kept = kept_dims(src, c.src);
-  if (kept.size() != src_kept.size()) unsupported(s, "StoreTma views of different ranks");
-  std::vector<int64_t> box(dst.shape.size(), 1);
-  for (size_t k = 0; k < kept.size(); ++k)
-    box[static_cast<size_t>(kept[k])] = src.layout->shape()[static_cast<size_t>(src_kept[k])];
-  const int swizzle = target::tma_swizzle_bytes(*src.layout, src.dtype.bits());
-  if (swizzle < 0) unsupported(s, "the source of StoreTma is neither row-major nor swizzled for the TMA");
-  const std::string map = tensor_map(found->second, box, swizzle);
-  const ElementAccess origin = access(dst, c.dst, {}, std::vector<CExpr>(kept.size(), cconst(0)));
-  const ElementAccess at = access(src, c.src, {}, std::vector<CExpr>(src_kept.size(), cconst(0)));
-  std::string coords, operands;
-  const int rank = static_cast<int>(origin.base.size());
-  for (int d = rank - 1, k = 0; d >= 0; --d, ++k) {  // innermost first
-    coords += fmt::format("{}%{}", k ? ", " : "", k + 2);
-    operands += fmt::format(", \"r\"((int)({}))", origin.base[static_cast<size_t>(d)].text);
-  }
-  note(s, fmt::format("TMA store {}-D box [{}] through {}{}", rank, fmt::join(box, ", "), map,
-                      swizzle ? fmt::format(", {}-byte swizzle", swizzle) : ""));
+  const TmaOperands t = tma_operands(s, c.src, c.dst);
+  const auto [coords, operands] = t.coordinates(2);
   open("if (t == 0)");
   line(fmt::format(
       "asm volatile(\"cp.async.bulk.tensor.{}d.global.shared::cta.bulk_group [%0, {{{}}}], [%1];\" :: "
-      "\"l\"((unsigned long long)&{}), \"r\"((unsigned)__cvta_generic_to_shared({} + ({}) * {})){} : "
-      "\"memory\");",
-      rank, coords, map, src.ptr, at.offset.text, src.dtype.bits() / 8, operands));
+      "\"l\"((unsigned long long)&{}), \"r\"({}){} : \"memory\");",
+      t.rank, coords, t.map, t.shared, operands));
   line("asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\");");
   close();
 }

@@ -199,6 +199,14 @@ class Emitter {
   void emit_barrier_arrive(const ir::InstStmt& s, const ir::BarrierArriveInst& n);
   void emit_barrier_wait(const ir::InstStmt& s, const ir::BarrierWaitInst& n);
   void emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c);
+  struct TmaOperands {
+    std::string map;                  // the tensor map parameter
+    int rank = 0;                     // of the global view
+    std::vector<std::string> coords;  // the view's origin, innermost first
+    std::string shared;               // the tile's shared address (u32)
+    std::pair<std::string, std::string> coordinates(int first) const;
+  };
+  TmaOperands tma_operands(const ir::InstStmt& s, const ir::TensorArg& tile, const ir::TensorArg& global);
   void emit_store_tma(const ir::InstStmt& s, const ir::StoreTmaInst& n);
   void emit_store_tma_wait(const ir::InstStmt& s, const ir::StoreTmaWaitInst& n);
   std::string tensor_map(const ir::ViewGlobalInst* view, const std::vector<int64_t>& box, int swizzle);
