@@ -612,6 +612,16 @@ void ProgramBuilder::dot_async(const TensorRef& a, const TensorRef& b, const Ten
        {});
 }
 
+void ProgramBuilder::store_tma(const TensorRef& src, const TensorRef& dst) {
+  check_ref(src, "the source of StoreTma", Scope::Shared);
+  check_ref(dst, "the destination of StoreTma", Scope::Global);
+  emit(std::make_shared<StoreTmaInst>(src.arg(), dst.arg()), {});
+}
+
+void ProgramBuilder::store_tma_wait(int64_t pending) {
+  emit(std::make_shared<StoreTmaWaitInst>(pending), {});
+}
+
 void ProgramBuilder::dot_async_wait(int64_t pending) {
   emit(std::make_shared<DotAsyncWaitInst>(pending), {});
 }

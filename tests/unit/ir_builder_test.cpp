@@ -315,13 +315,18 @@ TEST(Builder, BarriersAndTmaCopiesPrintAsTheirText) {
   pb.barrier_arrive(full[0], 128);
   pb.copy_tma(tiles[0], gx(from(8), all), full[0]);
   pb.barrier_wait(full[0], 0);
+  pb.store_tma(tiles[0], gx(from(16), all));
+  pb.store_tma_wait(0);
   const std::string text = print_program(pb.build());
   EXPECT_NE(text.find("    full = AllocateBarrier(count=1, shape=[2])\n"
                       "    BarrierArrive(full[0], tx=128)\n"
                       "    CopyTma(tiles[0], gx[8:, :], barrier=full[0])\n"
-                      "    BarrierWait(full[0], parity=0)\n"),
+                      "    BarrierWait(full[0], parity=0)\n"
+                      "    StoreTma(tiles[0], gx[16:, :])\n"
+                      "    StoreTmaWait(0)\n"),
             std::string::npos)
       << text;
+  expect_error([&] { pb.store_tma(gx, tiles[0]); }, "the source of StoreTma");
   expect_error([&] { pb.barrier_arrive(tiles[0]); }, "the barrier of BarrierArrive");
   expect_error([&] { pb.copy_tma(tiles[1], gx, tiles[0]); }, "the barrier of CopyTma");
   expect_error([&] { pb.allocate_barrier("none", 1, 0); }, "needs at least one barrier");

@@ -295,6 +295,9 @@ class ProgramBuilder {
   void barrier_arrive(const TensorRef& barrier, const std::optional<Scalar>& tx = std::nullopt);
   void barrier_wait(const TensorRef& barrier, const Scalar& parity);
   void copy_tma(const TensorRef& dst, const TensorRef& src, const TensorRef& barrier);
+  // The TMA store of a shared tile into a global view, and the wait that retires all but `pending` of them.
+  void store_tma(const TensorRef& src, const TensorRef& dst);
+  void store_tma_wait(int64_t pending);
   Tensor cast(const Dest& dest, const TensorRef& src, DataType dtype);
   // Cast into `layout`: the operand's elements in another slot order (CastInst).
   Tensor cast(const Dest& dest, const TensorRef& src, DataType dtype, const LayoutArg& layout);

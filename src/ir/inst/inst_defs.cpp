@@ -465,6 +465,7 @@ std::vector<InstDef> barriers_and_tma() {
       {.name = "StoreTma",
        .kind = InstKind::StoreTma,
        .params = {arg("src", K::Tensor, Access::Read), arg("dst", K::Tensor, Access::Write)},
+       .effects = {.global_memory = true},
        .build = [](const InstArgs& a, SourceLoc l) -> Inst {
          return std::make_shared<StoreTmaInst>(a["src"].tensor, a["dst"].tensor, l);
        },
@@ -477,6 +478,7 @@ std::vector<InstDef> barriers_and_tma() {
       {.name = "StoreTmaWait",
        .kind = InstKind::StoreTmaWait,
        .params = {arg("n", K::Int)},
+       .effects = {.barrier = true},  // the issuing thread's wait, then the issuer's barrier (emit_tma.cpp)
        .build = [](const InstArgs& a, SourceLoc l) -> Inst {
          return std::make_shared<StoreTmaWaitInst>(a["n"].int_value, l);
        },
