@@ -85,6 +85,7 @@ void Machine::run_block(const Index& block) {
   dot_register_operands_.clear();
   stores_.clear();
   store_queues_.clear();
+  fences_.clear();
   for (GlobalBuffer* b : tma_stored_buffers_) b->tma_stored.clear();
   tma_stored_buffers_.clear();
   next_epoch_ = 0;
@@ -266,6 +267,7 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
       // synchronizes the region's threads.)
       clock_[actor_] = fresh_epoch();
       sync_epoch_ = clock_[actor_];
+      record_fence_event(actor_, sync_epoch_, false);
       break;
     case ir::InstKind::Exit:
       return Flow::Stop;

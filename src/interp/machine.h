@@ -356,6 +356,10 @@ class Machine {
   void check_shared_write(SharedBuffer& s, int64_t offset, int32_t thread, const SourceLoc& loc);
   // `what`: the copy instruction's name.
   void check_async_issue(SharedBuffer& s, int64_t offset, const SourceLoc& loc, const std::string& what);
+  // A read through the async proxy (StoreTma, wgmma): the threads' writes it reads must be fenced by a
+  // Synchronize() of the reading strand after them. `what` names the instruction, `reader` the unit.
+  void check_async_proxy_read(const SharedBuffer& s, int64_t offset, const SourceLoc& loc, const char* what,
+                              const char* reader);
   // A landed CopyTma element: written by the barrier's copy engine `actor` at its epoch `at`.
   void record_tma_write(SharedBuffer& s, int64_t offset, uint16_t actor, uint32_t at, const SourceLoc* loc);
   std::string shared_element(const SharedBuffer& s, int64_t offset) const;
@@ -480,6 +484,18 @@ class Machine {
   uint16_t actor_ = 0;  // the race checker's actor (race_checker.cpp)
   Clock clock_;
   uint32_t sync_epoch_ = 0;  // the actor's epoch at its last Synchronize()
+  // Per actor, in epoch order: its Synchronize() instructions (each a proxy fence on the GPU) and the starts
+  // of the strands that took its number (a region of a later section reuses it), for
+  // check_async_proxy_read. Reset per block.
+  struct FenceEvent {
+    uint32_t epoch = 0;
+    bool strand_start = false;
+  };
+  std::vector<std::vector<FenceEvent>> fences_;
+  void record_fence_event(uint16_t actor, uint32_t epoch, bool strand_start) {
+    if (fences_.size() <= actor) fences_.resize(actor + 1u);
+    fences_[actor].push_back({epoch, strand_start});
+  }
   const ir::RegionStmt* region_ = nullptr;
 
   // The race checker's epochs (one counter for every actor of the block) and what the actors are: the

@@ -21,6 +21,8 @@
 // themselves.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "machine.h"
 
 namespace tilevm::interp::detail {
@@ -164,6 +166,36 @@ void Machine::check_async_issue(SharedBuffer& s, int64_t offset, const SourceLoc
     raise(loc, "write-after-read race on shared '{}' element {}: a {} writes it, {}", s.name,
           shared_element(s, offset), what, race_text(*r, "read"));
   }
+}
+
+// The async proxy (a TMA store, the tensor cores of a wgmma) sees the threads' writes of shared memory only
+// through the proxy fence that Synchronize() emits, executed by the writing threads: the last write by the
+// threads (st.shared, or a landed cp.async) must be followed by a Synchronize() of the strand that wrote it
+// (the same strand, not a later region with its number), and that Synchronize() must happen before this
+// read. A barrier phase or the end of a section orders the threads for the generic proxy but emits no fence.
+// A CopyTma's write is the async proxy's own.
+void Machine::check_async_proxy_read(const SharedBuffer& s, int64_t offset, const SourceLoc& loc,
+                                     const char* what, const char* reader) {
+  const Access& w = s.meta[static_cast<size_t>(offset)].write;
+  const bool by_tma = w.thread == kAsync && w.actor >= kFirstBarrierActor;
+  if (w.thread == -1 || by_tma) return;
+  bool fenced = false;
+  if (w.actor < fences_.size()) {
+    const std::vector<FenceEvent>& events = fences_[w.actor];
+    auto next = std::upper_bound(events.begin(), events.end(), w.epoch,
+                                 [](uint32_t e, const FenceEvent& f) { return e < f.epoch; });
+    if (next != events.end() && !next->strand_start)
+      // Knowing the writer at the fence's own epoch is enough: the Synchronize() is a barrier after it.
+      fenced = w.actor == actor_ ? next->epoch <= sync_epoch_ : next->epoch <= entry(clock_, w.actor);
+  }
+  if (fenced) return;
+  raise(
+      loc,
+      "{} reads shared '{}' element {}, written at {} with no Synchronize() of the writing {} after it that "
+      "happens before this read: the threads' writes reach {} only through the proxy fence of a "
+      "Synchronize() of the threads that wrote",
+      what, s.name, shared_element(s, offset), w.loc ? loc_text(*w.loc) : std::string("?"),
+      w.actor == 0 ? "block" : "region", reader);
 }
 
 void Machine::record_tma_write(SharedBuffer& s, int64_t offset, uint16_t actor, uint32_t at,

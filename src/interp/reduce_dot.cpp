@@ -142,7 +142,12 @@ Machine::DotValues Machine::dot_operand(const ir::TensorArg& arg, bool transpose
               shared_element(s, off), pending_wait_text(copies_[static_cast<size_t>(s.pending[uo])]),
               loc_text(*copies_[static_cast<size_t>(s.pending[uo])].loc));
       }
-      if (options_.check_races) check_shared_read(s, off, kSeveral, *current_loc_ptr_);
+      if (options_.check_races) {
+        check_shared_read(s, off, kSeveral, *current_loc_ptr_);
+        // On sm_90a a Dot of shared tiles is a wgmma: the tensor cores read through the async proxy.
+        check_async_proxy_read(s, off, *current_loc_ptr_, async_seq > 0 ? "DotAsync" : "Dot",
+                               "the tensor cores");
+      }
       if (!s.init[uo])
         raise(*current_loc_ptr_, "read of uninitialized shared '{}' element {}", s.name,
               shared_element(s, off));

@@ -91,6 +91,7 @@ void Machine::run_section(const ir::Block& block, size_t first, size_t end) {
     if (s.clock.size() <= s.actor) s.clock.resize(s.actor + 1u, 0);
     s.clock[s.actor] = fresh_epoch();
     s.sync_epoch = s.clock[s.actor];
+    record_fence_event(s.actor, s.sync_epoch, true);
     s.region = &r;
     s.stmt = &r;
     actor_regions_[s.actor] = &r;

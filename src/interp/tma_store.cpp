@@ -5,8 +5,9 @@
 //   also through a new allocation of the same memory (an AllocateShared in a loop), and ending the block
 //   with a store in flight (the shared memory may already be the next block's);
 // - a tile element whose last write by the threads is not followed by a Synchronize() of the strand that
-//   issues the store: the threads' writes reach the accelerator (the async proxy) only through the fence
-//   that Synchronize() emits. A barrier phase or the end of a section orders the threads but has no fence;
+//   wrote it, ordered before the store: the threads' writes reach the accelerator (the async proxy) only
+//   through the fence that Synchronize() emits (check_async_proxy_read). A barrier phase or the end of a
+//   section orders the threads but has no fence;
 // - reading or writing, in the same block, global elements the block's StoreTma wrote: on the GPU they land
 //   some time before the kernel ends, for later kernels.
 // Its reads of the tile are reads by every thread for the race checker. StoreTmaWait is a barrier of its
@@ -49,16 +50,7 @@ void Machine::store_tma(const ir::StoreTmaInst& n) {
     }
     if (options_.check_races) {
       check_shared_read(s, off, kSeveral, n.loc);
-      const Access& w = s.meta[uo].write;
-      const bool by_tma = w.thread == kAsync && w.actor >= kFirstBarrierActor;  // a CopyTma's, async already
-      if (w.thread != -1 && !by_tma && !(w.actor == actor_ && w.epoch < sync_epoch_))
-        raise(
-            n.loc,
-            "StoreTma reads shared '{}' element {}, written at {} and not followed by a Synchronize() of the "
-            "{} that issues the store: the threads' writes reach the tensor-memory accelerator only "
-            "through the proxy fence of a Synchronize() after them",
-            s.name, shared_element(s, off), w.loc ? loc_text(*w.loc) : std::string("?"),
-            region_ ? "region" : "block");
+      check_async_proxy_read(s, off, n.loc, "StoreTma", "the tensor-memory accelerator");
     }
     if (!s.init[uo])
       raise(n.loc, "StoreTma reads uninitialized shared '{}' element {}", s.name, shared_element(s, off));

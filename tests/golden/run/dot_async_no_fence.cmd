@@ -1,0 +1,1 @@
+run dot_async_no_fence.tile --interp
