@@ -88,9 +88,9 @@ void Machine::check_shared_read(SharedBuffer& s, int64_t offset, int32_t thread,
   if (thread >= 0) thread += static_cast<int32_t>(first_thread_);
   RaceMeta& m = s.meta[static_cast<size_t>(offset)];
   if (!happened_before(m.write, thread)) {
-    raise(loc, "read-after-write race on shared '{}' element {}: {} reads it, {}", s.name,
+    raise(loc, "read-after-write race on shared '{}' element {}: {} {} it, {}", s.name,
           shared_element(s, offset), actor_text(Access{0, thread, actor_, nullptr}),
-          race_text(m.write, "wrote"));
+          thread == kSeveral ? "read" : "reads", race_text(m.write, "wrote"));
   }
   add_read(s, m, Access{epoch(), thread, actor_, &loc});
 }
@@ -147,13 +147,14 @@ void Machine::check_shared_write(SharedBuffer& s, int64_t offset, int32_t thread
   RaceMeta& m = s.meta[static_cast<size_t>(offset)];
   const std::string me = actor_text(Access{0, thread, actor_, nullptr});
   if (const Access* r = unordered_read(s, m, thread)) {
-    raise(loc, "write-after-read race on shared '{}' element {}: {} writes it, {}", s.name,
-          shared_element(s, offset), me, race_text(*r, "read"));
+    raise(loc, "write-after-read race on shared '{}' element {}: {} {} it, {}", s.name,
+          shared_element(s, offset), me, thread == kSeveral ? "write" : "writes", race_text(*r, "read"));
   }
   const bool same_inst = m.write.thread != -1 && m.write_exec == exec_;
   if (!same_inst && !happened_before(m.write, thread)) {
-    raise(loc, "write-after-write race on shared '{}' element {}: {} writes it, {}", s.name,
-          shared_element(s, offset), me, race_text(m.write, "wrote"));
+    raise(loc, "write-after-write race on shared '{}' element {}: {} {} it, {}", s.name,
+          shared_element(s, offset), me, thread == kSeveral ? "write" : "writes",
+          race_text(m.write, "wrote"));
   }
   m.write = Access{epoch(), same_inst && m.write.thread != thread ? kSeveral : thread, actor_, &loc};
   m.write_exec = exec_;
