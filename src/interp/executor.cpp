@@ -86,6 +86,7 @@ void Machine::run_block(const Index& block) {
   stores_.clear();
   store_queues_.clear();
   fences_.clear();
+  last_allocation_.clear();
   for (GlobalBuffer* b : tma_stored_buffers_) b->tma_stored.clear();
   tma_stored_buffers_.clear();
   next_epoch_ = 0;

@@ -142,7 +142,6 @@ struct SharedBuffer {
   std::vector<BarrierState> barriers;  // AllocateBarrier only: one per barrier
   std::vector<int64_t> dot_seq;        // per storage offset: the last DotAsync reading it (empty: none yet)
   std::vector<int64_t> store_seq;      // per storage offset: the last StoreTma reading it (empty: none yet)
-  const ir::InstNode* site = nullptr;  // the AllocateShared that made it (a loop makes one per iteration)
   std::vector<std::vector<Access>> more_reads;  // RaceMeta::more_reads
   bool freed = false;
 };
@@ -356,8 +355,9 @@ class Machine {
   void check_shared_write(SharedBuffer& s, int64_t offset, int32_t thread, const SourceLoc& loc);
   // `what`: the copy instruction's name.
   void check_async_issue(SharedBuffer& s, int64_t offset, const SourceLoc& loc, const std::string& what);
-  // A read through the async proxy (StoreTma, wgmma): the threads' writes it reads must be fenced by a
-  // Synchronize() of the reading strand after them. `what` names the instruction, `reader` the unit.
+  // A read through the async proxy (StoreTma, DotAsync): the threads' writes it reads must be fenced by a
+  // Synchronize() of the writing strand (or of the whole block, after the writer's section) after them.
+  // `what` names the instruction, `reader` the unit.
   void check_async_proxy_read(const SharedBuffer& s, int64_t offset, const SourceLoc& loc, const char* what,
                               const char* reader);
   // A landed CopyTma element: written by the barrier's copy engine `actor` at its epoch `at`.
@@ -461,7 +461,8 @@ class Machine {
     bool retired = false;
   };
   std::vector<PendingStore> stores_;
-  std::vector<GlobalBuffer*> tma_stored_buffers_;  // those whose tma_stored the block has set
+  std::vector<GlobalBuffer*> tma_stored_buffers_;                 // those whose tma_stored the block has set
+  std::map<const ir::InstNode*, SharedBuffer*> last_allocation_;  // per AllocateShared, this block's latest
   void mark_tma_stored(const GlobalTensor& g, int64_t address);
   void check_not_tma_stored(const GlobalTensor& g, int64_t address, const char* action, SourceLoc loc);
   std::map<const ir::RegionStmt*, std::vector<int64_t>> store_queues_;

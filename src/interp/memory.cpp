@@ -306,20 +306,15 @@ Value Machine::allocate_global(const ir::AllocateGlobalInst& n, const std::strin
 Value Machine::allocate_shared(const ir::AllocateSharedInst& n, const ir::Var& var) {
   const ir::TensorType& t = *var->type.tensor;
   if (!t.layout) raise(n.loc, "shared tensor '{}' has no layout", var->name);
-  // An allocation in a loop is the same shared memory on the GPU each iteration (the planner places it
-  // once): not while a StoreTma of an earlier iteration may still read it.
-  for (const auto& old : shared_) {
-    if (old->site != &n || old->store_seq.empty()) continue;
-    for (int64_t seq : old->store_seq)
-      if (store_in_flight(seq))
-        raise(n.loc,
-              "AllocateShared '{}' takes the shared memory that the StoreTma at {} may still read (the same "
-              "allocation, an earlier iteration): StoreTmaWait first",
-              var->name, loc_text(*stores_[static_cast<size_t>(seq - 1)].loc));
-  }
   auto s = std::make_unique<SharedBuffer>();
+  // An allocation in a loop is the same shared memory on the GPU each iteration (the planner places it
+  // once): the stores of an earlier iteration still reading it carry over, so that writing it before their
+  // StoreTmaWait is reported where it happens.
+  if (auto last = last_allocation_.find(&n);
+      last != last_allocation_.end() && !last->second->store_seq.empty())
+    s->store_seq = last->second->store_seq;
+  last_allocation_[&n] = s.get();
   s->name = var->name;
-  s->site = &n;
   s->dtype = n.dtype;
   s->table = &layouts_.get_memory(*t.layout);
   const int64_t size = s->table->elements;

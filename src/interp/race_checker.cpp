@@ -180,16 +180,20 @@ void Machine::check_async_proxy_read(const SharedBuffer& s, int64_t offset, cons
   const Access& w = s.meta[static_cast<size_t>(offset)].write;
   const bool by_tma = w.thread == kAsync && w.actor >= kFirstBarrierActor;
   if (w.thread == -1 || by_tma) return;
-  bool fenced = false;
-  if (w.actor < fences_.size()) {
-    const std::vector<FenceEvent>& events = fences_[w.actor];
+  // The first Synchronize() of `actor` after the write, unless a new strand took the number first; known
+  // here at its own epoch (it is a barrier after the fence).
+  auto fenced_by = [&](uint16_t actor) {
+    if (actor >= fences_.size()) return false;
+    const std::vector<FenceEvent>& events = fences_[actor];
     auto next = std::upper_bound(events.begin(), events.end(), w.epoch,
                                  [](uint32_t e, const FenceEvent& f) { return e < f.epoch; });
-    if (next != events.end() && !next->strand_start)
-      // Knowing the writer at the fence's own epoch is enough: the Synchronize() is a barrier after it.
-      fenced = w.actor == actor_ ? next->epoch <= sync_epoch_ : next->epoch <= entry(clock_, w.actor);
-  }
-  if (fenced) return;
+    if (next == events.end() || next->strand_start) return false;
+    return actor == actor_ ? next->epoch <= sync_epoch_ : next->epoch <= entry(clock_, actor);
+  };
+  // A region's writes are also fenced by a Synchronize() of the whole block after its section: every thread
+  // runs it, the region's among them (epochs only grow, so a block event after the write is after the
+  // section).
+  if (fenced_by(w.actor) || (w.actor != 0 && fenced_by(0))) return;
   raise(
       loc,
       "{} reads shared '{}' element {}, written at {} with no Synchronize() of the writing {} after it that "

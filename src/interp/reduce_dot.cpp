@@ -144,9 +144,9 @@ Machine::DotValues Machine::dot_operand(const ir::TensorArg& arg, bool transpose
       }
       if (options_.check_races) {
         check_shared_read(s, off, kSeveral, *current_loc_ptr_);
-        // On sm_90a a Dot of shared tiles is a wgmma: the tensor cores read through the async proxy.
-        check_async_proxy_read(s, off, *current_loc_ptr_, async_seq > 0 ? "DotAsync" : "Dot",
-                               "the tensor cores");
+        // A DotAsync is a wgmma: the tensor cores read through the async proxy. (A synchronous Dot is one
+        // only on some targets and operand forms, which the interpreter does not know.)
+        if (async_seq > 0) check_async_proxy_read(s, off, *current_loc_ptr_, "DotAsync", "the tensor cores");
       }
       if (!s.init[uo])
         raise(*current_loc_ptr_, "read of uninitialized shared '{}' element {}", s.name,

@@ -205,7 +205,10 @@ void Emitter::collect_wgmma_facts() {
   } collect;
   collect.visit_program(program_);
   dot_async_accumulators_ = std::move(collect.vars);
+  // fence.proxy.async exists from sm_90 (the async proxy's readers, wgmma and the TMA, too): an sm_80
+  // program's Dot of shared tiles is mma.sync or SIMT, through the generic proxy.
   generic_writes_to_wgmma_operands_ = false;
+  if (!options_.target.features.hopper) return;
   for (const ir::VarNode* v : collect.written)
     generic_writes_to_wgmma_operands_ = generic_writes_to_wgmma_operands_ || collect.operands.count(v) > 0;
 }

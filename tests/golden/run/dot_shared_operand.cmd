@@ -1,0 +1,1 @@
+run dot_shared_operand.tile --interp
