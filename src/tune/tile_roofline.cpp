@@ -271,6 +271,13 @@ class BlockWalker {
           work_.shared_bytes += bytes_of(static_cast<double>(l->num_elements()), n.dst.type().dtype) * weight;
         return;
       }
+      case ir::InstKind::StoreTma: {  // the tile read from shared memory and written to global memory
+        const auto& n = *inst.as<ir::StoreTmaInst>();
+        const double bytes = bytes_of(view_elements(n.src), n.src.type().dtype);
+        work_.shared_bytes += bytes * weight;
+        work_.store_bytes += bytes * weight;
+        return;
+      }
       case ir::InstKind::Dot: {
         const auto& n = *inst.as<ir::DotInst>();
         dot(n.a, n.b, n.c, n.transpose_a, weight);

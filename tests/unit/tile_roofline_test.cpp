@@ -153,6 +153,28 @@ def copy<ceil_div(M, BM)>[threads=128](f16* x_ptr, f16* y_ptr, i32 M):
   EXPECT_DOUBLE_EQ(r.cost.mma_flops, 0);
 }
 
+// The same copy with the result stored by the TMA from shared memory: the store counts as global writes
+// (and as shared traffic), so the copy is still DRAM-bound with the same bytes.
+TEST(TileRoofline, TmaStoresCountAsWrites) {
+  const std::string copy = R"(BM = 16
+def copy<ceil_div(M, BM)>[threads=128](f16* x_ptr, f16* y_ptr, i32 M):
+    bi = BlockIndices()
+    x = ViewGlobal(x_ptr, dtype=f16, shape=[M, 256])
+    y = ViewGlobal(y_ptr, dtype=f16, shape=[M, 256])
+    s = AllocateShared(f16, shape=[BM, 256])
+    t = LoadGlobal(x, layout=spatial(16, 8).local(1, 32), offset=[bi * BM, 0])
+    StoreShared(t, s)
+    Synchronize()
+    StoreTma(s, y[bi * BM:, 0:])
+    StoreTmaWait(0)
+)";
+  const Target h100 = Target::h100_sxm();
+  const TileRoofline r = estimate_tile_program(lower_text(copy, {}, h100), {{"M", 1 << 18}}, h100);
+  EXPECT_DOUBLE_EQ(r.block.store_bytes, 16.0 * 256 * 2);
+  EXPECT_EQ(r.cost.bound, "dram");
+  EXPECT_DOUBLE_EQ(r.cost.dram_bytes, 2.0 * (1 << 18) * 256 * 2);  // read once, written once
+}
+
 TEST(TileRoofline, MissingArgumentIsAnError) {
   const Target h100 = Target::h100_sxm();
   const ir::Program p = lower_text(gemm_source(), kBig, h100);
