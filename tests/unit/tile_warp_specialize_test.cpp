@@ -164,6 +164,13 @@ TEST(TileWarpSpecialize, WhatCannotBeSplitIsALocatedError) {
 namespace tilevm::tile {
 namespace {
 
+// `text` parsed and lowered for the default target, verified after every pass; nullopt with the diagnostics.
+std::optional<ir::Program> lowered_regions(const std::string& text, Diagnostics& diags) {
+  std::optional<ir::Program> p = ir::parse_program(text, diags);
+  if (!p || diags.has_errors()) return std::nullopt;
+  return transform::lower(*std::move(p), diags, {.verify_each_pass = true});
+}
+
 // insert_barriers walks regions as the block for their body: a shared tile the block wrote before a section
 // reaches the regions through one block Synchronize() before the section (not a region's own barrier inside
 // each), and inside a region its own writes and reads get the region's barrier.
@@ -186,9 +193,7 @@ TEST(TileWarpSpecialize, BarriersAroundHandWrittenRegions) {
         StoreGlobal(d, y[1])
 )";
   Diagnostics diags;
-  std::optional<ir::Program> p = ir::parse_program(text, diags);
-  ASSERT_TRUE(p) << diags.render("regions.tile", text);
-  p = transform::lower(*std::move(p), diags, {.verify_each_pass = true});
+  std::optional<ir::Program> p = lowered_regions(text, diags);
   ASSERT_TRUE(p) << diags.render("regions.tile", text);
   // Top level: ..., the Copy's store, Synchronize, region, region.
   const ir::Block& body = p->body;
@@ -240,9 +245,7 @@ TEST(TileWarpSpecialize, FragmentsOfHandWrittenRegionsOverTheirThreads) {
         Copy(b, y[1])
 )";
   Diagnostics diags;
-  std::optional<ir::Program> p = ir::parse_program(text, diags);
-  ASSERT_TRUE(p) << diags.render("regions.tile", text);
-  p = transform::lower(*std::move(p), diags, {.verify_each_pass = true});
+  std::optional<ir::Program> p = lowered_regions(text, diags);
   ASSERT_TRUE(p) << diags.render("regions.tile", text);
   // Every register tensor of a region is spread over 128 threads.
   struct Threads : ir::IRVisitor {
