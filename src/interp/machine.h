@@ -494,6 +494,7 @@ class Machine {
   };
   std::vector<std::vector<FenceEvent>> fences_;
   void record_fence_event(uint16_t actor, uint32_t epoch, bool strand_start) {
+    if (!options_.check_races) return;  // only the race checker reads them
     if (fences_.size() <= actor) fences_.resize(actor + 1u);
     fences_[actor].push_back({epoch, strand_start});
   }
