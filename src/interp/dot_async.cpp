@@ -15,9 +15,7 @@ void Machine::dot_async(const ir::DotAsyncInst& n) {
   if (cv.kind != Value::Kind::Register) raise(n.loc, "'{}' is not a register tensor", n.c.tensor->name);
   const RegTensor& c = *cv.reg;
   check_init(c, n.c);
-  dots_.push_back({current_loc_ptr_, false});
-  const auto seq = static_cast<int64_t>(dots_.size());
-  dot_queues_[region_].push_back(seq);
+  const int64_t seq = dots_.issue(region_, current_loc_ptr_);
   RegPtr out = dot_product(n, n.a, n.b, c, n.transpose_a, n.transpose_b, seq);
   if (n.a.tensor->type.tensor->scope == ir::Scope::Register) dot_register_operands_[n.a.tensor.get()] = seq;
   // Accumulating into an accumulator that an earlier DotAsync still writes is what a pipeline does: the
@@ -30,20 +28,7 @@ void Machine::dot_async(const ir::DotAsyncInst& n) {
 }
 
 void Machine::dot_async_wait(const ir::DotAsyncWaitInst& n) {
-  std::vector<int64_t>& queue = dot_queues_[region_];
-  while (static_cast<int64_t>(queue.size()) > n.pending) {
-    dots_[static_cast<size_t>(queue.front() - 1)].retired = true;
-    queue.erase(queue.begin());
-  }
-}
-
-// How many of the DotAsync instructions issued after `seq` by its issuer a wait may leave in flight and
-// still retire `seq` (the n of the DotAsyncWait(n) that would do it here).
-int64_t Machine::dots_after(int64_t seq) const {
-  for (const auto& [region, queue] : dot_queues_)
-    for (size_t i = 0; i < queue.size(); ++i)
-      if (queue[i] == seq) return static_cast<int64_t>(queue.size() - i - 1);
-  return 0;
+  dots_.wait(region_, n.pending);
 }
 
 void Machine::check_not_dot_accumulator(const RegTensor& r, const std::string& name) {
@@ -52,7 +37,7 @@ void Machine::check_not_dot_accumulator(const RegTensor& r, const std::string& n
           "'{}' is used while the DotAsync at {} still accumulates into it: wait for it first "
           "(DotAsyncWait({}) "
           "retires it here)",
-          name, loc_text(*dots_[static_cast<size_t>(r.dot_seq - 1)].loc), dots_after(r.dot_seq));
+          name, loc_text(*dots_.at(r.dot_seq).loc), dots_.after(r.dot_seq));
 }
 
 void Machine::check_not_dot_register_operand(const ir::Var& var) {
@@ -61,7 +46,7 @@ void Machine::check_not_dot_register_operand(const ir::Var& var) {
   raise(*current_loc_ptr_,
         "'{}' is written while the DotAsync at {} may still read it from its registers: wait for it first "
         "(DotAsyncWait({}) retires it here)",
-        var->name, loc_text(*dots_[static_cast<size_t>(it->second - 1)].loc), dots_after(it->second));
+        var->name, loc_text(*dots_.at(it->second).loc), dots_.after(it->second));
 }
 
 void Machine::check_not_dot_operand(const SharedBuffer& s, int64_t offset, const SourceLoc& loc) {
@@ -71,8 +56,7 @@ void Machine::check_not_dot_operand(const SharedBuffer& s, int64_t offset, const
     raise(loc,
           "shared '{}' element {} is written while the DotAsync at {} may still read it: wait for it first "
           "(DotAsyncWait({}) retires it here)",
-          s.name, shared_element(s, offset), loc_text(*dots_[static_cast<size_t>(seq - 1)].loc),
-          dots_after(seq));
+          s.name, shared_element(s, offset), loc_text(*dots_.at(seq).loc), dots_.after(seq));
 }
 
 }  // namespace tilevm::interp::detail

@@ -81,10 +81,8 @@ void Machine::run_block(const Index& block) {
   open_group_ = 0;
   committed_groups_ = 0;
   dots_.clear();
-  dot_queues_.clear();
   dot_register_operands_.clear();
   stores_.clear();
-  store_queues_.clear();
   fences_.clear();
   last_allocation_.clear();
   for (GlobalBuffer* b : tma_stored_buffers_) b->tma_stored.clear();
@@ -97,18 +95,16 @@ void Machine::run_block(const Index& block) {
   exec_block(program_.body);
   // A block that ends with a DotAsync in flight: its accumulator is never complete (and the GPU would run
   // the next block's code into registers the tensor cores still write).
-  for (const PendingDot& d : dots_)
+  for (const AsyncIssues::Entry& d : dots_.entries())
     if (!d.retired)
       raise(*d.loc, "the block ends with this DotAsync still in flight: no DotAsyncWait retired it");
   // Nor with a TMA store still reading its shared source, which may already belong to the next block.
-  for (const PendingStore& st : stores_)
+  for (const AsyncIssues::Entry& st : stores_.entries())
     if (!st.retired)
       raise(*st.loc,
             "the block ends with this StoreTma still reading shared '{}': no StoreTmaWait retired it "
             "(StoreTmaWait(0) before the end)",
-            st.source);
-  for (GlobalBuffer* b : tma_stored_buffers_) b->tma_stored.clear();  // the next block may read them
-  tma_stored_buffers_.clear();
+            st.what);
   // A block that ends while a TMA copy still writes its shared memory: on the GPU the memory may already
   // belong to the next block.
   for (const PendingCopy& c : copies_)

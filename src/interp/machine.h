@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "async_issues.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/interp/scalar_eval.h"
 #include "tilevm/ir/inst/all.h"
@@ -419,7 +420,6 @@ class Machine {
   void dot_async_wait(const ir::DotAsyncWaitInst& n);
   void check_not_dot_accumulator(const RegTensor& r, const std::string& name);
   void check_not_dot_operand(const SharedBuffer& s, int64_t offset, const SourceLoc& loc);
-  int64_t dots_after(int64_t seq) const;
 
   // Print (print.cpp).
   void print(const ir::PrintInst& n);
@@ -439,36 +439,18 @@ class Machine {
   int64_t shared_bytes_ = 0;
   int64_t open_group_ = 0;        // the id of the group that copies join
   int64_t committed_groups_ = 0;  // groups with id < committed_groups_ are committed
-  // DotAsync: issued ones are numbered 1, 2, ... (dots_[number - 1]); each warpgroup region (the
-  // block outside regions) waits for its own, as wgmma.wait_group does per warpgroup: dot_queues_ holds
-  // the numbers each has in flight, oldest first.
-  struct PendingDot {
-    const SourceLoc* loc = nullptr;
-    bool retired = false;
-  };
-  std::vector<PendingDot> dots_;
-  std::map<const ir::RegionStmt*, std::vector<int64_t>> dot_queues_;
-  bool dot_in_flight(int64_t seq) const { return seq > 0 && !dots_[static_cast<size_t>(seq - 1)].retired; }
+  // DotAsync and StoreTma in flight, each retired per issuer by its own wait (async_issues.h).
+  AsyncIssues dots_;
+  AsyncIssues stores_;
+  bool dot_in_flight(int64_t seq) const { return dots_.in_flight(seq); }
   // Register a operands (wgmma's RS form) by variable: the last DotAsync reading each. Rebinding one while
   // that DotAsync is in flight overwrites registers the tensor cores still read (bind reports it).
   std::map<const ir::VarNode*, int64_t> dot_register_operands_;
   void check_not_dot_register_operand(const ir::Var& var);
-  // StoreTma, numbered and queued per issuer as DotAsync is (cp.async.bulk groups are per thread: the
-  // issuing thread of each region, or of the block).
-  struct PendingStore {
-    const SourceLoc* loc = nullptr;
-    std::string source;  // the shared tensor it reads
-    bool retired = false;
-  };
-  std::vector<PendingStore> stores_;
   std::vector<GlobalBuffer*> tma_stored_buffers_;                 // those whose tma_stored the block has set
   std::map<const ir::InstNode*, SharedBuffer*> last_allocation_;  // per AllocateShared, this block's latest
   void mark_tma_stored(const GlobalTensor& g, int64_t address);
   void check_not_tma_stored(const GlobalTensor& g, int64_t address, const char* action, SourceLoc loc);
-  std::map<const ir::RegionStmt*, std::vector<int64_t>> store_queues_;
-  bool store_in_flight(int64_t seq) const {
-    return seq > 0 && !stores_[static_cast<size_t>(seq - 1)].retired;
-  }
 
   Index grid_;
   int64_t total_blocks_ = 1;

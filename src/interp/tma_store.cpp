@@ -15,11 +15,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "machine.h"
 #include "tilevm/type/packing.h"
 
 namespace tilevm::interp::detail {
+
+namespace {
+
+// The bytes [first, end) of the buffer that element `address` of a `bits`-bit view covers.
+std::pair<int64_t, int64_t> element_bytes(int64_t address, int64_t bits, int64_t buffer_bytes) {
+  return {address * bits / 8, std::min(buffer_bytes, (address * bits + bits + 7) / 8)};
+}
+
+}  // namespace
 
 void Machine::store_tma(const ir::StoreTmaInst& n) {
   SharedBuffer& s = shared_operand(n.src);
@@ -36,9 +46,7 @@ void Machine::store_tma(const ir::StoreTmaInst& n) {
   const std::vector<int64_t> src = shared_addresses(n.src, s, tile, {}, "read");
   const std::vector<int64_t> dst = global_addresses(n.dst, g, tile, {}, "write");
   charge_steps(static_cast<int64_t>(src.size()));
-  stores_.push_back({current_loc_ptr_, s.name, false});
-  const auto seq = static_cast<int64_t>(stores_.size());
-  store_queues_[region_].push_back(seq);
+  const int64_t seq = stores_.issue(region_, current_loc_ptr_, s.name);
   if (s.store_seq.empty()) s.store_seq.assign(s.init.size(), 0);
   for (size_t l = 0; l < src.size(); ++l) {
     const int64_t off = src[l];
@@ -61,13 +69,11 @@ void Machine::store_tma(const ir::StoreTmaInst& n) {
     // One reader per element is tracked: another issuer's store of the same tile still in flight would be
     // forgotten, so it is refused (two warp-specialized regions storing one tile at once).
     const int64_t other = s.store_seq[uo];
-    if (store_in_flight(other) && !store_queues_[region_].empty() &&
-        std::find(store_queues_[region_].begin(), store_queues_[region_].end(), other) ==
-            store_queues_[region_].end())
+    if (stores_.in_flight(other) && stores_.at(other).issuer != region_)
       raise(n.loc,
             "StoreTma reads shared '{}' element {}, which the StoreTma at {} of another region still reads: "
             "one tile stored by two regions at once is not supported",
-            s.name, shared_element(s, off), loc_text(*stores_[static_cast<size_t>(other - 1)].loc));
+            s.name, shared_element(s, off), loc_text(*stores_.at(other).loc));
     s.store_seq[uo] = seq;
   }
 }
@@ -78,16 +84,15 @@ void Machine::mark_tma_stored(const GlobalTensor& g, int64_t address) {
     b.tma_stored.assign(static_cast<size_t>(b.bytes), 0);
     tma_stored_buffers_.push_back(&b);
   }
-  const int64_t bits = g.dtype.bits();
-  for (int64_t byte = address * bits / 8; byte < (address * bits + bits + 7) / 8 && byte < b.bytes; ++byte)
-    b.tma_stored[static_cast<size_t>(byte)] = 1;
+  const auto [first, end] = element_bytes(address, g.dtype.bits(), b.bytes);
+  for (int64_t byte = first; byte < end; ++byte) b.tma_stored[static_cast<size_t>(byte)] = 1;
 }
 
 void Machine::check_not_tma_stored(const GlobalTensor& g, int64_t address, const char* action,
                                    SourceLoc loc) {
   const GlobalBuffer& b = *g.buffer;
-  const int64_t bits = g.dtype.bits();
-  for (int64_t byte = address * bits / 8; byte < (address * bits + bits + 7) / 8 && byte < b.bytes; ++byte)
+  const auto [first, end] = element_bytes(address, g.dtype.bits(), b.bytes);
+  for (int64_t byte = first; byte < end; ++byte)
     if (b.tma_stored[static_cast<size_t>(byte)])
       raise(loc,
             "{} of global '{}' element at offset {}, which a StoreTma of this block wrote: the "
@@ -97,11 +102,7 @@ void Machine::check_not_tma_stored(const GlobalTensor& g, int64_t address, const
 }
 
 void Machine::store_tma_wait(const ir::StoreTmaWaitInst& n) {
-  std::vector<int64_t>& queue = store_queues_[region_];
-  while (static_cast<int64_t>(queue.size()) > n.pending) {
-    stores_[static_cast<size_t>(queue.front() - 1)].retired = true;
-    queue.erase(queue.begin());
-  }
+  stores_.wait(region_, n.pending);
   // The issuer's barrier after the issuing thread's wait: as a Synchronize() for the race checker.
   clock_[actor_] = fresh_epoch();
   sync_epoch_ = clock_[actor_];
@@ -110,16 +111,11 @@ void Machine::store_tma_wait(const ir::StoreTmaWaitInst& n) {
 void Machine::check_not_store_source(const SharedBuffer& s, int64_t offset, const SourceLoc& loc) {
   if (s.store_seq.empty()) return;
   const int64_t seq = s.store_seq[static_cast<size_t>(offset)];
-  if (!store_in_flight(seq)) return;
-  // The n of the StoreTmaWait(n) that would retire it here: the stores its issuer made after it.
-  int64_t after = 0;
-  for (const auto& [region, queue] : store_queues_)
-    for (size_t i = 0; i < queue.size(); ++i)
-      if (queue[i] == seq) after = static_cast<int64_t>(queue.size() - i - 1);
+  if (!stores_.in_flight(seq)) return;
   raise(loc,
         "shared '{}' element {} is written while the StoreTma at {} may still read it: wait for it first "
         "(StoreTmaWait({}) retires it here)",
-        s.name, shared_element(s, offset), loc_text(*stores_[static_cast<size_t>(seq - 1)].loc), after);
+        s.name, shared_element(s, offset), loc_text(*stores_.at(seq).loc), stores_.after(seq));
 }
 
 }  // namespace tilevm::interp::detail
