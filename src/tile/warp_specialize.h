@@ -31,6 +31,4 @@ std::optional<ir::Block> split_warp_specialized(const ir::Block& prefix, ir::Blo
                                                 ir::Block consumer_loop, const ir::Block& suffix,
                                                 int64_t threads, SourceLoc loc, std::string* why);
 
-// The producer's and consumers' registers: target::kProducerRegisters and target::consumer_registers.
-
 }  // namespace tilevm::tile

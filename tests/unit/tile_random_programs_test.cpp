@@ -112,8 +112,9 @@ Case random_case(std::mt19937& rng) {
     if (c.transpose_a) c.m = (c.m + 7) / 8 * 8;
     if (!c.transpose_b) c.n = (c.n + 7) / 8 * 8;
     c.tma = true;
-    // Half of those warp-specialized where the threads are whole warpgroups (the consumers).
-    c.ws = c.threads % 128 == 0 && rng() % 2 == 0;
+    // Half of those warp-specialized where the threads are whole warpgroups (the consumers) and the loop
+    // pipelines (stages >= 2), so that describe() says what the program has.
+    c.ws = c.threads % 128 == 0 && rng() % 2 == 0 && c.stages >= 2;
   }
   return c;
 }
@@ -140,7 +141,9 @@ std::string program_text(const Case& c) {
   s += fmt::format("    acc = AllocateFragment({}, shape=[BM, BN])\n", acc);
   s += "    Fill(acc, 0.0)\n";
   s += fmt::format("    for k in Pipelined(ceil_div(K, BK), stages={}{}{}):\n", c.stages,
-                   c.tma ? ", tma=True" : "", c.ws && c.stages >= 2 ? ", warp_specialize=True" : "");
+                   c.tma ? ", tma=True" : "",
+                   // (the unpipelined reference of a case renders it with stages=1: no producer then)
+                   c.ws && c.stages >= 2 ? ", warp_specialize=True" : "");
   s +=
       c.transpose_a ? "        Copy(a[k * BK:, bm * BM:], ta)\n" : "        Copy(a[bm * BM:, k * BK:], ta)\n";
   s +=

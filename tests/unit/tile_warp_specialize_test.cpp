@@ -45,13 +45,12 @@ struct Lowered {
   bool regions = false;
 };
 
-Lowered lower_for_hopper(const std::string& text) {
+// `text` parsed and lowered for `target` (the H100 unless named), verified after every pass.
+Lowered lower_for(const std::string& text, const target::Target& target = target::Target::h100_sxm()) {
   Lowered out;
   Diagnostics diags;
   std::optional<ir::Program> p = ir::parse_program(text, diags);
-  if (p)
-    p = transform::lower(*std::move(p), diags,
-                         {.target = target::Target::h100_sxm(), .verify_each_pass = true});
+  if (p) p = transform::lower(*std::move(p), diags, {.target = target, .verify_each_pass = true});
   out.errors = diags.render("ws.tile", text);
   if (!p) return out;
   struct Find : ir::IRVisitor {
@@ -69,7 +68,7 @@ Lowered lower_for_hopper(const std::string& text) {
 
 // The kernel's product on the interpreter (regions under every default schedule) against doubles.
 void expect_product(const std::string& text, int64_t m, int64_t n, int64_t k, bool regions) {
-  Lowered l = lower_for_hopper(text);
+  Lowered l = lower_for(text);
   ASSERT_TRUE(l.program) << l.errors << text;
   EXPECT_EQ(l.regions, regions) << text;
   ops::GemmData data = ops::random_gemm_data(m, n, k, static_cast<uint32_t>(m + 3 * n + 7 * k));
@@ -80,7 +79,7 @@ void expect_product(const std::string& text, int64_t m, int64_t n, int64_t k, bo
 }
 
 void expect_error(const std::string& text, const std::string& message) {
-  Lowered l = lower_for_hopper(text);
+  Lowered l = lower_for(text);
   EXPECT_FALSE(l.program) << text;
   EXPECT_NE(l.errors.find(message), std::string::npos) << l.errors;
   EXPECT_NE(l.errors.find("ws.tile:"), std::string::npos) << l.errors;  // located
@@ -124,7 +123,7 @@ TEST(TileWarpSpecialize, ALaterTmaPipelineKeepsItsBarriersWithTheBlock) {
       "        Copy(sx, c[bm * 128:, bn * 64:])\n";
   // The second loop (its own TMA pipeline, whose barriers the block allocates before the regions) then
   // overwrites C with A's first 64 columns: with M = 128 and N = K = 64, C ends as A.
-  Lowered l = lower_for_hopper(kernel("", std::string("Pipelined(ceil_div(K, 64), ") + kWs + ")", after));
+  Lowered l = lower_for(kernel("", std::string("Pipelined(ceil_div(K, 64), ") + kWs + ")", after));
   ASSERT_TRUE(l.program) << l.errors;
   EXPECT_TRUE(l.regions);
   ops::GemmData data = ops::random_gemm_data(128, 64, 64, 5);
@@ -158,19 +157,6 @@ TEST(TileWarpSpecialize, WhatCannotBeSplitIsALocatedError) {
   expect_error(broken, "the loop's body has a break or continue");
 }
 
-}  // namespace
-}  // namespace tilevm::tile
-
-namespace tilevm::tile {
-namespace {
-
-// `text` parsed and lowered for the default target, verified after every pass; nullopt with the diagnostics.
-std::optional<ir::Program> lowered_regions(const std::string& text, Diagnostics& diags) {
-  std::optional<ir::Program> p = ir::parse_program(text, diags);
-  if (!p || diags.has_errors()) return std::nullopt;
-  return transform::lower(*std::move(p), diags, {.verify_each_pass = true});
-}
-
 // insert_barriers walks regions as the block for their body: a shared tile the block wrote before a section
 // reaches the regions through one block Synchronize() before the section (not a region's own barrier inside
 // each), and inside a region its own writes and reads get the region's barrier.
@@ -192,9 +178,10 @@ TEST(TileWarpSpecialize, BarriersAroundHandWrittenRegions) {
         d = LoadShared(t[1], layout=spatial(128))
         StoreGlobal(d, y[1])
 )";
+  const Lowered l = lower_for(text, target::Target::generic_sm80());
+  ASSERT_TRUE(l.program) << l.errors;
+  const ir::Program* p = &*l.program;
   Diagnostics diags;
-  std::optional<ir::Program> p = lowered_regions(text, diags);
-  ASSERT_TRUE(p) << diags.render("regions.tile", text);
   // Top level: ..., the Copy's store, Synchronize, region, region.
   const ir::Block& body = p->body;
   ASSERT_GE(body.size(), 3u);
@@ -244,9 +231,10 @@ TEST(TileWarpSpecialize, FragmentsOfHandWrittenRegionsOverTheirThreads) {
             b[i, j] = b[i, j] * 3.0
         Copy(b, y[1])
 )";
+  const Lowered l = lower_for(text, target::Target::generic_sm80());
+  ASSERT_TRUE(l.program) << l.errors;
+  const ir::Program* p = &*l.program;
   Diagnostics diags;
-  std::optional<ir::Program> p = lowered_regions(text, diags);
-  ASSERT_TRUE(p) << diags.render("regions.tile", text);
   // Every register tensor of a region is spread over 128 threads.
   struct Threads : ir::IRVisitor {
     std::vector<int64_t> seen;
