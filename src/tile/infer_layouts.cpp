@@ -31,70 +31,71 @@ bool is_fragment(const ir::Var& v) {
          !v->type.tensor->layout;
 }
 
-// The tile operators, fragments and loops of one set of threads: the block outside warp-specialized regions
-// (`only` null), or one hand-written `with Warpgroups(...)` region, whose fragments and loops are spread over
-// its own threads (a variable crosses no region boundary; the verifier holds that). Open shared tiles are
-// collected everywhere: a region's Gemm may read a tile the block allocated, and its layout depends only on
-// its shape and type.
+// The tile operators, fragments and loops of one set of threads: the block outside warp-specialized regions,
+// or one hand-written `with Warpgroups(...)` region, whose fragments and loops are spread over its own
+// threads (a variable crosses no region boundary; the verifier holds that).
+struct ThreadSet {
+  std::map<const ir::VarNode*, SourceLoc> fragments;  // where each is defined
+  std::vector<ir::Inst> ops;                          // Copy, Gemm, Fill in program order
+  std::vector<const ir::InstStmt*> reduces;           // ReduceSum/Max/Min of or into fragments
+  std::vector<const ir::ParallelStmt*> parallels;     // in program order
+  std::vector<const ir::VarNode*> order;              // fragments in program order
+  bool empty() const { return fragments.empty() && ops.empty() && parallels.empty(); }
+};
+
+// One walk of the program: each set of threads (the block's under null, each region's under it, in program
+// order) and the open shared tiles, which are every set's: a region's Gemm may read a tile the block
+// allocated, and such a layout depends only on the tile's shape and type.
 class Collect : public ir::IRVisitor {
  public:
-  explicit Collect(const ir::RegionStmt* only) : only_(only) {}
-  std::vector<const ir::RegionStmt*> regions;         // every region, in program order
-  std::map<const ir::VarNode*, SourceLoc> fragments;  // where each is defined
+  std::vector<std::pair<const ir::RegionStmt*, ThreadSet>> sets{{nullptr, ThreadSet{}}};
   std::map<const ir::VarNode*, const ir::AllocateSharedInst*> open_shared;
-  std::vector<ir::Inst> ops;                       // Copy, Gemm, Fill in program order
-  std::vector<const ir::InstStmt*> reduces;        // ReduceSum/Max/Min of or into fragments
-  std::vector<const ir::ParallelStmt*> parallels;  // in program order
-  std::vector<const ir::VarNode*> order;           // fragments in program order
-
-  bool empty() const { return fragments.empty() && ops.empty() && parallels.empty(); }
 
   void visit_region(const ir::RegionStmt& s) override {
-    regions.push_back(&s);
-    const ir::RegionStmt* outer = current_;
-    current_ = &s;
+    const size_t outer = current_;
+    sets.emplace_back(&s, ThreadSet{});
+    current_ = sets.size() - 1;
     ir::IRVisitor::visit_region(s);
     current_ = outer;
   }
 
   void visit_parallel(const ir::ParallelStmt& s) override {
-    if (current_ == only_) parallels.push_back(&s);
+    set().parallels.push_back(&s);
     ir::IRVisitor::visit_parallel(s);
   }
 
   void visit_inst_stmt(const ir::InstStmt& s) override {
     const ir::InstNode& inst = *s.inst;
-    if (const auto* a = inst.as<ir::AllocateSharedInst>(); a && !a->layout && s.results.size() == 1)
-      open_shared[s.results[0].get()] = a;
-    if (current_ != only_) {
-      ir::IRVisitor::visit_inst_stmt(s);
-      return;
-    }
+    ThreadSet& t = set();
     if (const auto* r = inst.as<ir::ReduceInst>()) {
       const bool result = s.results.size() == 1 && is_fragment(s.results[0]);
       if (result) {
-        fragments[s.results[0].get()] = inst.loc;
-        order.push_back(s.results[0].get());
+        t.fragments[s.results[0].get()] = inst.loc;
+        t.order.push_back(s.results[0].get());
       }
-      if (result || is_fragment(r->src.tensor) || is_fragment(r->out)) reduces.push_back(&s);
+      if (result || is_fragment(r->src.tensor) || is_fragment(r->out)) t.reduces.push_back(&s);
     } else if (const auto* f = inst.as<ir::AllocateFragmentInst>(); f && s.results.size() == 1) {
-      fragments[s.results[0].get()] = f->loc;
-      order.push_back(s.results[0].get());
+      t.fragments[s.results[0].get()] = f->loc;
+      t.order.push_back(s.results[0].get());
+    } else if (const auto* a = inst.as<ir::AllocateSharedInst>(); a && !a->layout && s.results.size() == 1) {
+      open_shared[s.results[0].get()] = a;
     } else if (ir::is_tile_operator(inst.kind)) {
-      ops.push_back(s.inst);
+      t.ops.push_back(s.inst);
     }
     ir::IRVisitor::visit_inst_stmt(s);
   }
 
  private:
-  const ir::RegionStmt* only_;
-  const ir::RegionStmt* current_ = nullptr;
+  ThreadSet& set() { return sets[current_].second; }
+  size_t current_ = 0;
 };
 
 class Inference {
  public:
-  Inference(const Collect& c, int64_t threads, const target::Target& target, Diagnostics& diags)
-      : c_(c), threads_(threads), target_(target), diags_(diags) {}
+  Inference(const ThreadSet& c,
+            const std::map<const ir::VarNode*, const ir::AllocateSharedInst*>& open_shared, int64_t threads,
+            const target::Target& target, Diagnostics& diags)
+      : c_(c), open_shared_(open_shared), threads_(threads), target_(target), diags_(diags) {}
 
   bool run() {
     for (const ir::ParallelStmt* p : c_.parallels) {
@@ -245,7 +246,7 @@ class Inference {
 
   void shared_operand(const ir::TensorArg& arg) {
     const ir::VarNode* v = arg.tensor.get();
-    if (!c_.open_shared.count(v)) return;  // laid out by the program
+    if (!open_shared_.count(v)) return;  // laid out by the program
     shared_[v] = shared_tile_layout(*arg.type().static_shape(), arg.type().dtype);
   }
 
@@ -260,8 +261,8 @@ class Inference {
     GemmShape shape{m, n, k, g.a.type().dtype, g.c.type().dtype};
     shape.a_shared = g.a.type().scope == ir::Scope::Shared;
     shape.b_shared = g.b.type().scope == ir::Scope::Shared;
-    shape.a_open = c_.open_shared.count(g.a.tensor.get()) > 0;
-    shape.b_open = c_.open_shared.count(g.b.tensor.get()) > 0;
+    shape.a_open = open_shared_.count(g.a.tensor.get()) > 0;
+    shape.b_open = open_shared_.count(g.b.tensor.get()) > 0;
     shape.transpose_a = g.transpose_a;
     shape.transpose_b = g.transpose_b;
     const bool possible = gemm_uses_wgmma(shape, threads_, target_);
@@ -324,7 +325,8 @@ class Inference {
     return false;
   }
 
-  const Collect& c_;
+  const ThreadSet& c_;
+  const std::map<const ir::VarNode*, const ir::AllocateSharedInst*>& open_shared_;
   int64_t threads_;
   const target::Target& target_;
   Diagnostics& diags_;
@@ -397,25 +399,17 @@ class Retype : public ir::IRMutator {
 
 std::optional<ir::Program> infer_layouts(ir::Program program, Diagnostics& diags,
                                          const target::Target& target) {
-  Collect block(nullptr);
-  block.visit_program(program);
+  Collect c;
+  c.visit_program(program);
   // infer_threads runs first, and a program that verifies has a thread count.
   TILEVM_ASSERT(program.threads > 0, "'{}' reached infer_layouts without a thread count", program.name);
   // The block's operators over its threads, then each hand-written region's over the region's own.
-  const std::vector<const ir::RegionStmt*> regions = block.regions;
-  std::vector<std::pair<Collect, int64_t>> sets;
-  sets.emplace_back(std::move(block), program.threads);
-  for (const ir::RegionStmt* r : regions) {
-    Collect c(r);
-    c.visit_program(program);
-    sets.emplace_back(std::move(c), r->threads());
-  }
   Retype retype;
   bool any = false, ok = true;
-  for (const auto& [c, threads] : sets) {
-    if (c.empty()) continue;
+  for (const auto& [region, set] : c.sets) {
+    if (set.empty()) continue;
     any = true;
-    Inference inference(c, threads, target, diags);
+    Inference inference(set, c.open_shared, region ? region->threads() : program.threads, target, diags);
     if (!inference.run()) {
       ok = false;
       continue;  // the other sets' errors too
