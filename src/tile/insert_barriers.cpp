@@ -48,18 +48,21 @@ class Insert {
  public:
   // A statement that reads and writes these shared tensors: a barrier first (into `out`, when applying)
   // where it would read or overwrite what was written, or overwrite what was read, since the last one.
+  // A Synchronize() (into `out`, when applying): nothing is pending after it.
+  static void barrier(State& state, ir::Block* out, SourceLoc loc) {
+    if (out)
+      out->push_back(std::make_shared<ir::InstStmt>(std::vector<ir::Var>{},
+                                                    std::make_shared<ir::SynchronizeInst>(loc), loc));
+    state = {};
+  }
+
   static void access(const std::vector<const ir::VarNode*>& reads,
                      const std::vector<const ir::VarNode*>& writes, State& state, ir::Block* out,
                      SourceLoc loc) {
     bool need = false;
     for (const ir::VarNode* v : reads) need |= state.written.count(v) > 0;
     for (const ir::VarNode* v : writes) need |= state.written.count(v) > 0 || state.read.count(v) > 0;
-    if (need) {
-      if (out)
-        out->push_back(std::make_shared<ir::InstStmt>(std::vector<ir::Var>{},
-                                                      std::make_shared<ir::SynchronizeInst>(loc), loc));
-      state = {};
-    }
+    if (need) barrier(state, out, loc);
     state.read.insert(reads.begin(), reads.end());
     state.written.insert(writes.begin(), writes.end());
   }
@@ -133,12 +136,7 @@ class Insert {
           // before the first region where the block has pending accesses. The state stays clear through
           // the section (a region's accesses are its own), and the section's end is a block barrier.
           const auto& r = *s->as<ir::RegionStmt>();
-          if (!state.written.empty() || !state.read.empty()) {
-            if (apply)
-              out.push_back(std::make_shared<ir::InstStmt>(
-                  std::vector<ir::Var>{}, std::make_shared<ir::SynchronizeInst>(s->loc), s->loc));
-            state = {};
-          }
+          if (!state.written.empty() || !state.read.empty()) barrier(state, apply ? &out : nullptr, s->loc);
           State inside;
           ir::Block body = block(r.body, inside, apply);
           if (apply)
