@@ -30,13 +30,7 @@ bool run_on_gpu(const ir::Program& program, interp::Arguments& args, Diagnostics
   try {
     runtime::Device device = runtime::Device::open(options.device);
     // The device's own target (its real limits); an explicit arch keeps them and changes the instructions.
-    target::Target target = device_target(device.info());
-    if (!options.arch.empty()) {
-      const target::Target named = target::Target::for_arch(options.arch);
-      target.arch = named.arch;
-      target.compute_capability = named.compute_capability;
-      target.features = named.features;
-    }
+    const target::Target target = device_target(device.info(), options.arch);
     const GpuProgram gpu = GpuProgram::load(device, compile_program(program, target));
     ProgramArgs launch_args;
     for (const auto& [name, v] : args.scalars) {

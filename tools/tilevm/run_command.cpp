@@ -205,12 +205,11 @@ void run(const RunRequest& req) {
   const bool use_gpu = req.gpu || (!req.interp && req.schedules.empty() && exec::gpu_available());
   // The tile layer lowers for --arch, else for the GPU that runs it (TMA and wgmma on Hopper), else for
   // sm_80: the interpreter runs whichever lowering it is given, so --arch sm_90a checks Hopper's on the CPU.
+  // On the GPU that is the target run_on_gpu compiles for (the device's limits, --arch's instructions).
   transform::LowerOptions lower;
-  if (!req.arch.empty())
-    lower.target = target::Target::for_arch(req.arch);
-  else if (use_gpu)
-    try {
-      lower.target = exec::device_target(runtime::Device::open().info());
+  if (!req.arch.empty()) lower.target = target::Target::for_arch(req.arch);
+  if (use_gpu) try {
+      lower.target = exec::device_target(runtime::Device::open().info(), req.arch);
     } catch (const Error&) {
       // No driver or device: run_on_gpu says so below, at the kernel's definition.
     }
