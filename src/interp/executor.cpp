@@ -60,16 +60,24 @@ void Machine::run() {
   int64_t first = std::max<int64_t>(options_.first_block, 0);
   int64_t last =
       options_.num_blocks < 0 ? total_blocks_ : std::min(total_blocks_, first + options_.num_blocks);
-  for (int64_t linear = first; linear < last; ++linear) {
-    // The first grid dimension varies fastest (CUDA's blockIdx.x order).
-    Index block(grid_.size());
-    int64_t rest = linear;
-    for (size_t d = 0; d < grid_.size(); ++d) {
-      block[d] = rest % grid_[d];
-      rest /= grid_[d];
+  try {
+    for (int64_t linear = first; linear < last; ++linear) {
+      // The first grid dimension varies fastest (CUDA's blockIdx.x order).
+      Index block(grid_.size());
+      int64_t rest = linear;
+      for (size_t d = 0; d < grid_.size(); ++d) {
+        block[d] = rest % grid_[d];
+        rest /= grid_[d];
+      }
+      start_block_order(linear);
+      run_block(block);
     }
-    run_block(block);
+  } catch (...) {
+    finish_launch(false);  // the caller's buffers keep no marks of this launch
+    throw;
   }
+  launch_finished_ = true;  // what finish_launch reports is the launch's, not a block's
+  finish_launch(first == 0 && last == total_blocks_);
 }
 
 void Machine::run_block(const Index& block) {
@@ -289,6 +297,13 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
     case ir::InstKind::AtomicAddGlobal:
       store_global(static_cast<const ir::StoreInst&>(inst), true);
       break;
+    case ir::InstKind::TakeTicket: {
+      Value v;
+      v.kind = Value::Kind::Scalar;
+      v.scalar = take_ticket(*inst.as<ir::TakeTicketInst>());
+      define_results(s, std::move(v));
+      break;
+    }
     case ir::InstKind::AllocateShared: {
       if (s.results.empty()) break;  // nothing can refer to it
       define_results(s, allocate_shared(*inst.as<ir::AllocateSharedInst>(), s.results[0]));
@@ -479,7 +494,7 @@ bool detail::run_schedule(const ir::Program& program, Arguments& args, Diagnosti
     diags.error(loc, "the interpreter ran out of host memory here (the budget is {})",
                 format_bytes(options.max_memory));
   }
-  if (machine && machine->multi_block()) {
+  if (machine && machine->multi_block() && !machine->launch_finished()) {
     diags.add(Severity::Note, loc,
               fmt::format("in block {}", detail::format_index(machine->current_block())));
   }

@@ -147,6 +147,15 @@ struct SharedBuffer {
   bool freed = false;
 };
 
+// One store to global memory by a block of a multi-block launch, for the cross-block checker
+// (block_order.cpp): the block (linear), how many tickets it had taken, whether the store was atomic, where.
+struct BlockWrite {
+  int64_t block = -1;
+  uint32_t tickets = 0;
+  bool atomic = false;
+  const SourceLoc* loc = nullptr;
+};
+
 struct GlobalBuffer {
   std::string name;
   uint8_t* data = nullptr;
@@ -157,6 +166,11 @@ struct GlobalBuffer {
   // Per byte, while the current block runs: written by one of its StoreTma (the block may not read or write
   // those bytes again: the TMA's global writes are for later kernels). Empty: none.
   std::vector<uint8_t> tma_stored;
+  // Per byte, during a launch of several blocks: 1 + the index in Machine::block_writes_ of its last store
+  // (0: not stored in this launch), and, for bytes that several blocks added to atomically, the earlier
+  // adders. Cleared when the launch ends.
+  std::vector<uint32_t> last_block_write;
+  std::unordered_map<int64_t, std::vector<uint32_t>> more_atomic_writes;
 };
 
 struct GlobalTensor {
@@ -267,6 +281,7 @@ class Machine {
   Index current_block() const { return block_index_; }
   SourceLoc current_loc() const { return current_loc_; }
   bool multi_block() const { return total_blocks_ > 1; }
+  bool launch_finished() const { return launch_finished_; }
 
   // Scalars (scalar_eval.cpp).
   ScalarValue eval(const ir::Expr& e);
@@ -321,8 +336,34 @@ class Machine {
     if (options_.max_steps > 0 && steps_ > options_.max_steps) steps_exceeded();
   }
   [[noreturn]] void steps_exceeded();
-  uint64_t read_global(const GlobalTensor& g, int64_t address, SourceLoc loc);
-  void write_global(GlobalTensor& g, int64_t address, uint64_t code, SourceLoc loc);
+  // `atomic`: part of an atomic read-modify-write (AtomicAddGlobal), which other blocks' atomics need not
+  // be ordered with.
+  uint64_t read_global(const GlobalTensor& g, int64_t address, SourceLoc loc, bool atomic = false);
+  void write_global(GlobalTensor& g, int64_t address, uint64_t code, SourceLoc loc, bool atomic = false);
+
+  // Blocks of one launch (block_order.cpp): TakeTicket, and the check that a block reads or overwrites
+  // another block's global stores only after a ticket orders them.
+  ScalarValue take_ticket(const ir::TakeTicketInst& n);
+  void check_block_order(const GlobalTensor& g, int64_t address, bool write, bool atomic, SourceLoc loc);
+  bool block_ordered(const BlockWrite& w) const;
+  std::string block_text(int64_t linear) const;
+  void start_block_order(int64_t linear);
+  void finish_launch(bool every_block_ran);
+  bool tracks_block_order() const { return options_.check_races && multi_block(); }
+  bool launch_finished_ = false;  // every selected block has run
+  int64_t block_linear_ = 0;
+  uint32_t block_tickets_ = 0;  // tickets the running block has taken
+  std::unordered_map<int64_t, uint32_t>
+      block_seen_;                        // per other block: its tickets whose writes this one sees
+  std::vector<BlockWrite> block_writes_;  // the launch's global stores (GlobalBuffer::last_block_write)
+  std::vector<GlobalBuffer*> block_written_buffers_;
+  struct Counter {
+    std::unordered_map<int64_t, uint32_t> clock;  // joined over the blocks that took tickets from it
+    const SourceLoc* loc = nullptr;               // the last TakeTicket on it
+    std::string name;                             // the counter tensor's
+    int64_t modulo = 1, taken = 0;
+  };
+  std::map<std::pair<const GlobalBuffer*, int64_t>, Counter> counters_;
 
   // Async copies (async_copy.cpp).
   void copy_async(const ir::CopyAsyncInst& n);

@@ -172,26 +172,28 @@ SharedBuffer& Machine::shared_operand(const ir::TensorArg& arg) {
   return *v.shared;
 }
 
-uint64_t Machine::read_global(const GlobalTensor& g, int64_t address, SourceLoc loc) {
+uint64_t Machine::read_global(const GlobalTensor& g, int64_t address, SourceLoc loc, bool atomic) {
   if (address < 0 || address >= g.capacity) {
     raise(loc, "read of global '{}' at element {} is outside its buffer of {} {} elements", g.name, address,
           g.capacity, g.dtype.name());
   }
   const GlobalBuffer& b = *g.buffer;
   if (!b.tma_stored.empty()) check_not_tma_stored(g, address, "read", loc);
+  if (!b.last_block_write.empty() && !atomic) check_block_order(g, address, false, false, loc);
   if (!b.init.empty() && !b.init[static_cast<size_t>(address)]) {
     raise(loc, "read of uninitialized global '{}' element at offset {}", g.name, address);
   }
   return get_code(b.data, g.dtype.bits(), address);
 }
 
-void Machine::write_global(GlobalTensor& g, int64_t address, uint64_t code, SourceLoc loc) {
+void Machine::write_global(GlobalTensor& g, int64_t address, uint64_t code, SourceLoc loc, bool atomic) {
   if (address < 0 || address >= g.capacity) {
     raise(loc, "write of global '{}' at element {} is outside its buffer of {} {} elements", g.name, address,
           g.capacity, g.dtype.name());
   }
   GlobalBuffer& b = *g.buffer;
   if (!b.tma_stored.empty()) check_not_tma_stored(g, address, "write", loc);
+  if (tracks_block_order()) check_block_order(g, address, true, atomic, loc);
   set_code(b.data, g.dtype.bits(), address, code & g.dtype.code_mask());
   if (!b.init.empty()) b.init[static_cast<size_t>(address)] = 1;
 }
@@ -414,14 +416,14 @@ void Machine::store_global(const ir::StoreInst& n, bool atomic_add) {
     const int64_t a = addrs[static_cast<size_t>(l)];
     if (a < 0) return;
     if (atomic_add) {
-      const uint64_t old = read_global(g, a, n.loc);
+      const uint64_t old = read_global(g, a, n.loc, true);
       if (g.dtype.is_float()) {
         code = round_float_result(g.dtype, decode(g.dtype, old) + decode(g.dtype, code));
       } else {
         code = wrap_int_result(g.dtype, code_to_int(g.dtype, old) + code_to_int(g.dtype, code));
       }
     }
-    write_global(g, a, code, n.loc);
+    write_global(g, a, code, n.loc, atomic_add);
   });
 }
 

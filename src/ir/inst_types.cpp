@@ -132,6 +132,8 @@ std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, i
     switch (inst.kind) {
       case InstKind::BlockIndices:
         return Types(static_cast<size_t>(grid_rank), ValueType::scalar(DataType::i32()));
+      case InstKind::TakeTicket:
+        return Types{ValueType::scalar(DataType::i32())};
       case InstKind::ViewGlobal: {
         const auto& n = *inst.as<ViewGlobalInst>();
         TensorType t{n.dtype, Scope::Global, n.shape, n.layout, n.strides};

@@ -118,4 +118,31 @@ void Emitter::emit_atomic_add(const ir::InstStmt& s, const ir::StoreInst& n) {
   close();
 }
 
+// Thread 0 takes the ticket between two block barriers. The first orders every thread's earlier global
+// stores before thread 0's fence, so the fence releases them with the atomic; the fence after the atomic
+// and the second barrier make every thread see what the blocks with earlier tickets released (the
+// threadfence-reduction pattern of the CUDA programming guide). atomicInc wraps the counter to 0 after
+// modulo - 1, so a launch in which all of its blocks take their tickets leaves it as it found it.
+void Emitter::emit_take_ticket(const ir::InstStmt& s, const ir::TakeTicketInst& n) {
+  const MemTensor& m = mem(n.counter.tensor);
+  const std::string sc = scratch(4);
+  note(s, "atomicInc by thread 0 between two block barriers, the ticket through 4 bytes of shared scratch");
+  open("");
+  line("__syncthreads();");
+  open("if (t == 0)");
+  const ElementAccess a = access(m, n.counter, n.offset, {});
+  line(fmt::format("unsigned int v = 0u;"));
+  line("__threadfence();  // the block's global stores, ordered before this thread by the barrier");
+  line(fmt::format("{}v = atomicInc((unsigned int*){} + ({}), (unsigned int)({}) - 1u);",
+                   a.inside == "1" ? "" : fmt::format("if ({}) ", a.inside), m.ptr, a.offset.text,
+                   expr(n.modulo)));
+  line("__threadfence();  // what the blocks with earlier tickets stored, before this block reads it");
+  line(fmt::format("*(volatile int*){} = (int)v;", sc));
+  close();
+  line("__syncthreads();");
+  if (!s.results.empty() && s.results[0])
+    line(fmt::format("{} = *(volatile int*){};", scalar_name(s.results[0]), sc));
+  close();
+}
+
 }  // namespace tilevm::codegen::cuda

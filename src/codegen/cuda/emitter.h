@@ -190,6 +190,7 @@ class Emitter {
   void emit_load(const ir::InstStmt& s, const ir::LoadInst& n);
   void emit_store(const ir::InstStmt& s, const ir::StoreInst& n);
   void emit_atomic_add(const ir::InstStmt& s, const ir::StoreInst& n);
+  void emit_take_ticket(const ir::InstStmt& s, const ir::TakeTicketInst& n);
   void emit_allocate_shared(const ir::InstStmt& s, const ir::AllocateSharedInst& n);
   bool try_ldmatrix(const ir::InstStmt& s, const ir::LoadInst& n, const MemTensor& m, const RegInfo& out);
   void emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n);

@@ -305,6 +305,9 @@ void Emitter::emit_inst(const ir::InstStmt& s) {
     case ir::InstKind::AtomicAddGlobal:
       emit_atomic_add(s, *n.as<ir::AtomicAddGlobalInst>());
       return;
+    case ir::InstKind::TakeTicket:
+      emit_take_ticket(s, *n.as<ir::TakeTicketInst>());
+      return;
     case ir::InstKind::AllocateShared:
       emit_allocate_shared(s, *n.as<ir::AllocateSharedInst>());
       return;

@@ -214,6 +214,25 @@ std::vector<InstDef> load_store() {
                       return std::make_shared<AtomicAddGlobalInst>(a["src"].tensor, a["dst"].tensor,
                                                                    a["offset"].list, l);
                     }));
+  // A barrier as well: the emitted code synchronizes the block before thread 0 takes the ticket (so the
+  // block's writes are released with it) and after (so every thread reads the value and sees the writes).
+  t.push_back({.name = "TakeTicket",
+               .kind = InstKind::TakeTicket,
+               .params = {arg("counter", K::Tensor, Access::ReadWrite), named("modulo", K::Scalar),
+                          opt("offset", K::List)},
+               .results = Results::One,
+               .effects = {.global_memory = true, .barrier = true},
+               .build = [](const InstArgs& a, SourceLoc l) -> Inst {
+                 return std::make_shared<TakeTicketInst>(a["counter"].tensor, a["offset"].list,
+                                                         a["modulo"].expr, l);
+               },
+               .args =
+                   [](const InstNode& n, InstArgs& a) {
+                     const auto& i = node<TakeTicketInst>(n);
+                     a["counter"].set(i.counter);
+                     if (!i.offset.empty()) a["offset"].set(i.offset);
+                     a["modulo"].set(i.modulo);
+                   }});
   return t;
 }
 

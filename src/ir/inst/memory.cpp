@@ -55,6 +55,17 @@ Inst AtomicAddGlobalInst::rewrite(const ExprMap& exprs, const VarMap& vars) cons
                                                ir::rewrite(offset, exprs), loc);
 }
 
+void TakeTicketInst::for_each_expr(const ExprFn& fn) const {
+  ir::for_each_expr(counter, fn);
+  fn(modulo);
+  ir::for_each_expr(offset, fn);
+}
+
+Inst TakeTicketInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
+  return std::make_shared<TakeTicketInst>(ir::rewrite(counter, exprs, vars), ir::rewrite(offset, exprs),
+                                          exprs(modulo), loc);
+}
+
 Inst StoreSharedInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
   return std::make_shared<StoreSharedInst>(ir::rewrite(src, exprs, vars), ir::rewrite(dst, exprs, vars),
                                            ir::rewrite(offset, exprs), loc);

@@ -100,6 +100,7 @@ class Verifier {
   void check_free_shared(const FreeSharedInst& n);
   void check_load(const LoadInst& n);
   void check_store(const StoreInst& n);
+  void check_take_ticket(const TakeTicketInst& n);
   void check_copy_async(const CopyAsyncInst& n);
   void check_wait_group(const CopyAsyncWaitGroupInst& n);
   void check_allocate_barrier(const AllocateBarrierInst& n);

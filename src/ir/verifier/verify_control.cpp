@@ -127,6 +127,9 @@ void Verifier::check_stmt(const Stmt& s) {
           case InstKind::StoreShared:
             check_store(static_cast<const StoreInst&>(inst));
             break;
+          case InstKind::TakeTicket:
+            check_take_ticket(*inst.as<TakeTicketInst>());
+            break;
           case InstKind::AllocateShared:
             check_allocate_shared(*inst.as<AllocateSharedInst>());
             break;
@@ -226,6 +229,10 @@ void Verifier::check_stmt(const Stmt& s) {
                   !(*t->layout == result_->layout)))
           diags_.error(s->loc, "'{}' is declared {} but {} gives register {} with layout {}", r->name,
                        type_text(r->type), inst.name(), result_->dtype.name(), layout_text(result_->layout));
+      } else if (got == 1 && inst.kind == InstKind::TakeTicket) {
+        const Var& r = is.results[0];
+        if (r && !(r->type.is_scalar() && r->type.dtype.is_integer()))
+          diags_.error(s->loc, "'{}' is declared {} but TakeTicket gives i32", r->name, type_text(r->type));
       } else if (got > 0 && (inst.kind == InstKind::BlockIndices || inst.kind == InstKind::ViewGlobal ||
                              inst.kind == InstKind::AllocateGlobal || inst.kind == InstKind::AllocateShared ||
                              inst.kind == InstKind::AllocateBarrier)) {

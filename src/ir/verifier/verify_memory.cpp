@@ -286,6 +286,20 @@ void Verifier::check_store(const StoreInst& n) {
   if (shared) check_shared_bounds(*this, n.dst, *dst, src->layout->shape(), n.offset, n);
 }
 
+void Verifier::check_take_ticket(const TakeTicketInst& n) {
+  check_int_expr(n.modulo, n.loc, "TakeTicket: modulo");
+  if (const std::optional<int64_t> m = as_const_int(n.modulo); m && (*m < 1 || *m > INT32_MAX))
+    diags_.error(pick(n.modulo->loc, n.loc), "TakeTicket: modulo is {}; it counts blocks, from 1 to {}", *m,
+                 INT32_MAX);
+  const TensorType* c = scoped_operand(n.counter, n, "the counter", Scope::Global);
+  if (!c) return;
+  // atomicInc works on 32-bit words; the ticket is an i32 scalar.
+  if (c->dtype != DataType::i32() && c->dtype != DataType::u32())
+    diags_.error(pick(n.counter.loc, n.loc), "TakeTicket: the counter '{}' is {}; it must be i32 or u32",
+                 n.counter.tensor->name, c->dtype.name());
+  check_offsets(*this, n.counter, *c, 0, n.offset, n);
+}
+
 void Verifier::check_copy_async(const CopyAsyncInst& n) {
   const TensorType* dst = scoped_operand(n.dst, n, "the destination", Scope::Shared);
   const TensorType* src = scoped_operand(n.src, n, "the source", Scope::Global);

@@ -21,3 +21,12 @@ write_npy("x128.npy", "<f4", [128], struct.pack("<128f", *[0.5 * k for k in rang
 # overflow.npy  f16 (2^32, 2^32, 2^32) and no data: the element count overflows int64 (must be refused, not
 #               wrapped to 0 elements)
 write_npy("overflow.npy", "<f2", [2**32, 2**32, 2**32], b"")
+# The split-K ticket cases (examples/split_sum_ticket.tile: K = 64, N = 32, BN = 16, SPLIT = 4):
+#   x64x32.npy  f32 [64, 32]: 0, 0.25, ..., 511.75      p4x32.npy   f32 [4, 32]: -1 (poison)
+#   c2.npy      i32 [2]: 0, 0 (the counters)            c2_one.npy  i32 [2]: 1, 0 (a counter left mid-count)
+#   y32.npy     f32 [32]: -1 (poison)
+write_npy("x64x32.npy", "<f4", [64, 32], struct.pack("<2048f", *[0.25 * k for k in range(2048)]))
+write_npy("p4x32.npy", "<f4", [4, 32], struct.pack("<128f", *([-1.0] * 128)))
+write_npy("c2.npy", "<i4", [2], struct.pack("<2i", 0, 0))
+write_npy("c2_one.npy", "<i4", [2], struct.pack("<2i", 1, 0))
+write_npy("y32.npy", "<f4", [32], struct.pack("<32f", *([-1.0] * 32)))

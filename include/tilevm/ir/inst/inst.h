@@ -34,6 +34,7 @@ enum class InstKind {
   LoadGlobal,
   StoreGlobal,
   AtomicAddGlobal,
+  TakeTicket,
   // memory_shared.h
   AllocateShared,
   FreeShared,

@@ -1,4 +1,4 @@
-// Global memory: ViewGlobal, AllocateGlobal, LoadGlobal, StoreGlobal, AtomicAddGlobal.
+// Global memory: ViewGlobal, AllocateGlobal, LoadGlobal, StoreGlobal, AtomicAddGlobal, TakeTicket.
 #pragma once
 
 #include "tilevm/ir/inst/inst.h"
@@ -86,6 +86,22 @@ struct AtomicAddGlobalInst : StoreInst {
   static constexpr InstKind kKind = InstKind::AtomicAddGlobal;
   AtomicAddGlobalInst(TensorArg s, TensorArg d, std::vector<Expr> off = {}, SourceLoc l = {})
       : StoreInst(kKind, std::move(s), std::move(d), std::move(off), l) {}
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+// t = TakeTicket(c, modulo=n, offset=[...]): the block takes a ticket from the 32-bit integer counter
+// c[offset] (docs/language.md, "Extension: tickets"): t is the counter's old value, the counter becomes (t +
+// 1) % n, and the block's earlier global writes are seen by any block that takes a later ticket from the same
+// counter. A block-level barrier too. The one instruction that orders blocks of a launch: the last of n
+// blocks to take a ticket (t == n - 1) may read what the other n - 1 wrote before taking theirs.
+struct TakeTicketInst : InstNode {
+  static constexpr InstKind kKind = InstKind::TakeTicket;
+  TensorArg counter;
+  std::vector<Expr> offset;  // one per dimension of counter's view, or empty (all 0)
+  Expr modulo;
+  TakeTicketInst(TensorArg c, std::vector<Expr> off, Expr m, SourceLoc l = {})
+      : InstNode(kKind, l), counter(std::move(c)), offset(std::move(off)), modulo(std::move(m)) {}
+  void for_each_expr(const ExprFn& fn) const override;
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 

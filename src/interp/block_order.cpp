@@ -1,0 +1,167 @@
+// Blocks of one launch (docs/language.md, "Extension: tickets"): TakeTicket, and the check that a block reads
+// or overwrites another block's global stores only when a ticket orders the two.
+//
+// On a GPU the blocks of a launch run concurrently and in any order; the interpreter runs them one after
+// another, so a program whose block reads what an earlier block stored would pass here and read stale or
+// half-written memory there. The checker keeps, per byte of global memory stored in the launch, the last
+// store (GlobalBuffer::last_block_write: which block, how many tickets it had taken, atomic or not) and, per
+// block, a vector clock of tickets: block_seen_[w] = k when this block took a ticket after (transitively)
+// block w's k-th. A store by w made before its (t + 1)-th ticket is visible here when block_seen_[w] > t.
+// TakeTicket is release and acquire at once: the counter's clock joins the block's and the block's the
+// counter's (a block that takes a ticket later sees everything the earlier takers stored before theirs).
+// Atomic adds by different blocks need no order among themselves; a plain access after them does.
+// Not checked: a block overwriting bytes that another block read (the reads are not kept).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "machine.h"
+#include "tilevm/type/packing.h"
+
+namespace tilevm::interp::detail {
+
+std::string Machine::block_text(int64_t linear) const {
+  Index block(grid_.size());
+  for (size_t d = 0; d < grid_.size(); ++d) {
+    block[d] = linear % grid_[d];
+    linear /= grid_[d];
+  }
+  return format_index(block);
+}
+
+void Machine::start_block_order(int64_t linear) {
+  block_linear_ = linear;
+  block_tickets_ = 0;
+  block_seen_.clear();
+}
+
+bool Machine::block_ordered(const BlockWrite& w) const {
+  if (w.block == block_linear_) return true;
+  auto it = block_seen_.find(w.block);
+  return it != block_seen_.end() && it->second > w.tickets;
+}
+
+void Machine::check_block_order(const GlobalTensor& g, int64_t address, bool write, bool atomic,
+                                SourceLoc loc) {
+  GlobalBuffer& b = *g.buffer;
+  if (b.last_block_write.empty()) {
+    if (!write) return;  // nothing of it stored in this launch yet
+    b.last_block_write.assign(static_cast<size_t>(b.bytes), 0);
+    block_written_buffers_.push_back(&b);
+  }
+  uint32_t me = 0;
+  if (write) {
+    const BlockWrite cur{block_linear_, block_tickets_, atomic, current_loc_ptr_};
+    const BlockWrite* last = block_writes_.empty() ? nullptr : &block_writes_.back();
+    if (!last || last->block != cur.block || last->tickets != cur.tickets || last->atomic != cur.atomic ||
+        last->loc != cur.loc)
+      block_writes_.push_back(cur);
+    me = static_cast<uint32_t>(block_writes_.size());
+  }
+  auto check = [&](uint32_t index) {
+    const BlockWrite& w = block_writes_[index - 1];
+    if (block_ordered(w) || (atomic && w.atomic)) return;
+    raise(loc,
+          "block {} {} global '{}' element at offset {}, which block {} {} at {}, and no ticket orders the "
+          "two: the blocks of a launch run concurrently and in any order, and a block sees another's global "
+          "stores only after a TakeTicket from a counter that the other took a ticket from after storing "
+          "(docs/language.md, \"Extension: tickets\")",
+          block_text(block_linear_), write ? (atomic ? "adds to" : "writes") : "reads", g.name, address,
+          block_text(w.block), w.atomic ? "added to" : "wrote", w.loc ? loc_text(*w.loc) : std::string("?"));
+  };
+  const int bits = g.dtype.bits();
+  const int64_t first = address * bits / 8, last = ((address + 1) * bits - 1) / 8;
+  for (int64_t byte = first; byte <= last && byte < b.bytes; ++byte) {
+    uint32_t& e = b.last_block_write[static_cast<size_t>(byte)];
+    if (e) check(e);
+    auto more = b.more_atomic_writes.find(byte);
+    if (more != b.more_atomic_writes.end())
+      for (uint32_t m : more->second) check(m);
+    if (!write) continue;
+    if (atomic && e && block_writes_[e - 1].atomic && block_writes_[e - 1].block != block_linear_) {
+      // Several blocks add to this byte: keep each one's last add.
+      std::vector<uint32_t>& list = b.more_atomic_writes[byte];
+      const int64_t other = block_writes_[e - 1].block;
+      auto same = std::find_if(list.begin(), list.end(),
+                               [&](uint32_t m) { return block_writes_[m - 1].block == other; });
+      if (same != list.end())
+        *same = e;
+      else
+        list.push_back(e);
+    } else if (!atomic && more != b.more_atomic_writes.end()) {
+      b.more_atomic_writes.erase(more);
+    }
+    e = me;
+  }
+}
+
+ScalarValue Machine::take_ticket(const ir::TakeTicketInst& n) {
+  // A block-level barrier, as Synchronize() (without its proxy fence).
+  clock_[actor_] = fresh_epoch();
+  sync_epoch_ = clock_[actor_];
+  GlobalTensor& g = global_operand(n.counter);
+  const int64_t modulo = eval_int(n.modulo, "TakeTicket's modulo");
+  if (modulo < 1 || modulo > INT32_MAX)
+    raise(n.loc, "TakeTicket: modulo is {}; it counts blocks, from 1 to {}", modulo, INT32_MAX);
+  const Index offset = eval_ints(n.offset, "an offset");
+  const std::vector<int64_t> at = global_addresses(n.counter, g, {}, offset, "TakeTicket");
+  if (at.size() != 1 || at[0] < 0)
+    raise(n.loc, "TakeTicket: offset {} is outside the counter '{}' of shape {}", format_index(offset),
+          g.name, format_index(g.shape));
+  const int64_t a = at[0];
+  GlobalBuffer& b = *g.buffer;
+  if (!b.init.empty() && !b.init[static_cast<size_t>(a)])
+    raise(n.loc, "TakeTicket from uninitialized global '{}' element at offset {}: give it init=0", g.name, a);
+  const int64_t v = code_to_int(g.dtype, get_code(b.data, 32, a));
+  if (v < 0 || v >= modulo)
+    raise(
+        n.loc,
+        "TakeTicket: the counter '{}' element at offset {} holds {}, not a ticket below the modulo {}: a "
+        "counter starts at 0 (zero it before the first launch; a launch in which every block that shares it "
+        "takes its ticket leaves it at 0 again)",
+        g.name, a, v, modulo);
+  set_code(b.data, 32, a, static_cast<uint64_t>((v + 1) % modulo));
+  Counter& c = counters_[{&b, a}];
+  if (c.taken == 0 && v != 0)
+    raise(
+        n.loc,
+        "TakeTicket: the counter '{}' element at offset {} holds {} at the launch's first ticket from it; a "
+        "counter must be 0 when a launch starts (zero it before the first launch: each launch in which all "
+        "the blocks that share it take their tickets leaves it at 0)",
+        g.name, a, v);
+  c.loc = &n.loc;
+  c.name = g.name;
+  c.modulo = modulo;
+  ++c.taken;
+  if (tracks_block_order()) {
+    block_seen_[block_linear_] = ++block_tickets_;
+    for (const auto& [block, k] : block_seen_) c.clock[block] = std::max(c.clock[block], k);
+    for (const auto& [block, k] : c.clock)
+      if (block != block_linear_) block_seen_[block] = std::max(block_seen_[block], k);
+  }
+  return ScalarValue{false, v, 0.0};
+}
+
+void Machine::finish_launch(bool every_block_ran) {
+  for (GlobalBuffer* b : block_written_buffers_) {
+    b->last_block_write.clear();
+    b->more_atomic_writes.clear();
+  }
+  block_written_buffers_.clear();
+  block_writes_.clear();
+  if (!every_block_ran) return;
+  // A counter left mid-count makes the next launch's tickets wrong: fewer blocks took tickets from it than
+  // its modulo says share it.
+  for (const auto& [key, c] : counters_) {
+    const int64_t v = static_cast<int64_t>(get_code(key.first->data, 32, key.second));
+    if (v != 0)
+      raise(
+          *c.loc,
+          "after the launch the counter '{}' element at offset {} holds {}, not 0: {} ticket{} taken from it "
+          "with modulo {}, so the next launch would start counting mid-way; the modulo must be the number of "
+          "blocks that share the counter",
+          c.name, key.second, v, c.taken, c.taken == 1 ? " was" : "s were", c.modulo);
+  }
+}
+
+}  // namespace tilevm::interp::detail

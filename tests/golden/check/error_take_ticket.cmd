@@ -1,0 +1,1 @@
+check error_take_ticket.tile
