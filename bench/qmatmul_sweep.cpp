@@ -1,6 +1,7 @@
 // A quick timing loop over given configurations of the 4-bit (or any) quantized matmul at the Llama-3.3-70B
-// decode shapes, without tuning, the baselines or random data: the tool used while developing the template
-// to compare configurations in one short GPU call. (The measurements of record come from `tilevm bench`.)
+// and Llama-3.1-8B decode shapes, without tuning, the baselines or random data: the tool used while
+// developing the template to compare configurations in one short GPU call. (The measurements of record come
+// from `tilevm bench`.)
 //
 //   tilevm_qmatmul_sweep WTYPE CONFIG...       e.g. tilevm_qmatmul_sweep u4 bm16_bn256_bk128_sk128_w1x8_s4_k8
 //
@@ -30,7 +31,9 @@ int main(int argc, char** argv) {
     runtime::Stream st = dev.create_stream();
     std::printf("%s, %s, %d SMs\n", dev.info().name.c_str(), dev.arch().c_str(), dev.info().sm_count);
     const DataType w = DataType::parse(argv[1]);
-    const std::vector<std::pair<int64_t, int64_t>> shapes = {{8192, 8192}, {8192, 57344}, {28672, 8192}};
+    // The 70B layers, then (at the end, so that bench/profile.sh's launch indices hold) 8B's.
+    const std::vector<std::pair<int64_t, int64_t>> shapes = {{8192, 8192}, {8192, 57344}, {28672, 8192},
+                                                             {4096, 4096}, {4096, 28672}, {14336, 4096}};
     for (auto [K, N] : shapes) {
       for (int64_t M : {int64_t{1}, int64_t{16}}) {
         for (int i = 2; i < argc; ++i) {
@@ -49,6 +52,7 @@ int main(int argc, char** argv) {
           runtime::DeviceBuffer t = dev.allocate(q.transformed_bytes() + 16),
                                 s = dev.allocate(K / 128 * N * 2);
           runtime::DeviceBuffer out = dev.allocate(M * N * 2), ws = dev.allocate(q.workspace_bytes() + 16);
+          ws.fill_bytes(0);  // the split-K ticket counters start at 0
           a.fill_bytes(0x3c);
           codes.fill_bytes(0x5a);
           s.fill_bytes(0x1c);

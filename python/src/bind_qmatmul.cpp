@@ -149,6 +149,12 @@ void bind_qmatmul(nb::module_& m) {
       .def_prop_ro("config", [](const QMatmulKernel& q) { return q.gpu->config().name(); })
       .def_prop_ro("transformed_bytes", [](const QMatmulKernel& q) { return q.gpu->transformed_bytes(); })
       .def_prop_ro("workspace_bytes", [](const QMatmulKernel& q) { return q.gpu->workspace_bytes(); })
+      .def_prop_ro(
+          "counter_bytes",
+          [](const QMatmulKernel& q) {
+            return ops::qmatmul_counter_bytes(q.gpu->problem(), q.gpu->config());
+          },
+          "the workspace's first bytes, the split-K ticket counters, which must be 0 before a run")
       .def("transform", &QMatmulKernel::transform, nb::arg("stream"), nb::arg("codes"),
            nb::arg("transformed"))
       .def("run", &QMatmulKernel::run, nb::arg("stream"), nb::arg("a"), nb::arg("transformed"),

@@ -149,6 +149,10 @@ def _qmatmul_impl(x: Tensor, codes: Tensor, scales: Tensor, zeros: Optional[Tens
         c = torch.empty((m, n), dtype=x.dtype, device=device)
         ws = kern.workspace_bytes
         workspace = torch.empty(ws, dtype=torch.uint8, device=device) if ws else None
+        if workspace is not None and kern.counter_bytes:
+            # The split-K ticket counters start at 0 (the kernel leaves them at 0 again).
+            # (A memset on the stream, ordered before the launch.)
+            workspace[:kern.counter_bytes].zero_()
         kern.run(_stream(device), x2.data_ptr(), t.data_ptr(), scales.data_ptr(),
                  0 if zeros is None else zeros.data_ptr(), c.data_ptr(),
                  0 if workspace is None else workspace.data_ptr())

@@ -197,7 +197,10 @@ QMatmulBenchResult bench_qmatmul(const runtime::Device& device, const ops::QMatm
   runtime::DeviceBuffer zeros;
   runtime::DeviceBuffer transformed = device.allocate(static_cast<std::size_t>(q.transformed_bytes()));
   runtime::DeviceBuffer workspace;
-  if (q.workspace_bytes() > 0) workspace = device.allocate(static_cast<std::size_t>(q.workspace_bytes()));
+  if (q.workspace_bytes() > 0) {
+    workspace = device.allocate(static_cast<std::size_t>(q.workspace_bytes()));
+    workspace.fill_bytes(0);  // the split-K ticket counters: 0 once, and every run leaves them 0
+  }
   upload_from_pool(a, p.m * p.k, a_pool, random);
   upload_from_pool(scales, groups * p.n, scale_pool, random);
   if (p.zero_point) {

@@ -504,6 +504,16 @@ void ProgramBuilder::store_global(const TensorRef& src, const TensorRef& dst,
   emit(std::make_shared<StoreGlobalInst>(src.arg(), dst.arg(), exprs(offset)), {});
 }
 
+Scalar ProgramBuilder::take_ticket(const std::string& name, const TensorRef& counter, const Scalar& modulo,
+                                   const std::vector<Scalar>& offset) {
+  check_ref(counter, "the counter of TakeTicket", Scope::Global);
+  check_expr(modulo.expr(), "TakeTicket's modulo");
+  check_offset(offset);
+  const std::vector<Var> vars =
+      emit(std::make_shared<TakeTicketInst>(counter.arg(), exprs(offset), modulo.expr()), {name});
+  return Scalar(make_var_ref(vars.at(0)));
+}
+
 void ProgramBuilder::store_shared(const TensorRef& src, const TensorRef& dst,
                                   const std::vector<Scalar>& offset) {
   check_ref(src, "the source of StoreShared", Scope::Register);

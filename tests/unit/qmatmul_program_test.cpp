@@ -123,8 +123,9 @@ bool run(const ir::Program& built, interp::Arguments& args, bool on_gpu) {
   return ok;
 }
 
-// Runs transform, matmul and (with split-K) reduce, verified, on the interpreter or the GPU; returns C's
-// bytes (empty on failure, with a test failure added).
+// Runs transform and matmul, verified, on the interpreter or the GPU; returns C's bytes (empty on failure,
+// with a test failure added). With split-K the partial sums start as NaN and the ticket counters at 0, and
+// the counters must be back at 0 after the run.
 std::vector<uint8_t> run_qmatmul(const Problem& pr, Inputs& in, bool on_gpu = false) {
   const QMatmulProblem& p = pr.problem;
   auto scalar = [](int64_t v) { return interp::ScalarValue{false, v, 0.0}; };
@@ -134,22 +135,20 @@ std::vector<uint8_t> run_qmatmul(const Problem& pr, Inputs& in, bool on_gpu = fa
   targs.scalars = {{"n", scalar(p.n)}, {"k", scalar(p.k)}};
   if (!run(build_qmatmul_transform(p, pr.config), targs, on_gpu)) return {};
   std::vector<uint8_t> c(static_cast<size_t>(p.m * p.n * 2), 0xff);  // NaN: unwritten elements show
-  std::vector<uint8_t> partial(static_cast<size_t>(qmatmul_workspace_bytes(p, pr.config)), 0xff);
-  const bool split = pr.config.split_k > 1;
+  const size_t counter_bytes = static_cast<size_t>(qmatmul_counter_bytes(p, pr.config));
+  std::vector<uint8_t> counters(counter_bytes, 0);
+  std::vector<uint8_t> partial(static_cast<size_t>(qmatmul_workspace_bytes(p, pr.config)) - counter_bytes,
+                               0xff);
   interp::Arguments args;
-  args.buffers = {{"a_ptr", &in.a_bytes},
-                  {"t_ptr", &t},
-                  {"scale_ptr", &in.scale_bytes},
-                  {"c_ptr", split ? &partial : &c}};
+  args.buffers = {{"a_ptr", &in.a_bytes}, {"t_ptr", &t}, {"scale_ptr", &in.scale_bytes}, {"c_ptr", &c}};
+  if (pr.config.split_k > 1) {
+    args.buffers["p_ptr"] = &partial;
+    args.buffers["count_ptr"] = &counters;
+  }
   if (p.zero_point) args.buffers["zero_ptr"] = &in.zero_bytes;
   args.scalars = {{"m", scalar(p.m)}, {"n", scalar(p.n)}, {"k", scalar(p.k)}};
   if (!run(build_qmatmul(p, pr.config), args, on_gpu)) return {};
-  if (split) {
-    interp::Arguments rargs;
-    rargs.buffers = {{"p_ptr", &partial}, {"c_ptr", &c}};
-    rargs.scalars = {{"m", scalar(p.m)}, {"n", scalar(p.n)}};
-    if (!run(build_qmatmul_reduce(p, pr.config), rargs, on_gpu)) return {};
-  }
+  EXPECT_EQ(counters, std::vector<uint8_t>(counter_bytes, 0)) << "a ticket counter was left mid-count";
   return c;
 }
 
@@ -367,7 +366,6 @@ void precompile(const std::vector<Problem>& cases) {
   for (const Problem& c : cases) {
     std::vector<ir::Program> programs = {build_qmatmul_transform(c.problem, c.config),
                                          build_qmatmul(c.problem, c.config)};
-    if (c.config.split_k > 1) programs.push_back(build_qmatmul_reduce(c.problem, c.config));
     for (ir::Program& p : programs) {
       jobs.push_back(std::async(std::launch::async, [p, arch]() mutable {
         Diagnostics diags;
@@ -492,7 +490,6 @@ TEST(QMatmulProgram, TheGpuTestsCasesBuild) {
     try {
       std::vector<ir::Program> programs = {build_qmatmul_transform(p.problem, p.config),
                                            build_qmatmul(p.problem, p.config)};
-      if (p.config.split_k > 1) programs.push_back(build_qmatmul_reduce(p.problem, p.config));
       for (ir::Program& program : programs) {
         Diagnostics diags;
         EXPECT_TRUE(ir::verify_program(program, diags)) << diags.render(program.name, "");

@@ -182,9 +182,6 @@ void emit_qmatmul_cases(const Sink& sink) {
       jobs.emplace_back(name + "transform",
                         guarded([=] { return ops::build_qmatmul_transform(problem, config); }));
       jobs.emplace_back(name + "matmul", guarded([=] { return ops::build_qmatmul(problem, config); }));
-      if (config.split_k > 1)
-        jobs.emplace_back(name + "reduce",
-                          guarded([=] { return ops::build_qmatmul_reduce(problem, config); }));
     }
   }
   run_in_order(jobs, sink);

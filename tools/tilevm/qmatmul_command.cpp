@@ -149,8 +149,8 @@ Outcome run_gpu(const runtime::Device& device, const ops::QMatmulGpu& q, const D
   runtime::DeviceBuffer transformed = device.allocate(std::max<uint64_t>(q.transformed_bytes(), 16));
   runtime::DeviceBuffer workspace = device.allocate(std::max<uint64_t>(q.workspace_bytes(), 16));
   runtime::DeviceBuffer c = device.allocate(static_cast<size_t>(p.m * p.n * 2));
-  c.fill_bytes(0xff);  // NaN in f16 and bf16: an output the kernel skips shows
-  workspace.fill_bytes(0xff);
+  c.fill_bytes(0xff);       // NaN in f16 and bf16: an output the kernel skips shows
+  workspace.fill_bytes(0);  // the split-K ticket counters start at 0 (the partial sums are all stored first)
   const runtime::Stream stream = device.create_stream();
   q.transform(stream, codes.device_ptr(), transformed.device_ptr());
   const ops::QMatmulBuffers buffers{.a = a.device_ptr(),
@@ -284,7 +284,7 @@ void add_qmatmul_command(CLI::App& app) {
   command->add_flag("--no-tune", req->no_tune, "use the heuristic configuration instead of autotuning");
   command->add_option("--seed", req->seed, "seed of the random data")->capture_default_str();
   command->add_flag("--print", req->print,
-                    "print the programs of --config as .tile text (transform, matmul, reduce) and stop");
+                    "print the programs of --config as .tile text (transform, matmul) and stop");
   command->callback([req] { run(*req); });
 }
 

@@ -287,6 +287,9 @@ class ProgramBuilder {
   void store_global(const TensorRef& src, const TensorRef& dst, const std::vector<Scalar>& offset = {});
   void store_shared(const TensorRef& src, const TensorRef& dst, const std::vector<Scalar>& offset = {});
   void atomic_add_global(const TensorRef& src, const TensorRef& dst, const std::vector<Scalar>& offset = {});
+  // `name = TakeTicket(counter, modulo=modulo, offset=[...])`: the block's ticket, an i32 scalar.
+  Scalar take_ticket(const std::string& name, const TensorRef& counter, const Scalar& modulo,
+                     const std::vector<Scalar>& offset = {});
   void copy_async(const TensorRef& dst, const TensorRef& src);
   void copy_async_commit_group();
   void copy_async_wait_group(const Scalar& n);

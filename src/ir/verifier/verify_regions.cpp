@@ -177,12 +177,6 @@ void Verifier::check_in_region(const Stmt& s) {
                    "before its regions",
                    is->inst->name(), where);
       break;
-    case InstKind::TakeTicket:
-      diags_.error(s->loc,
-                   "TakeTicket inside {}: a ticket orders whole blocks (the block synchronizes around it); "
-                   "take it before or after the section",
-                   where);
-      break;
     default:
       break;
   }

@@ -97,13 +97,14 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   const double scales = static_cast<double>(groups * p.n) * elem * (p.zero_point ? 2 : 1);
   const double a = static_cast<double>(p.m * p.k) * elem;
   const double out = static_cast<double>(p.m * p.n) * elem;
-  const double partials = static_cast<double>(qmatmul_workspace_bytes(p, c));
+  const double partials = static_cast<double>(qmatmul_workspace_bytes(p, c) - qmatmul_counter_bytes(p, c));
   const int64_t concurrent = static_cast<int64_t>(r.sm_count) * e.blocks_per_sm;
   e.waves = ceil_div(e.blocks, concurrent);
   const double a_reads = a <= 0.5 * static_cast<double>(r.l2_cache_bytes)
                              ? 1.0
                              : static_cast<double>(std::min(e.waves, tiles_n));
   const double dram_main = weight + scales + a * a_reads + (c.split_k > 1 ? partials : out);
+  // Split-K: the last block of each tile reads the partial sums back and stores C (in the same launch).
   const double reduce_bytes = c.split_k > 1 ? partials + out : 0;
   e.dram_bytes = dram_main + reduce_bytes;
   e.l2_bytes = (weight + scales) * static_cast<double>(tiles_m) + a * static_cast<double>(tiles_n) +
@@ -191,13 +192,9 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   add_wave(concurrent, e.blocks / concurrent);
   add_wave(e.blocks % concurrent, 1);
 
-  double launch = r.launch_us * 1e-6;
-  double seconds = launch + sums.total;
-  if (c.split_k > 1) {
-    const double reduce = launch + reduce_bytes / dram_bw;
-    seconds += reduce;
-    launch += reduce;
-  }
+  const double launch = r.launch_us * 1e-6;
+  // The split-K tail: the last block of each tile starts its sum only after the others' partials.
+  const double seconds = launch + sums.total + reduce_bytes / dram_bw;
   e.seconds = seconds;
 
   const std::pair<double, const char*> bounds[] = {{sums.dram, "dram"},

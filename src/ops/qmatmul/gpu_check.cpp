@@ -54,7 +54,8 @@ bool check_qmatmul_on_gpu(const runtime::Device& device, const QMatmulProblem& p
   runtime::DeviceBuffer t = device.allocate(std::max<uint64_t>(q.transformed_bytes(), 16));
   runtime::DeviceBuffer workspace = device.allocate(std::max<uint64_t>(q.workspace_bytes(), 16));
   runtime::DeviceBuffer c = device.allocate(static_cast<size_t>(p.m * p.n * 2));
-  c.fill_bytes(0xff);  // NaN: an output the configuration skips shows
+  c.fill_bytes(0xff);       // NaN: an output the configuration skips shows
+  workspace.fill_bytes(0);  // the split-K ticket counters start at 0
   const runtime::Stream stream = device.create_stream();
   q.transform(stream, codes.device_ptr(), t.device_ptr());
   q.run(stream, {.a = da.device_ptr(),

@@ -1,5 +1,5 @@
 // The quantized-matmul programs (qmatmul.h), written with the IR builder: the transform, the matmul's
-// dispatch to its forms (qmatmul_stages.h: plain, swapped, warps along K), the reduce, and dequant_gemm's
+// dispatch to its forms (qmatmul_stages.h: plain, swapped, warps along K), and dequant_gemm's
 // copy and dequantize. Sizes come from QMatmulShape (qmatmul_shape.h), layouts from qmatmul_layouts.h,
 // validation from check_config (qmatmul_config.cpp).
 #include "tilevm/ops/qmatmul/qmatmul.h"
@@ -74,34 +74,6 @@ ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {
   if (c.swapped()) return build_swapped_matmul(p, c);
   if (c.warps_k > 1) return build_warps_k_matmul(p, c);
   return build_plain_matmul(p, c);
-}
-
-ir::Program build_qmatmul_reduce(const QMatmulProblem& p, const QMatmulConfig& c) {
-  using namespace ir;
-  check_fused_config(p, c, "qmatmul_reduce");
-  const DataType f32 = DataType::f32(), i32 = DataType::i32();
-  ProgramBuilder pb("qmatmul_reduce");
-  const int64_t SPLIT = pb.constant("SPLIT", c.split_k);
-  const int64_t RN = pb.constant("RN", 512);
-  // 128 threads, 4 consecutive f32 each (16-byte loads where n allows).
-  const Layout layout_r = pb.named_layout("layout_r", layout::spatial(1, 128) * layout::local(1, 4));
-  Pointer p_ptr = pb.pointer_param("p_ptr", f32);
-  Pointer c_ptr = pb.pointer_param("c_ptr", p.atype);
-  Scalar m = pb.scalar_param("m", i32), n = pb.scalar_param("n", i32);
-  pb.grid({m, ceil_div(n, RN)});
-  pb.threads(128);
-  const auto indices = pb.block_indices("i", "j");
-  const Scalar i = indices[0], j = indices[1];  // (the loop's lambda captures them: no structured binding)
-  Tensor gp = pb.view_global("gp", p_ptr, f32, {SPLIT, m, n});
-  Tensor gc = pb.view_global("gc", c_ptr, p.atype, {m, n});
-  Tensor sum = pb.load_global("sum", gp[0], layout_r, {i, j * RN});
-  pb.for_range("z", 1, SPLIT, [&](Scalar z) {
-    Tensor part = pb.load_global("part", gp[z], layout_r, {i, j * RN});
-    pb.add(out(sum), sum, part);
-  });
-  Tensor cv = pb.cast("cv", sum, p.atype);
-  pb.store_global(cv, gc, {i, j * RN});
-  return pb.build();
 }
 
 ir::Program build_qmatmul_copy(const QMatmulProblem& p) {

@@ -14,20 +14,16 @@ CompiledQMatmul compile_qmatmul(const QMatmulProblem& problem, const QMatmulConf
   check_config(problem, config);
   if (config.dequant_gemm)
     return {problem, config, exec::compile_program(build_qmatmul_copy(problem), target),
-            exec::compile_program(build_dequantize(problem), target), std::nullopt};
-  CompiledQMatmul c{problem, config, exec::compile_program(build_qmatmul_transform(problem, config), target),
-                    exec::compile_program(build_qmatmul(problem, config), target), std::nullopt};
-  if (config.split_k > 1) c.reduce = exec::compile_program(build_qmatmul_reduce(problem, config), target);
-  return c;
+            exec::compile_program(build_dequantize(problem), target)};
+  return {problem, config, exec::compile_program(build_qmatmul_transform(problem, config), target),
+          exec::compile_program(build_qmatmul(problem, config), target)};
 }
 
 QMatmulGpu QMatmulGpu::load(const runtime::Device& device, const CompiledQMatmul& c) {
-  std::optional<GpuProgram> reduce;
-  if (c.reduce) reduce = GpuProgram::load(device, *c.reduce);
   std::optional<runtime::Cublas> cublas;
   if (c.config.dequant_gemm) cublas = runtime::Cublas::open(device);
   return QMatmulGpu(c.problem, c.config, GpuProgram::load(device, c.transform),
-                    GpuProgram::load(device, c.matmul), std::move(reduce), std::move(cublas));
+                    GpuProgram::load(device, c.matmul), std::move(cublas));
 }
 
 std::uint64_t QMatmulGpu::transformed_bytes() const {
@@ -69,19 +65,15 @@ void QMatmulGpu::run(const runtime::Stream& stream, const QMatmulBuffers& b) con
     fail("qmatmul {} with split_k {} needs a workspace of {} bytes", problem_.key(), config_.split_k,
          workspace_bytes());
   ProgramArgs args;
-  args.pointers = {{"a_ptr", b.a},
-                   {"t_ptr", b.transformed},
-                   {"scale_ptr", b.scales},
-                   {"c_ptr", split ? b.workspace : b.c}};
+  args.pointers = {{"a_ptr", b.a}, {"t_ptr", b.transformed}, {"scale_ptr", b.scales}, {"c_ptr", b.c}};
+  if (split) {
+    args.pointers["count_ptr"] = b.workspace;
+    args.pointers["p_ptr"] =
+        b.workspace + static_cast<std::uint64_t>(qmatmul_counter_bytes(problem_, config_));
+  }
   if (problem_.zero_point) args.pointers["zero_ptr"] = b.zeros;
   args.scalars = {{"m", problem_.m}, {"n", problem_.n}, {"k", problem_.k}};
   matmul_.launch(stream, args);
-  if (split) {
-    ProgramArgs r;
-    r.pointers = {{"p_ptr", b.workspace}, {"c_ptr", b.c}};
-    r.scalars = {{"m", problem_.m}, {"n", problem_.n}};
-    reduce_->launch(stream, r);
-  }
 }
 
 }  // namespace tilevm::ops

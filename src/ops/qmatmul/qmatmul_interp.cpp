@@ -68,8 +68,12 @@ bool run_qmatmul_interp(const QMatmulProblem& p, const QMatmulConfig& config, st
   std::vector<uint8_t> scales = to_bytes(w.scales);
   std::vector<uint8_t> zeros = to_bytes(w.zeros);
   std::vector<uint8_t> transformed(static_cast<size_t>(qmatmul_transformed_bytes(p, config)), 0);
-  // 0xff bytes are NaN in f32, f16 and bf16: an output or partial sum the programs skip shows.
-  std::vector<uint8_t> partials(static_cast<size_t>(qmatmul_workspace_bytes(p, config)), 0xff);
+  // 0xff bytes are NaN in f32, f16 and bf16: an output or partial sum the programs skip shows. The split-K
+  // ticket counters start at 0.
+  const size_t counter_bytes = static_cast<size_t>(qmatmul_counter_bytes(p, config));
+  std::vector<uint8_t> counters(counter_bytes, 0);
+  std::vector<uint8_t> partials(static_cast<size_t>(qmatmul_workspace_bytes(p, config)) - counter_bytes,
+                                0xff);
   std::vector<uint8_t> c_bytes(static_cast<size_t>(p.m * p.n * 2), 0xff);
 
   const std::map<std::string, int64_t> scalars = {{"m", p.m}, {"n", p.n}, {"k", p.k}};
@@ -80,14 +84,14 @@ bool run_qmatmul_interp(const QMatmulProblem& p, const QMatmulConfig& config, st
                                                           {"zero_ptr", &zeros}};
   bool ok = run_one(build_qmatmul_transform(p, config), "transform", buffers, scalars, diags);
   if (ok) {
-    // With split-K the matmul writes f32 partials [split_k, m, n] through c_ptr and the reduce sums them.
-    buffers["c_ptr"] = config.split_k > 1 ? &partials : &c_bytes;
-    ok = run_one(build_qmatmul(p, config), "matmul", buffers, scalars, diags);
-  }
-  if (ok && config.split_k > 1) {
-    buffers["p_ptr"] = &partials;
+    // With split-K the matmul's blocks store f32 partials [split_k, m, n] in p_ptr and the last block of each
+    // tile (by its ticket from count_ptr) sums them into c_ptr.
     buffers["c_ptr"] = &c_bytes;
-    ok = run_one(build_qmatmul_reduce(p, config), "reduce", buffers, scalars, diags);
+    if (config.split_k > 1) {
+      buffers["p_ptr"] = &partials;
+      buffers["count_ptr"] = &counters;
+    }
+    ok = run_one(build_qmatmul(p, config), "matmul", buffers, scalars, diags);
   }
   c.resize(static_cast<size_t>(p.m * p.n));
   std::memcpy(c.data(), c_bytes.data(), c_bytes.size());

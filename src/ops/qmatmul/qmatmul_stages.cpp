@@ -27,7 +27,12 @@ MatmulData declare(MatmulConstants& k) {
   Pointer scale_ptr = pb.pointer_param("scale_ptr", at);
   std::optional<Pointer> zero_ptr;
   if (p.zero_point) zero_ptr = pb.pointer_param("zero_ptr", at);
-  Pointer c_ptr = pb.pointer_param("c_ptr", k.c.split_k > 1 ? f32 : at);
+  Pointer c_ptr = pb.pointer_param("c_ptr", at);
+  std::optional<Pointer> p_ptr, count_ptr;
+  if (k.c.split_k > 1) {
+    p_ptr = pb.pointer_param("p_ptr", f32);
+    count_ptr = pb.pointer_param("count_ptr", i32);
+  }
   Scalar m = pb.scalar_param("m", i32), n = pb.scalar_param("n", i32), k_size = pb.scalar_param("k", i32);
   pb.grid({ceil_div(m, k.BM), ceil_div(n, k.BN), k.SPLIT});
   pb.threads(static_cast<int>(k.c.block_threads()));
@@ -56,7 +61,8 @@ MatmulData declare(MatmulConstants& k) {
   std::optional<Tensor> smem_s, smem_z;
   if (!k.s.per_channel) smem_s = pb.allocate_shared("smem_s", at, {k.STAGES, k.SROWS, k.BN});
   if (gz && !k.s.per_channel) smem_z = pb.allocate_shared("smem_z", at, {k.STAGES, k.SROWS, k.BN});
-  return MatmulData{c_ptr, m, n, bi, bj, bz, ga, gt, gs, gz, first, count, smem_a, smem_b, smem_s, smem_z};
+  return MatmulData{c_ptr, p_ptr, count_ptr, m,     n,     bi,     bj,     bz,     ga,
+                    gt,    gs,    gz,        first, count, smem_a, smem_b, smem_s, smem_z};
 }
 
 }  // namespace
@@ -175,14 +181,42 @@ void MatmulPipeline::store(const ir::Tensor& result, const Layout& layout_o) {
     Tensor sc32 = pb.cast("sc32", sc, f32);
     pb.mul(out(result), result, sc32);
   }
-  if (k.c.split_k > 1) {
-    Tensor gp = pb.view_global("gp", c_ptr, f32, {k.SPLIT, m, n});
-    pb.store_global(result, gp[bz], {bi * k.BM, bj * k.BN});
-  } else {
+  if (k.c.split_k == 1) {
     Tensor gc = pb.view_global("gc", c_ptr, at, {m, n});
     Tensor cv = pb.cast("cv", result, at);
     pb.store_global(cv, gc, {bi * k.BM, bj * k.BN});
+    return;
   }
+  // Split-K in one launch: each of the SPLIT blocks of a tile stores its partial sums and takes a ticket
+  // from the tile's counter. The last adds the SPLIT partials in the order z = 0, 1, ... whichever block it
+  // is (the same bits every run) and stores C. Its layout spreads the [BM, BN] tile over the computing
+  // threads, 4 consecutive f32 each (16-byte loads) where the tile allows; threads beyond a power of two
+  // hold replicas.
+  Tensor gp = pb.view_global("gp", *p_ptr, f32, {k.SPLIT, m, n});
+  pb.store_global(result, gp[bz], {bi * k.BM, bj * k.BN});
+  const int64_t threads = k.c.threads();
+  const int64_t spread = threads & -threads;  // the largest power of two dividing it
+  const int64_t v = std::max<int64_t>(1, std::min<int64_t>(4, k.BM * k.BN / spread));
+  const int64_t tcols = std::min(k.BN / v, spread), trows = spread / tcols;
+  if (k.BN % v != 0 || spread % tcols != 0 || trows > k.BM || k.BM % trows != 0)
+    throw InternalError(fmt::format("qmatmul: no split-K sum layout for a [{}, {}] tile over {} threads",
+                                    k.BM, k.BN, threads));
+  Layout lay = layout::local(k.BM / trows, 1) * layout::spatial(trows, tcols) * layout::local(1, v);
+  if (threads != spread) lay = layout::replicate(threads / spread) * lay;
+  const Layout layout_r = pb.named_layout("layout_r", lay);
+  Tensor gc = pb.view_global("gc", c_ptr, at, {m, n});
+  const Scalar tiles_m = ceil_div(m, k.BM);
+  Tensor gcount = pb.view_global("gcount", *count_ptr, DataType::i32(), {tiles_m * ceil_div(n, k.BN)});
+  const Scalar ticket = pb.take_ticket("ticket", gcount, Scalar(k.SPLIT), {bi + bj * tiles_m});
+  pb.if_(ticket == Scalar(k.SPLIT - 1), [&] {
+    Tensor sum = pb.load_global("sum", gp[0], layout_r, {bi * k.BM, bj * k.BN});
+    pb.for_range("z", 1, k.SPLIT, [&](Scalar z) {
+      Tensor part = pb.load_global("part", gp[z], layout_r, {bi * k.BM, bj * k.BN});
+      pb.add(out(sum), sum, part);
+    });
+    Tensor cv = pb.cast("cv", sum, at);
+    pb.store_global(cv, gc, {bi * k.BM, bj * k.BN});
+  });
 }
 
 }  // namespace tilevm::ops

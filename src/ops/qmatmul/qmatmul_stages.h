@@ -43,6 +43,8 @@ struct MatmulConstants {
 // The parameters, global views, k-tile range and shared tiles.
 struct MatmulData {
   ir::Pointer c_ptr;
+  std::optional<ir::Pointer> p_ptr,
+      count_ptr;  // split-K: the f32 partial sums and the tiles' ticket counters
   ir::Scalar m, n;
   ir::Scalar bi, bj, bz;
   ir::Tensor ga, gt, gs;
@@ -85,7 +87,9 @@ class MatmulPipeline : public MatmulData {
                   const std::function<ir::Tensor()>& zeros, const std::function<ir::Tensor()>& scales);
 
   // `result` [BM, BN] f32 in `layout_o`: per channel scaled once here (the fast path), then stored to C
-  // (rounded to ATYPE) or to the split-K partials.
+  // (rounded to ATYPE) or, with split-K, to the partials: then the ticket from the tile's counter, and for
+  // the last of its SPLIT blocks the sum of the partials into C (by the threads that compute: the consumer
+  // region of the warp-specialized form).
   void store(const ir::Tensor& result, const layout::Layout& layout_o);
 
   MatmulConstants& k;

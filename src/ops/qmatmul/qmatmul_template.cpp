@@ -94,6 +94,8 @@ class QMatmulTimer : public tune::Timer<CompiledQMatmul> {
            q.transformed_bytes(), q.workspace_bytes(), in_.transformed.size(), in_.workspace.size());
     }
     q.transform(stream_, in_.codes.device_ptr(), in_.transformed.device_ptr());
+    // The split-K ticket counters of this configuration (another's partial sums may have covered them).
+    in_.workspace.fill_bytes_async(0, stream_);
     const QMatmulBuffers buffers = in_.buffers();
     tune::TimingOptions options;
     options.warmup = 2;
@@ -141,7 +143,6 @@ std::vector<ir::Program> QMatmulTemplate::build(const QMatmulProblem& problem,
   if (config.dequant_gemm) return {build_qmatmul_copy(problem), build_dequantize(problem)};
   std::vector<ir::Program> programs = {build_qmatmul_transform(problem, config),
                                        build_qmatmul(problem, config)};
-  if (config.split_k > 1) programs.push_back(build_qmatmul_reduce(problem, config));
   return programs;
 }
 

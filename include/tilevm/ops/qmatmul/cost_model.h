@@ -6,7 +6,7 @@
 // Per launch the model counts
 //   DRAM   the transformed weight tiles once (padding included: edge tiles are read whole), scales (+ zeros),
 //          A once if it fits in L2 (else once per wave), C written; with split-K the f32 partials written
-//          by the matmul and re-read by the reduce
+//          by every block and read back by the last block of each tile (its ticket), a tail after the waves
 //   L2     A re-read by every block column, the weight tiles and scales re-read by every block row
 //   issue  the template's own instruction rate (QMatmulCalibration): with the current
 //          template this, not DRAM, bounds decode, and it is what makes more warps and split-K win
@@ -17,8 +17,8 @@
 // registers). Each wave takes the longest of its resources plus the pipeline's fill latency; DRAM bandwidth
 // in a wave is capped by Little's law, bytes in flight (stages - 1 tiles per resident block) / latency, and
 // by what the active SMs can pull (sm_dram_gbps each), which is what makes a decode shape with too few blocks
-// slow and split-K fast. A launch costs launch_us (the device's figures are target::Target's), and
-// split-K adds the reduce launch.
+// slow and split-K fast. A launch costs launch_us (the device's figures are target::Target's); split-K is
+// one launch too.
 //
 // dequant_gemm is two steps: the dequantize program (reads the codes and scales, writes the dense ATYPE
 // weight, DRAM-bound) and cuBLAS's GEMM (2MNK at gemm_tflops, or its bytes at DRAM speed), a launch each.

@@ -16,10 +16,12 @@
 //               copies whole tiles with 16-byte cp.async and each thread loads its words with vector
 //               loads. Edge tiles are padded with code 0. Run once per weight (weight preparation).
 //   matmul      qmatmul<ceil(m/BM), ceil(n/BN), split_k>(ATYPE* a_ptr, u32* t_ptr, ATYPE* scale_ptr,
-//               [ATYPE* zero_ptr,] OUT* c_ptr, i32 m, i32 n, i32 k)
-//               OUT is ATYPE, or f32 partial sums [split_k, m, n] when split_k > 1.
-//   reduce      qmatmul_reduce<...>(f32* p_ptr, ATYPE* c_ptr, i32 m, i32 n): sums the split_k partials
-//               (only when split_k > 1).
+//               [ATYPE* zero_ptr,] ATYPE* c_ptr, [f32* p_ptr, i32* count_ptr,] i32 m, i32 n, i32 k)
+//               With split_k > 1 the split_k blocks of a tile of C store f32 partial sums [split_k, m, n]
+//               (p_ptr) and take a ticket from the tile's counter (count_ptr, one i32 per tile of C); the
+//               block with the last ticket adds the partials and stores C, in the same launch
+//               (docs/language.md, "Extension: tickets"). The counters must be 0 before the first run; each
+//               run leaves them at 0.
 //   dequantize  dequantize<...>(WTYPE* b_ptr, ATYPE* scale_ptr, [ATYPE* zero_ptr,] ATYPE* w_ptr, i32 n, i32
 //   k)
 //               the dense ATYPE[k, n] weight, for dequantize-then-GEMM (prefill) and as a reference.
@@ -72,7 +74,7 @@ struct QMatmulConfig {
   // and weights that fit ATYPE.
   int64_t warps_k = 1;
   int64_t stages = 3;   // cp.async pipeline depth, >= 2
-  int64_t split_k = 1;  // blocks along K per tile of C (> 1: f32 partials summed by the reduce program)
+  int64_t split_k = 1;  // blocks along K per tile of C (> 1: f32 partials, the last block's ticket sums them)
   // Instead of the fused template: every run dequantizes the weight into the workspace (the dequantize
   // program) and multiplies with cuBLAS (prefill, where a dense GEMM is faster). The other fields are unused;
   // the "transformed" weight is a copy of the packed codes.
@@ -137,9 +139,14 @@ bool qmatmul_weights_rounded(const QMatmulProblem& problem, const QMatmulConfig&
 int64_t qmatmul_shared_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
 // Bytes of the transformed weight (t_ptr): ceil(k/BK) * ceil(n/BN) tiles of BK * BN codes.
 int64_t qmatmul_transformed_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
-// Bytes of the workspace: the f32 partial sums (split_k * m * n * 4), 0 when split_k == 1; with dequant_gemm,
-// the dense ATYPE weight (k * n * 2).
+// Bytes of the workspace: with split_k > 1 the tiles' ticket counters (qmatmul_counter_bytes, first) and
+// the f32 partial sums after them (split_k * m * n * 4), 0 when split_k == 1; with dequant_gemm, the dense
+// ATYPE weight (k * n * 2).
 int64_t qmatmul_workspace_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
+// The workspace's first bytes that hold the split-K ticket counters (one i32 per tile of C, rounded up to 256
+// bytes; 0 without split-K): they must be 0 before the first run on a workspace, and every run leaves them
+// at 0, so a workspace zeroed once serves every later run of the configuration.
+int64_t qmatmul_counter_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
 // Bytes a buffer of packed codes (WTYPE[k, n]) must have for the transform: the packed size rounded up to
 // 16 bytes, because the transforms read whole words (dequant_gemm's copy reads 32-bit words).
 int64_t qmatmul_codes_bytes(const QMatmulProblem& problem);
@@ -149,7 +156,6 @@ ir::Program build_qmatmul_transform(const QMatmulProblem& problem, const QMatmul
 // The matmul program, built by its form (src/ops/qmatmul/qmatmul_stages.h): the wgmma form, the swapped form
 // (block_m 8), warps along K (warps_k > 1) or the plain form.
 ir::Program build_qmatmul(const QMatmulProblem& problem, const QMatmulConfig& config);
-ir::Program build_qmatmul_reduce(const QMatmulProblem& problem, const QMatmulConfig& config);
 // dequant_gemm's transform: copies the packed codes, u32 words, into t_ptr
 //   qmatmul_copy<...>(u32* b_ptr, u32* t_ptr, i64 words)
 ir::Program build_qmatmul_copy(const QMatmulProblem& problem);

@@ -23,7 +23,6 @@ struct CompiledQMatmul {
   QMatmulConfig config;
   exec::CompiledProgram transform;
   exec::CompiledProgram matmul;
-  std::optional<exec::CompiledProgram> reduce;  // split_k > 1
 };
 
 // @throws tilevm::Error on an invalid problem/config or a compile failure.
@@ -36,7 +35,9 @@ struct QMatmulBuffers {
   std::uint64_t scales = 0;       // ATYPE[k / G, n]
   std::uint64_t zeros = 0;        // ATYPE[k / G, n], with zero points only
   std::uint64_t c = 0;            // ATYPE[m, n]
-  std::uint64_t workspace = 0;    // workspace_bytes(): the split-K partial sums or the dense weight
+  // workspace_bytes(): the split-K ticket counters and partial sums, or the dense weight. The counters (the
+  // first qmatmul_counter_bytes) must be 0 before the first run on this workspace; every run leaves them 0.
+  std::uint64_t workspace = 0;
 };
 
 class QMatmulGpu {
@@ -51,24 +52,22 @@ class QMatmulGpu {
   // codes: WTYPE[k, n] packed (QuantizedWeight::codes), in a buffer of at least qmatmul_codes_bytes(problem)
   // bytes -> transformed (transformed_bytes()).
   void transform(const runtime::Stream& stream, std::uint64_t codes, std::uint64_t transformed) const;
-  // C = A @ dequant(B): one launch, or two with split-K. Asynchronous on `stream`.
+  // C = A @ dequant(B): one launch (split-K too). Asynchronous on `stream`. Runs that share a workspace must
+  // not overlap (one stream, or ordered with events): the split-K counters and partial sums are per run.
   void run(const runtime::Stream& stream, const QMatmulBuffers& buffers) const;
 
  private:
   QMatmulGpu(QMatmulProblem problem, QMatmulConfig config, exec::GpuProgram transform,
-             exec::GpuProgram matmul, std::optional<exec::GpuProgram> reduce,
-             std::optional<runtime::Cublas> cublas)
+             exec::GpuProgram matmul, std::optional<runtime::Cublas> cublas)
       : problem_(problem),
         config_(config),
         transform_(std::move(transform)),
         matmul_(std::move(matmul)),
-        reduce_(std::move(reduce)),
         cublas_(std::move(cublas)) {}
   QMatmulProblem problem_;
   QMatmulConfig config_;
   exec::GpuProgram transform_;
   exec::GpuProgram matmul_;
-  std::optional<exec::GpuProgram> reduce_;
   std::optional<runtime::Cublas> cublas_;
 };
 
