@@ -52,13 +52,14 @@ int main(int argc, char** argv) {
           runtime::DeviceBuffer t = dev.allocate(q.transformed_bytes() + 16),
                                 s = dev.allocate(K / 128 * N * 2);
           runtime::DeviceBuffer out = dev.allocate(M * N * 2), ws = dev.allocate(q.workspace_bytes() + 16);
-          ws.fill_bytes(0);  // the split-K ticket counters start at 0
+          runtime::DeviceBuffer counters = dev.allocate(q.counter_bytes() + 16);
+          counters.fill_bytes(0);  // the split-K ticket counters start at 0
           a.fill_bytes(0x3c);
           codes.fill_bytes(0x5a);
           s.fill_bytes(0x1c);
           q.transform(st, codes.device_ptr(), t.device_ptr());
-          const ops::QMatmulBuffers b{a.device_ptr(),   t.device_ptr(), s.device_ptr(), 0,
-                                      out.device_ptr(), ws.device_ptr()};
+          const ops::QMatmulBuffers b{a.device_ptr(),   t.device_ptr(),  s.device_ptr(),       0,
+                                      out.device_ptr(), ws.device_ptr(), counters.device_ptr()};
           const tune::Timing tm =
               tune::time_gpu(dev, st, [&] { q.run(st, b); }, {.warmup = 3, .repeats = 30});
           const double bytes = static_cast<double>(code_bytes) + K / 128.0 * N * 2 + M * K * 2 + M * N * 2;

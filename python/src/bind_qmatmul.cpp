@@ -108,14 +108,15 @@ struct QMatmulKernel {
   }
 
   void run(uint64_t stream, uint64_t a, uint64_t transformed, uint64_t scales, uint64_t zeros, uint64_t c,
-           uint64_t workspace) const {
+           uint64_t workspace, uint64_t counters) const {
     gpu->run(device.wrap_stream(reinterpret_cast<void*>(stream)),
              ops::QMatmulBuffers{.a = a,
                                  .transformed = transformed,
                                  .scales = scales,
                                  .zeros = zeros,
                                  .c = c,
-                                 .workspace = workspace});
+                                 .workspace = workspace,
+                                 .counters = counters});
   }
 };
 
@@ -150,15 +151,12 @@ void bind_qmatmul(nb::module_& m) {
       .def_prop_ro("transformed_bytes", [](const QMatmulKernel& q) { return q.gpu->transformed_bytes(); })
       .def_prop_ro("workspace_bytes", [](const QMatmulKernel& q) { return q.gpu->workspace_bytes(); })
       .def_prop_ro(
-          "counter_bytes",
-          [](const QMatmulKernel& q) {
-            return ops::qmatmul_counter_bytes(q.gpu->problem(), q.gpu->config());
-          },
-          "the workspace's first bytes, the split-K ticket counters, which must be 0 before a run")
+          "counter_bytes", [](const QMatmulKernel& q) { return q.gpu->counter_bytes(); },
+          "bytes of the split-K ticket counters: 0 before the first run, and every run leaves them 0")
       .def("transform", &QMatmulKernel::transform, nb::arg("stream"), nb::arg("codes"),
            nb::arg("transformed"))
       .def("run", &QMatmulKernel::run, nb::arg("stream"), nb::arg("a"), nb::arg("transformed"),
-           nb::arg("scales"), nb::arg("zeros"), nb::arg("c"), nb::arg("workspace"));
+           nb::arg("scales"), nb::arg("zeros"), nb::arg("c"), nb::arg("workspace"), nb::arg("counters"));
 }
 
 }  // namespace tilevm::python

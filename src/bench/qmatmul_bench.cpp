@@ -197,9 +197,11 @@ QMatmulBenchResult bench_qmatmul(const runtime::Device& device, const ops::QMatm
   runtime::DeviceBuffer zeros;
   runtime::DeviceBuffer transformed = device.allocate(static_cast<std::size_t>(q.transformed_bytes()));
   runtime::DeviceBuffer workspace;
-  if (q.workspace_bytes() > 0) {
-    workspace = device.allocate(static_cast<std::size_t>(q.workspace_bytes()));
-    workspace.fill_bytes(0);  // the split-K ticket counters: 0 once, and every run leaves them 0
+  if (q.workspace_bytes() > 0) workspace = device.allocate(static_cast<std::size_t>(q.workspace_bytes()));
+  runtime::DeviceBuffer counters;
+  if (q.counter_bytes() > 0) {
+    counters = device.allocate(static_cast<std::size_t>(q.counter_bytes()));
+    counters.fill_bytes(0);  // the split-K ticket counters: 0 once, and every run leaves them 0
   }
   upload_from_pool(a, p.m * p.k, a_pool, random);
   upload_from_pool(scales, groups * p.n, scale_pool, random);
@@ -223,7 +225,8 @@ QMatmulBenchResult bench_qmatmul(const runtime::Device& device, const ops::QMatm
                               .scales = scales.device_ptr(),
                               .zeros = zeros.device_ptr(),
                               .c = c.device_ptr(),
-                              .workspace = workspace.device_ptr()};
+                              .workspace = workspace.device_ptr(),
+                              .counters = counters.device_ptr()};
   q.run(stream, buffers);  // a launch failure shows here, outside the timing
   stream.synchronize();
   Timing t = time_gpu(

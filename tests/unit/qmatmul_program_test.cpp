@@ -137,8 +137,7 @@ std::vector<uint8_t> run_qmatmul(const Problem& pr, Inputs& in, bool on_gpu = fa
   std::vector<uint8_t> c(static_cast<size_t>(p.m * p.n * 2), 0xff);  // NaN: unwritten elements show
   const size_t counter_bytes = static_cast<size_t>(qmatmul_counter_bytes(p, pr.config));
   std::vector<uint8_t> counters(counter_bytes, 0);
-  std::vector<uint8_t> partial(static_cast<size_t>(qmatmul_workspace_bytes(p, pr.config)) - counter_bytes,
-                               0xff);
+  std::vector<uint8_t> partial(static_cast<size_t>(qmatmul_workspace_bytes(p, pr.config)), 0xff);
   interp::Arguments args;
   args.buffers = {{"a_ptr", &in.a_bytes}, {"t_ptr", &t}, {"scale_ptr", &in.scale_bytes}, {"c_ptr", &c}};
   if (pr.config.split_k > 1) {

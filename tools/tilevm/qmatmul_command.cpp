@@ -148,9 +148,11 @@ Outcome run_gpu(const runtime::Device& device, const ops::QMatmulGpu& q, const D
   runtime::DeviceBuffer zeros = upload(device, d.weight.zeros.data(), d.weight.zeros.size() * 2);
   runtime::DeviceBuffer transformed = device.allocate(std::max<uint64_t>(q.transformed_bytes(), 16));
   runtime::DeviceBuffer workspace = device.allocate(std::max<uint64_t>(q.workspace_bytes(), 16));
+  runtime::DeviceBuffer counters = device.allocate(std::max<uint64_t>(q.counter_bytes(), 16));
   runtime::DeviceBuffer c = device.allocate(static_cast<size_t>(p.m * p.n * 2));
-  c.fill_bytes(0xff);       // NaN in f16 and bf16: an output the kernel skips shows
-  workspace.fill_bytes(0);  // the split-K ticket counters start at 0 (the partial sums are all stored first)
+  c.fill_bytes(0xff);  // NaN in f16 and bf16: an output the kernel skips shows
+  workspace.fill_bytes(0xff);
+  counters.fill_bytes(0);  // the split-K ticket counters start at 0
   const runtime::Stream stream = device.create_stream();
   q.transform(stream, codes.device_ptr(), transformed.device_ptr());
   const ops::QMatmulBuffers buffers{.a = a.device_ptr(),
@@ -158,7 +160,8 @@ Outcome run_gpu(const runtime::Device& device, const ops::QMatmulGpu& q, const D
                                     .scales = scales.device_ptr(),
                                     .zeros = p.zero_point ? zeros.device_ptr() : 0,
                                     .c = c.device_ptr(),
-                                    .workspace = workspace.device_ptr()};
+                                    .workspace = workspace.device_ptr(),
+                                    .counters = counters.device_ptr()};
   q.run(stream, buffers);
   stream.synchronize();
   Outcome o;

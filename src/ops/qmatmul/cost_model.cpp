@@ -97,7 +97,7 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   const double scales = static_cast<double>(groups * p.n) * elem * (p.zero_point ? 2 : 1);
   const double a = static_cast<double>(p.m * p.k) * elem;
   const double out = static_cast<double>(p.m * p.n) * elem;
-  const double partials = static_cast<double>(qmatmul_workspace_bytes(p, c) - qmatmul_counter_bytes(p, c));
+  const double partials = static_cast<double>(qmatmul_workspace_bytes(p, c));
   const int64_t concurrent = static_cast<int64_t>(r.sm_count) * e.blocks_per_sm;
   e.waves = ceil_div(e.blocks, concurrent);
   const double a_reads = a <= 0.5 * static_cast<double>(r.l2_cache_bytes)

@@ -54,8 +54,9 @@ bool check_qmatmul_on_gpu(const runtime::Device& device, const QMatmulProblem& p
   runtime::DeviceBuffer t = device.allocate(std::max<uint64_t>(q.transformed_bytes(), 16));
   runtime::DeviceBuffer workspace = device.allocate(std::max<uint64_t>(q.workspace_bytes(), 16));
   runtime::DeviceBuffer c = device.allocate(static_cast<size_t>(p.m * p.n * 2));
-  c.fill_bytes(0xff);       // NaN: an output the configuration skips shows
-  workspace.fill_bytes(0);  // the split-K ticket counters start at 0
+  c.fill_bytes(0xff);  // NaN: an output the configuration skips shows
+  runtime::DeviceBuffer counters = device.allocate(std::max<uint64_t>(q.counter_bytes(), 16));
+  counters.fill_bytes(0);  // the split-K ticket counters start at 0
   const runtime::Stream stream = device.create_stream();
   q.transform(stream, codes.device_ptr(), t.device_ptr());
   q.run(stream, {.a = da.device_ptr(),
@@ -63,7 +64,8 @@ bool check_qmatmul_on_gpu(const runtime::Device& device, const QMatmulProblem& p
                  .scales = scales.device_ptr(),
                  .zeros = p.zero_point ? zeros.device_ptr() : 0,
                  .c = c.device_ptr(),
-                 .workspace = workspace.device_ptr()});
+                 .workspace = workspace.device_ptr(),
+                 .counters = counters.device_ptr()});
   stream.synchronize();
   std::vector<uint16_t> got(static_cast<size_t>(p.m * p.n));
   c.copy_to_host(got.data(), got.size() * 2);

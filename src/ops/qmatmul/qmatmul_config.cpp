@@ -248,12 +248,12 @@ int64_t qmatmul_codes_bytes(const QMatmulProblem& p) {
 
 int64_t qmatmul_counter_bytes(const QMatmulProblem& p, const QMatmulConfig& c) {
   if (c.dequant_gemm || c.split_k == 1) return 0;
-  return (ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n) * 4 + 255) / 256 * 256;
+  return (ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n) * 4 + 15) / 16 * 16;
 }
 
 int64_t qmatmul_workspace_bytes(const QMatmulProblem& p, const QMatmulConfig& c) {
   if (c.dequant_gemm) return p.k * p.n * 2;
-  return c.split_k > 1 ? qmatmul_counter_bytes(p, c) + c.split_k * p.m * p.n * 4 : 0;
+  return c.split_k > 1 ? c.split_k * p.m * p.n * 4 : 0;
 }
 
 }  // namespace tilevm::ops

@@ -34,6 +34,10 @@ std::uint64_t QMatmulGpu::workspace_bytes() const {
   return static_cast<std::uint64_t>(qmatmul_workspace_bytes(problem_, config_));
 }
 
+std::uint64_t QMatmulGpu::counter_bytes() const {
+  return static_cast<std::uint64_t>(qmatmul_counter_bytes(problem_, config_));
+}
+
 void QMatmulGpu::transform(const runtime::Stream& stream, std::uint64_t codes,
                            std::uint64_t transformed) const {
   ProgramArgs args;
@@ -61,15 +65,14 @@ void QMatmulGpu::run(const runtime::Stream& stream, const QMatmulBuffers& b) con
     return;
   }
   const bool split = config_.split_k > 1;
-  if (split && b.workspace == 0)
-    fail("qmatmul {} with split_k {} needs a workspace of {} bytes", problem_.key(), config_.split_k,
-         workspace_bytes());
+  if (split && (b.workspace == 0 || b.counters == 0))
+    fail("qmatmul {} with split_k {} needs a workspace of {} bytes and {} bytes of counters (zeroed once)",
+         problem_.key(), config_.split_k, workspace_bytes(), counter_bytes());
   ProgramArgs args;
   args.pointers = {{"a_ptr", b.a}, {"t_ptr", b.transformed}, {"scale_ptr", b.scales}, {"c_ptr", b.c}};
   if (split) {
-    args.pointers["count_ptr"] = b.workspace;
-    args.pointers["p_ptr"] =
-        b.workspace + static_cast<std::uint64_t>(qmatmul_counter_bytes(problem_, config_));
+    args.pointers["p_ptr"] = b.workspace;
+    args.pointers["count_ptr"] = b.counters;
   }
   if (problem_.zero_point) args.pointers["zero_ptr"] = b.zeros;
   args.scalars = {{"m", problem_.m}, {"n", problem_.n}, {"k", problem_.k}};

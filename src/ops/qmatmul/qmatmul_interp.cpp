@@ -72,8 +72,7 @@ bool run_qmatmul_interp(const QMatmulProblem& p, const QMatmulConfig& config, st
   // ticket counters start at 0.
   const size_t counter_bytes = static_cast<size_t>(qmatmul_counter_bytes(p, config));
   std::vector<uint8_t> counters(counter_bytes, 0);
-  std::vector<uint8_t> partials(static_cast<size_t>(qmatmul_workspace_bytes(p, config)) - counter_bytes,
-                                0xff);
+  std::vector<uint8_t> partials(static_cast<size_t>(qmatmul_workspace_bytes(p, config)), 0xff);
   std::vector<uint8_t> c_bytes(static_cast<size_t>(p.m * p.n * 2), 0xff);
 
   const std::map<std::string, int64_t> scalars = {{"m", p.m}, {"n", p.n}, {"k", p.k}};

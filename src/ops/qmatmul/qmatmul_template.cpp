@@ -34,7 +34,7 @@ struct Random {
 // could take a fast path somewhere): A in +-[0.5, 1), scales in [2^-6, 2^-5), zeros 8, codes uniform
 // random bits. Random float codes include a few NaN/inf codes; the kernels' work does not depend on values.
 struct TimingInputs {
-  runtime::DeviceBuffer a, codes, scales, zeros, c, transformed, workspace;
+  runtime::DeviceBuffer a, codes, scales, zeros, c, transformed, workspace, counters;
 
   TimingInputs(const runtime::Device& device, const QMatmulProblem& p, uint64_t transformed_bytes,
                uint64_t workspace_bytes) {
@@ -66,6 +66,10 @@ struct TimingInputs {
     c = device.allocate(static_cast<size_t>(p.m * p.n * 2));
     transformed = device.allocate(std::max<uint64_t>(transformed_bytes, 16));
     workspace = device.allocate(std::max<uint64_t>(workspace_bytes, 16));
+    // The split-K ticket counters, shared by every candidate (each leaves them 0): one per tile of C of the
+    // finest tiling (block_m and block_n 8).
+    counters = device.allocate(static_cast<size_t>((p.m + 7) / 8 * ((p.n + 7) / 8) * 4 + 16));
+    counters.fill_bytes(0);
   }
 
   QMatmulBuffers buffers() const {
@@ -74,7 +78,8 @@ struct TimingInputs {
             .scales = scales.device_ptr(),
             .zeros = zeros.device_ptr(),
             .c = c.device_ptr(),
-            .workspace = workspace.device_ptr()};
+            .workspace = workspace.device_ptr(),
+            .counters = counters.device_ptr()};
   }
 };
 
@@ -89,13 +94,12 @@ class QMatmulTimer : public tune::Timer<CompiledQMatmul> {
 
   double time(const CompiledQMatmul& compiled, int repeats) override {
     const QMatmulGpu q = QMatmulGpu::load(device_, compiled);
-    if (q.transformed_bytes() > in_.transformed.size() || q.workspace_bytes() > in_.workspace.size()) {
+    if (q.transformed_bytes() > in_.transformed.size() || q.workspace_bytes() > in_.workspace.size() ||
+        q.counter_bytes() > in_.counters.size()) {
       fail("buffers too small: the configuration needs {} + {} bytes, {} + {} allocated",
            q.transformed_bytes(), q.workspace_bytes(), in_.transformed.size(), in_.workspace.size());
     }
     q.transform(stream_, in_.codes.device_ptr(), in_.transformed.device_ptr());
-    // The split-K ticket counters of this configuration (another's partial sums may have covered them).
-    in_.workspace.fill_bytes_async(0, stream_);
     const QMatmulBuffers buffers = in_.buffers();
     tune::TimingOptions options;
     options.warmup = 2;

@@ -18,10 +18,10 @@
 //   matmul      qmatmul<ceil(m/BM), ceil(n/BN), split_k>(ATYPE* a_ptr, u32* t_ptr, ATYPE* scale_ptr,
 //               [ATYPE* zero_ptr,] ATYPE* c_ptr, [f32* p_ptr, i32* count_ptr,] i32 m, i32 n, i32 k)
 //               With split_k > 1 the split_k blocks of a tile of C store f32 partial sums [split_k, m, n]
-//               (p_ptr) and take a ticket from the tile's counter (count_ptr, one i32 per tile of C); the
-//               block with the last ticket adds the partials and stores C, in the same launch
-//               (docs/language.md, "Extension: tickets"). The counters must be 0 before the first run; each
-//               run leaves them at 0.
+//               (p_ptr, the workspace) and take a ticket from the tile's counter (count_ptr, one i32 per
+//               tile of C); the block with the last ticket adds the partials and stores C, in the same
+//               launch (docs/language.md, "Extension: tickets"). The counters must be 0 before the first
+//               run; each run leaves them at 0.
 //   dequantize  dequantize<...>(WTYPE* b_ptr, ATYPE* scale_ptr, [ATYPE* zero_ptr,] ATYPE* w_ptr, i32 n, i32
 //   k)
 //               the dense ATYPE[k, n] weight, for dequantize-then-GEMM (prefill) and as a reference.
@@ -139,13 +139,12 @@ bool qmatmul_weights_rounded(const QMatmulProblem& problem, const QMatmulConfig&
 int64_t qmatmul_shared_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
 // Bytes of the transformed weight (t_ptr): ceil(k/BK) * ceil(n/BN) tiles of BK * BN codes.
 int64_t qmatmul_transformed_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
-// Bytes of the workspace: with split_k > 1 the tiles' ticket counters (qmatmul_counter_bytes, first) and
-// the f32 partial sums after them (split_k * m * n * 4), 0 when split_k == 1; with dequant_gemm, the dense
-// ATYPE weight (k * n * 2).
+// Bytes of the workspace, scratch for one run: the f32 partial sums of split-K (split_k * m * n * 4), 0 when
+// split_k == 1; with dequant_gemm, the dense ATYPE weight (k * n * 2).
 int64_t qmatmul_workspace_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
-// The workspace's first bytes that hold the split-K ticket counters (one i32 per tile of C, rounded up to 256
-// bytes; 0 without split-K): they must be 0 before the first run on a workspace, and every run leaves them
-// at 0, so a workspace zeroed once serves every later run of the configuration.
+// Bytes of the split-K ticket counters (one i32 per tile of C, rounded up to 16 bytes; 0 without split-K):
+// state that lives across runs. They must be 0 before the first run, and every run leaves them at 0, so
+// counters zeroed once serve every later run of the configuration (on one stream at a time).
 int64_t qmatmul_counter_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
 // Bytes a buffer of packed codes (WTYPE[k, n]) must have for the transform: the packed size rounded up to
 // 16 bytes, because the transforms read whole words (dequant_gemm's copy reads 32-bit words).

@@ -35,9 +35,10 @@ struct QMatmulBuffers {
   std::uint64_t scales = 0;       // ATYPE[k / G, n]
   std::uint64_t zeros = 0;        // ATYPE[k / G, n], with zero points only
   std::uint64_t c = 0;            // ATYPE[m, n]
-  // workspace_bytes(): the split-K ticket counters and partial sums, or the dense weight. The counters (the
-  // first qmatmul_counter_bytes) must be 0 before the first run on this workspace; every run leaves them 0.
-  std::uint64_t workspace = 0;
+  std::uint64_t workspace = 0;    // workspace_bytes(): the split-K partial sums or the dense weight
+  // counter_bytes(), split-K only: the tiles' ticket counters, 0 before the first run (every run leaves them
+  // 0). Runs that share counters or a workspace must not overlap (one stream, or ordered by events).
+  std::uint64_t counters = 0;
 };
 
 class QMatmulGpu {
@@ -48,12 +49,12 @@ class QMatmulGpu {
   const QMatmulConfig& config() const { return config_; }
   std::uint64_t transformed_bytes() const;
   std::uint64_t workspace_bytes() const;
+  std::uint64_t counter_bytes() const;
 
   // codes: WTYPE[k, n] packed (QuantizedWeight::codes), in a buffer of at least qmatmul_codes_bytes(problem)
   // bytes -> transformed (transformed_bytes()).
   void transform(const runtime::Stream& stream, std::uint64_t codes, std::uint64_t transformed) const;
-  // C = A @ dequant(B): one launch (split-K too). Asynchronous on `stream`. Runs that share a workspace must
-  // not overlap (one stream, or ordered with events): the split-K counters and partial sums are per run.
+  // C = A @ dequant(B): one launch (split-K too). Asynchronous on `stream`.
   void run(const runtime::Stream& stream, const QMatmulBuffers& buffers) const;
 
  private:
