@@ -122,29 +122,6 @@ def _transformed(codes: Tensor, kern, device) -> Tensor:
     return t
 
 
-_COUNTERS = {}  # (device index, stream, kernel key) -> the kernel's split-K ticket counters on that stream
-
-
-def _counters(device, stream: int, kern, key) -> int:
-    # Split-K's ticket counters: zeroed once per kernel and stream, and every run leaves them at 0, so that a
-    # run costs no memset. Per stream, because runs on two streams at once would share them. While a CUDA
-    # graph is being captured, a first use gets zeroed counters of its own (the memset is captured with it).
-    if not kern.counter_bytes:
-        return 0
-    ckey = (device.index, stream, key)
-    c = _COUNTERS.get(ckey)
-    if c is None:
-        c = torch.zeros(kern.counter_bytes, dtype=torch.uint8, device=device)
-        if not _capturing(device):
-            _COUNTERS[ckey] = c
-        else:
-            _CAPTURED_COUNTERS.append(c)  # the graph's replays use it: keep it alive
-    return c.data_ptr()
-
-
-_CAPTURED_COUNTERS = []  # counters zeroed inside a captured graph (small; kept for the graphs' replays)
-
-
 def _stream(device) -> int:
     # The current stream's handle; torch's raw query, cheaper than torch.cuda.current_stream(device).cuda_stream
     return torch._C._cuda_getCurrentRawStream(device.index)
@@ -172,11 +149,12 @@ def _qmatmul_impl(x: Tensor, codes: Tensor, scales: Tensor, zeros: Optional[Tens
         c = torch.empty((m, n), dtype=x.dtype, device=device)
         ws = kern.workspace_bytes
         workspace = torch.empty(ws, dtype=torch.uint8, device=device) if ws else None
-        stream = _stream(device)
-        counters = _counters(device, stream, kern, (m, n, k, atype, wtype, group, zeros is not None, kern.config))
-        kern.run(stream, x2.data_ptr(), t.data_ptr(), scales.data_ptr(),
+        # Split-K's ticket counters, zeroed on the stream for each call: a memset, but nothing shared between
+        # streams or CUDA graphs (the kernel leaves them at 0 too, so a cache per stream could save it).
+        counters = torch.zeros(kern.counter_bytes, dtype=torch.uint8, device=device) if kern.counter_bytes else None
+        kern.run(_stream(device), x2.data_ptr(), t.data_ptr(), scales.data_ptr(),
                  0 if zeros is None else zeros.data_ptr(), c.data_ptr(),
-                 0 if workspace is None else workspace.data_ptr(), counters)
+                 0 if workspace is None else workspace.data_ptr(), 0 if counters is None else counters.data_ptr())
     return c if flat else c.reshape(tuple(x.shape[:-1]) + (n,))
 
 

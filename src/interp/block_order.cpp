@@ -9,7 +9,8 @@
 // block w's k-th. A store by w made before its (t + 1)-th ticket is visible here when block_seen_[w] > t.
 // TakeTicket is release and acquire at once: the counter's clock joins the block's and the block's the
 // counter's (a block that takes a ticket later sees everything the earlier takers stored before theirs).
-// Atomic adds by different blocks need no order among themselves; a plain access after them does.
+// Atomic adds by different blocks need no order among themselves; a plain access after them does. A store
+// of the value the element already holds is no access at all here (blocks that store the same result).
 // Not checked: a block overwriting bytes that another block read (the reads are not kept).
 #include <fmt/format.h>
 

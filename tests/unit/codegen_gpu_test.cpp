@@ -33,7 +33,9 @@ bool expected_to_fail(const std::filesystem::path& path) {
   return n.find("race") != std::string::npos || n.find("pending") != std::string::npos ||
          n.starts_with("regions_bug_") || (n.starts_with("dot_async_") && n != "dot_async_pipeline.tile") ||
          // TMA programs need shapes a tensor map accepts: tma_gpu_test.cpp and wgmma_gpu_test.cpp run them.
-         n.starts_with("tma_") || n.starts_with("gemm_");
+         n.starts_with("tma_") || n.starts_with("gemm_") ||
+         // Ticket counters must start at 0, not random: ticket_test.cpp runs examples/split_sum_ticket.tile.
+         n.starts_with("ticket_") || n == "split_sum_ticket.tile";
 }
 
 TEST(CodegenGpu, InterpreterAndGpuAgree) {

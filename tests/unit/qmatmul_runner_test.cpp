@@ -170,14 +170,21 @@ TEST(QMatmulGpu, RunnerMatchesTheReference) {
     runtime::DeviceBuffer out = device.allocate(static_cast<size_t>(c.p.m * c.p.n * 2));
     out.fill_bytes(0xff);  // NaN: an output the kernel skips shows
     workspace.fill_bytes(0xff);
+    runtime::DeviceBuffer counters = device.allocate(std::max<uint64_t>(q.counter_bytes(), 16));
+    counters.fill_bytes(0);
     q.transform(stream, codes.device_ptr(), t.device_ptr());
     q.run(stream, {.a = a.device_ptr(),
                    .transformed = t.device_ptr(),
                    .scales = scales.device_ptr(),
                    .zeros = c.p.zero_point ? zeros.device_ptr() : 0,
                    .c = out.device_ptr(),
-                   .workspace = workspace.device_ptr()});
+                   .workspace = workspace.device_ptr(),
+                   .counters = counters.device_ptr()});
     stream.synchronize();
+    // Split-K's ticket counters are back at 0 for the next run.
+    std::vector<uint8_t> left(counters.size());
+    counters.copy_to_host(left.data(), left.size());
+    EXPECT_EQ(left, std::vector<uint8_t>(left.size(), 0));
     std::vector<uint16_t> got(static_cast<size_t>(c.p.m * c.p.n));
     out.copy_to_host(got.data(), got.size() * 2);
     const QMatmulCheck check =

@@ -6,7 +6,8 @@
 // Per launch the model counts
 //   DRAM   the transformed weight tiles once (padding included: edge tiles are read whole), scales (+ zeros),
 //          A once if it fits in L2 (else once per wave), C written; with split-K the f32 partials written
-//          by every block and read back by the last block of each tile (its ticket), a tail after the waves
+//          by every block (read back from L2 by the last block of each tile: a tail on one SM after the
+//          waves)
 //   L2     A re-read by every block column, the weight tiles and scales re-read by every block row
 //   issue  the template's own instruction rate (QMatmulCalibration): with the current
 //          template this, not DRAM, bounds decode, and it is what makes more warps and split-K win
