@@ -8,6 +8,7 @@
 #include <set>
 
 #include "tilevm/ir/inst/all.h"
+#include "tilevm/ir/region_rules.h"
 #include "tilevm/ir/visitor.h"
 #include "tilevm/target/limits.h"
 #include "tilevm/tile/tile_program.h"
@@ -57,26 +58,12 @@ class Scalars : public ir::IRVisitor {
   }
 };
 
-// What a region may not hold (docs/language.md, "Warp-specialized regions"): the first one found, or "".
+// What a region may not hold (ir/region_rules.h, the verifier's rule): the first one found, or None.
 class Forbidden : public ir::IRVisitor {
  public:
-  std::string found;
-  void visit_inst_stmt(const ir::InstStmt& s) override {
-    if (s.inst && found.empty()) {
-      if (s.inst->kind == ir::InstKind::AllocateShared || s.inst->kind == ir::InstKind::FreeShared)
-        found = "a shared tensor allocated under a branch or loop, or freed";
-      else if (s.inst->kind == ir::InstKind::AllocateBarrier)
-        found = "a barrier allocated under a branch or loop";
-      else if (s.inst->kind == ir::InstKind::Exit)
-        found = "an Exit()";
-    }
-    ir::IRVisitor::visit_inst_stmt(s);
-  }
+  ir::RegionBan found = ir::RegionBan::None;
   void visit_stmt(const ir::Stmt& s) override {
-    if (s && found.empty()) {
-      if (s->kind == ir::StmtKind::Return) found = "a return";
-      if (s->kind == ir::StmtKind::Region) found = "a warp-specialized region of its own";
-    }
+    if (found == ir::RegionBan::None) found = ir::region_ban(s);
     ir::IRVisitor::visit_stmt(s);
   }
 };
@@ -168,8 +155,11 @@ std::optional<ir::Block> split_warp_specialized(const ir::Block& prefix, ir::Blo
     }
   Forbidden forbidden;
   for (const ir::Stmt& s : consumers) forbidden.visit_stmt(s);
-  if (!forbidden.found.empty()) {
-    *why = fmt::format("the kernel has {}, which a warp-specialized region cannot hold", forbidden.found);
+  if (forbidden.found != ir::RegionBan::None) {
+    *why = fmt::format(
+        "the kernel has {} where the consumers would run it (under a branch or loop, or after "
+        "the pipelined loop), which a warp-specialized region cannot hold",
+        ir::region_ban_text(forbidden.found));
     return std::nullopt;
   }
   outside.push_back(

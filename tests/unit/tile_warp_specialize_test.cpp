@@ -155,6 +155,13 @@ TEST(TileWarpSpecialize, WhatCannotBeSplitIsALocatedError) {
   std::string broken = kernel("    kt = ceil_div(K, 64)\n", loop, "");
   broken.replace(broken.find("        Gemm("), 0, "        if k > 100:\n            break\n");
   expect_error(broken, "the loop's body has a break or continue");
+  // What a region may not hold (ir/region_rules.h, the verifier's rule), where the consumers would run it.
+  expect_error(kernel("    kt = ceil_div(K, 64)\n", loop, "    Exit()\n"),
+               "the kernel has an Exit() where the consumers would run it");
+  expect_error(
+      kernel("    kt = ceil_div(K, 64)\n    if K > 0:\n        sz = AllocateShared(f16, shape=[8, 8])\n",
+             loop, ""),
+      "the kernel has a shared tensor or barrier allocated or freed where the consumers would run it");
 }
 
 // insert_barriers walks regions as the block for their body: a shared tile the block wrote before a section

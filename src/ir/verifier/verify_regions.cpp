@@ -8,6 +8,7 @@
 // would give each region its own value, so it is refused.
 #include <fmt/format.h>
 
+#include "tilevm/ir/region_rules.h"
 #include "tilevm/target/limits.h"
 #include "verifier_impl.h"
 
@@ -147,11 +148,6 @@ bool Verifier::check_region_use(const Var& v, SourceLoc loc) {
 // What a region's body may not contain (check_stmt calls this for each statement inside one).
 void Verifier::check_in_region(const Stmt& s) {
   const std::string where = fmt::format("the region {}{}", region_text(*region_), at(region_->loc));
-  if (s->kind == StmtKind::Return) {
-    diags_.error(s->loc, "return inside {}: a region ends only at its end (the block waits for every region)",
-                 where);
-    return;
-  }
   if (const auto* a = s->as<AssignStmt>(); a && a->var && !a->defines) {
     auto it = region_of_.find(a->var.get());
     if (it == region_of_.end() || it->second != region_)
@@ -161,24 +157,26 @@ void Verifier::check_in_region(const Stmt& s) {
                    a->var->name, where, a->var->name, a->var->type.dtype.name());
     return;
   }
-  const auto* is = s->as<InstStmt>();
-  if (!is || !is->inst) return;
-  switch (is->inst->kind) {
-    case InstKind::Exit:
+  switch (region_ban(s)) {
+    case RegionBan::None:
+    case RegionBan::Region:  // check_region reports the nesting
+      return;
+    case RegionBan::Return:
+      diags_.error(s->loc,
+                   "return inside {}: a region ends only at its end (the block waits for every region)",
+                   where);
+      return;
+    case RegionBan::Exit:
       diags_.error(s->loc,
                    "Exit() inside {}: a region ends only at its end (the block waits for every region)",
                    where);
-      break;
-    case InstKind::AllocateShared:
-    case InstKind::FreeShared:
-    case InstKind::AllocateBarrier:
+      return;
+    case RegionBan::Allocation:
       diags_.error(s->loc,
                    "{} inside {}: shared memory and barriers are allocated and freed by the whole block, "
                    "before its regions",
-                   is->inst->name(), where);
-      break;
-    default:
-      break;
+                   s->as<InstStmt>()->inst->name(), where);
+      return;
   }
 }
 
