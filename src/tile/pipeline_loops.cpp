@@ -158,19 +158,16 @@ class Pipeline : public ir::IRMutator {
     const bool top = &block == body_;
     body_ = nullptr;  // nested blocks are not the kernel's
     ir::Block out;
-    // Where the statements after the warp-specialized loop begin in `out` (its barriers are before it).
+    // Where the statements after the warp-specialized loop begin in `out` (its barriers are before it), and
+    // its two loops.
     std::optional<size_t> split_at;
+    SpecializedLoops loops;
     SourceLoc ws_loc;
     for (const ir::Stmt& s : block) {
       const auto* f = s ? s->as<ir::ForStmt>() : nullptr;
-      if (f && f->attrs.stages >= 2) {
-        // As tma=True, warp_specialize=True applies where the TMA can fill the stages: on Hopper, with tiles
-        // the TMA writes; elsewhere the loop is pipelined as without it.
-        const std::vector<const ir::InstStmt*> copies = pipelinable_copies(*f, uses_);
-        const auto step = ir::as_const_int(f->step);
-        const bool specialize = f->attrs.warp_specialize && f->attrs.tma && target_.features.hopper && step &&
-                                *step > 0 && !copies.empty() && tma_tiles(copies);
-        if (specialize && leaves_early(f->body)) {
+      std::optional<Plan> plan = f && f->attrs.stages >= 2 ? plan_loop(*f) : std::nullopt;
+      if (plan) {
+        if (plan->form == Form::Specialized && leaves_early(f->body)) {
           // The consumers' release of a stage would be skipped, and the producer would wait for it forever.
           diags_.error(f->loc,
                        "warp_specialize=True: the loop's body has a break or continue, which would skip the "
@@ -178,19 +175,20 @@ class Pipeline : public ir::IRMutator {
           failed_ = true;
           return out;
         }
-        if (specialize && (!top || split_at)) {
+        if (plan->form == Form::Specialized && (!top || split_at)) {
           diags_.error(f->loc, "warp_specialize=True: {}",
                        top ? "a kernel has one warp-specialized loop"
                            : "the loop must be a statement of the kernel's "
                              "body (the regions split the whole kernel)");
           failed_ = true;
-        } else if (specialize) {
-          if (!pipeline(*f, out, /*specialize=*/true)) return out;  // reported (shared memory)
+          plan->form = Form::Tma;  // (pipelined on, so that later loops are checked too)
+        } else if (plan->form == Form::Specialized) {
+          if (!pipeline(*f, *plan, out, &loops)) return out;  // reported (shared memory)
           split_at = out.size();
           ws_loc = f->loc;
           continue;
         }
-        if (pipeline(*f, out)) continue;
+        if (pipeline(*f, *plan, out)) continue;  // else reported (shared memory): kept as it is
       }
       if (ir::Stmt m = mutate_stmt(s)) out.push_back(std::move(m));
     }
@@ -199,7 +197,7 @@ class Pipeline : public ir::IRMutator {
     ir::Block prefix(out.begin(), out.begin() + split), suffix(out.begin() + split, out.end());
     std::string why;
     std::optional<ir::Block> regions = split_warp_specialized(
-        prefix, std::move(producer_), std::move(consumer_), suffix, threads_, ws_loc, &why);
+        prefix, std::move(loops.producer), std::move(loops.consumer), suffix, threads_, ws_loc, &why);
     if (!regions) {
       diags_.error(ws_loc, "warp_specialize=True: cannot split the kernel into a producer and consumers: {}",
                    why);
@@ -211,14 +209,35 @@ class Pipeline : public ir::IRMutator {
   }
 
  private:
-  // Appends the pipelined form of `f` to `out`; false (appending nothing) when it has nothing to pipeline.
-  // With `specialize` (the caller checked that the TMA fills the stages), the loop becomes a producer loop
-  // and a consumer loop (producer_, consumer_), and only its barriers go to `out`; false after reporting.
-  bool pipeline(const ir::ForStmt& f, ir::Block& out, bool specialize = false) {
-    auto step = ir::as_const_int(f.step);
-    if (!step || *step <= 0) return false;
-    std::vector<const ir::InstStmt*> copies = pipelinable_copies(f, uses_);
-    if (copies.empty()) return false;
+  // How a loop is pipelined: cp.async commit groups; the TMA with a barrier per stage (tma=True on Hopper,
+  // where every tile is in a form the TMA writes); or, with warp_specialize=True too, the TMA form split
+  // into a producer loop and a consumer loop (elsewhere the loop is pipelined as without it).
+  enum class Form { CpAsync, Tma, Specialized };
+  struct Plan {
+    std::vector<const ir::InstStmt*> copies;  // the copies into the buffered tiles
+    Form form = Form::CpAsync;
+  };
+  struct SpecializedLoops {
+    ir::Block producer, consumer;
+  };
+
+  // The plan of a loop with stages=, or nullopt when it has nothing to pipeline (a step that is not a
+  // positive constant, no copy to buffer).
+  std::optional<Plan> plan_loop(const ir::ForStmt& f) const {
+    const auto step = ir::as_const_int(f.step);
+    if (!step || *step <= 0) return std::nullopt;
+    Plan p{pipelinable_copies(f, uses_), Form::CpAsync};
+    if (p.copies.empty()) return std::nullopt;
+    if (f.attrs.tma && target_.features.hopper && tma_tiles(p.copies))
+      p.form = f.attrs.warp_specialize ? Form::Specialized : Form::Tma;
+    return p;
+  }
+
+  // Appends the pipelined form of `f` to `out`; false after reporting (its buffers do not fit). The
+  // specialized form goes to `loops` (the producer's and the consumers' loop), and only its barriers to
+  // `out`.
+  bool pipeline(const ir::ForStmt& f, const Plan& plan, ir::Block& out, SpecializedLoops* loops = nullptr) {
+    const std::vector<const ir::InstStmt*>& copies = plan.copies;
     const int64_t stages = f.attrs.stages;
     const SourceLoc loc = f.loc;
 
@@ -267,9 +286,8 @@ class Pipeline : public ir::IRMutator {
       return ir::make_binary(ir::BinaryOp::Mod, std::move(i), ir::make_int(stages));
     };
 
-    // With tma=True on a Hopper target, where every tile is in a form the TMA writes: one barrier per stage,
-    // armed with the stage's bytes, completed by the copies.
-    const bool tma = f.attrs.tma && target_.features.hopper && tma_tiles(copies);
+    // The TMA forms: one barrier per stage, armed with the stage's bytes, completed by the copies.
+    const bool tma = plan.form != Form::CpAsync;
     ir::Var full;
     int64_t tx_bytes = 0;
     if (tma) {
@@ -324,8 +342,8 @@ class Pipeline : public ir::IRMutator {
     };
     auto commit = [&] { return inst_stmt(std::make_shared<ir::CopyAsyncCommitGroupInst>(loc)); };
 
-    if (specialize) {
-      specialized_loop(f, out, copies, buffers, stage_of, issue, guarded, barrier);
+    if (plan.form == Form::Specialized) {
+      *loops = specialized_loop(f, out, copies, buffers, stage_of, issue, guarded, barrier);
       return true;
     }
     if (tma) {
@@ -372,9 +390,10 @@ class Pipeline : public ir::IRMutator {
   // body on the stage and releases it: at once, or with an asynchronous Gemm after the wait that retires
   // the previous step's product, that step's stage.
   template <typename StageOf, typename Issue, typename Guarded, typename Barrier>
-  void specialized_loop(const ir::ForStmt& f, ir::Block& out, const std::vector<const ir::InstStmt*>& copies,
-                        const std::map<const ir::VarNode*, ir::Var>& buffers, StageOf stage_of, Issue issue,
-                        Guarded guarded, Barrier full) {
+  SpecializedLoops specialized_loop(const ir::ForStmt& f, ir::Block& out,
+                                    const std::vector<const ir::InstStmt*>& copies,
+                                    const std::map<const ir::VarNode*, ir::Var>& buffers, StageOf stage_of,
+                                    Issue issue, Guarded guarded, Barrier full) {
     const int64_t stages = f.attrs.stages;
     const SourceLoc loc = f.loc;
     ir::TensorType bt{
@@ -401,8 +420,8 @@ class Pipeline : public ir::IRMutator {
     produce.push_back(
         inst_stmt(std::make_shared<ir::BarrierWaitInst>(empty(stage_of(pi)), phase(pi, 1), loc)));
     for (ir::Stmt& s : issue(ir::make_var_ref(pk), stage_of(pi))) produce.push_back(std::move(s));
-    producer_.clear();
-    producer_.push_back(
+    SpecializedLoops loops;
+    loops.producer.push_back(
         std::make_shared<ir::ForStmt>(pk, f.start, f.stop, f.step, std::move(produce), loc, plain));
 
     // The consumers.
@@ -422,10 +441,10 @@ class Pipeline : public ir::IRMutator {
         },
         /*synchronize_after_wait=*/false);
     if (!async) body.push_back(release(index));
-    consumer_.clear();
-    consumer_.push_back(
+    loops.consumer.push_back(
         std::make_shared<ir::ForStmt>(f.var, f.start, f.stop, f.step, std::move(body), loc, plain));
-    if (async) consumer_.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(0, loc)));
+    if (async) loops.consumer.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(0, loc)));
+    return loops;
   }
 
   // The TMA form: all S stages in flight from the start; iteration k waits for its stage's barrier (phase
@@ -594,7 +613,6 @@ class Pipeline : public ir::IRMutator {
   // whether the kernel was split.
   const ir::Block* body_ = nullptr;
   int64_t threads_ = 0;
-  ir::Block producer_, consumer_;
   bool specialized_ = false;
 };
 
