@@ -11,12 +11,16 @@
 // counter's (a block that takes a ticket later sees everything the earlier takers stored before theirs).
 // Atomic adds by different blocks need no order among themselves; a plain access after them does. A store
 // of the value the element already holds is no access at all here (blocks that store the same result).
-// Not checked: a block overwriting bytes that another block read (the reads are not kept).
+// A store is also checked against the last block that read the byte (write after read), in the buffers the
+// program may write (GlobalBuffer::track_reads); an earlier reader of the same byte is not kept.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "machine.h"
+#include "tilevm/ir/visitor.h"
 #include "tilevm/type/packing.h"
 
 namespace tilevm::interp::detail {
@@ -28,6 +32,30 @@ std::string Machine::block_text(int64_t linear) const {
     linear /= grid_[d];
   }
   return format_index(block);
+}
+
+// The pointer parameters that some instruction may write through (a ViewGlobal of it is an operand the
+// instruction writes): their reads are kept for the write-after-read check. The others (weights, inputs)
+// cannot be overwritten, and their reads are not kept.
+void Machine::mark_written_buffers() {
+  struct Walk : ir::IRVisitor {
+    std::map<const ir::VarNode*, const ir::VarNode*> view_of;  // ViewGlobal result -> pointer parameter
+    std::set<const ir::VarNode*> written;                      // pointer parameters
+    void visit_inst_stmt(const ir::InstStmt& s) override {
+      if (const auto* v = s.inst ? s.inst->as<ir::ViewGlobalInst>() : nullptr) {
+        const auto* ref = v->ptr ? v->ptr->as<ir::VarRef>() : nullptr;
+        if (ref && !s.results.empty() && s.results[0]) view_of[s.results[0].get()] = ref->var.get();
+      } else if (s.inst) {
+        for (const ir::Var& w : s.inst->writes())
+          if (auto it = view_of.find(w.get()); it != view_of.end()) written.insert(it->second);
+      }
+      ir::IRVisitor::visit_inst_stmt(s);
+    }
+  } walk;
+  walk.visit_block(program_.body);
+  for (const ir::VarNode* p : walk.written)
+    if (auto it = params_.find(p); it != params_.end() && it->second.kind == Value::Kind::Pointer)
+      it->second.pointer->track_reads = true;
 }
 
 void Machine::start_block_order(int64_t linear) {
@@ -42,43 +70,61 @@ bool Machine::block_ordered(const BlockWrite& w) const {
   return it != block_seen_.end() && it->second > w.tickets;
 }
 
+// The current access as an event of `events` (consecutive accesses of one instruction share one): 1 + its
+// index.
+uint32_t Machine::block_event(std::vector<BlockWrite>& events, bool atomic) {
+  const BlockWrite cur{block_linear_, block_tickets_, atomic, current_loc_ptr_};
+  const BlockWrite* last = events.empty() ? nullptr : &events.back();
+  if (!last || last->block != cur.block || last->tickets != cur.tickets || last->atomic != cur.atomic ||
+      last->loc != cur.loc)
+    events.push_back(cur);
+  return static_cast<uint32_t>(events.size());
+}
+
 void Machine::check_block_order(const GlobalTensor& g, int64_t address, bool write, bool atomic,
                                 SourceLoc loc) {
   GlobalBuffer& b = *g.buffer;
-  if (b.last_block_write.empty()) {
-    if (!write) return;  // nothing of it stored in this launch yet
-    b.last_block_write.assign(static_cast<size_t>(b.bytes), 0);
-    block_written_buffers_.push_back(&b);
-  }
-  uint32_t me = 0;
-  if (write) {
-    const BlockWrite cur{block_linear_, block_tickets_, atomic, current_loc_ptr_};
-    const BlockWrite* last = block_writes_.empty() ? nullptr : &block_writes_.back();
-    if (!last || last->block != cur.block || last->tickets != cur.tickets || last->atomic != cur.atomic ||
-        last->loc != cur.loc)
-      block_writes_.push_back(cur);
-    me = static_cast<uint32_t>(block_writes_.size());
-  }
-  auto check = [&](uint32_t index) {
-    const BlockWrite& w = block_writes_[index - 1];
-    if (block_ordered(w) || (atomic && w.atomic)) return;
+  if (b.last_block_write.empty() && b.last_block_read.empty() && (write || b.track_reads))
+    block_written_buffers_.push_back(&b);  // (finish_launch clears its marks)
+  if (write && b.last_block_write.empty()) b.last_block_write.assign(static_cast<size_t>(b.bytes), 0);
+  if (!write && b.track_reads && b.last_block_read.empty())
+    b.last_block_read.assign(static_cast<size_t>(b.bytes), 0);
+  auto conflict = [&](const BlockWrite& w, const char* verb) {
     raise(loc,
           "block {} {} global '{}' element at offset {}, which block {} {} at {}, and no ticket orders the "
           "two: the blocks of a launch run concurrently and in any order, and a block sees another's global "
           "stores only after a TakeTicket from a counter that the other took a ticket from after storing "
           "(docs/language.md, \"Extension: tickets\")",
           block_text(block_linear_), write ? (atomic ? "adds to" : "writes") : "reads", g.name, address,
-          block_text(w.block), w.atomic ? "added to" : "wrote", w.loc ? loc_text(*w.loc) : std::string("?"));
+          block_text(w.block), verb, w.loc ? loc_text(*w.loc) : std::string("?"));
   };
+  auto check = [&](uint32_t index) {
+    const BlockWrite& w = block_writes_[index - 1];
+    if (!block_ordered(w) && !(atomic && w.atomic)) conflict(w, w.atomic ? "added to" : "wrote");
+  };
+  const uint32_t me = write                       ? block_event(block_writes_, atomic)
+                      : b.last_block_read.empty() ? 0
+                                                  : block_event(block_reads_, false);
   const int bits = g.dtype.bits();
   const int64_t first = address * bits / 8, last = ((address + 1) * bits - 1) / 8;
   for (int64_t byte = first; byte <= last && byte < b.bytes; ++byte) {
-    uint32_t& e = b.last_block_write[static_cast<size_t>(byte)];
-    if (e) check(e);
+    const auto at = static_cast<size_t>(byte);
+    if (!b.last_block_write.empty()) {
+      if (const uint32_t e = b.last_block_write[at]) check(e);
+      auto more = b.more_atomic_writes.find(byte);
+      if (more != b.more_atomic_writes.end())
+        for (uint32_t m : more->second) check(m);
+    }
+    if (!write) {
+      if (me) b.last_block_read[at] = me;
+      continue;
+    }
+    // Write after read: the last reader of the byte (an earlier one is not kept).
+    if (!b.last_block_read.empty())
+      if (const uint32_t r = b.last_block_read[at]; r && !block_ordered(block_reads_[r - 1]))
+        conflict(block_reads_[r - 1], "read");
+    uint32_t& e = b.last_block_write[at];
     auto more = b.more_atomic_writes.find(byte);
-    if (more != b.more_atomic_writes.end())
-      for (uint32_t m : more->second) check(m);
-    if (!write) continue;
     if (atomic && e && block_writes_[e - 1].atomic && block_writes_[e - 1].block != block_linear_) {
       // Several blocks add to this byte: keep each one's last add.
       std::vector<uint32_t>& list = b.more_atomic_writes[byte];
@@ -146,10 +192,12 @@ ScalarValue Machine::take_ticket(const ir::TakeTicketInst& n) {
 void Machine::finish_launch(bool every_block_ran) {
   for (GlobalBuffer* b : block_written_buffers_) {
     b->last_block_write.clear();
+    b->last_block_read.clear();
     b->more_atomic_writes.clear();
   }
   block_written_buffers_.clear();
   block_writes_.clear();
+  block_reads_.clear();
   if (!every_block_ran) return;
   // A counter left mid-count makes the next launch's tickets wrong: fewer blocks took tickets from it than
   // its modulo says share it.

@@ -39,6 +39,7 @@ Machine::Machine(const ir::Program& program, Arguments& args, const RunOptions& 
     }
     params_[p.get()] = std::move(v);
   }
+  mark_written_buffers();
   env_ = params_;
   current_loc_ = program.loc;
   grid_ = eval_ints(program.grid, "a grid extent");

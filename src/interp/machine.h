@@ -171,6 +171,11 @@ struct GlobalBuffer {
   // adders. Cleared when the launch ends.
   std::vector<uint32_t> last_block_write;
   std::unordered_map<int64_t, std::vector<uint32_t>> more_atomic_writes;
+  // Reads are kept too (the last one per byte, 1 + its index in Machine::block_reads_) for the buffers the
+  // program may write (track_reads: a store's destination views them, or a workspace), so that a block
+  // overwriting what another block read is reported.
+  bool track_reads = false;
+  std::vector<uint32_t> last_block_read;
 };
 
 struct GlobalTensor {
@@ -348,6 +353,7 @@ class Machine {
   bool block_ordered(const BlockWrite& w) const;
   std::string block_text(int64_t linear) const;
   void start_block_order(int64_t linear);
+  void mark_written_buffers();  // GlobalBuffer::track_reads of the pointer parameters the program may write
   void finish_launch(bool every_block_ran);
   bool tracks_block_order() const { return options_.check_races && multi_block(); }
   bool launch_finished_ = false;  // every selected block has run
@@ -356,6 +362,8 @@ class Machine {
   std::unordered_map<int64_t, uint32_t>
       block_seen_;                        // per other block: its tickets whose writes this one sees
   std::vector<BlockWrite> block_writes_;  // the launch's global stores (GlobalBuffer::last_block_write)
+  std::vector<BlockWrite> block_reads_;   // and reads (GlobalBuffer::last_block_read)
+  uint32_t block_event(std::vector<BlockWrite>& events, bool atomic);
   std::vector<GlobalBuffer*> block_written_buffers_;
   struct Counter {
     std::unordered_map<int64_t, uint32_t> clock;  // joined over the blocks that took tickets from it

@@ -179,7 +179,8 @@ uint64_t Machine::read_global(const GlobalTensor& g, int64_t address, SourceLoc 
   }
   const GlobalBuffer& b = *g.buffer;
   if (!b.tma_stored.empty()) check_not_tma_stored(g, address, "read", loc);
-  if (!b.last_block_write.empty() && !atomic) check_block_order(g, address, false, false, loc);
+  if ((!b.last_block_write.empty() || b.track_reads) && !atomic && tracks_block_order())
+    check_block_order(g, address, false, false, loc);
   if (!b.init.empty() && !b.init[static_cast<size_t>(address)]) {
     raise(loc, "read of uninitialized global '{}' element at offset {}", g.name, address);
   }
@@ -291,6 +292,7 @@ Value Machine::allocate_global(const ir::AllocateGlobalInst& n, const std::strin
     charge_steps(size);
     buf = std::make_unique<GlobalBuffer>();
     buf->name = name;
+    buf->track_reads = true;  // the program's own scratch (block_order.cpp)
     buf->owned.assign(static_cast<size_t>(packed_bytes(n.dtype, size)), 0);
     buf->data = buf->owned.data();
     buf->bytes = static_cast<int64_t>(buf->owned.size());
