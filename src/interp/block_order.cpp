@@ -66,6 +66,7 @@ void Machine::start_block_order(int64_t linear) {
 
 bool Machine::block_ordered(const BlockWrite& w) const {
   if (w.block == block_linear_) return true;
+  if (w.async) return false;  // a TMA store's global writes are for later kernels
   auto it = block_seen_.find(w.block);
   return it != block_seen_.end() && it->second > w.tickets;
 }
@@ -73,16 +74,16 @@ bool Machine::block_ordered(const BlockWrite& w) const {
 // The current access as an event of `events` (consecutive accesses of one instruction share one): 1 + its
 // index.
 uint32_t Machine::block_event(std::vector<BlockWrite>& events, bool atomic) {
-  const BlockWrite cur{block_linear_, block_tickets_, atomic, current_loc_ptr_};
+  const BlockWrite cur{block_linear_, block_tickets_, atomic, current_loc_ptr_, async_store_};
   const BlockWrite* last = events.empty() ? nullptr : &events.back();
   if (!last || last->block != cur.block || last->tickets != cur.tickets || last->atomic != cur.atomic ||
-      last->loc != cur.loc)
+      last->loc != cur.loc || last->async != cur.async)
     events.push_back(cur);
   return static_cast<uint32_t>(events.size());
 }
 
 void Machine::check_block_order(const GlobalTensor& g, int64_t address, bool write, bool atomic,
-                                SourceLoc loc) {
+                                SourceLoc loc, bool same_value) {
   GlobalBuffer& b = *g.buffer;
   if (b.last_block_write.empty() && b.last_block_read.empty() && (write || b.track_reads))
     block_written_buffers_.push_back(&b);  // (finish_launch clears its marks)
@@ -109,6 +110,10 @@ void Machine::check_block_order(const GlobalTensor& g, int64_t address, bool wri
   const int64_t first = address * bits / 8, last = ((address + 1) * bits - 1) / 8;
   for (int64_t byte = first; byte <= last && byte < b.bytes; ++byte) {
     const auto at = static_cast<size_t>(byte);
+    if (same_value) {
+      const uint32_t e = b.last_block_write[at];
+      if (e && !block_writes_[e - 1].atomic && !block_writes_[e - 1].async) continue;
+    }
     if (!b.last_block_write.empty()) {
       if (const uint32_t e = b.last_block_write[at]) check(e);
       auto more = b.more_atomic_writes.find(byte);

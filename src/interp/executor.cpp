@@ -62,7 +62,8 @@ void Machine::run() {
   int64_t last =
       options_.num_blocks < 0 ? total_blocks_ : std::min(total_blocks_, first + options_.num_blocks);
   try {
-    for (int64_t linear = first; linear < last; ++linear) {
+    for (int64_t n = first; n < last; ++n) {
+      const int64_t linear = options_.reverse_blocks ? first + last - 1 - n : n;
       // The first grid dimension varies fastest (CUDA's blockIdx.x order).
       Index block(grid_.size());
       int64_t rest = linear;

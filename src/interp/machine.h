@@ -154,6 +154,7 @@ struct BlockWrite {
   uint32_t tickets = 0;
   bool atomic = false;
   const SourceLoc* loc = nullptr;
+  bool async = false;  // a TMA store: no ticket makes it visible to another block in the launch
 };
 
 struct GlobalBuffer {
@@ -349,7 +350,13 @@ class Machine {
   // Blocks of one launch (block_order.cpp): TakeTicket, and the check that a block reads or overwrites
   // another block's global stores only after a ticket orders them.
   ScalarValue take_ticket(const ir::TakeTicketInst& n);
-  void check_block_order(const GlobalTensor& g, int64_t address, bool write, bool atomic, SourceLoc loc);
+  // `same_value`: a plain store of the value the element holds (excused against the plain store that put it
+  // there).
+  void check_block_order(const GlobalTensor& g, int64_t address, bool write, bool atomic, SourceLoc loc,
+                         bool same_value = false);
+  // TMA stores (StoreTma) write global memory through the async proxy, which a ticket's fence does not
+  // order: another block of the launch may not touch those bytes at all.
+  bool async_store_ = false;
   bool block_ordered(const BlockWrite& w) const;
   std::string block_text(int64_t linear) const;
   void start_block_order(int64_t linear);

@@ -195,11 +195,11 @@ void Machine::write_global(GlobalTensor& g, int64_t address, uint64_t code, Sour
   GlobalBuffer& b = *g.buffer;
   if (!b.tma_stored.empty()) check_not_tma_stored(g, address, "write", loc);
   if (tracks_block_order()) {
-    // Rewriting the value an element holds changes nothing, whichever block comes first (several blocks
-    // storing the same result): not a race between the blocks.
+    // Another block's plain store of the value the element already holds changes nothing whichever comes
+    // first (blocks storing one result): check_block_order excuses it against that store.
     const bool same = !atomic && get_code(b.data, g.dtype.bits(), address) == (code & g.dtype.code_mask()) &&
                       (b.init.empty() || b.init[static_cast<size_t>(address)]);
-    if (!same) check_block_order(g, address, true, atomic, loc);
+    check_block_order(g, address, true, atomic, loc, same);
   }
   set_code(b.data, g.dtype.bits(), address, code & g.dtype.code_mask());
   if (!b.init.empty()) b.init[static_cast<size_t>(address)] = 1;

@@ -58,6 +58,37 @@ bool has_regions(const ir::Program& program) {
   return finder.found;
 }
 
+// Whether the program has an instruction of `kind`.
+bool has_inst(const ir::Program& program, ir::InstKind kind) {
+  struct Finder : ir::IRVisitor {
+    ir::InstKind kind;
+    bool found = false;
+    void visit_inst_stmt(const ir::InstStmt& s) override {
+      found |= s.inst && s.inst->kind == kind;
+      ir::IRVisitor::visit_inst_stmt(s);
+    }
+  } finder;
+  finder.kind = kind;
+  finder.visit_program(program);
+  return finder.found;
+}
+
+// The runs of every schedule (run_schedules below), then, for a program that takes tickets over several
+// blocks, one more with the blocks last to first: the interpreter hands tickets out in the order it runs the
+// blocks, so a program that assumes which block takes the last ticket (or reads another block's stores in
+// the same launch without one) passes in one order only. The cross-block check reports what that run does
+// out of order; its results must match the first run's unless blocks add atomically.
+bool run_blocks_both_ways(const ir::Program& program, Arguments& args, Diagnostics& diags,
+                          const RunOptions& options);
+
+}  // namespace
+
+// Every schedule of the regions (once without regions), from the same inputs (RunOptions::schedules).
+bool run_schedules(const ir::Program& program, Arguments& args, Diagnostics& diags,
+                   const RunOptions& options);
+
+namespace {
+
 // The first element where two runs' buffers differ, as a message; empty when they agree.
 std::string first_difference(const ir::Program& program, const std::string& name,
                              const std::vector<uint8_t>& a, const std::vector<uint8_t>& b,
@@ -82,6 +113,51 @@ std::string first_difference(const ir::Program& program, const std::string& name
 }  // namespace
 
 bool run_program(const ir::Program& program, Arguments& args, Diagnostics& diags, const RunOptions& options) {
+  const bool both_ways = !options.reverse_blocks && options.first_block <= 0 && options.num_blocks < 0 &&
+                         has_inst(program, ir::InstKind::TakeTicket);
+  return both_ways ? run_blocks_both_ways(program, args, diags, options)
+                   : run_schedules(program, args, diags, options);
+}
+
+namespace {
+
+bool run_blocks_both_ways(const ir::Program& program, Arguments& args, Diagnostics& diags,
+                          const RunOptions& options) {
+  std::map<std::string, std::vector<uint8_t>> buffers;
+  for (const auto& [name, buffer] : args.buffers) buffers[name] = *buffer;
+  if (!run_schedules(program, args, diags, options)) return false;
+  Arguments again = args;
+  for (auto& [name, buffer] : buffers) again.buffers[name] = &buffer;
+  RunOptions reversed = options;
+  reversed.print_stream = nullptr;
+  reversed.reverse_blocks = true;
+  if (!options.schedules.empty())
+    reversed.schedules = {options.schedules[0]};
+  else
+    reversed.schedules = {Schedule{}};
+  if (!run_schedules(program, again, diags, reversed)) {
+    diags.add(Severity::Note, program.loc,
+              "with the blocks run last to first (the tickets then go to other blocks; the first run, first "
+              "to last, completed)");
+    return false;
+  }
+  if (has_inst(program, ir::InstKind::AtomicAddGlobal)) return true;  // sums in another order may round apart
+  for (const auto& [name, buffer] : buffers) {
+    const std::string diff =
+        first_difference(program, name, *args.buffers.at(name), buffer, "first to last", "last to first");
+    if (!diff.empty()) {
+      diags.error(program.loc, "{}",
+                  std::string("the results depend on the order of the blocks") + diff.substr(diff.find(':')));
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool run_schedules(const ir::Program& program, Arguments& args, Diagnostics& diags,
+                   const RunOptions& options) {
   if (!has_regions(program)) return detail::run_schedule(program, args, diags, options, Schedule{});
   const std::vector<Schedule> schedules =
       options.schedules.empty() ? Schedule::standard() : options.schedules;

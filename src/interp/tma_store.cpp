@@ -63,7 +63,9 @@ void Machine::store_tma(const ir::StoreTmaInst& n) {
     if (!s.init[uo])
       raise(n.loc, "StoreTma reads uninitialized shared '{}' element {}", s.name, shared_element(s, off));
     if (dst[l] >= 0) {
+      async_store_ = true;
       write_global(g, dst[l], get_code(s.bytes.data(), s.dtype.bits(), off), n.loc);
+      async_store_ = false;
       mark_tma_stored(g, dst[l]);
     }
     // One reader per element is tracked: another issuer's store of the same tile still in flight would be

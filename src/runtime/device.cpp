@@ -270,6 +270,10 @@ void DeviceBuffer::fill_bytes(std::uint8_t value) {
   device_->make_current();
   detail::check_cuda(*device_->api, device_->api->cuMemsetD8(static_cast<CUdeviceptr>(ptr_), value, size_),
                      "cuMemsetD8");
+  // cuMemsetD8 runs on the legacy default stream and may return before it is done, and the streams this
+  // library creates do not wait for that stream: finish here, so that a kernel launched next sees the bytes
+  // (split-K's ticket counters must be 0).
+  detail::check_cuda(*device_->api, device_->api->cuStreamSynchronize(nullptr), "cuStreamSynchronize");
 }
 
 void DeviceBuffer::fill_bytes_async(std::uint8_t value, const Stream& stream) {

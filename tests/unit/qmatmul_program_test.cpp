@@ -225,6 +225,17 @@ TEST(QMatmulProgram, SplitKZeroPointsBf16AndPerChannel) {
   check({h, small_config()}, 2005, true);
 }
 
+// Split-K's sum by the last block covers the whole tile whatever BN is against the threads: wider than 4
+// columns a thread (BN 256 over one warp), and not a power of two (BN 192 over three warps).
+TEST(QMatmulProgram, SplitKSumCoversWideTiles) {
+  for (const char* name : {"bm8_bn256_bk128_sk128_w1x1_s3_k2", "bm16_bn192_bk128_sk64_w1x3_s3_k2",
+                           "bm16_bn256_bk128_sk64_w1x1_s3_k2"}) {
+    SCOPED_TRACE(name);
+    check({problem(name[2] == '8' ? 1 : 16, 384, 512, DataType::uint(4), 128), QMatmulConfig::parse(name)},
+          2010, false);
+  }
+}
+
 // Warps along K (a batched Dot, partial tiles summed through shared memory) for every weight type that fits
 // f16, with two steps per stage, zero points (grouped and per channel), split-K on top, and bf16.
 TEST(QMatmulProgram, WarpsAlongK) {

@@ -81,6 +81,11 @@ struct RunOptions {
   // the run reports the schedule that differs. Empty: Schedule::standard(). A program without regions runs
   // once.
   std::vector<Schedule> schedules;
+  // Run the grid's blocks last to first. A program that takes tickets (TakeTicket) over several blocks runs
+  // once more this way, from the same inputs, after its first run: the tickets then go to other blocks, and
+  // the run must complete too and, unless blocks add atomically (float sums in another order), compute the
+  // same results.
+  bool reverse_blocks = false;
 };
 
 // Runs the program (which must have passed verify_program). Reports problems to `diags` and stops at the

@@ -133,7 +133,7 @@ class DeviceBuffer {
   void copy_from_host_async(const void* data, std::size_t bytes, const Stream& stream,
                             std::size_t offset = 0);
   void copy_to_host_async(void* data, std::size_t bytes, const Stream& stream, std::size_t offset = 0) const;
-  void fill_bytes(std::uint8_t value);
+  void fill_bytes(std::uint8_t value);  // done when it returns
   void fill_bytes_async(std::uint8_t value, const Stream& stream);
 
   template <typename T>

@@ -131,13 +131,13 @@ void Emitter::emit_take_ticket(const ir::InstStmt& s, const ir::TakeTicketInst& 
   line("__syncthreads();");
   open("if (t == 0)");
   const ElementAccess a = access(m, n.counter, n.offset, {});
-  line(fmt::format("unsigned int v = 0u;"));
+  line("unsigned int tv_ticket = 0u;");
   line("__threadfence();  // the block's global stores, ordered before this thread by the barrier");
-  line(fmt::format("{}v = atomicInc((unsigned int*){} + ({}), (unsigned int)({}) - 1u);",
+  line(fmt::format("{}tv_ticket = atomicInc((unsigned int*){} + ({}), (unsigned int)({}) - 1u);",
                    a.inside == "1" ? "" : fmt::format("if ({}) ", a.inside), m.ptr, a.offset.text,
                    expr(n.modulo)));
   line("__threadfence();  // what the blocks with earlier tickets stored, before this block reads it");
-  line(fmt::format("*(volatile int*){} = (int)v;", sc));
+  line(fmt::format("*(volatile int*){} = (int)tv_ticket;", sc));
   close();
   line("__syncthreads();");
   if (!s.results.empty() && s.results[0])

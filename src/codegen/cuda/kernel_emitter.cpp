@@ -51,7 +51,7 @@ Emitter::Emitter(const ir::Program& program, const EmitOptions& options)
   for (const char* reserved :
        {"t",    "lane",     "warp",    "tv_smem", "tv_workspace", "i",    "j",    "k",    "c",
         "e",    "g",        "q",       "x",       "off",          "doff", "soff", "addr", "mrow",
-        "mcol", "first_in", "last_in", "aligned"})
+        "mcol", "first_in", "last_in", "aligned", "tv_ticket"})
     used_names_.insert(reserved);
 }
 

@@ -190,19 +190,19 @@ void MatmulPipeline::store(const ir::Tensor& result, const Layout& layout_o) {
   // Split-K in one launch: each of the SPLIT blocks of a tile stores its partial sums and takes a ticket
   // from the tile's counter. The last adds the SPLIT partials in the order z = 0, 1, ... whichever block it
   // is (the same bits every run) and stores C. Its layout spreads the [BM, BN] tile over the computing
-  // threads, 4 consecutive f32 each (16-byte loads) where the tile allows; threads beyond a power of two
-  // hold replicas.
+  // threads, 4 consecutive f32 each (16-byte loads; BN is a multiple of 8), as many threads along a row and
+  // down a column as powers of two dividing them allow; each thread repeats its part over the rest of the
+  // tile, and threads beyond those hold replicas.
   Tensor gp = pb.view_global("gp", *p_ptr, f32, {k.SPLIT, m, n});
   pb.store_global(result, gp[bz], {bi * k.BM, bj * k.BN});
   const int64_t threads = k.c.threads();
-  const int64_t spread = threads & -threads;  // the largest power of two dividing it
-  const int64_t v = std::max<int64_t>(1, std::min<int64_t>(4, k.BM * k.BN / spread));
-  const int64_t tcols = std::min(k.BN / v, spread), trows = spread / tcols;
-  if (k.BN % v != 0 || spread % tcols != 0 || trows > k.BM || k.BM % trows != 0)
-    throw InternalError(fmt::format("qmatmul: no split-K sum layout for a [{}, {}] tile over {} threads",
-                                    k.BM, k.BN, threads));
-  Layout lay = layout::local(k.BM / trows, 1) * layout::spatial(trows, tcols) * layout::local(1, v);
-  if (threads != spread) lay = layout::replicate(threads / spread) * lay;
+  auto pow2_divisor = [](int64_t x) { return x & -x; };
+  const int64_t v = 4;
+  const int64_t tcols = std::min(pow2_divisor(k.BN / v), pow2_divisor(threads));
+  const int64_t trows = std::min(pow2_divisor(threads) / tcols, pow2_divisor(k.BM));
+  Layout lay =
+      layout::local(k.BM / trows, k.BN / (tcols * v)) * layout::spatial(trows, tcols) * layout::local(1, v);
+  if (threads != trows * tcols) lay = layout::replicate(threads / (trows * tcols)) * lay;
   const Layout layout_r = pb.named_layout("layout_r", lay);
   Tensor gc = pb.view_global("gc", c_ptr, at, {m, n});
   const Scalar tiles_m = ceil_div(m, k.BM);

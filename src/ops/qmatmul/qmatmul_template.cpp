@@ -96,8 +96,12 @@ class QMatmulTimer : public tune::Timer<CompiledQMatmul> {
     const QMatmulGpu q = QMatmulGpu::load(device_, compiled);
     if (q.transformed_bytes() > in_.transformed.size() || q.workspace_bytes() > in_.workspace.size() ||
         q.counter_bytes() > in_.counters.size()) {
-      fail("buffers too small: the configuration needs {} + {} bytes, {} + {} allocated",
-           q.transformed_bytes(), q.workspace_bytes(), in_.transformed.size(), in_.workspace.size());
+      fail(
+          "buffers too small: the configuration needs {} + {} + {} bytes (weights, workspace, counters), {} "
+          "+ {} "
+          "+ {} allocated",
+          q.transformed_bytes(), q.workspace_bytes(), q.counter_bytes(), in_.transformed.size(),
+          in_.workspace.size(), in_.counters.size());
     }
     q.transform(stream_, in_.codes.device_ptr(), in_.transformed.device_ptr());
     const QMatmulBuffers buffers = in_.buffers();

@@ -4,7 +4,9 @@
 //                                   // (target: exec::device_target(device.info()) or Target::for_arch)
 //   QMatmulGpu q = QMatmulGpu::load(device, c);
 //   q.transform(stream, codes.device_ptr(), transformed.device_ptr());    // once per weight
-//   q.run(stream, {.a = ..., .transformed = ..., .scales = ..., .c = ..., .workspace = ...});
+//   q.run(stream, {.a = ..., .transformed = ..., .scales = ..., .c = ..., .workspace = ..., .counters =
+//   ...});
+//                                   // (split-K: counters of counter_bytes(), zeroed once)
 #pragma once
 
 #include <cstdint>
