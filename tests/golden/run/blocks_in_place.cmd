@@ -1,1 +1,0 @@
-run blocks_in_place.tile --interp --in x_ptr=x128.npy
