@@ -6,6 +6,7 @@
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/mutator.h"
 #include "tilevm/support/error.h"
+#include "tilevm/target/tma_swizzle.h"
 #include "tilevm/tile/tile_layouts.h"
 #include "tilevm/tile/tile_program.h"
 
@@ -17,7 +18,8 @@ using ir::Scope;
 
 class Lower : public ThreadsMutator {
  public:
-  Lower(int64_t threads, Diagnostics& diags) : ThreadsMutator(threads), diags_(diags) {}
+  Lower(int64_t threads, const target::Target& target, Diagnostics& diags)
+      : ThreadsMutator(threads), target_(target), diags_(diags) {}
   bool ok() const { return ok_; }
 
   ir::Block mutate_block(const ir::Block& block) override {
@@ -112,6 +114,24 @@ class Lower : public ThreadsMutator {
       store(c.src, c.dst, c.loc);
     } else if (d == Scope::Register) {
       load(c.src, *c.dst.type().layout, c.dst.tensor, c.loc);
+    } else if (std::optional<ir::Expr> rows_ok = stored_by_tma(c)) {
+      // One thread issues the TMA store of the whole tile (insert_barriers put the Synchronize that orders
+      // the threads' writes of it before, with the proxy fence); waiting for its reads at once leaves the
+      // tile free for whatever writes it next, while the global writes complete on their own. A tensor map
+      // needs rows of a multiple of 16 bytes in global memory too, which only the launch knows: otherwise
+      // the threads copy the tile out.
+      ir::Block* outer = out_;
+      ir::Block tma, threads;
+      out_ = &tma;
+      emit(std::make_shared<ir::StoreTmaInst>(c.src, c.dst, c.loc));
+      emit(std::make_shared<ir::StoreTmaWaitInst>(0, c.loc));
+      out_ = &threads;
+      auto lay = moving_layout(tile_shape(c.src), c.src.type().dtype, c.loc);
+      if (lay) store(load(c.src, *lay, nullptr, c.loc), c.dst, c.loc);
+      out_ = outer;
+      outer->push_back(std::make_shared<ir::IfStmt>(std::vector<ir::Expr>{*rows_ok},
+                                                    std::vector<ir::Block>{std::move(tma)},
+                                                    std::move(threads), true, c.loc));
     } else {
       // Between memories through registers, in the coalesced layout of the non-global side's tile.
       const ir::TensorArg& tile_side = s == Scope::Global ? c.dst : c.src;
@@ -119,6 +139,38 @@ class Lower : public ThreadsMutator {
       if (!lay) return;
       store(load(c.src, *lay, nullptr, c.loc), c.dst, c.loc);
     }
+  }
+
+  // Copy(shared, global) on Hopper where the TMA stores the shared tile in one box (the verifier's rules for
+  // StoreTma): the whole tile (no subscript) of 8-, 16-, 32- or 64-bit elements, row-major or in a swizzled
+  // form the TMA knows, rank 2, at most 256 per dimension, rows of a multiple of 16 bytes, into a strided
+  // rank-2 global view of the same dtype (not a layout=, unit inner stride). Returns the launch's condition
+  // (the global rows a multiple of 16 bytes), or nullopt where the TMA does not apply.
+  std::optional<ir::Expr> stored_by_tma(const ir::CopyInst& c) const {
+    const ir::TensorType& t = c.src.type();
+    const ir::TensorType& g = c.dst.type();
+    if (!target_.features.hopper || t.scope != Scope::Shared || g.scope != Scope::Global ||
+        !c.src.slices.empty() || t.dtype != g.dtype || g.layout || g.rank() != 2)
+      return std::nullopt;
+    for (const ir::Slice& sl : c.dst.slices)
+      if (sl.kind == ir::Slice::Kind::Index) return std::nullopt;
+    const int bits = t.dtype.bits();
+    const auto shape = t.static_shape();
+    if ((bits != 8 && bits != 16 && bits != 32 && bits != 64) || !shape || shape->size() != 2 || !t.layout ||
+        target::tma_swizzle_bytes(*t.layout, bits) < 0 || (*shape)[1] * bits % 128 != 0 ||
+        (*shape)[0] > 256 || (*shape)[1] > 256)
+      return std::nullopt;
+    ir::Expr row = g.shape[1];  // the row stride in elements
+    if (!g.strides.empty()) {
+      const std::optional<int64_t> inner = ir::as_const_int(g.strides[1]);
+      if (!inner || *inner != 1) return std::nullopt;
+      row = g.strides[0];
+    }
+    const SourceLoc loc = c.loc;
+    const ir::Expr bytes = ir::make_binary(ir::BinaryOp::Mul, row, ir::make_int(bits / 8, loc), loc);
+    return ir::make_binary(ir::BinaryOp::Eq,
+                           ir::make_binary(ir::BinaryOp::Mod, bytes, ir::make_int(16, loc), loc),
+                           ir::make_int(0, loc), loc);
   }
 
   // A register tile adds in its own layout (converted to the destination's dtype); a shared one through
@@ -225,6 +277,7 @@ class Lower : public ThreadsMutator {
     emit(std::make_shared<ir::CastInst>(whole(v, f.loc), t.dtype, f.dst.tensor, f.loc));
   }
 
+  const target::Target& target_;
   Diagnostics& diags_;
   bool ok_ = true;
   ir::Block* out_ = nullptr;
@@ -233,10 +286,12 @@ class Lower : public ThreadsMutator {
 
 }  // namespace
 
-// The target is not read here: infer_layouts already wrote the wgmma choice into each Gemm.
-std::optional<ir::Program> lower_tile_ops(ir::Program program, Diagnostics& diags, const target::Target&) {
+// The target decides one choice here (Copy(shared, global) as a TMA store on Hopper); infer_layouts already
+// wrote the wgmma choice into each Gemm.
+std::optional<ir::Program> lower_tile_ops(ir::Program program, Diagnostics& diags,
+                                          const target::Target& target) {
   if (!uses_tile_operators(program)) return program;
-  Lower lower(program.threads, diags);
+  Lower lower(program.threads, target, diags);
   ir::Program out = lower.mutate_program(program);
   if (!lower.ok()) return std::nullopt;
   return out;

@@ -521,10 +521,7 @@ class Pipeline : public ir::IRMutator {
       const auto& c = *is->inst->as<ir::CopyInst>();
       const ir::TensorType& t = c.dst.type();
       auto shape = t.static_shape();
-      if (!shape || shape->size() != 2 || c.src.type().rank() != 2) return false;
-      const int64_t row_bytes = (*shape)[1] * t.dtype.bits() / 8;
-      if (row_bytes != 32 && row_bytes != 64 && row_bytes != 128) return false;
-      if (!(*t.layout == shared_tile_layout(*shape, t.dtype))) return false;
+      if (!shape || c.src.type().rank() != 2 || !tma_tile(*shape, t.dtype, *t.layout)) return false;
     }
     return true;
   }

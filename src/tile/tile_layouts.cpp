@@ -72,6 +72,13 @@ layout::Layout gemm_wgmma_c_layout(int64_t m, int64_t n, int64_t threads) {
   return compose(layout::spatial(groups, 1), layout::local(m / 64 / groups, 1), target::wgmma_accumulator(n));
 }
 
+bool tma_tile(const layout::Index& shape, DataType dtype, const layout::Layout& layout) {
+  if (shape.size() != 2) return false;
+  const int64_t row_bytes = shape[1] * dtype.bits() / 8;
+  return (row_bytes == 32 || row_bytes == 64 || row_bytes == 128) &&
+         layout == shared_tile_layout(shape, dtype);
+}
+
 layout::Layout shared_tile_layout(const layout::Index& shape, DataType dtype) {
   if (shape.size() < 2 || 128 % dtype.bits() != 0) return layout::local(shape);
   if (shape.size() > 2) {  // leading dimensions (a pipeline's stages) each hold one swizzled tile

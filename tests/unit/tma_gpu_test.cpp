@@ -11,6 +11,9 @@
 #include "codegen_test_util.h"
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
+#include "tilevm/ir/parser.h"
+#include "tilevm/ir/visitor.h"
+#include "tilevm/transform/lower.h"
 #include "tilevm/type/convert.h"
 
 namespace tilevm {
@@ -32,9 +35,28 @@ std::pair<std::vector<uint8_t>, std::vector<uint8_t>> doubling_inputs(int m, int
 // Runs `example` (y = x + x over [M, N], a TMA pipeline) on the interpreter and, with `gpu`, on the GPU,
 // each on the same fresh input with y poisoned: the interpreter's y must be 2x everywhere, and the GPU's
 // equal to it bit for bit.
-void expect_doubled(const std::string& example, bool gpu) {
-  const std::optional<ir::Program> p =
-      codegen_test::load_program(codegen_test::source_root() / "examples" / example);
+// `hopper`: on the interpreter, the program as the tile layer lowers it for the H100 (the GPU lowers for its
+// own target).
+void expect_doubled(const std::string& example, bool gpu, bool hopper = false) {
+  std::optional<ir::Program> p;
+  if (hopper) {
+    Diagnostics diags;
+    p = ir::parse_program(codegen_test::read_text(codegen_test::source_root() / "examples" / example), diags);
+    if (p)
+      p = transform::lower(*std::move(p), diags,
+                           {.target = target::Target::h100_sxm(), .verify_each_pass = true});
+    ASSERT_TRUE(p) << diags.render(example, "");
+    struct Finder : ir::IRVisitor {
+      bool stores = false;
+      void visit_inst_stmt(const ir::InstStmt& s) override {
+        stores |= s.inst->kind == ir::InstKind::StoreTma;
+      }
+    } finder;
+    finder.visit_program(*p);
+    EXPECT_TRUE(finder.stores) << "the tile layer did not store the tile with the TMA";
+  } else {
+    p = codegen_test::load_program(codegen_test::source_root() / "examples" / example);
+  }
   ASSERT_TRUE(p);
   std::mt19937 rng(20261126);
   for (const auto& [m, n] : std::vector<std::pair<int, int>>{{40, 128}, {37, 192}, {256, 512}, {5, 64}}) {
@@ -80,6 +102,17 @@ TEST(TmaGpu, StoresMatchTheInterpreter) {
 // The same on the interpreter alone (CI has no GPU): the stores write every element of y, clipped rows too.
 TEST(TmaInterp, StoresDoubleEveryElement) {
   expect_doubled("tma_store_scale.tile", false);
+}
+
+// The tile layer's Copy(shared, global) as a TMA store (examples/tile/scale_tma_store.tile): lowered for the
+// H100 on the interpreter (the program has its StoreTma), and on the GPU.
+TEST(TmaInterp, TileLayerStoresWithTheTma) {
+  expect_doubled("tile/scale_tma_store.tile", false, true);
+}
+
+TEST(TmaGpu, TileLayerStoresMatchTheInterpreter) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  expect_doubled("tile/scale_tma_store.tile", true);
 }
 
 }  // namespace

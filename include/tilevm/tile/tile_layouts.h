@@ -58,6 +58,9 @@ layout::Layout gemm_wgmma_c_layout(int64_t m, int64_t n, int64_t threads);
 // local(R, C) where the rows are not a power-of-two number (>= 2) of chunks. A tile of higher rank (a
 // pipeline's stages in front) holds one such [R, C] tile per leading index; rank 1 is row-major.
 layout::Layout shared_tile_layout(const layout::Index& shape, DataType dtype);
+// Whether the TMA copies a shared tile of this shape and layout in one box (CopyTma, StoreTma): rank 2, the
+// layout shared_tile_layout gives it, rows of 32, 64 or 128 bytes (the TMA's swizzle modes).
+bool tma_tile(const layout::Index& shape, DataType dtype, const layout::Layout& layout);
 
 // A coalesced register layout for moving a tile between memories: each thread holds 16-byte runs of a row
 // (shorter when the row is), consecutive threads take consecutive runs, the rest repeats; threads beyond
