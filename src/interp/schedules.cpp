@@ -73,25 +73,10 @@ bool has_inst(const ir::Program& program, ir::InstKind kind) {
   return finder.found;
 }
 
-// The runs of every schedule (run_schedules below), then, for a program that takes tickets over several
-// blocks, one more with the blocks last to first: the interpreter hands tickets out in the order it runs the
-// blocks, so a program that assumes which block takes the last ticket (or reads another block's stores in
-// the same launch without one) passes in one order only. The cross-block check reports what that run does
-// out of order; its results must match the first run's unless blocks add atomically.
-bool run_blocks_both_ways(const ir::Program& program, Arguments& args, Diagnostics& diags,
-                          const RunOptions& options);
-
-}  // namespace
-
-// Every schedule of the regions (once without regions), from the same inputs (RunOptions::schedules).
-bool run_schedules(const ir::Program& program, Arguments& args, Diagnostics& diags,
-                   const RunOptions& options);
-
-namespace {
-
-// The first element where two runs' buffers differ, as a message; empty when they agree.
+// The first element where two runs' buffers differ, as a message naming what differed between the runs
+// (`what`: "the schedule", "the order of the blocks"); empty when they agree.
 std::string first_difference(const ir::Program& program, const std::string& name,
-                             const std::vector<uint8_t>& a, const std::vector<uint8_t>& b,
+                             const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, const char* what,
                              const std::string& a_name, const std::string& b_name) {
   if (a == b) return "";
   DataType dtype = DataType::u8();
@@ -102,93 +87,80 @@ std::string first_difference(const ir::Program& program, const std::string& name
     const uint64_t x = get_code(a.data(), dtype.bits(), e), y = get_code(b.data(), dtype.bits(), e);
     if (x != y)
       return fmt::format(
-          "the results depend on the schedule: element {} of '{}' is {} under schedule {} and {} under {} "
-          "(a race that no barrier orders, on global memory or between regions)",
-          e, name, detail::format_code(dtype, x), a_name, detail::format_code(dtype, y), b_name);
+          "the results depend on {}: element {} of '{}' is {} under {} and {} under {} ({})", what, e, name,
+          detail::format_code(dtype, x), a_name, detail::format_code(dtype, y), b_name,
+          what == std::string("the schedule")
+              ? "a race that no barrier orders, on global memory or between regions"
+              : "which block takes which ticket, or a race between blocks that no ticket orders");
   }
-  return fmt::format("the results depend on the schedule: '{}' differs under schedules {} and {}", name,
-                     a_name, b_name);
+  return fmt::format("the results depend on {}: '{}' differs under {} and {}", what, name, a_name, b_name);
 }
+
+// One run of the program: a schedule of its regions, and the order of its blocks.
+struct Run {
+  Schedule schedule;
+  bool reversed = false;
+  // As a difference names it: against another schedule, or against the other order of the blocks.
+  std::string name(bool blocks) const {
+    return blocks ? (reversed ? "the blocks last to first" : "the blocks first to last")
+                  : "schedule " + schedule.name();
+  }
+};
 
 }  // namespace
 
+// The program runs once per schedule of its regions (once without regions), all from the same inputs; the
+// first run writes the results and prints, each other must complete too and compute the same results. A
+// program that takes tickets runs once more with its blocks last to first: the interpreter hands tickets
+// out in the order it runs the blocks, so a program that assumes which block takes the last ticket (or reads
+// another block's stores in the same launch without one) passes in one order only. Its results must match
+// too, unless blocks add atomically (float sums in another order may round apart).
 bool run_program(const ir::Program& program, Arguments& args, Diagnostics& diags, const RunOptions& options) {
-  const bool both_ways = !options.reverse_blocks && options.first_block <= 0 && options.num_blocks < 0 &&
-                         has_inst(program, ir::InstKind::TakeTicket);
-  return both_ways ? run_blocks_both_ways(program, args, diags, options)
-                   : run_schedules(program, args, diags, options);
-}
-
-namespace {
-
-bool run_blocks_both_ways(const ir::Program& program, Arguments& args, Diagnostics& diags,
-                          const RunOptions& options) {
-  std::map<std::string, std::vector<uint8_t>> buffers;
-  for (const auto& [name, buffer] : args.buffers) buffers[name] = *buffer;
-  if (!run_schedules(program, args, diags, options)) return false;
-  Arguments again = args;
-  for (auto& [name, buffer] : buffers) again.buffers[name] = &buffer;
-  RunOptions reversed = options;
-  reversed.print_stream = nullptr;
-  reversed.reverse_blocks = true;
-  if (!options.schedules.empty())
-    reversed.schedules = {options.schedules[0]};
-  else
-    reversed.schedules = {Schedule{}};
-  if (!run_schedules(program, again, diags, reversed)) {
-    diags.add(Severity::Note, program.loc,
-              "with the blocks run last to first (the tickets then go to other blocks; the first run, first "
-              "to last, completed)");
-    return false;
-  }
-  if (has_inst(program, ir::InstKind::AtomicAddGlobal)) return true;  // sums in another order may round apart
-  for (const auto& [name, buffer] : buffers) {
-    const std::string diff =
-        first_difference(program, name, *args.buffers.at(name), buffer, "first to last", "last to first");
-    if (!diff.empty()) {
-      diags.error(program.loc, "{}",
-                  std::string("the results depend on the order of the blocks") + diff.substr(diff.find(':')));
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
-bool run_schedules(const ir::Program& program, Arguments& args, Diagnostics& diags,
-                   const RunOptions& options) {
-  if (!has_regions(program)) return detail::run_schedule(program, args, diags, options, Schedule{});
-  const std::vector<Schedule> schedules =
-      options.schedules.empty() ? Schedule::standard() : options.schedules;
-  auto note_schedule = [&](const Schedule& s) {
-    if (schedules.size() > 1)
+  const bool regions = has_regions(program);
+  const std::vector<Schedule> schedules = !regions                    ? std::vector<Schedule>{Schedule{}}
+                                          : options.schedules.empty() ? Schedule::standard()
+                                                                      : options.schedules;
+  std::vector<Run> runs;
+  for (const Schedule& s : schedules) runs.push_back({s, options.reverse_blocks});
+  if (!options.reverse_blocks && options.first_block <= 0 && options.num_blocks < 0 &&
+      has_inst(program, ir::InstKind::TakeTicket))
+    runs.push_back({schedules[0], true});
+  auto note = [&](const Run& r) {
+    if (r.reversed && !options.reverse_blocks)
+      diags.add(Severity::Note, program.loc,
+                "with the blocks run last to first (the tickets then go to other blocks; the run first to "
+                "last completed)");
+    else if (schedules.size() > 1)
       diags.add(Severity::Note, program.loc,
                 fmt::format("under the schedule {} of the regions (tilevm run --schedule {} runs only it)",
-                            s.name(), s.name()));
+                            r.schedule.name(), r.schedule.name()));
+  };
+  auto run = [&](const Run& r, Arguments& a, const RunOptions& o) {
+    RunOptions with = o;
+    with.reverse_blocks = r.reversed;
+    if (detail::run_schedule(program, a, diags, with, r.schedule)) return true;
+    note(r);
+    return false;
   };
   // The inputs of every run: the buffers as given.
   std::map<std::string, std::vector<uint8_t>> inputs;
-  if (schedules.size() > 1)
+  if (runs.size() > 1)
     for (const auto& [name, buffer] : args.buffers) inputs[name] = *buffer;
-  // The first schedule's run writes the results and prints.
-  if (!detail::run_schedule(program, args, diags, options, schedules[0])) {
-    note_schedule(schedules[0]);
-    return false;
-  }
+  if (!run(runs[0], args, options)) return false;
   RunOptions quiet = options;
   quiet.print_stream = nullptr;
-  for (size_t k = 1; k < schedules.size(); ++k) {
+  const bool atomics = has_inst(program, ir::InstKind::AtomicAddGlobal);
+  for (size_t k = 1; k < runs.size(); ++k) {
     std::map<std::string, std::vector<uint8_t>> buffers = inputs;
     Arguments again = args;
     for (auto& [name, buffer] : buffers) again.buffers[name] = &buffer;
-    if (!detail::run_schedule(program, again, diags, quiet, schedules[k])) {
-      note_schedule(schedules[k]);
-      return false;
-    }
+    if (!run(runs[k], again, quiet)) return false;
+    if (runs[k].reversed != runs[0].reversed && atomics) continue;
+    const bool blocks = runs[k].reversed != runs[0].reversed;
     for (const auto& [name, buffer] : buffers) {
       const std::string diff = first_difference(program, name, *args.buffers.at(name), buffer,
-                                                schedules[0].name(), schedules[k].name());
+                                                blocks ? "the order of the blocks" : "the schedule",
+                                                runs[0].name(blocks), runs[k].name(blocks));
       if (!diff.empty()) {
         diags.error(program.loc, "{}", diff);
         return false;
