@@ -6,7 +6,6 @@
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/mutator.h"
 #include "tilevm/support/error.h"
-#include "tilevm/target/tma_swizzle.h"
 #include "tilevm/tile/tile_layouts.h"
 #include "tilevm/tile/tile_program.h"
 
@@ -141,11 +140,10 @@ class Lower : public ThreadsMutator {
     }
   }
 
-  // Copy(shared, global) on Hopper where the TMA stores the shared tile in one box (the verifier's rules for
-  // StoreTma): the whole tile (no subscript) of 8-, 16-, 32- or 64-bit elements, row-major or in a swizzled
-  // form the TMA knows, rank 2, at most 256 per dimension, rows of a multiple of 16 bytes, into a strided
-  // rank-2 global view of the same dtype (not a layout=, unit inner stride). Returns the launch's condition
-  // (the global rows a multiple of 16 bytes), or nullopt where the TMA does not apply.
+  // Copy(shared, global) on Hopper where the TMA stores the whole shared tile (no subscript) in one box
+  // (tma_tile), into a strided rank-2 global view of the same dtype (not a layout=, unit inner stride).
+  // Returns the launch's condition (the global rows a multiple of 16 bytes), or nullopt where the TMA does
+  // not apply.
   std::optional<ir::Expr> stored_by_tma(const ir::CopyInst& c) const {
     const ir::TensorType& t = c.src.type();
     const ir::TensorType& g = c.dst.type();
@@ -154,12 +152,8 @@ class Lower : public ThreadsMutator {
       return std::nullopt;
     for (const ir::Slice& sl : c.dst.slices)
       if (sl.kind == ir::Slice::Kind::Index) return std::nullopt;
-    const int bits = t.dtype.bits();
     const auto shape = t.static_shape();
-    if ((bits != 8 && bits != 16 && bits != 32 && bits != 64) || !shape || shape->size() != 2 || !t.layout ||
-        target::tma_swizzle_bytes(*t.layout, bits) < 0 || (*shape)[1] * bits % 128 != 0 ||
-        (*shape)[0] > 256 || (*shape)[1] > 256)
-      return std::nullopt;
+    if (!shape || !t.layout || !tma_tile(*shape, t.dtype, *t.layout, /*swizzled=*/false)) return std::nullopt;
     ir::Expr row = g.shape[1];  // the row stride in elements
     if (!g.strides.empty()) {
       const std::optional<int64_t> inner = ir::as_const_int(g.strides[1]);
@@ -167,7 +161,8 @@ class Lower : public ThreadsMutator {
       row = g.strides[0];
     }
     const SourceLoc loc = c.loc;
-    const ir::Expr bytes = ir::make_binary(ir::BinaryOp::Mul, row, ir::make_int(bits / 8, loc), loc);
+    const ir::Expr bytes =
+        ir::make_binary(ir::BinaryOp::Mul, row, ir::make_int(t.dtype.bits() / 8, loc), loc);
     return ir::make_binary(ir::BinaryOp::Eq,
                            ir::make_binary(ir::BinaryOp::Mod, bytes, ir::make_int(16, loc), loc),
                            ir::make_int(0, loc), loc);

@@ -521,7 +521,8 @@ class Pipeline : public ir::IRMutator {
       const auto& c = *is->inst->as<ir::CopyInst>();
       const ir::TensorType& t = c.dst.type();
       auto shape = t.static_shape();
-      if (!shape || c.src.type().rank() != 2 || !tma_tile(*shape, t.dtype, *t.layout)) return false;
+      if (!shape || c.src.type().rank() != 2 || !tma_tile(*shape, t.dtype, *t.layout, /*swizzled=*/true))
+        return false;
     }
     return true;
   }

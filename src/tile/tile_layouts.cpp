@@ -9,6 +9,7 @@
 #include "tilevm/support/error.h"
 #include "tilevm/target/atoms.h"
 #include "tilevm/target/limits.h"
+#include "tilevm/target/tma_swizzle.h"
 #include "tilevm/target/wgmma.h"
 
 namespace tilevm::tile {
@@ -72,9 +73,13 @@ layout::Layout gemm_wgmma_c_layout(int64_t m, int64_t n, int64_t threads) {
   return compose(layout::spatial(groups, 1), layout::local(m / 64 / groups, 1), target::wgmma_accumulator(n));
 }
 
-bool tma_tile(const layout::Index& shape, DataType dtype, const layout::Layout& layout) {
-  if (shape.size() != 2) return false;
-  const int64_t row_bytes = shape[1] * dtype.bits() / 8;
+bool tma_tile(const layout::Index& shape, DataType dtype, const layout::Layout& layout, bool swizzled) {
+  const int bits = dtype.bits();
+  if (shape.size() != 2 || (bits != 8 && bits != 16 && bits != 32 && bits != 64) || shape[0] > 256 ||
+      shape[1] > 256 || shape[1] * bits % 128 != 0 || target::tma_swizzle_bytes(layout, bits) < 0)
+    return false;
+  if (!swizzled) return true;
+  const int64_t row_bytes = shape[1] * bits / 8;
   return (row_bytes == 32 || row_bytes == 64 || row_bytes == 128) &&
          layout == shared_tile_layout(shape, dtype);
 }

@@ -26,12 +26,14 @@ inline std::string read_text(const std::filesystem::path& p) {
   return ss.str();
 }
 
-inline std::optional<ir::Program> load_program(const std::filesystem::path& p) {
+// `target`: what the tile layer lowers for (the generic sm_80 unless told).
+inline std::optional<ir::Program> load_program(
+    const std::filesystem::path& p, const target::Target& target = target::Target::generic_sm80()) {
   const std::string source = read_text(p);
   Diagnostics diags;
   std::optional<ir::Program> program = ir::parse_program(source, diags);
   if (!program || diags.has_errors()) return std::nullopt;
-  return transform::lower(*std::move(program), diags, {.verify_each_pass = true});
+  return transform::lower(*std::move(program), diags, {.target = target, .verify_each_pass = true});
 }
 
 // Every program that verifies: examples/**/*.tile, then tests/golden/**/*.tile (sorted).

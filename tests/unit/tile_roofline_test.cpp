@@ -136,16 +136,21 @@ TEST(TileRoofline, RasterizationSharesTilesInL2) {
   EXPECT_GE(g.cost.dram_bytes, 2.0 * 16384 * 4096 * 2 + 16384.0 * 16384 * 2);
 }
 
-TEST(TileRoofline, ACopyThatReusesNothingIsDramBound) {
-  const std::string copy = R"(BM = 16
+// A copy of [M, 256] f16 rows in blocks of 16, its body after the views.
+std::string copy_program(const std::string& body) {
+  return R"(BM = 16
 def copy<ceil_div(M, BM)>[threads=128](f16* x_ptr, f16* y_ptr, i32 M):
     bi = BlockIndices()
     x = ViewGlobal(x_ptr, dtype=f16, shape=[M, 256])
     y = ViewGlobal(y_ptr, dtype=f16, shape=[M, 256])
-    t = AllocateFragment(f16, shape=[BM, 256])
+)" + body;
+}
+
+TEST(TileRoofline, ACopyThatReusesNothingIsDramBound) {
+  const std::string copy = copy_program(R"(    t = AllocateFragment(f16, shape=[BM, 256])
     Copy(x[bi * BM:, 0:], t)
     Copy(t, y[bi * BM:, 0:])
-)";
+)");
   const Target h100 = Target::h100_sxm();
   const TileRoofline r = estimate_tile_program(lower_text(copy, {}, h100), {{"M", 1 << 18}}, h100);
   EXPECT_EQ(r.cost.bound, "dram");
@@ -156,18 +161,13 @@ def copy<ceil_div(M, BM)>[threads=128](f16* x_ptr, f16* y_ptr, i32 M):
 // The same copy with the result stored by the TMA from shared memory: the store counts as global writes
 // (and as shared traffic), so the copy is still DRAM-bound with the same bytes.
 TEST(TileRoofline, TmaStoresCountAsWrites) {
-  const std::string copy = R"(BM = 16
-def copy<ceil_div(M, BM)>[threads=128](f16* x_ptr, f16* y_ptr, i32 M):
-    bi = BlockIndices()
-    x = ViewGlobal(x_ptr, dtype=f16, shape=[M, 256])
-    y = ViewGlobal(y_ptr, dtype=f16, shape=[M, 256])
-    s = AllocateShared(f16, shape=[BM, 256])
+  const std::string copy = copy_program(R"(    s = AllocateShared(f16, shape=[BM, 256])
     t = LoadGlobal(x, layout=spatial(16, 8).local(1, 32), offset=[bi * BM, 0])
     StoreShared(t, s)
     Synchronize()
     StoreTma(s, y[bi * BM:, 0:])
     StoreTmaWait(0)
-)";
+)");
   const Target h100 = Target::h100_sxm();
   const TileRoofline r = estimate_tile_program(lower_text(copy, {}, h100), {{"M", 1 << 18}}, h100);
   EXPECT_DOUBLE_EQ(r.block.store_bytes, 16.0 * 256 * 2);

@@ -11,9 +11,7 @@
 #include "codegen_test_util.h"
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/interp/interpreter.h"
-#include "tilevm/ir/parser.h"
 #include "tilevm/ir/visitor.h"
-#include "tilevm/transform/lower.h"
 #include "tilevm/type/convert.h"
 
 namespace tilevm {
@@ -32,20 +30,17 @@ std::pair<std::vector<uint8_t>, std::vector<uint8_t>> doubling_inputs(int m, int
   return {x, y_nan};
 }
 
-// Runs `example` (y = x + x over [M, N], a TMA pipeline) on the interpreter and, with `gpu`, on the GPU,
-// each on the same fresh input with y poisoned: the interpreter's y must be 2x everywhere, and the GPU's
-// equal to it bit for bit.
+// Runs `example` (y = x + x over [M, N], a TMA pipeline) on the interpreter and, with `gpu`, on the GPU
+// (lowered there for the device), each on the same fresh input with y poisoned: the interpreter's y must be
+// 2x everywhere, and the GPU's equal to it bit for bit.
 // `hopper`: on the interpreter, the program as the tile layer lowers it for the H100 (the GPU lowers for its
 // own target).
 void expect_doubled(const std::string& example, bool gpu, bool hopper = false) {
-  std::optional<ir::Program> p;
+  const std::optional<ir::Program> p =
+      codegen_test::load_program(codegen_test::source_root() / "examples" / example,
+                                 hopper ? target::Target::h100_sxm() : target::Target::generic_sm80());
+  ASSERT_TRUE(p);
   if (hopper) {
-    Diagnostics diags;
-    p = ir::parse_program(codegen_test::read_text(codegen_test::source_root() / "examples" / example), diags);
-    if (p)
-      p = transform::lower(*std::move(p), diags,
-                           {.target = target::Target::h100_sxm(), .verify_each_pass = true});
-    ASSERT_TRUE(p) << diags.render(example, "");
     struct Finder : ir::IRVisitor {
       bool stores = false;
       void visit_inst_stmt(const ir::InstStmt& s) override {
@@ -54,10 +49,7 @@ void expect_doubled(const std::string& example, bool gpu, bool hopper = false) {
     } finder;
     finder.visit_program(*p);
     EXPECT_TRUE(finder.stores) << "the tile layer did not store the tile with the TMA";
-  } else {
-    p = codegen_test::load_program(codegen_test::source_root() / "examples" / example);
   }
-  ASSERT_TRUE(p);
   std::mt19937 rng(20261126);
   std::vector<std::pair<int, int>> shapes = {{40, 128}, {37, 192}, {256, 512}, {5, 64}};
   // The tile layer's store takes any N: 20 (rows of 40 bytes) goes the threads' way.
@@ -85,7 +77,10 @@ void expect_doubled(const std::string& example, bool gpu, bool hopper = false) {
       ASSERT_EQ(decode(DataType::f16(), yc), 2 * decode(DataType::f16(), xc)) << "interpreter, element " << i;
     }
     if (!gpu) continue;
-    ASSERT_TRUE(exec::run_on_gpu(*p, devices, gd)) << gd.render(example, "");
+    // The program as written: run_on_gpu lowers it for the device (the tile layer's TMA store on Hopper).
+    const std::string source = codegen_test::read_text(codegen_test::source_root() / "examples" / example);
+    const std::optional<ir::Program> written = ir::parse_program(source, gd);
+    ASSERT_TRUE(written && exec::run_on_gpu(*written, devices, gd)) << gd.render(example, source);
     EXPECT_EQ(y_gpu, y_cpu);
   }
 }

@@ -58,9 +58,11 @@ layout::Layout gemm_wgmma_c_layout(int64_t m, int64_t n, int64_t threads);
 // local(R, C) where the rows are not a power-of-two number (>= 2) of chunks. A tile of higher rank (a
 // pipeline's stages in front) holds one such [R, C] tile per leading index; rank 1 is row-major.
 layout::Layout shared_tile_layout(const layout::Index& shape, DataType dtype);
-// Whether the TMA copies a shared tile of this shape and layout in one box (CopyTma, StoreTma): rank 2, the
-// layout shared_tile_layout gives it, rows of 32, 64 or 128 bytes (the TMA's swizzle modes).
-bool tma_tile(const layout::Index& shape, DataType dtype, const layout::Layout& layout);
+// Whether the TMA copies a rank-2 shared tile of this shape and layout in one box (the verifier's rules for
+// CopyTma and StoreTma): elements of 8 to 64 bits, row-major or a swizzled form (target::tma_swizzle_bytes),
+// at most 256 per dimension, rows of a multiple of 16 bytes. `swizzled`: also the layout shared_tile_layout
+// gives the tile, with rows of 32, 64 or 128 bytes (what the pipelines' TMA fills for ldmatrix and wgmma).
+bool tma_tile(const layout::Index& shape, DataType dtype, const layout::Layout& layout, bool swizzled);
 
 // A coalesced register layout for moving a tile between memories: each thread holds 16-byte runs of a row
 // (shorter when the row is), consecutive threads take consecutive runs, the rest repeats; threads beyond
