@@ -113,24 +113,12 @@ class Lower : public ThreadsMutator {
       store(c.src, c.dst, c.loc);
     } else if (d == Scope::Register) {
       load(c.src, *c.dst.type().layout, c.dst.tensor, c.loc);
-    } else if (std::optional<ir::Expr> rows_ok = stored_by_tma(c)) {
+    } else if (stored_by_tma(c)) {
       // One thread issues the TMA store of the whole tile (insert_barriers put the Synchronize that orders
       // the threads' writes of it before, with the proxy fence); waiting for its reads at once leaves the
-      // tile free for whatever writes it next, while the global writes complete on their own. A tensor map
-      // needs rows of a multiple of 16 bytes in global memory too, which only the launch knows: otherwise
-      // the threads copy the tile out.
-      ir::Block* outer = out_;
-      ir::Block tma, threads;
-      out_ = &tma;
+      // tile free for whatever writes it next, while the global writes complete on their own.
       emit(std::make_shared<ir::StoreTmaInst>(c.src, c.dst, c.loc));
       emit(std::make_shared<ir::StoreTmaWaitInst>(0, c.loc));
-      out_ = &threads;
-      auto lay = moving_layout(tile_shape(c.src), c.src.type().dtype, c.loc);
-      if (lay) store(load(c.src, *lay, nullptr, c.loc), c.dst, c.loc);
-      out_ = outer;
-      outer->push_back(std::make_shared<ir::IfStmt>(std::vector<ir::Expr>{*rows_ok},
-                                                    std::vector<ir::Block>{std::move(tma)},
-                                                    std::move(threads), true, c.loc));
     } else {
       // Between memories through registers, in the coalesced layout of the non-global side's tile.
       const ir::TensorArg& tile_side = s == Scope::Global ? c.dst : c.src;
@@ -141,31 +129,23 @@ class Lower : public ThreadsMutator {
   }
 
   // Copy(shared, global) on Hopper where the TMA stores the whole shared tile (no subscript) in one box
-  // (tma_tile), into a strided rank-2 global view of the same dtype (not a layout=, unit inner stride).
-  // Returns the launch's condition (the global rows a multiple of 16 bytes), or nullopt where the TMA does
-  // not apply.
-  std::optional<ir::Expr> stored_by_tma(const ir::CopyInst& c) const {
+  // (tma_tile), into a strided rank-2 global view of the same dtype (not a layout=, unit inner stride) whose
+  // row stride is a constant multiple of 16 bytes. A tensor map needs that, and the runtime encodes the
+  // kernel's tensor maps at every launch: a stride known only at run time could fail the launch of a
+  // kernel that would not even take the TMA's path.
+  bool stored_by_tma(const ir::CopyInst& c) const {
     const ir::TensorType& t = c.src.type();
     const ir::TensorType& g = c.dst.type();
     if (!target_.features.hopper || t.scope != Scope::Shared || g.scope != Scope::Global ||
         !c.src.slices.empty() || t.dtype != g.dtype || g.layout || g.rank() != 2)
-      return std::nullopt;
+      return false;
     for (const ir::Slice& sl : c.dst.slices)
-      if (sl.kind == ir::Slice::Kind::Index) return std::nullopt;
+      if (sl.kind == ir::Slice::Kind::Index) return false;
     const auto shape = t.static_shape();
-    if (!shape || !t.layout || !tma_tile(*shape, t.dtype, *t.layout, /*swizzled=*/false)) return std::nullopt;
-    ir::Expr row = g.shape[1];  // the row stride in elements
-    if (!g.strides.empty()) {
-      const std::optional<int64_t> inner = ir::as_const_int(g.strides[1]);
-      if (!inner || *inner != 1) return std::nullopt;
-      row = g.strides[0];
-    }
-    const SourceLoc loc = c.loc;
-    const ir::Expr bytes =
-        ir::make_binary(ir::BinaryOp::Mul, row, ir::make_int(t.dtype.bits() / 8, loc), loc);
-    return ir::make_binary(ir::BinaryOp::Eq,
-                           ir::make_binary(ir::BinaryOp::Mod, bytes, ir::make_int(16, loc), loc),
-                           ir::make_int(0, loc), loc);
+    if (!shape || !t.layout || !tma_tile(*shape, t.dtype, *t.layout, /*swizzled=*/false)) return false;
+    if (!g.strides.empty() && ir::as_const_int(g.strides[1]) != std::optional<int64_t>(1)) return false;
+    const std::optional<int64_t> row = ir::as_const_int(g.strides.empty() ? g.shape[1] : g.strides[0]);
+    return row && *row * t.dtype.bits() % 128 == 0;
   }
 
   // A register tile adds in its own layout (converted to the destination's dtype); a shared one through

@@ -5,7 +5,8 @@
 //   Copy(g[...], s)        r = LoadGlobal(g[...], layout=<copy layout>); StoreShared(r, s)
 //   Copy(s, r)             LoadShared(s, layout=<r's layout>, out=r)
 //   Copy(r, g[...])        StoreGlobal(r, g[...])               (a Cast first when the dtypes differ)
-//   Copy(s, g[...])        on Hopper, when the TMA stores s in one box: StoreTma(s, g[...]); StoreTmaWait(0)
+//   Copy(s, g[...])        on Hopper, when the TMA stores s in one box into rows of a constant multiple of
+//                          16 bytes: StoreTma(s, g[...]); StoreTmaWait(0)
 //                          (elsewhere through registers, as between any two memories)
 //   Gemm(sa, sb, acc)      for kk in range(K / 16):  a = LoadShared(sa, layout=<A>, offset=[0, kk * 16])
 //                                                    b = LoadShared(sb, layout=<B>, offset=[kk * 16, 0])
