@@ -3,11 +3,13 @@
 // developing the template to compare configurations in one short GPU call. (The measurements of record come
 // from `tilevm bench`.)
 //
-//   tilevm_qmatmul_sweep WTYPE CONFIG...       e.g. tilevm_qmatmul_sweep u4 bm16_bn256_bk128_sk128_w1x8_s4_k8
+//   tilevm_qmatmul_sweep [--m M,...] WTYPE CONFIG...
+//       e.g. tilevm_qmatmul_sweep u4 bm16_bn256_bk128_sk128_w1x8_s4_k8 (M = 1 and 16 unless --m says)
 //
 // Inputs are constant byte patterns (the kernel's speed does not depend on the values); group 128; the
 // median of 30 runs with the L2 flushed (tune::time_gpu). Prints latency and the achieved GB/s of the
 // minimal bytes (codes, scales, A, C).
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -22,8 +24,28 @@
 
 int main(int argc, char** argv) {
   using namespace tilevm;
+  std::vector<int64_t> ms = {1, 16};
+  if (argc >= 3 && std::string(argv[1]) == "--m") {
+    ms.clear();
+    const std::string list = argv[2];
+    for (size_t at = 0; at < list.size();) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      int64_t m = comma > at && comma - at <= 5 ? 0 : -1;
+      for (size_t i = at; i < comma && m >= 0; ++i)
+        m = list[i] >= '0' && list[i] <= '9' ? m * 10 + (list[i] - '0') : -1;
+      if (m <= 0 || m > 65536) {
+        std::fprintf(stderr, "tilevm_qmatmul_sweep: --m takes positive numbers, e.g. 32,64 (got %s)\n",
+                     list.c_str());
+        return 2;
+      }
+      ms.push_back(m);
+      at = comma + 1;
+    }
+    argv += 2;
+    argc -= 2;
+  }
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s WTYPE CONFIG...\n", argv[0]);
+    std::fprintf(stderr, "usage: tilevm_qmatmul_sweep [--m M,...] WTYPE CONFIG...\n");
     return 2;
   }
   try {
@@ -35,7 +57,7 @@ int main(int argc, char** argv) {
     const std::vector<std::pair<int64_t, int64_t>> shapes = {{8192, 8192}, {8192, 57344}, {28672, 8192},
                                                              {4096, 4096}, {4096, 28672}, {14336, 4096}};
     for (auto [K, N] : shapes) {
-      for (int64_t M : {int64_t{1}, int64_t{16}}) {
+      for (int64_t M : ms) {
         for (int i = 2; i < argc; ++i) {
           ops::QMatmulProblem p;
           p.m = M;

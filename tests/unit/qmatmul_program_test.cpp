@@ -346,6 +346,73 @@ TEST(QMatmulProgram, WarpSpecializedForm) {
   check({problem(9, 64, 256, kF16, 128), ws_config(16, 1, 64)}, 5107, false);
 }
 
+// Register A (wgmma's RS form, "_wsr"): the warp-specialized form with each 64-column group of the tile
+// converted into the registers its DotAsync reads. 4- and 8-bit weights; block_k 64, 128 and 256 (one, two
+// and four groups a step).
+QMatmulConfig rs_config(int64_t block_m, int64_t warpgroups, int64_t block_k, int64_t stages = 3) {
+  return QMatmulConfig::parse(fmt::format("bm{}_bn{}_bk{}_sk{}_w1x{}_s{}_k1_wsr", block_m, 64 * warpgroups,
+                                          block_k, block_k, 4 * warpgroups, stages));
+}
+
+// The register-A cases, shared by the interpreter and the GPU tests: every 4- and 8-bit type that fits f16,
+// then zero points (per group and per channel), split-K with an empty split, bf16, two consumers, 256 rows.
+std::vector<std::pair<Problem, uint32_t>> register_a_cases() {
+  std::vector<std::pair<Problem, uint32_t>> cases;
+  for (DataType w : weight_types())
+    if (qmatmul_weight_fits(w, kF16) && (w.bits() == 4 || w.bits() == 8))
+      cases.push_back({{problem(37, 200, 512, w, 128), rs_config(32, 2, 128, 4)},
+                       12000 + static_cast<uint32_t>(w.bits() * 16 + static_cast<int>(w.kind()))});
+  QMatmulProblem z = problem(33, 128, 512, DataType::uint(4), 64);
+  z.zero_point = true;
+  cases.push_back({{z, rs_config(48, 2, 64)}, 12101});
+  QMatmulProblem zc = problem(20, 192, 1024, DataType::uint(8), 1024);  // per channel: four groups a step
+  zc.zero_point = true;
+  cases.push_back({{zc, rs_config(32, 1, 256)}, 12102});
+  QMatmulConfig split = rs_config(64, 2, 128, 4);
+  split.split_k = 4;  // 9 k-tiles: 3, 3, 3 and none
+  cases.push_back({{problem(70, 136, 1152, DataType::int_(4), 128), split}, 12103});
+  QMatmulProblem b = problem(70, 256, 512, DataType::uint(4), 128);
+  b.atype = DataType::bf16();
+  cases.push_back({{b, rs_config(128, 2, 128, 4)}, 12104});
+  cases.push_back({{problem(200, 136, 384, DataType::int_(8), 128), rs_config(128, 2, 64, 4)}, 12105});
+  return cases;
+}
+
+TEST(QMatmulProgram, RegisterAForm) {
+  const std::vector<std::pair<Problem, uint32_t>> cases = register_a_cases();
+#if defined(__SANITIZE_ADDRESS__)
+  const size_t every = 3;  // as WarpSpecializedForm
+#else
+  const size_t every = 1;
+#endif
+  for (size_t i = 0; i < cases.size(); i += every) {
+    const auto& [p, seed] = cases[i];
+    SCOPED_TRACE(p.problem.key() + " " + p.config.name());
+    check(p, seed, p.problem.group != p.problem.k);
+  }
+}
+
+TEST(QMatmulProgram, RegisterAFormRules) {
+  expect_error(
+      [&] { build_qmatmul(problem(16, 64, 256, DataType::uint(6), 256), rs_config(16, 1, 128)); },
+      "register A needs each thread's codes of a 64-column chunk (6 words of u6) a multiple of 4 words");
+  expect_error([&] { build_qmatmul(problem(16, 64, 256, DataType::uint(4), 128), rs_config(256, 1, 128)); },
+               "register A needs block_m (256) of at most 128");
+  QMatmulConfig not_ws = wgmma_config(16, 1);
+  not_ws.register_a = true;
+  expect_error([&] { build_qmatmul(problem(16, 64, 256, DataType::uint(4), 128), not_ws); },
+               "register A (wgmma's RS form) is a variant of the warp-specialized form");
+  const QMatmulConfig c = rs_config(64, 2, 128);
+  EXPECT_EQ(c.name(), "bm64_bn128_bk128_sk128_w1x8_s3_k1_wsr");
+  EXPECT_TRUE(c.wgmma && c.warp_specialized && c.register_a);
+  EXPECT_EQ(QMatmulConfig::parse(c.name()), c);
+  // No dequantized tiles in shared memory: 2 x BN x BK x 2 bytes less than the shared-memory form.
+  QMatmulConfig ws = c;
+  ws.register_a = false;
+  const QMatmulProblem p = problem(64, 256, 512, DataType::uint(4), 128);
+  EXPECT_EQ(qmatmul_shared_bytes(p, ws) - qmatmul_shared_bytes(p, c), 2 * 128 * 128 * 2);
+}
+
 TEST(QMatmulProgram, WarpSpecializedFormRules) {
   expect_error([&] { build_qmatmul(problem(16, 70, 256, DataType::uint(4), 128), ws_config(16, 1, 64)); },
                "k (256) and n (70) must be multiples of 8");
@@ -483,6 +550,7 @@ std::vector<std::pair<Problem, uint32_t>> wgmma_gpu_cases() {
   wb.atype = DataType::bf16();
   cases.push_back({{wb, ws_config(128, 2, 128, 4)}, 11104});
   cases.push_back({{problem(300, 136, 384, DataType::int_(8), 128), ws_config(256, 2, 64, 4)}, 11105});
+  for (auto& c : register_a_cases()) cases.push_back(std::move(c));
   return cases;
 }
 

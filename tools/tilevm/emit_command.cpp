@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -38,7 +39,18 @@ void run_emit(const EmitRequest& req) {
   const target::Target target = target::Target::for_arch(req.arch);
   const ir::Program program =
       load_program(req.path, parse_defines(req.defines), transform::LowerOptions{.target = target});
-  codegen::cuda::EmittedKernel k = codegen::cuda::emit_cuda(program, {.target = target});
+  codegen::cuda::EmittedKernel k;
+  try {
+    k = codegen::cuda::emit_cuda(program, {.target = target});
+  } catch (const Error& e) {
+    // The code generator locates a refusal as "LINE:COL: ..." (kernel_emitter.cpp): printed as the other
+    // diagnostics are, with the file.
+    const std::string what = e.what();
+    std::smatch at;
+    if (!std::regex_search(what, at, std::regex(R"(^(\d+):(\d+): )"))) throw;
+    std::cerr << req.path << ":" << at[1] << ":" << at[2] << ": error: " << at.suffix() << "\n";
+    throw ExitStatus{1};
+  }
   if (req.output.empty()) {
     std::cout << k.source;
   } else {

@@ -12,6 +12,16 @@
 // at once. After DotAsyncWait an empty asm with every DotAsync accumulator as an in-out operand keeps the
 // compiler from moving a use of the accumulator above the wait (the wgmma's asm "wrote" it earlier, so
 // nothing else orders the use after the wait).
+//
+// The RS form (a in registers, DotAsync only) passes a's fragment words to the instruction. The tensor
+// cores read them after it issues, until the wait that retires it, and nothing in the PTX says so: only
+// ptxas's own analysis of a wgmma pipeline keeps those registers from being reused. It does that within
+// straight-line code: a rotation of register sets, or a serialization it reports (C7515). Across a loop's
+// back edge or a branch it did not: twice the emitted kernels gave wrong results, the next step's values
+// written into registers an in-flight product still read (docs/performance.md, "wgmma's RS form"). So the
+// emitter takes the RS form only where the DotAsync is retired by a DotAsyncWait(0) later in the same
+// statement list with no control flow in between (collect_wgmma_facts), and refuses it elsewhere.
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -68,58 +78,68 @@ std::optional<Emitter::WgmmaPlan> Emitter::wgmma_plan(const ir::TensorArg& a, co
                        options_.target.arch);
     return std::nullopt;
   }
-  if (a.tensor->type.tensor->scope != ir::Scope::Shared ||
-      b.tensor->type.tensor->scope != ir::Scope::Shared) {
-    // The RS form (a in registers) is checked and interpreted, not emitted: its first emission gave wrong
-    // results on the H200, and a second (opaque copies into registers of the operand's own, kept alive to
-    // the wait) on the H100: ptxas counts a wgmma's register a as read when the instruction issues and gives
-    // those registers to the next loop step's values while the product is still in flight
-    // (docs/performance.md, "wgmma's RS form").
-    *why =
-        "an operand is in registers (the GPU code takes both from shared memory; a in registers, wgmma's "
-        "RS form, runs on the interpreter only)";
+  if (b.tensor->type.tensor->scope != ir::Scope::Shared) {
+    *why = "b is in registers (wgmma reads b from shared memory)";
     return std::nullopt;
   }
   if (transpose_a || !transpose_b) {
     *why = "an operand is not K-major (a as [M, K], b as [N, K] with transpose_b)";
     return std::nullopt;
   }
-  const MemTensor& ma = mem(a.tensor);
   const MemTensor& mb = mem(b.tensor);
   WgmmaPlan p;
-  const std::optional<target::WgmmaTiling> tiling = target::wgmma_tiling(ma.dtype, c.dtype, c.layout, why);
+  p.a_in_registers = a.tensor->type.tensor->scope == ir::Scope::Register;
+  const DataType at = p.a_in_registers ? reg_arg(a).dtype : mem(a.tensor).dtype;
+  const std::optional<target::WgmmaTiling> tiling = target::wgmma_tiling(at, c.dtype, c.layout, why);
   if (!tiling) return std::nullopt;
   p.tiling = *tiling;
-  const std::optional<target::WgmmaSharedForm> fa =
-      target::wgmma_operand_form(*ma.layout, ma.dtype.bits(), why);
-  if (!fa) return std::nullopt;
+  if (p.a_in_registers) {
+    // The RS form: a's fragments are registers of the warpgroup, in the slots target/wgmma.h finds.
+    const RegInfo& ra = reg_arg(a);
+    std::optional<std::vector<int64_t>> slots = target::wgmma_register_a_slots(ra.layout, p.tiling, why);
+    if (!slots) return std::nullopt;
+    p.a_slots = std::move(*slots);
+    p.k = ra.layout.shape().back();
+  } else {
+    const MemTensor& ma = mem(a.tensor);
+    const std::optional<target::WgmmaSharedForm> fa =
+        target::wgmma_operand_form(*ma.layout, ma.dtype.bits(), why);
+    if (!fa) return std::nullopt;
+    p.a = *fa;
+    p.k = ma.layout->shape().back();
+  }
   const std::optional<target::WgmmaSharedForm> fb =
       target::wgmma_operand_form(*mb.layout, mb.dtype.bits(), why);
   if (!fb) return std::nullopt;
-  p.a = *fa;
   p.b = *fb;
-  const layout::Index& sa = ma.layout->shape();
-  p.k = sa.back();
   return p;
 }
 
 void Emitter::emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::TensorArg& a,
                          const ir::TensorArg& b, const RegInfo& d, bool async) {
   helper_functions_["tv_wgmma_desc"] = kDescriptorFn;
-  if (p.a.swizzle_bytes || p.b.swizzle_bytes) uses_swizzle_period_ = true;
-  const MemTensor& ma = mem(a.tensor);
+  if ((!p.a_in_registers && p.a.swizzle_bytes) || p.b.swizzle_bytes) uses_swizzle_period_ = true;
   const MemTensor& mb = mem(b.tensor);
-  const int bits = ma.dtype.bits();
+  const int bits = mb.dtype.bits();
   const int64_t n = p.tiling.n;
   const layout::Layout& q = p.tiling.quotient;
   const int64_t words = n / 2 * d.dtype.bits() / 32;  // accumulator registers per instruction
   const int64_t ksteps = p.k / 16;
+  // a and b have one type (the verifier's rule for Dot).
   const std::string inst = fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.{}.{}.{}", n,
-                                       ptx_float(d.dtype), ptx_float(ma.dtype), ptx_float(mb.dtype));
+                                       ptx_float(d.dtype), ptx_float(mb.dtype), ptx_float(mb.dtype));
+  auto swizzle_text = [](int bytes) {
+    return bytes ? fmt::format("{}-byte swizzle", bytes) : std::string("no swizzle");
+  };
   note(s, fmt::format("{} x {} per warpgroup ({}; a {}, b {})", inst, q.num_locals() * ksteps,
                       async ? "asynchronous" : "waited at once",
-                      p.a.swizzle_bytes ? fmt::format("{}-byte swizzle", p.a.swizzle_bytes) : "no swizzle",
-                      p.b.swizzle_bytes ? fmt::format("{}-byte swizzle", p.b.swizzle_bytes) : "no swizzle"));
+                      p.a_in_registers ? std::string("in registers") : swizzle_text(p.a.swizzle_bytes),
+                      swizzle_text(p.b.swizzle_bytes)));
+  if (p.a_in_registers) {
+    emit_wgmma_rs(p, a, b, d, async, inst);
+    return;
+  }
+  const MemTensor& ma = mem(a.tensor);
   auto origin = [&](const MemTensor& m, const ir::TensorArg& arg) {
     const std::vector<int> kept = kept_dims(m, arg);
     const ElementAccess at = access(m, arg, {}, std::vector<CExpr>(kept.size(), cconst(0)));
@@ -163,6 +183,54 @@ void Emitter::emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::Te
   close();
 }
 
+// The RS form: each instruction takes a's four fragment words (a0..a7 as pairs) for its row block and k
+// step, and b's descriptor; "p, 1, 1, 0": accumulate, no negation, b K-major.
+void Emitter::emit_wgmma_rs(const WgmmaPlan& p, const ir::TensorArg& a, const ir::TensorArg& b,
+                            const RegInfo& d, bool async, const std::string& inst) {
+  const MemTensor& mb = mem(b.tensor);
+  const RegInfo& ra = reg_arg(a);
+  const int bits = mb.dtype.bits();
+  const int64_t n = p.tiling.n;
+  const layout::Layout& q = p.tiling.quotient;
+  const int64_t words = n / 2 * d.dtype.bits() / 32;
+  const int64_t ksteps = p.k / 16;
+  const std::vector<int> kept = kept_dims(mb, b);
+  const ElementAccess at = access(mb, b, {}, std::vector<CExpr>(kept.size(), cconst(0)));
+  open("");
+  line(fmt::format(
+      "const unsigned long long tv_db = tv_wgmma_desc((unsigned)__cvta_generic_to_shared({} + ({}) * "
+      "{}), {}, {}, {});",
+      mb.ptr, at.offset.text, bits / 8, p.b.lbo_bytes, p.b.sbo_bytes, swizzle_mode(p.b.swizzle_bytes)));
+  line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
+  const CExpr wg = cvar("tv_wg");
+  uses_warpgroup_index_ = true;
+  std::string dlist;
+  for (int64_t x = 0; x < words; ++x) dlist += fmt::format("{}%{}", x ? ", " : "", x);
+  for (int64_t slot = 0; slot < q.num_locals(); ++slot) {
+    const std::vector<CExpr> blk = layout_index(q, wg, cconst(slot));
+    for (int64_t kk = 0; kk < ksteps; ++kk) {
+      const CExpr b_off =
+          blk[1] * cconst(n / 8 * p.b.sbo_bytes) + cconst(target::wgmma_block_offset(p.b, 0, 16 * kk, bits));
+      const int64_t a_slot = p.a_slots[static_cast<size_t>(slot * ksteps + kk)];
+      std::string outs, ins;
+      for (int64_t x = 0; x < words; ++x)
+        outs += fmt::format("{}\"+r\"({}[{}])", x ? ", " : "", d.name, slot * words + x);
+      for (int64_t x = 0; x < 4; ++x) ins += fmt::format("\"r\"({}[{}]), ", ra.name, a_slot * 4 + x);
+      line(
+          fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, 1, 0; {} {{{}}}, {{%{}, %{}, %{}, "
+                      "%{}}}, %{}, p, 1, "
+                      "1, 0; }}\" : {} : {}\"l\"(tv_db + (unsigned long long)(({}) >> 4)));",
+                      inst, dlist, words, words + 1, words + 2, words + 3, words + 4, outs, ins, b_off.text));
+    }
+  }
+  line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
+  if (!async) {
+    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
+    fence_registers(d);
+  }
+  close();
+}
+
 void Emitter::fence_registers(const RegInfo& r) {
   line("#pragma unroll");
   line(fmt::format("for (int w = 0; w < {}; ++w) asm volatile(\"\" : \"+r\"({}[w]) :: \"memory\");", r.words,
@@ -174,6 +242,14 @@ void Emitter::emit_dot_async(const ir::InstStmt& s, const ir::DotAsyncInst& n) {
   std::string why;
   const std::optional<WgmmaPlan> plan = wgmma_plan(n.a, n.b, c, n.transpose_a, n.transpose_b, &why);
   if (!plan) unsupported(s, fmt::format("DotAsync needs wgmma, and {}", why));
+  if (plan->a_in_registers) {
+    auto bad = unretired_register_a_.find(&n);
+    if (bad != unretired_register_a_.end())
+      unsupported(s, fmt::format("DotAsync with a in registers (wgmma's RS form) {}: the GPU code needs its "
+                                 "product retired by a DotAsyncWait(0) later in the same block, with no "
+                                 "control flow in between (emit_wgmma.cpp says why)",
+                                 bad->second));
+  }
   emit_wgmma(s, *plan, n.a, n.b, c, true);
 }
 
@@ -184,6 +260,30 @@ void Emitter::emit_dot_async_wait(const ir::InstStmt&, const ir::DotAsyncWaitIns
 
 void Emitter::collect_wgmma_facts() {
   struct Collect : ir::IRVisitor {
+    std::map<const ir::InstNode*, std::string> unretired;  // RS DotAsyncs without a wait(0) in their block
+    void visit_block(const ir::Block& block) override {
+      for (size_t i = 0; i < block.size(); ++i) {
+        const auto* st = block[i]->as<ir::InstStmt>();
+        const auto* d = st ? st->inst->as<ir::DotAsyncInst>() : nullptr;
+        if (!d || d->a.tensor->type.tensor->scope != ir::Scope::Register) continue;
+        std::string why = "is not retired before its block ends";
+        for (size_t j = i + 1; j < block.size(); ++j) {
+          if (block[j]->as<ir::AssignStmt>()) continue;
+          const auto* sj = block[j]->as<ir::InstStmt>();
+          if (!sj) {
+            why = "meets control flow before a DotAsyncWait(0) retires it";
+            break;
+          }
+          const auto* w = sj->inst->as<ir::DotAsyncWaitInst>();
+          if (w && w->pending == 0) {
+            why.clear();
+            break;
+          }
+        }
+        if (!why.empty()) unretired[d] = why;
+      }
+      ir::IRVisitor::visit_block(block);
+    }
     std::vector<ir::Var> vars;
     std::set<const ir::VarNode*> operands;  // shared tiles the tensor cores read
     std::set<const ir::VarNode*> written;   // shared tiles written through the generic proxy
@@ -205,6 +305,7 @@ void Emitter::collect_wgmma_facts() {
   } collect;
   collect.visit_program(program_);
   dot_async_accumulators_ = std::move(collect.vars);
+  unretired_register_a_ = std::move(collect.unretired);
   // fence.proxy.async exists from sm_90 (the async proxy's readers, wgmma and the TMA, too): an sm_80
   // program's Dot of shared tiles is mma.sync or SIMT, through the generic proxy.
   generic_writes_to_wgmma_operands_ = false;

@@ -228,11 +228,15 @@ class Emitter {
     target::WgmmaTiling tiling;
     target::WgmmaSharedForm a, b;
     int64_t k = 0;
+    bool a_in_registers = false;  // wgmma's RS form: a's fragments are registers, a_slots says which
+    std::vector<int64_t> a_slots;
   };
   std::optional<WgmmaPlan> wgmma_plan(const ir::TensorArg& a, const ir::TensorArg& b, const RegInfo& c,
                                       bool transpose_a, bool transpose_b, std::string* why);
   void emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::TensorArg& a, const ir::TensorArg& b,
                   const RegInfo& d, bool async);
+  void emit_wgmma_rs(const WgmmaPlan& p, const ir::TensorArg& a, const ir::TensorArg& b, const RegInfo& d,
+                     bool async, const std::string& inst);
   void emit_dot_async(const ir::InstStmt& s, const ir::DotAsyncInst& n);
   void emit_dot_async_wait(const ir::InstStmt& s, const ir::DotAsyncWaitInst& n);
   // An empty asm naming every register of r as in-out: orders its uses after the asm statements before it.
@@ -288,6 +292,8 @@ class Emitter {
   const ir::InstStmt* current_ = nullptr;
   // The accumulators of the program's DotAsync instructions, fenced after every DotAsyncWait.
   std::vector<ir::Var> dot_async_accumulators_;
+  // DotAsyncs with a in registers that the GPU code cannot take, and why (collect_wgmma_facts).
+  std::map<const ir::InstNode*, std::string> unretired_register_a_;
   // Whether st.shared or cp.async writes a tile that wgmma reads: the tensor cores read shared memory through
   // the async proxy, so each Synchronize then begins with fence.proxy.async (PTX ISA, "proxies": writes of
   // the generic proxy are not ordered with reads of the async proxy by a barrier alone).

@@ -134,8 +134,8 @@ std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
   }
   // The wgmma form (sm_90a, M >= 32): one block row of up to 256 tokens (a multiple of 16), one or two
   // warpgroups, 64 or 128 columns of K a step (256 per channel), 3 or 4 stages, every split, with and
-  // without warp specialization. check_config drops what does not apply (zero points are fine; the f32
-  // path and groups below block_k are not).
+  // without warp specialization, and warp-specialized with register A. check_config drops what does not apply
+  // (zero points are fine; the f32 path and groups below block_k are not).
   if (target.features.wgmma && p.m >= 32) {
     const int64_t bm = std::min<int64_t>(256, (p.m + 15) / 16 * 16);
     for (int64_t wg = 1; wg <= 2; ++wg)
@@ -150,9 +150,11 @@ std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
         if (bk == 256 && p.group != p.k) continue;
         for (int64_t stages = 3; stages <= 4; ++stages) {
           c.stages = stages;
-          // Each also warp-specialized (a producer warpgroup with the TMA), where its rules allow.
-          for (bool ws : {false, true}) {
-            c.warp_specialized = ws;
+          // Each also warp-specialized (a producer warpgroup with the TMA), and that with register A, where
+          // their rules allow.
+          for (int form = 0; form < 3; ++form) {
+            c.warp_specialized = form > 0;
+            c.register_a = form == 2;
             add_splits(p, target, c, 16, false, space);
           }
         }

@@ -145,16 +145,18 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   const double warps = static_cast<double>(c.warps_m * c.warps_n * c.warps_k);
   // A thread's weights per slice (an mma B fragment is 4 of every 16 x 8), and the slice's fixed work.
   const double slice_weights = static_cast<double>(c.slice_k * (c.block_n / c.warps_n)) / 32;
-  const double step_overhead = c.warp_specialized ? calibration.ws_step_overhead_weights
-                               : c.wgmma          ? calibration.wgmma_step_overhead_weights
-                                                  : calibration.slice_overhead_weights;
+  const double step_overhead = c.register_a         ? calibration.rs_step_overhead_weights
+                               : c.warp_specialized ? calibration.ws_step_overhead_weights
+                               : c.wgmma            ? calibration.wgmma_step_overhead_weights
+                                                    : calibration.slice_overhead_weights;
   const double slice_factor = 1 + step_overhead / slice_weights;
   // A warp with more rows does a little more per weight (mma, scaling). The swapped form (8 rows as mma's n8,
   // QMatmulConfig::swapped) issues about 0.9 of the 16-row form's instructions per weight: the u4 loop's
   // SASS has about 290 against 324 per 128 weights and thread (docs/performance.md, "swapped mma operands
   // for M <= 8").
   // The wgmma form's rows cost the threads nothing: the tensor cores multiply them (the mma bound).
-  const double rows_factor = c.wgmma       ? calibration.wgmma_weight_cost
+  const double rows_factor = c.register_a  ? calibration.rs_weight_cost
+                             : c.wgmma     ? calibration.wgmma_weight_cost
                              : c.swapped() ? 0.9
                                            : 1 + 0.5 * (piece_m / 16 - 1);
   const double warp_work = slice_factor * k_per_warp * static_cast<double>(c.block_n / c.warps_n) *
@@ -177,7 +179,10 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
     const double t_l2 = blocks * per_block_l2 / (l2_bw * active_sms / sms);
     const double t_mma = busiest * per_block_flops / (mma_per_sm * warp_use);
     const double t_alu = busiest * per_block_alu / (alu_per_sm * warp_use);
-    const double t_issue = std::max(warp_work / warp_rate, busiest * block_work / sm_rate);
+    // Register A: a step's last product runs after its work, not beside it.
+    const double exposed_mma =
+        c.register_a ? calibration.rs_exposed_mma * t_mma * 64 / static_cast<double>(c.block_k) : 0;
+    const double t_issue = std::max(warp_work / warp_rate, busiest * block_work / sm_rate) + exposed_mma;
     const double n = static_cast<double>(count);
     (bw < dram_bw ? sums.dram_latency : sums.dram) += n * t_dram;
     sums.l2 += n * t_l2;

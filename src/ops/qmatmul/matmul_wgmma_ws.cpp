@@ -19,49 +19,194 @@
 // step t: its phases have parity (t / STAGES) % 2, and the producer's first wait on each empty barrier
 // returns at once (parity 1 before phase 0). w alternates as in the other wgmma form: a step writes the
 // buffer that the products two steps back read, retired by the wait of the step before.
+//
+// With register A (QMatmulConfig::register_a, wgmma's RS form) a consumer's step is
+//
+//   BarrierWait(full[stage])
+//   w0 = the codes of column group 0 -> registers, cast, minus the zeros, times the scales
+//   DotAsync(w0, A[stage][0], acc)
+//   w1 = column group 1, the same, while the product of group 0 runs
+//   DotAsyncWait(1)                                      (the product of group 0 is done)
+//   DotAsync(w1, A[stage][1], acc) ...                   (each group in registers of its own)
+//   DotAsyncWait(0)                                      (every product of the step is done)
+//   BarrierArrive(empty[stage])
+//
+// No product is in flight when the loop goes round: the code generator takes the RS form only so
+// (emit_wgmma.cpp says why). The step's last product thus runs alone; converting the next step's group 0
+// meanwhile (carried round the loop) was tried: ptxas scheduled that conversion after the wait, as nothing
+// in the PTX ties it before.
 #include "qmatmul_stages.h"
 #include "tilevm/target/limits.h"
 #include "tilevm/target/wgmma.h"
 
 namespace tilevm::ops {
 
+namespace {
+
+using namespace ir;
+using layout::Layout;
+
+// The consumers' loop, in either form; what both take from the program.
+struct Consumers {
+  MatmulConstants& k;
+  MatmulPipeline& m;
+  const Tensor &full, &empty, &acc;
+  const std::optional<Tensor>& zero_row;  // per channel with zero points: loaded once, before the loop
+  const Layout& layout_sc;                // a [1, BN] row of scales or zeros, broadcast along k
+
+  // The stage's zero row (one slice per k-tile, slice_k == block_k: the stage's row 0).
+  Tensor zeros(const Scalar& stage) const {
+    return zero_row ? *zero_row : m.slice_row("z", (*m.smem_z)[stage], layout_sc, Scalar(0));
+  }
+  Tensor scales(const Scalar& stage) const {
+    return m.slice_row("sc", (*m.smem_s)[stage], layout_sc, Scalar(0));
+  }
+};
+
+// The dequantized tile through shared memory (the first step in the comment at the top).
+struct SharedA {
+  Layout layout_w, layout_wt, layout_w3, layout_bt, layout_bt2, smem_w_layout;
+  std::optional<Tensor> smem_w;
+
+  SharedA(MatmulConstants& k, const SliceLayouts& l) {
+    ProgramBuilder& pb = k.pb;
+    const QMatmulConfig& c = k.c;
+    const int64_t H = c.block_k / 64;                  // 64-column groups of a k-tile
+    const int64_t per_row = k.s.words_per_thread / 4;  // 16-byte chunks of a thread's codes
+    layout_w = pb.named_layout("layout_w", l.b);       // [BN, BK] as dequantized
+    // The same registers as [BK, BN] (scale and zero rows broadcast along k) and as [BK / 64, BN, 64] (the
+    // column groups, as they are stored).
+    layout_wt = pb.named_layout("layout_wt", layout::transpose(l.b));
+    layout_w3 = pb.named_layout("layout_w3", layout::spatial(1, c.warps_n / 4, 1) * layout::local(H, 1, 1) *
+                                                 layout::spatial(1, 16, 8) * layout::local(1, 4, 1) *
+                                                 layout::local(1, 1, 8));
+    layout_bt = pb.named_layout("layout_bt", l.bt);
+    // The codes' words as the TMA left them, [code_rows, 256]: thread t's chunk i is word (i T + t) * 4 of
+    // the tile (l.bt), which is row i T / 64 + t / 64, column (t % 64) * 4.
+    layout_bt2 =
+        pb.named_layout("layout_bt2", layout::local(per_row, 1) * layout::spatial(c.threads() / 64, 64) *
+                                          layout::local(1, 4));
+  }
+  // The two dequantized tiles: named after the program's other layouts, allocated after the pipeline's
+  // shared tiles.
+  void name_shared(MatmulConstants& k) {
+    smem_w_layout =
+        k.pb.named_layout("smem_w_layout", layout::local(2, k.c.block_k / 64, 1, 1) *
+                                               target::wgmma_swizzled_tile(k.c.block_n, 64, 16, 128));
+  }
+  void allocate(MatmulConstants& k) { smem_w = k.pb.allocate_shared("smem_w", k.p.atype, smem_w_layout); }
+  void steps(const Consumers& u) const;
+};
+
+void SharedA::steps(const Consumers& u) const {
+  MatmulConstants& k = u.k;
+  MatmulPipeline& m = u.m;
+  ProgramBuilder& pb = k.pb;
+  const int64_t H = k.c.block_k / 64;
+  Scalar wbuf = pb.let("wbuf", 0);
+  pb.for_range("t", m.count, [&](const Scalar& t) {
+    Scalar stage = pb.let("stage", t % k.STAGES);
+    pb.barrier_wait(u.full[stage], (t / k.STAGES) % 2);
+    Tensor bt2 = pb.load_shared("bt2", m.smem_b[stage], layout_bt2);
+    Tensor w = m.convert_codes(pb.view("bt", bt2, layout_bt), layout_w, std::nullopt);
+    Tensor wt = pb.view("wt", w, layout_wt);
+    if (m.gz) wt = pb.sub("wt", wt, u.zeros(stage));
+    if (!k.s.per_channel) wt = pb.mul("wt", wt, u.scales(stage));
+    pb.store_shared(pb.view("ws", wt, layout_w3), (*smem_w)[wbuf]);
+    pb.synchronize();
+    for (int64_t h = 0; h < H; ++h)
+      pb.dot_async((*smem_w)(wbuf, h), m.smem_a(stage, h), u.acc, DotOptions{.transpose_b = true});
+    pb.dot_async_wait(H);
+    pb.if_(t > 0, [&] { pb.barrier_arrive(u.empty[(t + (k.STAGES - 1)) % k.STAGES]); });
+    pb.assign(wbuf, 1 - wbuf);
+  });
+}
+
+// Register A (the second step in the comment at the top).
+struct RegisterA {
+  Layout layout_wc, layout_wct, layout_cc2;
+  int64_t rows_per_group = 0;  // rows of the codes' [code_rows, 256] tile that hold one column group
+
+  explicit RegisterA(MatmulConstants& k) {
+    ProgramBuilder& pb = k.pb;
+    const QMatmulConfig& c = k.c;
+    const int64_t threads = c.threads();
+    const int64_t pieces = k.s.words_per_thread / (c.block_k / 64) / 4;  // a thread's 16-byte pieces a group
+    rows_per_group = pieces * threads / 64;
+    // One column group, [BN, 64] as the DotAsync reads it (l.b's group) and the same registers as [64, BN],
+    // along which the scale and zero rows broadcast.
+    layout_wc = pb.named_layout(
+        "layout_wc", layout::spatial(c.warps_n / 4, 1) * layout::local(1, 4) * target::wgmma_register_a());
+    layout_wct = pb.named_layout("layout_wct", layout::transpose(layout_wc));
+    // A group's codes: piece i of thread t is the thread's 16-byte piece h * pieces + i of the tile (l.bt),
+    // which the TMA left at row (h * pieces + i) T / 64 + t / 64, column (t % 64) * 4 of [code_rows, 256].
+    layout_cc2 = pb.named_layout(
+        "layout_cc2", layout::local(pieces, 1) * layout::spatial(threads / 64, 64) * layout::local(1, 4));
+  }
+  void steps(const Consumers& u) const;
+};
+
+void RegisterA::steps(const Consumers& u) const {
+  MatmulConstants& k = u.k;
+  MatmulPipeline& m = u.m;
+  ProgramBuilder& pb = k.pb;
+  const DataType at = k.p.atype;
+  const int64_t H = k.c.block_k / 64;
+  // Group h of a stage: its codes, cast, minus the zeros, times the scales, as the DotAsync reads it.
+  auto convert = [&](const Scalar& stage, int64_t h) {
+    Tensor cc2 = pb.load_shared("cc2", m.smem_b[stage], layout_cc2, {Scalar(h * rows_per_group), 0});
+    Tensor w = pb.view("b", cc2, k.p.wtype, layout_wct);
+    if (k.p.wtype != at) w = pb.cast("bf", w, at);
+    if (m.gz) w = pb.sub("wt", w, u.zeros(stage));
+    if (!k.s.per_channel) w = pb.mul("wt", w, u.scales(stage));
+    return pb.view("wa", w, layout_wc);
+  };
+  pb.for_range("t", m.count, [&](const Scalar& t) {
+    Scalar stage = pb.let("stage", t % k.STAGES);
+    pb.barrier_wait(u.full[stage], (t / k.STAGES) % 2);
+    // Straight-line code: group h + 1 converts into registers of its own while the product of group h runs,
+    // each wait leaving one product in flight; the step's last product retires before the stage goes back
+    // to the producer and the loop goes round.
+    Tensor w = convert(stage, 0);
+    for (int64_t h = 0; h < H; ++h) {
+      pb.dot_async(w, m.smem_a(stage, h), u.acc, DotOptions{.transpose_b = true});
+      if (h + 1 < H) {
+        w = convert(stage, h + 1);
+        pb.dot_async_wait(1);
+      }
+    }
+    pb.dot_async_wait(0);
+    pb.barrier_arrive(u.empty[stage]);
+  });
+}
+
+}  // namespace
+
 ir::Program build_wgmma_ws_matmul(const QMatmulProblem& p, const QMatmulConfig& c) {
-  using namespace ir;
-  using layout::Layout;
   MatmulConstants k(p, c);
   ProgramBuilder& pb = k.pb;
-  const DataType at = p.atype, f32 = DataType::f32();
-  const int64_t H = c.block_k / 64;                  // 64-column groups of a k-tile
-  const int64_t consumers = c.warps_n / 4;           // warpgroups that compute
-  const int64_t code_rows = k.s.tile_words / 256;    // the codes' tile as [code_rows, 256] words
-  const int64_t per_row = k.s.words_per_thread / 4;  // 16-byte chunks of a thread's codes
+  const DataType f32 = DataType::f32();
+  const int64_t H = c.block_k / 64;                // 64-column groups of a k-tile
+  const int64_t consumers = c.warps_n / 4;         // warpgroups that compute
+  const int64_t code_rows = k.s.tile_words / 256;  // the codes' tile as [code_rows, 256] words
   const SliceLayouts l = slice_layouts(c, k.s, 1, 1);
-  const Layout layout_w = pb.named_layout("layout_w", l.b);  // [BN, BK] as dequantized
-  // The same registers as [BK, BN] (scale and zero rows broadcast along k) and as [BK / 64, BN, 64] (the
-  // column groups, as they are stored).
-  const Layout layout_wt = pb.named_layout("layout_wt", layout::transpose(l.b));
-  const Layout layout_w3 = pb.named_layout(
-      "layout_w3", layout::spatial(1, consumers, 1) * layout::local(H, 1, 1) * layout::spatial(1, 16, 8) *
-                       layout::local(1, 4, 1) * layout::local(1, 1, 8));
-  const Layout layout_bt = pb.named_layout("layout_bt", l.bt);
-  // The codes' words as the TMA left them, [code_rows, 256]: thread t's chunk i is word (i T + t) * 4 of the
-  // tile (l.bt), which is row i T / 64 + t / 64, column (t % 64) * 4.
-  const int64_t threads = c.threads();
-  const Layout layout_bt2 = pb.named_layout(
-      "layout_bt2", layout::local(per_row, 1) * layout::spatial(threads / 64, 64) * layout::local(1, 4));
+  std::optional<SharedA> shared_a;
+  std::optional<RegisterA> register_a;
+  if (c.register_a)
+    register_a.emplace(k);
+  else
+    shared_a.emplace(k, l);
   const Layout layout_acc = pb.named_layout("layout_acc", l.dot_c);  // C^T [BN, BM]
   const Layout layout_c = pb.named_layout("layout_c", l.c);          // [BM, BN]: the same registers
   const Layout layout_sc = pb.named_layout("layout_sc", column_row(layout::transpose(l.b)));
-  const Layout smem_w_layout = pb.named_layout(
-      "smem_w_layout", layout::local(2, H, 1, 1) * target::wgmma_swizzled_tile(c.block_n, 64, 16, 128));
+  if (shared_a) shared_a->name_shared(k);
 
   MatmulPipeline m(k);
-  Tensor smem_w = pb.allocate_shared("smem_w", at, smem_w_layout);
+  if (shared_a) shared_a->allocate(k);
   Tensor full = pb.allocate_barrier("full", 1, c.stages);
   Tensor empty = pb.allocate_barrier("empty", 1, c.stages);
   const int64_t stage_bytes = k.s.stage_bytes;  // what the copies of a stage bring: the full barrier's tx
   Scalar n_tiles = pb.let("n_tiles", ceil_div(m.n, k.BN));
-
   pb.warpgroups(0, 1, target::kProducerRegisters, [&] {
     pb.for_range("t", m.count, [&](const Scalar& t) {
       Scalar stage = pb.let("stage", t % k.STAGES);
@@ -84,28 +229,11 @@ ir::Program build_wgmma_ws_matmul(const QMatmulProblem& p, const QMatmulConfig& 
     // Per channel, the one row of zero points is loaded once (the scales multiply C in m.store).
     std::optional<Tensor> zero_row;
     if (m.gz && k.s.per_channel) zero_row = pb.load_global("zero_row", *m.gz, layout_sc, {0, m.bj * k.BN});
-    Scalar wbuf = pb.let("wbuf", 0);
-    pb.for_range("t", m.count, [&](const Scalar& t) {
-      Scalar stage = pb.let("stage", t % k.STAGES);
-      pb.barrier_wait(full[stage], (t / k.STAGES) % 2);
-      Tensor bt2 = pb.load_shared("bt2", m.smem_b[stage], layout_bt2);
-      Tensor w = m.convert_codes(pb.view("bt", bt2, layout_bt), layout_w, std::nullopt);
-      Tensor wt = pb.view("wt", w, layout_wt);
-      // One slice per k-tile (slice_k == block_k): its scale and zero rows are the stage's row 0.
-      if (m.gz) {
-        Tensor z = zero_row ? *zero_row : m.slice_row("z", (*m.smem_z)[stage], layout_sc, Scalar(0));
-        wt = pb.sub("wt", wt, z);
-      }
-      if (!k.s.per_channel)
-        wt = pb.mul("wt", wt, m.slice_row("sc", (*m.smem_s)[stage], layout_sc, Scalar(0)));
-      pb.store_shared(pb.view("ws", wt, layout_w3), smem_w[wbuf]);
-      pb.synchronize();
-      for (int64_t h = 0; h < H; ++h)
-        pb.dot_async(smem_w(wbuf, h), m.smem_a(stage, h), acc, DotOptions{.transpose_b = true});
-      pb.dot_async_wait(H);
-      pb.if_(t > 0, [&] { pb.barrier_arrive(empty[(t + (k.STAGES - 1)) % k.STAGES]); });
-      pb.assign(wbuf, 1 - wbuf);
-    });
+    const Consumers u{k, m, full, empty, acc, zero_row, layout_sc};
+    if (register_a)
+      register_a->steps(u);
+    else
+      shared_a->steps(u);
     pb.dot_async_wait(0);
     m.store(pb.view("acc_t", acc, layout_c), layout_c);
   });

@@ -27,6 +27,7 @@ std::string QMatmulConfig::name() const {
   return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}_s{}_k{}{}", block_m, block_n, block_k, slice_k, warps, stages,
                      split_k,
                      !wgmma             ? ""
+                     : register_a       ? "_wsr"
                      : warp_specialized ? "_ws"
                                         : "_wg");
 }
@@ -34,14 +35,15 @@ std::string QMatmulConfig::name() const {
 QMatmulConfig QMatmulConfig::parse(const std::string& name) {
   if (name == "dequant_gemm") return QMatmulConfig{.dequant_gemm = true};
   static const std::regex re(
-      R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})(?:x(\d{1,6}))?_s(\d{1,6})_k(\d{1,6})(_wg|_ws)?)");
+      R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})(?:x(\d{1,6}))?_s(\d{1,6})_k(\d{1,6})(_wg|_wsr|_ws)?)");
   std::smatch m;
   if (!std::regex_match(name, m, re))
     fail(
         "'{}' is not a qmatmul configuration name (expected e.g. bm16_bn64_bk128_sk64_w1x4_s3_k1 or, with "
         "warps "
         "along K, bm16_bn64_bk512_sk128_w1x2x4_s3_k1, or of the wgmma form "
-        "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg (_ws warp-specialized), each number of at most 6 digits)",
+        "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg (_ws warp-specialized, _wsr with register A), each number of "
+        "at most 6 digits)",
         name);
   auto v = [&](int i) { return std::stoll(m[i].str()); };  // at most 6 digits: never out of range
   QMatmulConfig c;
@@ -55,7 +57,8 @@ QMatmulConfig QMatmulConfig::parse(const std::string& name) {
   c.stages = v(8);
   c.split_k = v(9);
   c.wgmma = m[10].matched;
-  c.warp_specialized = m[10].str() == "_ws";
+  c.warp_specialized = m[10].str() == "_ws" || m[10].str() == "_wsr";
+  c.register_a = m[10].str() == "_wsr";
   return c;
 }
 
@@ -110,6 +113,8 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
   if (c.block_threads() > target.max_threads_per_block)
     bad(fmt::format("{} threads per block, at most {}", c.block_threads(), target.max_threads_per_block));
   if (c.warp_specialized && !c.wgmma) bad("warp specialization is a variant of the wgmma form");
+  if (c.register_a && !c.warp_specialized)
+    bad("register A (wgmma's RS form) is a variant of the warp-specialized form");
   if (c.wgmma) {
     // One warpgroup per 64 columns of C; the dequantized tile's rows are 64 ATYPE values (128 bytes).
     if (!target.features.wgmma)
@@ -146,6 +151,20 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
             fmt::format("the warp-specialized form needs each thread's codes of a tile ({} words) a multiple "
                         "of 4 words (the codes' tile is copied as rows of 256 words)",
                         s.words_per_thread));
+      // Register A: each 64-column chunk's codes are loaded on their own, as whole 16-byte pieces.
+      const int64_t chunk_words = s.words_per_thread / (c.block_k / 64);
+      // The accumulator (block_m / 2 registers a thread) and up to three groups of weights (16 each) within
+      // ptxas's 168 registers a thread at 384 threads: at block_m 256 it spilled 1.8 KB.
+      if (c.register_a && c.block_m > 128)
+        bad(
+            fmt::format("register A needs block_m ({}) of at most 128 (the accumulator and the weights in "
+                        "flight take the registers)",
+                        c.block_m));
+      if (c.register_a && chunk_words % 4 != 0)
+        bad(fmt::format(
+            "register A needs each thread's codes of a 64-column chunk ({} words of {}) a multiple of 4 "
+            "words (4- and 8-bit weights)",
+            chunk_words, p.wtype.name()));
     }
   } else if (c.swapped()) {
     // block_m == 8: the weights are the mma's A operand (see QMatmulConfig::swapped).
@@ -222,7 +241,8 @@ QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {
   shared_bytes = c.stages * stage_bytes;
   if (c.warps_k > 1) shared_bytes += c.warps_k * c.block_m * c.block_n * 4;  // the partial tiles to sum
   // The wgmma form: two dequantized [BN, BK] tiles, and up to 1024 bytes to align the swizzled tiles.
-  if (c.wgmma) shared_bytes += 2 * c.block_n * c.block_k * 2 + 1024;
+  // Register A keeps only the alignment.
+  if (c.wgmma) shared_bytes += (c.register_a ? 0 : 2 * c.block_n * c.block_k * 2) + 1024;
   // Warp-specialized: two barriers per stage (full and empty), 8 bytes each.
   if (c.warp_specialized) shared_bytes += 16 * c.stages;
 }

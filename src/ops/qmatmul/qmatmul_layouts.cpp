@@ -65,6 +65,10 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
     // under the swizzle.
     const int64_t WG = WN / 4;
     l.b = spatial(WG, 1) * local(1, c.block_k / 64) * spatial(16, 8) * local(4, 1) * local(1, 8);
+    // Register A: each column group of 64 in wgmma's A fragment order, four k steps of 16, the groups
+    // outermost in each thread, so that a group's codes are a run of the thread's words.
+    if (c.register_a)
+      l.b = spatial(WG, 1) * local(1, c.block_k / 64) * local(1, 4) * target::wgmma_register_a();
     l.b_read = layout::transpose(l.b);
     l.dot_c = spatial(WG, 1) * target::wgmma_accumulator(c.block_m);  // C^T [BN, BM]
     l.c = layout::transpose(l.dot_c);

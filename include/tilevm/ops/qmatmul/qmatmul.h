@@ -95,6 +95,13 @@ struct QMatmulConfig {
   // k and n multiples of 8 (the tensor maps' rows are 16-byte multiples) and each thread's codes of a tile
   // a multiple of 4 words (the codes' tile is copied as rows of 256 words). Named with the suffix "_ws".
   bool warp_specialized = false;
+  // The warp-specialized form with the dequantized weights as wgmma's register A operand (the RS form;
+  // implies warp_specialized). The consumers convert each stage's tile in 64-column chunks, each straight
+  // into the registers of its DotAsync, and convert the next chunk while that product runs; the step's last
+  // product is retired before the loop goes on (docs/language.md, "wgmma's RS form"). No dequantized tile in
+  // shared memory: no stores, no proxy fence, no barrier among the consumers. Needs a chunk's codes in whole
+  // 16-byte pieces per thread (4- and 8-bit weights). Named with the suffix "_wsr".
+  bool register_a = false;
 
   // The threads that compute (the matmul's warps; the transform's block).
   int64_t threads() const { return 32 * warps_m * warps_n * warps_k; }
@@ -106,7 +113,8 @@ struct QMatmulConfig {
   // warps_k == 1, block_n a multiple of 16 * warps_n, and weights that fit ATYPE (zero points too).
   bool swapped() const { return block_m == 8 && !wgmma; }
   // "bm16_bn64_bk128_sk64_w1x4_s3_k1", with warps_k > 1 "bm16_bn64_bk512_sk128_w1x2x4_s3_k1", the wgmma
-  // form "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg", warp-specialized "..._ws" ("dequant_gemm" for that mode):
+  // form "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg", warp-specialized "..._ws", with register A "..._wsr"
+  // ("dequant_gemm" for that mode):
   // names the configuration in caches and reports.
   std::string name() const;
   // Parses name(); @throws tilevm::Error on malformed text.
