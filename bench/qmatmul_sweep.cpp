@@ -1,10 +1,14 @@
-// A quick timing loop over given configurations of the 4-bit (or any) quantized matmul at the Llama-3.3-70B
-// and Llama-3.1-8B decode shapes, without tuning, the baselines or random data: the tool used while
-// developing the template to compare configurations in one short GPU call. (The measurements of record come
-// from `tilevm bench`.)
+// A quick timing loop over configurations of the 4-bit (or any) quantized matmul at the Llama-3.3-70B and
+// Llama-3.1-8B decode shapes, without tuning, the baselines or random data: the tool used while developing
+// the template to compare configurations in one short GPU call, and to measure the cost model against the
+// device. (The measurements of record come from `tilevm bench`.)
 //
 //   tilevm_qmatmul_sweep [--m M,...] WTYPE CONFIG...
 //       e.g. tilevm_qmatmul_sweep u4 bm16_bn256_bk128_sk128_w1x8_s4_k8 (M = 1 and 16 unless --m says)
+//   tilevm_qmatmul_sweep --space [--m M,...] WTYPE
+//       every configuration of the tuner's space (less dequant_gemm) for each shape and M, compiled on all
+//       cores, timed, and printed beside the cost model's estimate: one line
+//       "space WTYPE M K N CONFIG MEASURED_US MODEL_US" each (bench/cost_model_regret.py reads them)
 //
 // Inputs are constant byte patterns (the kernel's speed does not depend on the values); group 128; the
 // median of 30 runs with the L2 flushed (tune::time_gpu). Prints latency and the achieved GB/s of the
@@ -12,20 +16,66 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <future>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "tilevm/exec/device_target.h"
+#include "tilevm/ops/qmatmul/config_space.h"
+#include "tilevm/ops/qmatmul/cost_model.h"
 #include "tilevm/ops/qmatmul/qmatmul_gpu.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/tune/timing.h"
 #include "tilevm/type/packing.h"
 
+namespace {
+
+using namespace tilevm;
+
+// The median time of one compiled configuration on constant inputs.
+double time_config(runtime::Device& dev, runtime::Stream& st, const ops::CompiledQMatmul& compiled) {
+  const ops::QMatmulProblem& p = compiled.problem;
+  const int64_t M = p.m, K = p.k, N = p.n;
+  const ops::QMatmulGpu q = ops::QMatmulGpu::load(dev, compiled);
+  runtime::DeviceBuffer a = dev.allocate(M * K * 2), codes = dev.allocate(ops::qmatmul_codes_bytes(p));
+  runtime::DeviceBuffer t = dev.allocate(q.transformed_bytes() + 16), s = dev.allocate(K / 128 * N * 2);
+  runtime::DeviceBuffer out = dev.allocate(M * N * 2), ws = dev.allocate(q.workspace_bytes() + 16);
+  runtime::DeviceBuffer counters = dev.allocate(q.counter_bytes() + 16);
+  counters.fill_bytes(0);  // the split-K ticket counters start at 0
+  a.fill_bytes(0x3c);
+  codes.fill_bytes(0x5a);
+  s.fill_bytes(0x1c);
+  q.transform(st, codes.device_ptr(), t.device_ptr());
+  const ops::QMatmulBuffers b{a.device_ptr(),   t.device_ptr(),  s.device_ptr(),       0,
+                              out.device_ptr(), ws.device_ptr(), counters.device_ptr()};
+  return tune::time_gpu(dev, st, [&] { q.run(st, b); }, {.warmup = 3, .repeats = 30}).median_us;
+}
+
+ops::QMatmulProblem problem(DataType w, int64_t M, int64_t K, int64_t N) {
+  ops::QMatmulProblem p;
+  p.m = M;
+  p.n = N;
+  p.k = K;
+  p.wtype = w;
+  p.group = 128;
+  return p;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  using namespace tilevm;
   std::vector<int64_t> ms = {1, 16};
-  if (argc >= 3 && std::string(argv[1]) == "--m") {
+  bool space = false;
+  while (argc >= 2 && (std::string(argv[1]) == "--m" || std::string(argv[1]) == "--space")) {
+    if (std::string(argv[1]) == "--space") {
+      space = true;
+      ++argv;
+      --argc;
+      continue;
+    }
+    if (argc < 3) break;
     ms.clear();
     const std::string list = argv[2];
     for (size_t at = 0; at < list.size();) {
@@ -44,13 +94,16 @@ int main(int argc, char** argv) {
     argv += 2;
     argc -= 2;
   }
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: tilevm_qmatmul_sweep [--m M,...] WTYPE CONFIG...\n");
+  if (argc < (space ? 2 : 3)) {
+    std::fprintf(stderr,
+                 "usage: tilevm_qmatmul_sweep [--m M,...] WTYPE CONFIG...\n"
+                 "       tilevm_qmatmul_sweep --space [--m M,...] WTYPE\n");
     return 2;
   }
   try {
     runtime::Device dev = runtime::Device::open();
     runtime::Stream st = dev.create_stream();
+    const target::Target target = exec::device_target(dev.info());
     std::printf("%s, %s, %d SMs\n", dev.info().name.c_str(), dev.arch().c_str(), dev.info().sm_count);
     const DataType w = DataType::parse(argv[1]);
     // The 70B layers, then (at the end, so that bench/profile.sh's launch indices hold) 8B's.
@@ -58,35 +111,43 @@ int main(int argc, char** argv) {
                                                              {4096, 4096}, {4096, 28672}, {14336, 4096}};
     for (auto [K, N] : shapes) {
       for (int64_t M : ms) {
+        const ops::QMatmulProblem p = problem(w, M, K, N);
+        if (space) {
+          const std::vector<ops::QMatmulConfig> configs =
+              ops::qmatmul_config_space(p, {.dequant_gemm = false, .target = &target});
+          // Compiled on all cores first (the kernel cache keeps them for the next shape), then timed one by
+          // one.
+          std::vector<std::future<ops::CompiledQMatmul>> compiled;
+          const size_t threads = std::max(1u, std::thread::hardware_concurrency());
+          for (size_t i = 0; i < configs.size(); i += threads) {
+            std::vector<std::future<ops::CompiledQMatmul>> batch;
+            for (size_t j = i; j < std::min(configs.size(), i + threads); ++j)
+              batch.push_back(std::async(std::launch::async,
+                                         [&, j] { return ops::compile_qmatmul(p, configs[j], target); }));
+            for (auto& f : batch) compiled.push_back(std::move(f));
+            for (size_t j = i; j < compiled.size(); ++j) compiled[j].wait();
+          }
+          for (size_t i = 0; i < configs.size(); ++i) {
+            try {
+              const double us = time_config(dev, st, compiled[i].get());
+              const double model = ops::estimate_qmatmul(p, configs[i], target).seconds * 1e6;
+              std::printf("space %s %ld %ld %ld %s %.2f %.2f\n", w.name().c_str(), (long)M, (long)K, (long)N,
+                          configs[i].name().c_str(), us, model);
+            } catch (const std::exception& e) {
+              std::printf("space-failed %s %ld %ld %ld %s: %s\n", w.name().c_str(), (long)M, (long)K, (long)N,
+                          configs[i].name().c_str(), e.what());
+            }
+            std::fflush(stdout);
+          }
+          continue;
+        }
         for (int i = 2; i < argc; ++i) {
-          ops::QMatmulProblem p;
-          p.m = M;
-          p.n = N;
-          p.k = K;
-          p.wtype = w;
-          p.group = 128;
           const ops::QMatmulConfig c = ops::QMatmulConfig::parse(argv[i]);
-          const ops::QMatmulGpu q =
-              ops::QMatmulGpu::load(dev, ops::compile_qmatmul(p, c, exec::device_target(dev.info())));
-          const auto code_bytes = static_cast<size_t>(packed_bytes(w, K * N));
-          runtime::DeviceBuffer a = dev.allocate(M * K * 2),
-                                codes = dev.allocate(ops::qmatmul_codes_bytes(p));
-          runtime::DeviceBuffer t = dev.allocate(q.transformed_bytes() + 16),
-                                s = dev.allocate(K / 128 * N * 2);
-          runtime::DeviceBuffer out = dev.allocate(M * N * 2), ws = dev.allocate(q.workspace_bytes() + 16);
-          runtime::DeviceBuffer counters = dev.allocate(q.counter_bytes() + 16);
-          counters.fill_bytes(0);  // the split-K ticket counters start at 0
-          a.fill_bytes(0x3c);
-          codes.fill_bytes(0x5a);
-          s.fill_bytes(0x1c);
-          q.transform(st, codes.device_ptr(), t.device_ptr());
-          const ops::QMatmulBuffers b{a.device_ptr(),   t.device_ptr(),  s.device_ptr(),       0,
-                                      out.device_ptr(), ws.device_ptr(), counters.device_ptr()};
-          const tune::Timing tm =
-              tune::time_gpu(dev, st, [&] { q.run(st, b); }, {.warmup = 3, .repeats = 30});
-          const double bytes = static_cast<double>(code_bytes) + K / 128.0 * N * 2 + M * K * 2 + M * N * 2;
+          const double us = time_config(dev, st, ops::compile_qmatmul(p, c, target));
+          const auto code_bytes = static_cast<double>(packed_bytes(w, K * N));
+          const double bytes = code_bytes + K / 128.0 * N * 2 + M * K * 2 + M * N * 2;
           std::printf("%-6s M=%-3ld K=%-6ld N=%-6ld %-34s %9.1f us %7.0f GB/s\n", w.name().c_str(), (long)M,
-                      (long)K, (long)N, argv[i], tm.median_us, bytes / tm.median_us / 1e3);
+                      (long)K, (long)N, argv[i], us, bytes / us / 1e3);
         }
       }
     }
