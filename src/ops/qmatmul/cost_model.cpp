@@ -1,6 +1,8 @@
 // The roofline cost model of the quantized matmul (cost_model.h says what it counts and why).
 #include "tilevm/ops/qmatmul/cost_model.h"
 
+#include "qmatmul_shape.h"
+
 #include "tilevm/support/int_math.h"
 
 #include <algorithm>
@@ -180,8 +182,10 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
     const double t_mma = busiest * per_block_flops / (mma_per_sm * warp_use);
     const double t_alu = busiest * per_block_alu / (alu_per_sm * warp_use);
     // Register A: a step's last product runs after its work, not beside it.
-    const double exposed_mma =
-        c.register_a ? calibration.rs_exposed_mma * t_mma * 64 / static_cast<double>(c.block_k) : 0;
+    const double exposed_mma = c.register_a ? calibration.rs_exposed_mma * t_mma *
+                                                  static_cast<double>(qmatmul_rs_group_k(c)) /
+                                                  static_cast<double>(c.block_k)
+                                            : 0;
     const double t_issue = std::max(warp_work / warp_rate, busiest * block_work / sm_rate) + exposed_mma;
     const double n = static_cast<double>(count);
     (bw < dram_bw ? sums.dram_latency : sums.dram) += n * t_dram;

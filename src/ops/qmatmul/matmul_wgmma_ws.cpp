@@ -124,24 +124,35 @@ void SharedA::steps(const Consumers& u) const {
 
 // Register A (the second step in the comment at the top).
 struct RegisterA {
-  Layout layout_wc, layout_wct, layout_cc2;
-  int64_t rows_per_group = 0;  // rows of the codes' [code_rows, 256] tile that hold one column group
+  Layout layout_wc, layout_wct, layout_cc;
+  RegisterAGroups g;
 
-  explicit RegisterA(MatmulConstants& k) {
+  explicit RegisterA(MatmulConstants& k) : g(k.c, k.s.words_per_thread) {
     ProgramBuilder& pb = k.pb;
     const QMatmulConfig& c = k.c;
-    const int64_t threads = c.threads();
-    const int64_t pieces = k.s.words_per_thread / (c.block_k / 64) / 4;  // a thread's 16-byte pieces a group
-    rows_per_group = pieces * threads / 64;
-    // One column group, [BN, 64] as the DotAsync reads it (l.b's group) and the same registers as [64, BN],
-    // along which the scale and zero rows broadcast.
-    layout_wc = pb.named_layout(
-        "layout_wc", layout::spatial(c.warps_n / 4, 1) * layout::local(1, 4) * target::wgmma_register_a());
+    const int64_t T = c.threads(), gk = qmatmul_rs_group_k(c), run = g.wc * T;
+    // One group, [BN, gk] as the DotAsync reads it (l.b's group) and the same registers as [gk, BN], along
+    // which the scale and zero rows broadcast.
+    layout_wc = pb.named_layout("layout_wc", layout::spatial(c.warps_n / 4, 1) * layout::local(1, gk / 16) *
+                                                 target::wgmma_register_a());
     layout_wct = pb.named_layout("layout_wct", layout::transpose(layout_wc));
-    // A group's codes: piece i of thread t is the thread's 16-byte piece h * pieces + i of the tile (l.bt),
-    // which the TMA left at row (h * pieces + i) T / 64 + t / 64, column (t % 64) * 4 of [code_rows, 256].
-    layout_cc2 = pb.named_layout(
-        "layout_cc2", layout::local(pieces, 1) * layout::spatial(threads / 64, 64) * layout::local(1, 4));
+    // A group's codes (l.bt is group-major): in 16-byte pieces, piece i of thread t at row i T / 64 + t / 64,
+    // column (t % 64) * 4 of the group's rows; else thread t's wc words at word t * wc of the group's run,
+    // which is whole rows or a part of one.
+    Layout codes;
+    if (g.wc % 4 == 0) {
+      codes = layout::local(g.wc / 4, 1) * layout::spatial(T / 64, 64) * layout::local(1, 4);
+    } else if (run % 256 == 0) {
+      codes = layout::spatial(run / 256, 256 / g.wc) * layout::local(1, g.wc);
+    } else {
+      codes = layout::spatial(1, T) * layout::local(1, g.wc);
+    }
+    layout_cc = pb.named_layout("layout_cc", codes);
+  }
+  // Group h's codes start at word h * run of the tile: row and column of [code_rows, 256].
+  std::pair<int64_t, int64_t> codes_at(const QMatmulConfig& c, int64_t h) const {
+    const int64_t word = h * g.wc * c.threads();
+    return {word / 256, word % 256};
   }
   void steps(const Consumers& u) const;
 };
@@ -151,11 +162,11 @@ void RegisterA::steps(const Consumers& u) const {
   MatmulPipeline& m = u.m;
   ProgramBuilder& pb = k.pb;
   const DataType at = k.p.atype;
-  const int64_t H = k.c.block_k / 64;
   // Group h of a stage: its codes, cast, minus the zeros, times the scales, as the DotAsync reads it.
   auto convert = [&](const Scalar& stage, int64_t h) {
-    Tensor cc2 = pb.load_shared("cc2", m.smem_b[stage], layout_cc2, {Scalar(h * rows_per_group), 0});
-    Tensor w = pb.view("b", cc2, k.p.wtype, layout_wct);
+    const auto [row, col] = codes_at(k.c, h);
+    Tensor cc = pb.load_shared("cc", m.smem_b[stage], layout_cc, {Scalar(row), Scalar(col)});
+    Tensor w = pb.view("b", cc, k.p.wtype, layout_wct);
     if (k.p.wtype != at) w = pb.cast("bf", w, at);
     if (m.gz) w = pb.sub("wt", w, u.zeros(stage));
     if (!k.s.per_channel) w = pb.mul("wt", w, u.scales(stage));
@@ -168,9 +179,9 @@ void RegisterA::steps(const Consumers& u) const {
     // each wait leaving one product in flight; the step's last product retires before the stage goes back
     // to the producer and the loop goes round.
     Tensor w = convert(stage, 0);
-    for (int64_t h = 0; h < H; ++h) {
+    for (int64_t h = 0; h < g.groups; ++h) {
       pb.dot_async(w, m.smem_a(stage, h), u.acc, DotOptions{.transpose_b = true});
-      if (h + 1 < H) {
+      if (h + 1 < g.groups) {
         w = convert(stage, h + 1);
         pb.dot_async_wait(1);
       }
@@ -186,7 +197,6 @@ ir::Program build_wgmma_ws_matmul(const QMatmulProblem& p, const QMatmulConfig& 
   MatmulConstants k(p, c);
   ProgramBuilder& pb = k.pb;
   const DataType f32 = DataType::f32();
-  const int64_t H = c.block_k / 64;                // 64-column groups of a k-tile
   const int64_t consumers = c.warps_n / 4;         // warpgroups that compute
   const int64_t code_rows = k.s.tile_words / 256;  // the codes' tile as [code_rows, 256] words
   const SliceLayouts l = slice_layouts(c, k.s, 1, 1);
@@ -213,8 +223,11 @@ ir::Program build_wgmma_ws_matmul(const QMatmulProblem& p, const QMatmulConfig& 
       Scalar kt = pb.let("kt", m.first + t);
       pb.barrier_wait(empty[stage], (t / k.STAGES + 1) % 2);
       pb.barrier_arrive(full[stage], Scalar(stage_bytes));
-      for (int64_t h = 0; h < H; ++h)
-        pb.copy_tma(m.smem_a(stage, h), m.ga(from(m.bi * k.BM), from(kt * k.BK + h * 64)), full[stage]);
+      // The activations in column groups as the consumers read them: 64 wide (128-byte swizzle), or with
+      // register A qmatmul_rs_group_k.
+      const int64_t width = c.register_a ? qmatmul_rs_group_k(c) : 64;
+      for (int64_t h = 0; h < k.BK / width; ++h)
+        pb.copy_tma(m.smem_a(stage, h), m.ga(from(m.bi * k.BM), from(kt * k.BK + h * width)), full[stage]);
       pb.copy_tma(m.smem_b[stage], m.gt(from((kt * n_tiles + m.bj) * code_rows), from(0)), full[stage]);
       if (m.smem_s) {
         Scalar row = (kt * k.BK) / k.G;

@@ -151,8 +151,8 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
             fmt::format("the warp-specialized form needs each thread's codes of a tile ({} words) a multiple "
                         "of 4 words (the codes' tile is copied as rows of 256 words)",
                         s.words_per_thread));
-      // Register A: each 64-column chunk's codes are loaded on their own, as whole 16-byte pieces.
-      const int64_t chunk_words = s.words_per_thread / (c.block_k / 64);
+      // Register A: each group's codes are loaded on their own, as a run of the codes' rows.
+      const RegisterAGroups g(c, s.words_per_thread);
       // The accumulator (block_m / 2 registers a thread) and up to three groups of weights (16 each) within
       // ptxas's 168 registers a thread at 384 threads: at block_m 256 it spilled 1.8 KB.
       if (c.register_a && c.block_m > 128)
@@ -160,11 +160,12 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
             fmt::format("register A needs block_m ({}) of at most 128 (the accumulator and the weights in "
                         "flight take the registers)",
                         c.block_m));
-      if (c.register_a && chunk_words % 4 != 0)
+      if (c.register_a && !g.valid)
         bad(fmt::format(
-            "register A needs each thread's codes of a 64-column chunk ({} words of {}) a multiple of 4 "
-            "words (4- and 8-bit weights)",
-            chunk_words, p.wtype.name()));
+            "register A needs each thread's codes of a {}-column group ({} bits of {}) in whole words that "
+            "no row of the codes' tile splits (the {} threads' words of a group in whole rows of 256 words, "
+            "or in a part of one)",
+            qmatmul_rs_group_k(c), s.words_per_thread * 32 / g.groups, p.wtype.name(), c.threads()));
     }
   } else if (c.swapped()) {
     // block_m == 8: the weights are the mma's A operand (see QMatmulConfig::swapped).
@@ -221,6 +222,16 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
   }
   if (s.shared_bytes > target.shared_per_block)
     bad(fmt::format("{} bytes of shared memory, at most {}", s.shared_bytes, target.shared_per_block));
+}
+
+RegisterAGroups::RegisterAGroups(const QMatmulConfig& c, int64_t words_per_thread) {
+  groups = c.block_k / qmatmul_rs_group_k(c);
+  wc = words_per_thread / groups;
+  const int64_t run = wc * c.threads();  // a group's words
+  // In 16-byte pieces; or whole rows that each hold the words of a whole number of threads; or a part of
+  // one row.
+  valid = wc > 0 && wc * groups == words_per_thread &&
+          (wc % 4 == 0 || (run % 256 == 0 && 256 % wc == 0) || 256 % run == 0);
 }
 
 QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {

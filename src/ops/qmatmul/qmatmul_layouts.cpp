@@ -65,10 +65,12 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
     // under the swizzle.
     const int64_t WG = WN / 4;
     l.b = spatial(WG, 1) * local(1, c.block_k / 64) * spatial(16, 8) * local(4, 1) * local(1, 8);
-    // Register A: each column group of 64 in wgmma's A fragment order, four k steps of 16, the groups
-    // outermost in each thread, so that a group's codes are a run of the thread's words.
-    if (c.register_a)
-      l.b = spatial(WG, 1) * local(1, c.block_k / 64) * local(1, 4) * target::wgmma_register_a();
+    // Register A: each column group (qmatmul_rs_group_k) in wgmma's A fragment order, k steps of 16, the
+    // groups outermost in each thread, so that a group's codes are a run of the thread's words.
+    if (c.register_a) {
+      const int64_t gk = qmatmul_rs_group_k(c);
+      l.b = spatial(WG, 1) * local(1, c.block_k / gk) * local(1, gk / 16) * target::wgmma_register_a();
+    }
     l.b_read = layout::transpose(l.b);
     l.dot_c = spatial(WG, 1) * target::wgmma_accumulator(c.block_m);  // C^T [BN, BM]
     l.c = layout::transpose(l.dot_c);
@@ -101,6 +103,12 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
   const Layout slice = s.words_per_thread % 4 == 0 ? local(s.words_per_thread / 4) * slice_threads * local(4)
                                                    : slice_threads * local(s.words_per_thread);
   l.bt = spatial(WK) * replicate(WM) * slice;
+  // Register A: group-major, so that a group's codes are one run of words (rs_codes_layout).
+  if (c.register_a) {
+    const RegisterAGroups g(c, s.words_per_thread);
+    l.bt = g.wc % 4 == 0 ? local(g.groups * g.wc / 4) * slice_threads * local(4)
+                         : local(g.groups) * slice_threads * local(g.wc);
+  }
   return l;
 }
 
@@ -144,6 +152,12 @@ Layout column_row(const Layout& l) {
 Layout shared_a_layout(const QMatmulConfig& c) {
   // Warp-specialized, [STAGES, BK / 64, BM, 64]: each column group is a tile of its own, as the TMA writes
   // it (a box row of 128-byte swizzle is at most 128 bytes) and a DotAsync reads it.
+  // With register A, in groups of qmatmul_rs_group_k columns (64-byte swizzle for 32).
+  if (c.register_a) {
+    const int64_t gk = qmatmul_rs_group_k(c);
+    return local(c.stages, c.block_k / gk, 1, 1) *
+           target::wgmma_swizzled_tile(c.block_m, gk, 16, static_cast<int>(gk * 2));
+  }
   if (c.warp_specialized)
     return local(c.stages, c.block_k / 64, 1, 1) * target::wgmma_swizzled_tile(c.block_m, 64, 16, 128);
   // The wgmma form's B operand: [BM, BK] in column groups of 64, each the 128-byte swizzled form.

@@ -8,6 +8,28 @@
 
 namespace tilevm::ops {
 
+// Register A (QMatmulConfig::register_a): the columns of k in each group that a step converts and multiplies
+// on its own, the next group converting while the product of the one before runs; the step's last product
+// runs alone. 64 (a 128-byte swizzled activation tile), or 32 (64-byte) for 128 rows and more over two
+// warpgroups, where the products are long enough for a quarter instead of half a step's products to run alone
+// to pay. Measured on the H200 (docs/performance.md, thirteenth session): 32 against 64 took 0.96-0.97 of the
+// time at M = 128 with two warpgroups, 1.05-1.07 at M = 32, 1.00 at M = 64, and 1.08-1.16 at M = 128 with one
+// warpgroup.
+inline int64_t qmatmul_rs_group_k(const QMatmulConfig& c) {
+  return c.block_m >= 128 && c.warps_n == 8 ? 32 : 64;
+}
+
+// What one thread's codes of one register-A group are, and how a group's run of words is loaded from the
+// codes' shared tile [code_rows, 256] (the TMA's rows): wc words a thread, in 16-byte pieces (wc % 4 == 0),
+// or the group's T * wc words as whole rows each holding whole threads' words, or as a part of one row.
+// valid is false where a thread's words would straddle rows (u3, u5, u6, u7 at most sizes) or are no whole
+// words (u1).
+struct RegisterAGroups {
+  RegisterAGroups(const QMatmulConfig& config, int64_t words_per_thread);
+  int64_t groups = 0, wc = 0;
+  bool valid = false;
+};
+
 struct QMatmulShape {
   QMatmulShape(const QMatmulProblem& problem, const QMatmulConfig& config);
   bool per_channel = false;        // G == k: one scale per column, applied once at the end

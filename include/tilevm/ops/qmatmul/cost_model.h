@@ -61,7 +61,8 @@ struct QMatmulCalibration {
   double ws_step_overhead_weights = 38;
   // With register A (QMatmulConfig::register_a): no shared store, proxy fence or barrier a step, so less per
   // weight and per step; but a step's last product runs alone (the wait before the loop goes round), which
-  // adds a share of 1 / (block_k / 64) of the step's tensor-core time to the issue limit. Fitted to the H200
+  // adds a share of one group's tensor-core time (qmatmul_rs_group_k / block_k of the step's) to the issue
+  // limit. Fitted to the H200
   // A/B of _ws and _wsr at M = 32 to 128 on three layers (0.67 to 0.99 of the _ws time, 11 points: the
   // model's ratio is within 0.14 of each, 0.08 rms; docs/performance.md, thirteenth session).
   double rs_weight_cost = 0.55;
