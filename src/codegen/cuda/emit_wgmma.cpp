@@ -135,19 +135,16 @@ void Emitter::emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::Te
                       async ? "asynchronous" : "waited at once",
                       p.a_in_registers ? std::string("in registers") : swizzle_text(p.a.swizzle_bytes),
                       swizzle_text(p.b.swizzle_bytes)));
-  if (p.a_in_registers) {
-    emit_wgmma_rs(p, a, b, d, async, inst);
-    return;
-  }
-  const MemTensor& ma = mem(a.tensor);
   auto origin = [&](const MemTensor& m, const ir::TensorArg& arg) {
     const std::vector<int> kept = kept_dims(m, arg);
     const ElementAccess at = access(m, arg, {}, std::vector<CExpr>(kept.size(), cconst(0)));
     return fmt::format("(unsigned)__cvta_generic_to_shared({} + ({}) * {})", m.ptr, at.offset.text, bits / 8);
   };
   open("");
-  line(fmt::format("const unsigned long long tv_da = tv_wgmma_desc({}, {}, {}, {});", origin(ma, a),
-                   p.a.lbo_bytes, p.a.sbo_bytes, swizzle_mode(p.a.swizzle_bytes)));
+  if (!p.a_in_registers)
+    line(fmt::format("const unsigned long long tv_da = tv_wgmma_desc({}, {}, {}, {});",
+                     origin(mem(a.tensor), a), p.a.lbo_bytes, p.a.sbo_bytes,
+                     swizzle_mode(p.a.swizzle_bytes)));
   line(fmt::format("const unsigned long long tv_db = tv_wgmma_desc({}, {}, {}, {});", origin(mb, b),
                    p.b.lbo_bytes, p.b.sbo_bytes, swizzle_mode(p.b.swizzle_bytes)));
   line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
@@ -161,66 +158,31 @@ void Emitter::emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::Te
     // The 64 x n block of this slot: rows 64 * mi, columns n * ni of the tile (b's rows).
     const std::vector<CExpr> blk = layout_index(q, wg, cconst(slot));
     for (int64_t kk = 0; kk < ksteps; ++kk) {
-      const CExpr a_off =
-          blk[0] * cconst(8 * p.a.sbo_bytes) + cconst(target::wgmma_block_offset(p.a, 0, 16 * kk, bits));
       const CExpr b_off =
           blk[1] * cconst(n / 8 * p.b.sbo_bytes) + cconst(target::wgmma_block_offset(p.b, 0, 16 * kk, bits));
       std::string outs;
       for (int64_t x = 0; x < words; ++x)
         outs += fmt::format("{}\"+r\"({}[{}])", x ? ", " : "", d.name, slot * words + x);
-      line(fmt::format(
-          "asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, 1, 0; {} {{{}}}, %{}, %{}, p, 1, 1, 0, 0; }}\" : "
-          "{} : "
-          "\"l\"(tv_da + (unsigned long long)(({}) >> 4)), \"l\"(tv_db + (unsigned long long)(({}) >> 4)));",
-          inst, dlist, words, words + 1, outs, a_off.text, b_off.text));
-    }
-  }
-  line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
-  if (!async) {
-    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
-    fence_registers(d);
-  }
-  close();
-}
-
-// The RS form: each instruction takes a's four fragment words (a0..a7 as pairs) for its row block and k
-// step, and b's descriptor; "p, 1, 1, 0": accumulate, no negation, b K-major.
-void Emitter::emit_wgmma_rs(const WgmmaPlan& p, const ir::TensorArg& a, const ir::TensorArg& b,
-                            const RegInfo& d, bool async, const std::string& inst) {
-  const MemTensor& mb = mem(b.tensor);
-  const RegInfo& ra = reg_arg(a);
-  const int bits = mb.dtype.bits();
-  const int64_t n = p.tiling.n;
-  const layout::Layout& q = p.tiling.quotient;
-  const int64_t words = n / 2 * d.dtype.bits() / 32;
-  const int64_t ksteps = p.k / 16;
-  const std::vector<int> kept = kept_dims(mb, b);
-  const ElementAccess at = access(mb, b, {}, std::vector<CExpr>(kept.size(), cconst(0)));
-  open("");
-  line(fmt::format(
-      "const unsigned long long tv_db = tv_wgmma_desc((unsigned)__cvta_generic_to_shared({} + ({}) * "
-      "{}), {}, {}, {});",
-      mb.ptr, at.offset.text, bits / 8, p.b.lbo_bytes, p.b.sbo_bytes, swizzle_mode(p.b.swizzle_bytes)));
-  line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
-  const CExpr wg = cvar("tv_wg");
-  uses_warpgroup_index_ = true;
-  std::string dlist;
-  for (int64_t x = 0; x < words; ++x) dlist += fmt::format("{}%{}", x ? ", " : "", x);
-  for (int64_t slot = 0; slot < q.num_locals(); ++slot) {
-    const std::vector<CExpr> blk = layout_index(q, wg, cconst(slot));
-    for (int64_t kk = 0; kk < ksteps; ++kk) {
-      const CExpr b_off =
-          blk[1] * cconst(n / 8 * p.b.sbo_bytes) + cconst(target::wgmma_block_offset(p.b, 0, 16 * kk, bits));
-      const int64_t a_slot = p.a_slots[static_cast<size_t>(slot * ksteps + kk)];
-      std::string outs, ins;
-      for (int64_t x = 0; x < words; ++x)
-        outs += fmt::format("{}\"+r\"({}[{}])", x ? ", " : "", d.name, slot * words + x);
-      for (int64_t x = 0; x < 4; ++x) ins += fmt::format("\"r\"({}[{}]), ", ra.name, a_slot * 4 + x);
+      // a: its descriptor, or (the RS form) its four fragment words (a0..a7 as pairs) for this row block and
+      // k step; then b's descriptor. "p, 1, 1[, 0], 0": accumulate, no negation, a (shared) and b K-major.
+      std::string a_text, ins, b_operand;
+      if (p.a_in_registers) {
+        const RegInfo& ra = reg_arg(a);
+        const int64_t a_slot = p.a_slots[static_cast<size_t>(slot * ksteps + kk)];
+        a_text = fmt::format("{{%{}, %{}, %{}, %{}}}", words, words + 1, words + 2, words + 3);
+        for (int64_t x = 0; x < 4; ++x) ins += fmt::format("\"r\"({}[{}]), ", ra.name, a_slot * 4 + x);
+        b_operand = fmt::format("%{}, p, 1, 1, 0", words + 4);
+      } else {
+        const CExpr a_off =
+            blk[0] * cconst(8 * p.a.sbo_bytes) + cconst(target::wgmma_block_offset(p.a, 0, 16 * kk, bits));
+        a_text = fmt::format("%{}", words);
+        ins = fmt::format("\"l\"(tv_da + (unsigned long long)(({}) >> 4)), ", a_off.text);
+        b_operand = fmt::format("%{}, p, 1, 1, 0, 0", words + 1);
+      }
       line(
-          fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, 1, 0; {} {{{}}}, {{%{}, %{}, %{}, "
-                      "%{}}}, %{}, p, 1, "
-                      "1, 0; }}\" : {} : {}\"l\"(tv_db + (unsigned long long)(({}) >> 4)));",
-                      inst, dlist, words, words + 1, words + 2, words + 3, words + 4, outs, ins, b_off.text));
+          fmt::format("asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, 1, 0; {} {{{}}}, {}, {}; }}\" : {} : "
+                      "{}\"l\"(tv_db + (unsigned long long)(({}) >> 4)));",
+                      inst, dlist, a_text, b_operand, outs, ins, b_off.text));
     }
   }
   line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");

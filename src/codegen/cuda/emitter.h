@@ -235,8 +235,6 @@ class Emitter {
                                       bool transpose_a, bool transpose_b, std::string* why);
   void emit_wgmma(const ir::InstStmt& s, const WgmmaPlan& p, const ir::TensorArg& a, const ir::TensorArg& b,
                   const RegInfo& d, bool async);
-  void emit_wgmma_rs(const WgmmaPlan& p, const ir::TensorArg& a, const ir::TensorArg& b, const RegInfo& d,
-                     bool async, const std::string& inst);
   void emit_dot_async(const ir::InstStmt& s, const ir::DotAsyncInst& n);
   void emit_dot_async_wait(const ir::InstStmt& s, const ir::DotAsyncWaitInst& n);
   // An empty asm naming every register of r as in-out: orders its uses after the asm statements before it.
