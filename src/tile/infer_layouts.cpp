@@ -261,7 +261,8 @@ class Inference {
     GemmShape shape{m, n, k, g.a.type().dtype, g.c.type().dtype};
     shape.a_shared = g.a.type().scope == ir::Scope::Shared;
     shape.b_shared = g.b.type().scope == ir::Scope::Shared;
-    shape.a_open = open_shared_.count(g.a.tensor.get()) > 0;
+    // A register a is open while no other operator has decided its layout (the RS form takes it then).
+    shape.a_open = shape.a_shared ? open_shared_.count(g.a.tensor.get()) > 0 : !known(g.a.tensor);
     shape.b_open = open_shared_.count(g.b.tensor.get()) > 0;
     shape.transpose_a = g.transpose_a;
     shape.transpose_b = g.transpose_b;
@@ -282,7 +283,13 @@ class Inference {
       if (!assign(g.c, gemm_wgmma_c_layout(m, n, threads_), g.loc,
                   fmt::format("the accumulator of Gemm (wgmma over {} warpgroups)", threads_ / 128)))
         return;
-      shared_operand(g.a);
+      if (shape.a_shared) {
+        shared_operand(g.a);
+      } else if (!assign(g.a, gemm_wgmma_a_layout(m, k, threads_), g.loc,
+                         fmt::format("operand a of Gemm (wgmma's register a over {} warpgroups)",
+                                     threads_ / 128))) {
+        return;
+      }
       shared_operand(g.b);
       return;
     }

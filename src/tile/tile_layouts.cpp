@@ -60,12 +60,18 @@ layout::Layout gemm_b_layout(int64_t k, int64_t n, WarpPartition w) {
 
 bool gemm_uses_wgmma(const GemmShape& g, int64_t threads, const target::Target& target) {
   if (!target.features.wgmma || threads % 128 != 0 || threads == 0) return false;
-  if (!g.a_shared || !g.b_shared || !g.a_open || !g.b_open || g.transpose_a || !g.transpose_b) return false;
+  if (!g.b_shared || !g.a_open || !g.b_open || g.transpose_a || !g.transpose_b) return false;
   const bool types = (g.ab == DataType::f16() && (g.c == DataType::f32() || g.c == DataType::f16())) ||
                      (g.ab == DataType::bf16() && g.c == DataType::f32());
   const int64_t row_bytes = g.k * g.ab.bits() / 8;
   return types && g.m % (64 * (threads / 128)) == 0 && g.n % 8 == 0 && g.n <= 256 &&
          (row_bytes == 32 || row_bytes == 64 || row_bytes == 128);
+}
+
+layout::Layout gemm_wgmma_a_layout(int64_t m, int64_t k, int64_t threads) {
+  const int64_t groups = threads / 128;
+  return compose(layout::spatial(groups, 1), layout::local(m / 64 / groups, k / 16),
+                 target::wgmma_register_a());
 }
 
 layout::Layout gemm_wgmma_c_layout(int64_t m, int64_t n, int64_t threads) {

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "example_util.h"
+#include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/ir/printer.h"
 #include "tilevm/ir/visitor.h"
@@ -289,8 +290,8 @@ TEST(TileParallel, TextRoundTrips) {
 // reads it from registers (mma.sync: wgmma takes b only from shared memory).
 void expect_dequant_gemm(const std::string& wtype, const std::map<std::string, std::string>& defines,
                          const target::Target& target, int64_t m, int64_t n, int64_t k, bool gpu = false,
-                         bool in_registers = false) {
-  std::string source = example_test::read_text(example_test::example_path("tile/dequant_gemm.tile"));
+                         bool in_registers = false, const std::string& example = "tile/dequant_gemm.tile") {
+  std::string source = example_test::read_text(example_test::example_path(example));
   for (size_t at = source.find("u4"); at != std::string::npos; at = source.find("u4", at + wtype.size()))
     source.replace(at, 2, wtype);
   if (in_registers) {
@@ -362,6 +363,34 @@ TEST(TileParallel, DequantGemmOfEveryWidthOnTheInterpreter) {
 
 TEST(TileParallel, DequantGemmOnWgmma) {
   expect_dequant_gemm("u4", {}, target::Target::h100_sxm(), 70, 136, 192);
+}
+
+// dequant_gemm_rs.tile: the weights dequantized in registers as wgmma's register a (sm_90a), or through
+// mma.sync (sm_80); ragged in every direction, two k-tiles past the pipeline's stages.
+TEST(TileParallel, DequantGemmWithRegisterA) {
+  for (const char* wtype : {"u4", "i8"}) {
+    SCOPED_TRACE(wtype);
+    expect_dequant_gemm(wtype, {}, target::Target::h100_sxm(), 70, 136, 320, false, false,
+                        "tile/dequant_gemm_rs.tile");
+  }
+  expect_dequant_gemm("u3", {}, target::Target::generic_sm80(), 70, 136, 320, false, false,
+                      "tile/dequant_gemm_rs.tile");
+}
+
+// The Gemm of dequant_gemm_rs.tile is one wgmma Dot with a in registers on sm_90a (the RS form), whose
+// weights no shared tile holds; on sm_80 it is mma.sync.
+TEST(TileParallel, RegisterAGemmLowersToTheRsForm) {
+  const std::string source = example_test::read_text(example_test::example_path("tile/dequant_gemm_rs.tile"));
+  auto lowered = [&](const target::Target& t) {
+    const std::optional<ir::Program> p = lowered_text(source, "dequant_gemm_rs.tile", {}, t);
+    return p ? codegen::cuda::emit_cuda(*p, {.target = t}).source : std::string();
+  };
+  const std::string hopper = lowered(target::Target::for_arch("sm_90a"));
+  EXPECT_NE(hopper.find("a in registers"), std::string::npos);
+  EXPECT_NE(hopper.find("wgmma.mma_async"), std::string::npos);
+  const std::string ampere = lowered(target::Target::generic_sm80());
+  EXPECT_EQ(ampere.find("wgmma"), std::string::npos);
+  EXPECT_NE(ampere.find("mma.sync"), std::string::npos);
 }
 
 TEST(TileParallel, DequantGemmWithTheTileInRegisters) {
@@ -460,6 +489,11 @@ TEST(TileParallelGpu, KernelsOnTheDevice) {
     expect_dequant_gemm(wtype, {}, target::Target::h100_sxm(), 333, 520, 384, true);
   }
   expect_dequant_gemm("u4", {}, target::Target::h100_sxm(), 333, 520, 384, true, true);
+  for (const char* wtype : {"u4", "i8"}) {
+    SCOPED_TRACE(std::string("register a ") + wtype);
+    expect_dequant_gemm(wtype, {}, target::Target::h100_sxm(), 333, 520, 384, true, false,
+                        "tile/dequant_gemm_rs.tile");
+  }
 }
 
 }  // namespace

@@ -34,12 +34,14 @@ layout::Layout gemm_c_layout(int64_t m, int64_t n, WarpPartition w);
 layout::Layout gemm_a_layout(int64_t m, int64_t k, WarpPartition w);
 layout::Layout gemm_b_layout(int64_t k, int64_t n, WarpPartition w);
 
-// Whether a Gemm runs on Hopper's wgmma (one synchronous Dot on the shared tiles) rather than on mma.sync
-// (a loop of LoadShared + Dot on register fragments): the target has wgmma, the block is whole warpgroups,
-// a [M, K] and b [N, K] (transpose_b) are shared tiles whose layout the tile layer chooses
-// (shared_tile_layout: rows of 32, 64 or 128 bytes are exactly wgmma's swizzled forms), f16 or bf16 into
-// f32 (or f16 for f16), M a multiple of 64 per warpgroup, N a multiple of 8 up to 256. infer_layouts
-// records the choice in the Gemm (`wgmma=`), where the later passes read it.
+// Whether a Gemm runs on Hopper's wgmma (one synchronous Dot) rather than on mma.sync (a loop of LoadShared
+// + Dot on register fragments): the target has wgmma, the block is whole warpgroups, b [N, K]
+// (transpose_b) is a shared tile whose layout the tile layer chooses (shared_tile_layout: rows of 32, 64 or
+// 128 bytes are exactly wgmma's swizzled forms), a [M, K] is such a shared tile too or a register fragment
+// whose layout is not yet decided (wgmma's RS form: gemm_wgmma_a_layout), f16 or bf16 into f32 (or f16 for
+// f16), M a multiple of 64 per warpgroup, N a multiple of 8 up to 256. infer_layouts records the choice in
+// the Gemm (`wgmma=`), where the later passes read it. (a_open: a shared tile of the tile layer's choice, or
+// a fragment of no layout yet.)
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   DataType ab = DataType::f16(), c = DataType::f32();
@@ -47,6 +49,9 @@ struct GemmShape {
   bool transpose_a = false, transpose_b = false;
 };
 bool gemm_uses_wgmma(const GemmShape& g, int64_t threads, const target::Target& target);
+// wgmma's register operand a [M, K] over threads / 128 warpgroups, each holding the rows of its accumulator
+// (gemm_wgmma_c_layout): spatial(W, 1).local(M / 64 W, K / 16).<wgmma A fragment> (target/wgmma.h).
+layout::Layout gemm_wgmma_a_layout(int64_t m, int64_t k, int64_t threads);
 // The wgmma accumulator [M, N] over threads / 128 warpgroups, each taking M / warpgroups rows:
 // spatial(W, 1).local(M / 64 W, 1).<wgmma m64nNk16 accumulator> (target/wgmma.h). @pre M a multiple of 64 W,
 // N of 8 up to 256.
