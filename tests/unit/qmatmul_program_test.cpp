@@ -354,13 +354,13 @@ QMatmulConfig rs_config(int64_t block_m, int64_t warpgroups, int64_t block_k, in
                                           block_k, block_k, 4 * warpgroups, stages));
 }
 
-// The register-A cases, shared by the interpreter and the GPU tests: every type that fits f16 and the form
-// takes (2, 4 and 8 bits: codes in 16-byte pieces, whole rows and parts of a row), then zero points (per
-// group and per channel), split-K with an empty split, bf16, one and two consumers, 128 rows.
+// The register-A cases, shared by the interpreter and the GPU tests: every type of 1 to 8 bits that fits f16,
+// groups of 64 and of 32 columns (odd widths in 64 at 128 rows), then zero points (per group and per
+// channel), split-K with an empty split, bf16, one and two consumers, 128 rows.
 std::vector<std::pair<Problem, uint32_t>> register_a_cases() {
   std::vector<std::pair<Problem, uint32_t>> cases;
   for (DataType w : weight_types()) {
-    const Problem c{problem(37, 200, 512, w, 128), rs_config(32, 2, 128, 4)};
+    const Problem c{problem(37, 136, 384, w, 128), rs_config(32, 2, 128, 4)};
     bool valid = qmatmul_weight_fits(w, kF16);
     try {
       check_config(c.problem, c.config, target::Target::for_arch("sm_90a"));
@@ -370,10 +370,11 @@ std::vector<std::pair<Problem, uint32_t>> register_a_cases() {
     if (valid)
       cases.push_back({c, 12000 + static_cast<uint32_t>(w.bits() * 16 + static_cast<int>(w.kind()))});
   }
-  // 1-bit weights per channel: a group's codes are half a row.
+  // 1-bit weights per channel, 256 columns a step (four groups of 64).
   cases.push_back({{problem(20, 136, 512, DataType::uint(1), 512), rs_config(16, 1, 256)}, 12106});
-  // 2-bit weights in 32-column groups (128 rows over two warpgroups): a group's codes are one row.
-  cases.push_back({{problem(130, 136, 512, DataType::uint(2), 128), rs_config(128, 2, 128, 3)}, 12107});
+  // 128 rows over two warpgroups: 2-bit weights in groups of 32, 3-bit ones in groups of 64.
+  cases.push_back({{problem(130, 136, 384, DataType::uint(2), 128), rs_config(128, 2, 128, 3)}, 12107});
+  cases.push_back({{problem(130, 136, 384, DataType::uint(3), 128), rs_config(128, 2, 128, 3)}, 12108});
   QMatmulProblem z = problem(33, 128, 512, DataType::uint(4), 64);
   z.zero_point = true;
   cases.push_back({{z, rs_config(48, 2, 64)}, 12101});
@@ -405,10 +406,8 @@ TEST(QMatmulProgram, RegisterAForm) {
 }
 
 TEST(QMatmulProgram, RegisterAFormRules) {
-  expect_error(
-      [&] { build_qmatmul(problem(16, 64, 256, DataType::uint(6), 256), rs_config(16, 1, 128)); },
-      "register A needs each thread's codes of a 64-column group (192 bits of u6) in whole words that no "
-      "row of the codes' tile splits");
+  expect_error([&] { build_qmatmul(problem(16, 64, 256, DataType::f16(), 256), rs_config(16, 1, 128)); },
+               "register A needs each thread's codes of a 64-column group in whole words, at most 8");
   expect_error([&] { build_qmatmul(problem(16, 64, 256, DataType::uint(4), 128), rs_config(256, 1, 128)); },
                "register A needs block_m (256) of at most 128");
   QMatmulConfig not_ws = wgmma_config(16, 1);

@@ -183,7 +183,7 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
     const double t_alu = busiest * per_block_alu / (alu_per_sm * warp_use);
     // Register A: a step's last product runs after its work, not beside it.
     const double exposed_mma = c.register_a ? calibration.rs_exposed_mma * t_mma *
-                                                  static_cast<double>(qmatmul_rs_group_k(c)) /
+                                                  static_cast<double>(qmatmul_rs_group_k(c, p.wtype.bits())) /
                                                   static_cast<double>(c.block_k)
                                             : 0;
     const double t_issue = std::max(warp_work / warp_rate, busiest * block_work / sm_rate) + exposed_mma;

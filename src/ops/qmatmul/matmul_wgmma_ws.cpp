@@ -127,32 +127,18 @@ struct RegisterA {
   Layout layout_wc, layout_wct, layout_cc;
   RegisterAGroups g;
 
-  explicit RegisterA(MatmulConstants& k) : g(k.c, k.s.words_per_thread) {
+  explicit RegisterA(MatmulConstants& k) : g(k.c, k.s.bits, k.s.words_per_thread) {
     ProgramBuilder& pb = k.pb;
     const QMatmulConfig& c = k.c;
-    const int64_t T = c.threads(), gk = qmatmul_rs_group_k(c), run = g.wc * T;
-    // One group, [BN, gk] as the DotAsync reads it (l.b's group) and the same registers as [gk, BN], along
-    // which the scale and zero rows broadcast.
-    layout_wc = pb.named_layout("layout_wc", layout::spatial(c.warps_n / 4, 1) * layout::local(1, gk / 16) *
-                                                 target::wgmma_register_a());
+    // One group, [BN, group_k] as the DotAsync reads it (l.b's group) and the same registers as [group_k,
+    // BN], along which the scale and zero rows broadcast.
+    layout_wc =
+        pb.named_layout("layout_wc", layout::spatial(c.warps_n / 4, 1) * layout::local(1, g.group_k / 16) *
+                                         target::wgmma_register_a());
     layout_wct = pb.named_layout("layout_wct", layout::transpose(layout_wc));
-    // A group's codes (l.bt is group-major): in 16-byte pieces, piece i of thread t at row i T / 64 + t / 64,
-    // column (t % 64) * 4 of the group's rows; else thread t's wc words at word t * wc of the group's run,
-    // which is whole rows or a part of one.
-    Layout codes;
-    if (g.wc % 4 == 0) {
-      codes = layout::local(g.wc / 4, 1) * layout::spatial(T / 64, 64) * layout::local(1, 4);
-    } else if (run % 256 == 0) {
-      codes = layout::spatial(run / 256, 256 / g.wc) * layout::local(1, g.wc);
-    } else {
-      codes = layout::spatial(1, T) * layout::local(1, g.wc);
-    }
-    layout_cc = pb.named_layout("layout_cc", codes);
-  }
-  // Group h's codes start at word h * run of the tile: row and column of [code_rows, 256].
-  std::pair<int64_t, int64_t> codes_at(const QMatmulConfig& c, int64_t h) const {
-    const int64_t word = h * g.wc * c.threads();
-    return {word / 256, word % 256};
+    // A group's codes, rows of the codes' tile [T / 32 groups of rows, 32 wc] (RegisterAGroups): thread t's
+    // wc words at row t / 32, column (t % 32) wc of its group's rows.
+    layout_cc = pb.named_layout("layout_cc", layout::spatial(c.threads() / 32, 32) * layout::local(1, g.wc));
   }
   void steps(const Consumers& u) const;
 };
@@ -164,8 +150,7 @@ void RegisterA::steps(const Consumers& u) const {
   const DataType at = k.p.atype;
   // Group h of a stage: its codes, cast, minus the zeros, times the scales, as the DotAsync reads it.
   auto convert = [&](const Scalar& stage, int64_t h) {
-    const auto [row, col] = codes_at(k.c, h);
-    Tensor cc = pb.load_shared("cc", m.smem_b[stage], layout_cc, {Scalar(row), Scalar(col)});
+    Tensor cc = pb.load_shared("cc", m.smem_b[stage], layout_cc, {Scalar(h * k.c.threads() / 32), 0});
     Tensor w = pb.view("b", cc, k.p.wtype, layout_wct);
     if (k.p.wtype != at) w = pb.cast("bf", w, at);
     if (m.gz) w = pb.sub("wt", w, u.zeros(stage));
@@ -197,8 +182,8 @@ ir::Program build_wgmma_ws_matmul(const QMatmulProblem& p, const QMatmulConfig& 
   MatmulConstants k(p, c);
   ProgramBuilder& pb = k.pb;
   const DataType f32 = DataType::f32();
-  const int64_t consumers = c.warps_n / 4;         // warpgroups that compute
-  const int64_t code_rows = k.s.tile_words / 256;  // the codes' tile as [code_rows, 256] words
+  const int64_t consumers = c.warps_n / 4;                        // warpgroups that compute
+  const int64_t code_rows = k.s.tile_words / k.s.code_row_words;  // the codes' tile as rows
   const SliceLayouts l = slice_layouts(c, k.s, 1, 1);
   std::optional<SharedA> shared_a;
   std::optional<RegisterA> register_a;
@@ -225,7 +210,7 @@ ir::Program build_wgmma_ws_matmul(const QMatmulProblem& p, const QMatmulConfig& 
       pb.barrier_arrive(full[stage], Scalar(stage_bytes));
       // The activations in column groups as the consumers read them: 64 wide (128-byte swizzle), or with
       // register A qmatmul_rs_group_k.
-      const int64_t width = c.register_a ? qmatmul_rs_group_k(c) : 64;
+      const int64_t width = c.register_a ? qmatmul_rs_group_k(c, k.s.bits) : 64;
       for (int64_t h = 0; h < k.BK / width; ++h)
         pb.copy_tma(m.smem_a(stage, h), m.ga(from(m.bi * k.BM), from(kt * k.BK + h * width)), full[stage]);
       pb.copy_tma(m.smem_b[stage], m.gt(from((kt * n_tiles + m.bj) * code_rows), from(0)), full[stage]);

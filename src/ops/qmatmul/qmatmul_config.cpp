@@ -146,26 +146,25 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
                         "({}) and n ({}) must be multiples of 8",
                         p.k, p.n));
       const QMatmulShape s(p, c);
-      if (s.words_per_thread % 4 != 0)
+      if (!c.register_a && s.words_per_thread % 4 != 0)
         bad(
             fmt::format("the warp-specialized form needs each thread's codes of a tile ({} words) a multiple "
                         "of 4 words (the codes' tile is copied as rows of 256 words)",
                         s.words_per_thread));
-      // Register A: each group's codes are loaded on their own, as a run of the codes' rows.
-      const RegisterAGroups g(c, s.words_per_thread);
-      // The accumulator (block_m / 2 registers a thread) and up to three groups of weights (16 each) within
-      // ptxas's 168 registers a thread at 384 threads: at block_m 256 it spilled 1.8 KB.
+      // The accumulator (block_m / 2 registers a thread) and up to three groups of weights within ptxas's
+      // 168 registers a thread at 384 threads: at block_m 256 it spilled 1.8 KB.
       if (c.register_a && c.block_m > 128)
         bad(
             fmt::format("register A needs block_m ({}) of at most 128 (the accumulator and the weights in "
                         "flight take the registers)",
                         c.block_m));
+      // Register A: each group's codes are loaded on their own, in whole words.
+      const RegisterAGroups g(c, s.bits, s.words_per_thread);
       if (c.register_a && !g.valid)
         bad(fmt::format(
-            "register A needs each thread's codes of a {}-column group ({} bits of {}) in whole words that "
-            "no row of the codes' tile splits (the {} threads' words of a group in whole rows of 256 words, "
-            "or in a part of one)",
-            qmatmul_rs_group_k(c), s.words_per_thread * 32 / g.groups, p.wtype.name(), c.threads()));
+            "register A needs each thread's codes of a {}-column group in whole words, at most 8 (a row of "
+            "256 words a warp: the TMA's widest box), here {} bits of {}",
+            g.group_k, s.words_per_thread * 32 / std::max<int64_t>(1, g.groups), p.wtype.name()));
     }
   } else if (c.swapped()) {
     // block_m == 8: the weights are the mma's A operand (see QMatmulConfig::swapped).
@@ -224,14 +223,11 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
     bad(fmt::format("{} bytes of shared memory, at most {}", s.shared_bytes, target.shared_per_block));
 }
 
-RegisterAGroups::RegisterAGroups(const QMatmulConfig& c, int64_t words_per_thread) {
-  groups = c.block_k / qmatmul_rs_group_k(c);
-  wc = words_per_thread / groups;
-  const int64_t run = wc * c.threads();  // a group's words
-  // In 16-byte pieces; or whole rows that each hold the words of a whole number of threads; or a part of
-  // one row.
-  valid = wc > 0 && wc * groups == words_per_thread &&
-          (wc % 4 == 0 || (run % 256 == 0 && 256 % wc == 0) || 256 % run == 0);
+RegisterAGroups::RegisterAGroups(const QMatmulConfig& c, int64_t weight_bits, int64_t words_per_thread) {
+  group_k = qmatmul_rs_group_k(c, weight_bits);
+  groups = c.block_k / group_k;
+  wc = groups > 0 ? words_per_thread / groups : 0;
+  valid = wc > 0 && wc * groups == words_per_thread && wc <= 8;
 }
 
 QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {
@@ -244,6 +240,8 @@ QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {
   words_per_thread = bits_per_thread / 32;
   slice_words = c.slice_k * c.block_n * bits / 32;
   tile_words = c.block_k * c.block_n * bits / 32;
+  code_row_words = 256;
+  if (c.register_a) code_row_words = 32 * std::max<int64_t>(1, RegisterAGroups(c, bits, words_per_thread).wc);
   k_tiles = ceil_div(p.k, c.block_k);
   n_tiles = ceil_div(p.n, c.block_n);
   scale_rows = per_channel ? 0 : std::max<int64_t>(1, c.block_k / p.group);

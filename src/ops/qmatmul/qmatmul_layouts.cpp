@@ -68,7 +68,7 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
     // Register A: each column group (qmatmul_rs_group_k) in wgmma's A fragment order, k steps of 16, the
     // groups outermost in each thread, so that a group's codes are a run of the thread's words.
     if (c.register_a) {
-      const int64_t gk = qmatmul_rs_group_k(c);
+      const int64_t gk = qmatmul_rs_group_k(c, s.bits);
       l.b = spatial(WG, 1) * local(1, c.block_k / gk) * local(1, gk / 16) * target::wgmma_register_a();
     }
     l.b_read = layout::transpose(l.b);
@@ -103,11 +103,10 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
   const Layout slice = s.words_per_thread % 4 == 0 ? local(s.words_per_thread / 4) * slice_threads * local(4)
                                                    : slice_threads * local(s.words_per_thread);
   l.bt = spatial(WK) * replicate(WM) * slice;
-  // Register A: group-major, so that a group's codes are one run of words (rs_codes_layout).
+  // Register A: group-major (RegisterAGroups), so that a group's codes are rows of their own.
   if (c.register_a) {
-    const RegisterAGroups g(c, s.words_per_thread);
-    l.bt = g.wc % 4 == 0 ? local(g.groups * g.wc / 4) * slice_threads * local(4)
-                         : local(g.groups) * slice_threads * local(g.wc);
+    const RegisterAGroups g(c, s.bits, s.words_per_thread);
+    l.bt = local(g.groups) * slice_threads * local(g.wc);
   }
   return l;
 }
@@ -149,12 +148,12 @@ Layout column_row(const Layout& l) {
   return layout::insert_dim(reduce(l, {0}), 0);
 }
 
-Layout shared_a_layout(const QMatmulConfig& c) {
+Layout shared_a_layout(const QMatmulConfig& c, int64_t weight_bits) {
   // Warp-specialized, [STAGES, BK / 64, BM, 64]: each column group is a tile of its own, as the TMA writes
   // it (a box row of 128-byte swizzle is at most 128 bytes) and a DotAsync reads it.
   // With register A, in groups of qmatmul_rs_group_k columns (64-byte swizzle for 32).
   if (c.register_a) {
-    const int64_t gk = qmatmul_rs_group_k(c);
+    const int64_t gk = qmatmul_rs_group_k(c, weight_bits);
     return local(c.stages, c.block_k / gk, 1, 1) *
            target::wgmma_swizzled_tile(c.block_m, gk, 16, static_cast<int>(gk * 2));
   }

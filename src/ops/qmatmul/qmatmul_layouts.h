@@ -61,6 +61,6 @@ layout::Layout column_row(const layout::Layout& l);
 // the chunk count allows it, so that the cp.async writes and the ldmatrix reads avoid bank conflicts.
 // The wgmma forms: [STAGES, BM, BK] in 128-byte swizzled column groups of 64; warp-specialized [STAGES,
 // BK / 64, BM, 64], the column groups as tiles of their own.
-layout::Layout shared_a_layout(const QMatmulConfig& c);
+layout::Layout shared_a_layout(const QMatmulConfig& c, int64_t weight_bits);
 
 }  // namespace tilevm::ops

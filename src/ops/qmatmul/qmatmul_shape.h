@@ -12,21 +12,21 @@ namespace tilevm::ops {
 // on its own, the next group converting while the product of the one before runs; the step's last product
 // runs alone. 64 (a 128-byte swizzled activation tile), or 32 (64-byte) for 128 rows and more over two
 // warpgroups, where the products are long enough for a quarter instead of half a step's products to run alone
-// to pay. Measured on the H200 (docs/performance.md, thirteenth session): 32 against 64 took 0.96-0.97 of the
-// time at M = 128 with two warpgroups, 1.05-1.07 at M = 32, 1.00 at M = 64, and 1.08-1.16 at M = 128 with one
-// warpgroup.
-inline int64_t qmatmul_rs_group_k(const QMatmulConfig& c) {
-  return c.block_m >= 128 && c.warps_n == 8 ? 32 : 64;
+// to pay (and a thread's codes of 32 columns are whole words: even widths). Measured on the H200
+// (docs/performance.md, thirteenth session): 32 against 64 took 0.96-0.97 of the time at M = 128 with two
+// warpgroups, 1.05-1.07 at M = 32, 1.00 at M = 64, and 1.08-1.16 at M = 128 with one warpgroup.
+inline int64_t qmatmul_rs_group_k(const QMatmulConfig& c, int64_t weight_bits) {
+  return c.block_m >= 128 && c.warps_n == 8 && weight_bits % 2 == 0 ? 32 : 64;
 }
 
-// What one thread's codes of one register-A group are, and how a group's run of words is loaded from the
-// codes' shared tile [code_rows, 256] (the TMA's rows): wc words a thread, in 16-byte pieces (wc % 4 == 0),
-// or the group's T * wc words as whole rows each holding whole threads' words, or as a part of one row.
-// valid is false where a thread's words would straddle rows (u3, u5, u6, u7 at most sizes) or are no whole
-// words (u1).
+// A register-A tile's codes, group-major: group h's codes are wc words a thread, thread t's at word
+// (h T + t) wc of the tile, which the TMA copies as rows of 32 wc words (one warp's words of a group a row:
+// thread t of group h at row h T / 32 + t / 32, column (t % 32) wc). valid is false where a thread's codes of
+// a group are no whole words (odd widths in groups of 32, which qmatmul_rs_group_k avoids) or more than 8
+// (16-bit weights in groups of 64: a row would pass the TMA's 256-element box).
 struct RegisterAGroups {
-  RegisterAGroups(const QMatmulConfig& config, int64_t words_per_thread);
-  int64_t groups = 0, wc = 0;
+  RegisterAGroups(const QMatmulConfig& config, int64_t weight_bits, int64_t words_per_thread);
+  int64_t group_k = 0, groups = 0, wc = 0;
   bool valid = false;
 };
 
@@ -39,6 +39,7 @@ struct QMatmulShape {
   int64_t words_per_thread = 0;    // the same in 32-bit words (must be whole)
   int64_t slice_words = 0;         // u32 words of one [slice_k, block_n] slice of transformed codes
   int64_t tile_words = 0;          // u32 words of one [block_k, block_n] tile
+  int64_t code_row_words = 0;      // warp-specialized: the TMA copies a tile's codes as rows of this many
   int64_t k_tiles = 0, n_tiles = 0;
   int64_t scale_rows = 0;   // rows of scales (and zeros) per pipeline stage; 0 per channel
   int64_t stage_bytes = 0;  // one stage: the A tile, the codes, the scale (and zero) rows

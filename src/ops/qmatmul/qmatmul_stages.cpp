@@ -21,7 +21,7 @@ MatmulData declare(MatmulConstants& k) {
   ProgramBuilder& pb = k.pb;
   const QMatmulProblem& p = k.p;
   const DataType at = p.atype, f32 = DataType::f32(), u32 = DataType::uint(32), i32 = DataType::i32();
-  const Layout smem_a_layout = pb.named_layout("smem_a_layout", shared_a_layout(k.c));
+  const Layout smem_a_layout = pb.named_layout("smem_a_layout", shared_a_layout(k.c, k.s.bits));
   Pointer a_ptr = pb.pointer_param("a_ptr", at);
   Pointer t_ptr = pb.pointer_param("t_ptr", u32);
   Pointer scale_ptr = pb.pointer_param("scale_ptr", at);
@@ -39,12 +39,12 @@ MatmulData declare(MatmulConstants& k) {
 
   auto [bi, bj, bz] = pb.block_indices("bi", "bj", "bz");
   Tensor ga = pb.view_global("ga", a_ptr, at, {m, k_size});
-  // Warp-specialized, the TMA copies a tile's codes as rows of 256 words (a box is at most 256 wide): the
-  // same memory as [k tiles, n tiles, TILE_WORDS], viewed as rows.
-  const int64_t code_rows = k.c.warp_specialized ? k.s.tile_words / 256 : 0;
+  // Warp-specialized, the TMA copies a tile's codes as rows of code_row_words (a box is at most 256 wide):
+  // the same memory as [k tiles, n tiles, TILE_WORDS], viewed as rows.
+  const int64_t row = k.s.code_row_words, code_rows = k.c.warp_specialized ? k.s.tile_words / row : 0;
   Tensor gt =
       k.c.warp_specialized
-          ? pb.view_global("gt", t_ptr, u32, {ceil_div(k_size, k.BK) * ceil_div(n, k.BN) * code_rows, 256})
+          ? pb.view_global("gt", t_ptr, u32, {ceil_div(k_size, k.BK) * ceil_div(n, k.BN) * code_rows, row})
           : pb.view_global("gt", t_ptr, u32, {ceil_div(k_size, k.BK), ceil_div(n, k.BN), k.TILE_WORDS});
   Tensor gs = pb.view_global("gs", scale_ptr, at, {k_size / k.G, n});
   std::optional<Tensor> gz;
@@ -56,7 +56,7 @@ MatmulData declare(MatmulConstants& k) {
   Scalar count = pb.let("count", max(0, min(k_tiles - first, per)));
 
   Tensor smem_a = pb.allocate_shared("smem_a", at, smem_a_layout);
-  Tensor smem_b = k.c.warp_specialized ? pb.allocate_shared("smem_b", u32, {k.STAGES, code_rows, 256})
+  Tensor smem_b = k.c.warp_specialized ? pb.allocate_shared("smem_b", u32, {k.STAGES, code_rows, row})
                                        : pb.allocate_shared("smem_b", u32, {k.STAGES, k.TILE_WORDS});
   std::optional<Tensor> smem_s, smem_z;
   if (!k.s.per_channel) smem_s = pb.allocate_shared("smem_s", at, {k.STAGES, k.SROWS, k.BN});
