@@ -96,11 +96,12 @@ struct QMatmulConfig {
   // a multiple of 4 words (the codes' tile is copied as rows of 256 words). Named with the suffix "_ws".
   bool warp_specialized = false;
   // The warp-specialized form with the dequantized weights as wgmma's register A operand (the RS form;
-  // implies warp_specialized). The consumers convert each stage's tile in 64-column chunks, each straight
-  // into the registers of its DotAsync, and convert the next chunk while that product runs; the step's last
-  // product is retired before the loop goes on (docs/language.md, "wgmma's RS form"). No dequantized tile in
-  // shared memory: no stores, no proxy fence, no barrier among the consumers. Needs a chunk's codes in whole
-  // 16-byte pieces per thread (4- and 8-bit weights). Named with the suffix "_wsr".
+  // implies warp_specialized). The consumers convert each stage's tile in groups of 64 (or 32) columns, each
+  // straight into the registers of its DotAsync, and convert the next group while that product runs; the
+  // step's last product is retired before the loop goes on (docs/language.md, "a in registers"). No
+  // dequantized tile in shared memory: no stores, no proxy fence, no barrier among the consumers. Every
+  // width of 1 to 8 bits (the codes are copied as rows of one warp's words of a group); block_m at most 128.
+  // Named with the suffix "_wsr".
   bool register_a = false;
 
   // The threads that compute (the matmul's warps; the transform's block).
