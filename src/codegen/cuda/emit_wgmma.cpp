@@ -20,8 +20,8 @@
 // back edge or a branch it did not: twice the emitted kernels gave wrong results, the next step's values
 // written into registers an in-flight product still read (docs/performance.md, "wgmma's RS form"). So the
 // emitter takes the RS form only where the DotAsync is retired by a DotAsyncWait(0) later in the same
-// statement list with no control flow in between (collect_wgmma_facts), and refuses it elsewhere.
-#include <map>
+// statement list with only straight-line instructions in between (register computations, LoadShared, other
+// DotAsyncs and waits: collect_wgmma_facts), and refuses it elsewhere.
 #include <set>
 
 #include <fmt/format.h>
@@ -208,8 +208,8 @@ void Emitter::emit_dot_async(const ir::InstStmt& s, const ir::DotAsyncInst& n) {
     auto bad = unretired_register_a_.find(&n);
     if (bad != unretired_register_a_.end())
       unsupported(s, fmt::format("DotAsync with a in registers (wgmma's RS form) {}: the GPU code needs its "
-                                 "product retired by a DotAsyncWait(0) later in the same block, with no "
-                                 "control flow in between (emit_wgmma.cpp says why)",
+                                 "product retired by a DotAsyncWait(0) later in the same block, with only "
+                                 "straight-line instructions in between (emit_wgmma.cpp says why)",
                                  bad->second));
   }
   emit_wgmma(s, *plan, n.a, n.b, c, true);
@@ -234,6 +234,28 @@ void Emitter::collect_wgmma_facts() {
           const auto* sj = block[j]->as<ir::InstStmt>();
           if (!sj) {
             why = "meets control flow before a DotAsyncWait(0) retires it";
+            break;
+          }
+          // Only instructions whose code is straight-line (unrolled over a tile): others branch, loop or wait
+          // (BarrierWait's spin loop, Print, Exit, a global load's bounds checks, a SIMT Dot's loop).
+          bool straight = false;
+          switch (sj->inst->kind) {
+            case ir::InstKind::View:
+            case ir::InstKind::Cast:
+            case ir::InstKind::Elementwise:
+            case ir::InstKind::AllocateRegister:
+            case ir::InstKind::Iota:
+            case ir::InstKind::LoadShared:
+            case ir::InstKind::DotAsync:
+            case ir::InstKind::DotAsyncWait:
+              straight = true;
+              break;
+            default:
+              break;
+          }
+          if (!straight) {
+            why = fmt::format("meets {} (its GPU code branches or waits) before a DotAsyncWait(0) retires it",
+                              sj->inst->name());
             break;
           }
           const auto* w = sj->inst->as<ir::DotAsyncWaitInst>();

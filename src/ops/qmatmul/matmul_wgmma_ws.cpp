@@ -2,8 +2,9 @@
 // matmul_wgmma.cpp, C^T[BN, BM] = W^T[BN, BK] @ A^T, with the copies taken off the computing warps.
 //
 // Warpgroup 0, the producer, fills the STAGES stages with the TMA: per k-tile the activations [BM, BK] (one
-// copy per 64-column group, 128-byte swizzled as wgmma reads them), the codes (rows of 256 words of the
-// transformed tile) and the tile's scale (and zero) rows, all completing on full[stage]. The consumer
+// copy per column group as the consumers multiply it: 64 columns 128-byte swizzled, or with register A 32
+// columns 64-byte swizzled), the codes (rows of QMatmulShape::code_row_words of the transformed tile) and
+// the tile's scale (and zero) rows, all completing on full[stage]. The consumer
 // warpgroups 1 .. BN / 64, one per 64 columns of C, run each step as
 //
 //   BarrierWait(full[stage])                             (the stage has landed)
@@ -23,11 +24,13 @@
 // With register A (QMatmulConfig::register_a, wgmma's RS form) a consumer's step is
 //
 //   BarrierWait(full[stage])
+//   the stage's zero and scale rows
 //   w0 = the codes of column group 0 -> registers, cast, minus the zeros, times the scales
 //   DotAsync(w0, A[stage][0], acc)
 //   w1 = column group 1, the same, while the product of group 0 runs
-//   DotAsyncWait(1)                                      (the product of group 0 is done)
-//   DotAsync(w1, A[stage][1], acc) ...                   (each group in registers of its own)
+//   DotAsync(w1, A[stage][1], acc)                       (each group in registers of its own)
+//   w2 = group 2; DotAsyncWait(1) (retires group 0); DotAsync(w2, ...) ...
+//                                                        (at most two products in flight and one converting)
 //   DotAsyncWait(0)                                      (every product of the step is done)
 //   BarrierArrive(empty[stage])
 //
@@ -148,27 +151,31 @@ void RegisterA::steps(const Consumers& u) const {
   MatmulPipeline& m = u.m;
   ProgramBuilder& pb = k.pb;
   const DataType at = k.p.atype;
-  // Group h of a stage: its codes, cast, minus the zeros, times the scales, as the DotAsync reads it.
-  auto convert = [&](const Scalar& stage, int64_t h) {
-    Tensor cc = pb.load_shared("cc", m.smem_b[stage], layout_cc, {Scalar(h * k.c.threads() / 32), 0});
-    Tensor w = pb.view("b", cc, k.p.wtype, layout_wct);
-    if (k.p.wtype != at) w = pb.cast("bf", w, at);
-    if (m.gz) w = pb.sub("wt", w, u.zeros(stage));
-    if (!k.s.per_channel) w = pb.mul("wt", w, u.scales(stage));
-    return pb.view("wa", w, layout_wc);
-  };
   pb.for_range("t", m.count, [&](const Scalar& t) {
     Scalar stage = pb.let("stage", t % k.STAGES);
     pb.barrier_wait(u.full[stage], (t / k.STAGES) % 2);
-    // Straight-line code: group h + 1 converts into registers of its own while the product of group h runs,
-    // each wait leaving one product in flight; the step's last product retires before the stage goes back
-    // to the producer and the loop goes round.
-    Tensor w = convert(stage, 0);
+    // One slice per k-tile: one zero and one scale row for all the step's groups.
+    std::optional<Tensor> z, sc;
+    if (m.gz) z = u.zeros(stage);
+    if (!k.s.per_channel) sc = u.scales(stage);
+    // Group h: its codes, cast, minus the zeros, times the scales, as the DotAsync reads it.
+    auto convert = [&](int64_t h) {
+      Tensor cc = pb.load_shared("cc", m.smem_b[stage], layout_cc, {Scalar(h * k.c.threads() / 32), 0});
+      Tensor w = pb.view("b", cc, k.p.wtype, layout_wct);
+      if (k.p.wtype != at) w = pb.cast("bf", w, at);
+      if (z) w = pb.sub("wt", w, *z);
+      if (sc) w = pb.mul("wt", w, *sc);
+      return pb.view("wa", w, layout_wc);
+    };
+    // Straight-line code: group h + 1 converts into registers of its own while the products of groups h and
+    // h - 1 run, and the wait after it retires group h - 1 (the first would retire nothing); the step's last
+    // product retires before the stage goes back to the producer and the loop goes round.
+    Tensor w = convert(0);
     for (int64_t h = 0; h < g.groups; ++h) {
       pb.dot_async(w, m.smem_a(stage, h), u.acc, DotOptions{.transpose_b = true});
       if (h + 1 < g.groups) {
-        w = convert(stage, h + 1);
-        pb.dot_async_wait(1);
+        w = convert(h + 1);
+        if (h > 0) pb.dot_async_wait(1);
       }
     }
     pb.dot_async_wait(0);
@@ -232,7 +239,7 @@ ir::Program build_wgmma_ws_matmul(const QMatmulProblem& p, const QMatmulConfig& 
       register_a->steps(u);
     else
       shared_a->steps(u);
-    pb.dot_async_wait(0);
+    if (!register_a) pb.dot_async_wait(0);  // register A's steps retire every product themselves
     m.store(pb.view("acc_t", acc, layout_c), layout_c);
   });
   return pb.build();

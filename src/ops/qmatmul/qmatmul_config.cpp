@@ -161,10 +161,11 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
       // Register A: each group's codes are loaded on their own, in whole words.
       const RegisterAGroups g(c, s.bits, s.words_per_thread);
       if (c.register_a && !g.valid)
-        bad(fmt::format(
-            "register A needs each thread's codes of a {}-column group in whole words, at most 8 (a row of "
-            "256 words a warp: the TMA's widest box), here {} bits of {}",
-            g.group_k, s.words_per_thread * 32 / std::max<int64_t>(1, g.groups), p.wtype.name()));
+        bad(
+            fmt::format("register A needs each thread's codes of a {}-column group in whole words, at most 8 "
+                        "words (a row "
+                        "of 256 words a warp: the TMA's widest box); here {} bits a thread of {}",
+                        g.group_k, s.words_per_thread * 32 / std::max<int64_t>(1, g.groups), p.wtype.name()));
     }
   } else if (c.swapped()) {
     // block_m == 8: the weights are the mma's A operand (see QMatmulConfig::swapped).

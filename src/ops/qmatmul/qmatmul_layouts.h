@@ -28,6 +28,7 @@ struct SliceLayouts {
   layout::Layout b;  // [SK, BN] or [WK, SK, BN]: the codes, in the mma B fragment order ([BN, SK] swapped)
   layout::Layout b_read;  // [SK, BN]: the codes as the transform reads them from [K, N] (b, or b transposed)
   layout::Layout bt;      // [WK * slice words]  the same bits as u32 words, in 16-byte chunks per thread
+                          // (register A: group-major, a thread's wc words of each group; RegisterAGroups)
   layout::Layout c;       // [BM, BN] or [WK, BM, BN]: the accumulator
   layout::Layout dot_c;   // the Dot's C: c, or swapped [BN, 8] (the same registers as c)
 };
@@ -60,7 +61,8 @@ layout::Layout column_row(const layout::Layout& l);
 // The A tile in shared memory: [STAGES, BM, BK] f16 in 16-byte chunks, swizzled (chunk index xor row) when
 // the chunk count allows it, so that the cp.async writes and the ldmatrix reads avoid bank conflicts.
 // The wgmma forms: [STAGES, BM, BK] in 128-byte swizzled column groups of 64; warp-specialized [STAGES,
-// BK / 64, BM, 64], the column groups as tiles of their own.
+// BK / 64, BM, 64], the column groups as tiles of their own; with register A in groups of
+// qmatmul_rs_group_k(c, weight_bits) columns (64-byte swizzled for 32).
 layout::Layout shared_a_layout(const QMatmulConfig& c, int64_t weight_bits);
 
 }  // namespace tilevm::ops

@@ -133,6 +133,7 @@ std::vector<QMatmulConfig> QMatmulTemplate::space(const QMatmulProblem& problem,
 
 std::string QMatmulTemplate::family(const QMatmulConfig& c) const {
   return c.dequant_gemm       ? "dequant_gemm"
+         : c.register_a       ? "wgmma_rs"
          : c.warp_specialized ? "wgmma_ws"
          : c.wgmma            ? "wgmma"
          : c.swapped()        ? "swapped"

@@ -59,12 +59,12 @@ struct QMatmulCalibration {
   // H200 runs of the _ws form beside _wg at 8192 x 8192, M = 32 to 256 (0.67 to 0.83 of its time;
   // docs/performance.md, "warp specialization").
   double ws_step_overhead_weights = 38;
-  // With register A (QMatmulConfig::register_a): no shared store, proxy fence or barrier a step, so less per
-  // weight and per step; but a step's last product runs alone (the wait before the loop goes round), which
-  // adds a share of one group's tensor-core time (qmatmul_rs_group_k / block_k of the step's) to the issue
-  // limit. Fitted to the H200
-  // A/B of _ws and _wsr at M = 32 to 128 on three layers (0.67 to 0.99 of the _ws time, 11 points: the
-  // model's ratio is within 0.14 of each, 0.08 rms; docs/performance.md, thirteenth session).
+  // With register A (QMatmulConfig::register_a): no shared store, proxy fence or Synchronize a step, so less
+  // per weight and per step; but a step's last product runs alone (the wait before the loop goes round),
+  // which adds a share of one group's tensor-core time (qmatmul_rs_group_k / block_k of the step's) to the
+  // issue limit. Fitted to the H200 A/B of _ws and _wsr at M = 32 to 128 on three layers (0.67 to 0.99 of the
+  // _ws time, 11 points: the model's ratio is within 0.14 of each, 0.08 rms; docs/performance.md, thirteenth
+  // session).
   double rs_weight_cost = 0.55;
   double rs_step_overhead_weights = 20;
   double rs_exposed_mma = 0.9;  // the share of a group's product that runs alone

@@ -99,8 +99,9 @@ struct QMatmulConfig {
   // implies warp_specialized). The consumers convert each stage's tile in groups of 64 (or 32) columns, each
   // straight into the registers of its DotAsync, and convert the next group while that product runs; the
   // step's last product is retired before the loop goes on (docs/language.md, "a in registers"). No
-  // dequantized tile in shared memory: no stores, no proxy fence, no barrier among the consumers. Every
-  // width of 1 to 8 bits (the codes are copied as rows of one warp's words of a group); block_m at most 128.
+  // dequantized tile in shared memory: no stores, no proxy fence, and no Synchronize a step (the consumers'
+  // barrier of BarrierArrive stays). Every width of 1 to 8 bits, and 16-bit weights in groups of 32 (the
+  // codes are copied as rows of one warp's words of a group); block_m at most 128.
   // Named with the suffix "_wsr".
   bool register_a = false;
 

@@ -1,0 +1,1 @@
+emit register_a_print.tile --arch sm_90a
