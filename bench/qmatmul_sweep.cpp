@@ -5,7 +5,7 @@
 //
 //   tilevm_qmatmul_sweep [--m M,...] WTYPE CONFIG...
 //       e.g. tilevm_qmatmul_sweep u4 bm16_bn256_bk128_sk128_w1x8_s4_k8 (M = 1 and 16 unless --m says)
-//   tilevm_qmatmul_sweep --space [--m M,...] WTYPE
+//   tilevm_qmatmul_sweep --space [--m M,...] WTYPE          (M = 32, 64 and 128 unless --m says)
 //       every configuration of the tuner's space (less dequant_gemm) for each shape and M, compiled on all
 //       cores, timed, and printed beside the cost model's estimate: one line
 //       "space WTYPE M K N CONFIG MEASURED_US MODEL_US" each (bench/cost_model_regret.py reads them)
@@ -66,7 +66,7 @@ ops::QMatmulProblem problem(DataType w, int64_t M, int64_t K, int64_t N) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int64_t> ms = {1, 16};
+  std::vector<int64_t> ms;
   bool space = false;
   while (argc >= 2 && (std::string(argv[1]) == "--m" || std::string(argv[1]) == "--space")) {
     if (std::string(argv[1]) == "--space") {
@@ -91,9 +91,15 @@ int main(int argc, char** argv) {
       ms.push_back(m);
       at = comma + 1;
     }
+    if (ms.empty()) {
+      std::fprintf(stderr, "tilevm_qmatmul_sweep: --m takes positive numbers, e.g. 32,64 (got none)\n");
+      return 2;
+    }
     argv += 2;
     argc -= 2;
   }
+  // Decode by default; the space's wgmma forms begin at M = 32.
+  if (ms.empty()) ms = space ? std::vector<int64_t>{32, 64, 128} : std::vector<int64_t>{1, 16};
   if (argc < (space ? 2 : 3)) {
     std::fprintf(stderr,
                  "usage: tilevm_qmatmul_sweep [--m M,...] WTYPE CONFIG...\n"
