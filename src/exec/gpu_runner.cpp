@@ -3,6 +3,8 @@
 #include "tilevm/exec/gpu_runner.h"
 
 #include <algorithm>
+#include <regex>
+#include <string>
 #include <vector>
 
 #include "tilevm/exec/device_target.h"
@@ -73,7 +75,15 @@ bool run_on_gpu(const ir::Program& program, interp::Arguments& args, Diagnostics
       if (!host->empty()) b.copy_to_host(host->data(), host->size());
     return true;
   } catch (const Error& e) {
-    diags.error(program.loc, "{}", e.what());
+    // The code generator locates a refusal as "LINE:COL: ..." (codegen/cuda/kernel_emitter.cpp): reported
+    // at that position; any other failure at the kernel's definition.
+    const std::string what = e.what();
+    std::smatch at;
+    if (std::regex_search(what, at, std::regex(R"(^(\d{1,9}):(\d{1,9}): )"))) {
+      diags.error(SourceLoc{std::stoi(at[1].str()), std::stoi(at[2].str())}, "{}", at.suffix().str());
+    } else {
+      diags.error(program.loc, "{}", what);
+    }
     return false;
   }
 }

@@ -47,7 +47,7 @@ void run_emit(const EmitRequest& req) {
     // diagnostics are, with the file.
     const std::string what = e.what();
     std::smatch at;
-    if (!std::regex_search(what, at, std::regex(R"(^(\d+):(\d+): )"))) throw;
+    if (!std::regex_search(what, at, std::regex(R"(^(\d{1,9}):(\d{1,9}): )"))) throw;
     std::cerr << req.path << ":" << at[1] << ":" << at[2] << ": error: " << at.suffix() << "\n";
     throw ExitStatus{1};
   }
