@@ -1,1 +1,1 @@
-emit register_a_print.tile --arch sm_90a
+emit dot_async_register_print.tile --arch sm_90a
