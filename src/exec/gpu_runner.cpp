@@ -3,10 +3,9 @@
 #include "tilevm/exec/gpu_runner.h"
 
 #include <algorithm>
-#include <regex>
-#include <string>
 #include <vector>
 
+#include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/exec/device_target.h"
 #include "tilevm/exec/gpu_program.h"
 #include "tilevm/exec/view_bounds.h"
@@ -74,16 +73,11 @@ bool run_on_gpu(const ir::Program& program, interp::Arguments& args, Diagnostics
     for (auto& [b, host] : buffers)
       if (!host->empty()) b.copy_to_host(host->data(), host->size());
     return true;
+  } catch (const codegen::cuda::Unsupported& e) {
+    diags.error(e.loc, "{}", e.reason);  // at the statement the code generator refused
+    return false;
   } catch (const Error& e) {
-    // The code generator locates a refusal as "LINE:COL: ..." (codegen/cuda/kernel_emitter.cpp): reported
-    // at that position; any other failure at the kernel's definition.
-    const std::string what = e.what();
-    std::smatch at;
-    if (std::regex_search(what, at, std::regex(R"(^(\d{1,9}):(\d{1,9}): )"))) {
-      diags.error(SourceLoc{std::stoi(at[1].str()), std::stoi(at[2].str())}, "{}", at.suffix().str());
-    } else {
-      diags.error(program.loc, "{}", what);
-    }
+    diags.error(program.loc, "{}", e.what());
     return false;
   }
 }

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -42,13 +41,9 @@ void run_emit(const EmitRequest& req) {
   codegen::cuda::EmittedKernel k;
   try {
     k = codegen::cuda::emit_cuda(program, {.target = target});
-  } catch (const Error& e) {
-    // The code generator locates a refusal as "LINE:COL: ..." (kernel_emitter.cpp): printed as the other
-    // diagnostics are, with the file.
-    const std::string what = e.what();
-    std::smatch at;
-    if (!std::regex_search(what, at, std::regex(R"(^(\d{1,9}):(\d{1,9}): )"))) throw;
-    std::cerr << req.path << ":" << at[1] << ":" << at[2] << ": error: " << at.suffix() << "\n";
+  } catch (const codegen::cuda::Unsupported& e) {
+    // Printed as the other diagnostics are, with the file.
+    std::cerr << req.path << ":" << e.loc.line << ":" << e.loc.col << ": error: " << e.reason << "\n";
     throw ExitStatus{1};
   }
   if (req.output.empty()) {

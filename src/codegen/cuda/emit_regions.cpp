@@ -24,15 +24,14 @@ constexpr const char* kSyncThreads = "__syncthreads();";
 
 void require_region_target(const target::Target& target, const ir::RegionStmt& r) {
   if (!target.features.hopper)
-    fail(
-        "{}:{}: cannot compile a Warpgroups region for the GPU: warp specialization needs sm_90 or newer "
-        "(warpgroups, setmaxnreg); the target is {}",
-        r.loc.line, r.loc.col, target.arch);
+    throw Unsupported(r.loc,
+                      fmt::format("cannot compile a Warpgroups region for the GPU: warp specialization "
+                                  "needs sm_90 or newer (warpgroups, setmaxnreg); the target is {}",
+                                  target.arch));
   if (r.registers != 0 && !target.features.wgmma)
-    fail(
-        "{}:{}: cannot compile Warpgroups({}, {}, registers={}) for the GPU: setmaxnreg needs the "
-        "arch-specific target sm_90a; the target is {}",
-        r.loc.line, r.loc.col, r.first, r.stop, r.registers, target.arch);
+    throw Unsupported(r.loc, fmt::format("cannot compile Warpgroups({}, {}, registers={}) for the GPU: "
+                                         "setmaxnreg needs the arch-specific target sm_90a; the target is {}",
+                                         r.first, r.stop, r.registers, target.arch));
 }
 
 }  // namespace

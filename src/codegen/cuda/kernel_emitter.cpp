@@ -11,8 +11,11 @@
 
 namespace tilevm::codegen::cuda {
 
+Unsupported::Unsupported(SourceLoc l, std::string r)
+    : Error(fmt::format("{}:{}: {}", l.line, l.col, r)), loc(l), reason(std::move(r)) {}
+
 void unsupported(const ir::InstStmt& s, const std::string& why) {
-  fail("{}:{}: cannot compile {} for the GPU: {}", s.loc.line, s.loc.col, s.inst->name(), why);
+  throw Unsupported(s.loc, fmt::format("cannot compile {} for the GPU: {}", s.inst->name(), why));
 }
 
 std::string scalar_c_type(DataType t) {

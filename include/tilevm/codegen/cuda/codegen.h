@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "tilevm/ir/program.h"
+#include "tilevm/support/diagnostics.h"
+#include "tilevm/support/error.h"
 #include "tilevm/target/target.h"
 
 namespace tilevm::ir {
@@ -78,8 +80,18 @@ struct EmittedKernel {
   std::vector<std::string> selections;
 };
 
-// @throws tilevm::Error when the program is not lowered, cannot be compiled (the message names the
-// instruction's line), or needs more threads or shared memory per block than options.target has.
+// The code generator's refusal of one statement it cannot compile for the target: `loc` is the statement's
+// position and `reason` the message without it ("cannot compile DotAsync for the GPU: ..."); what() is
+// "LINE:COL: reason". Callers that know the file report it as FILE:LINE:COL (tilevm emit, exec::run_on_gpu).
+class Unsupported : public Error {
+ public:
+  Unsupported(SourceLoc loc, std::string reason);
+  SourceLoc loc;
+  std::string reason;
+};
+
+// @throws Unsupported for a statement the target cannot run; tilevm::Error when the program is not lowered or
+// needs more threads or shared memory per block than options.target has.
 EmittedKernel emit_cuda(const ir::Program& program, const EmitOptions& options = {});
 
 // The C type of a scalar parameter of `type` in the kernel signature ("int", "long long", "float", ...).
