@@ -128,9 +128,9 @@ void SharedA::steps(const Consumers& u) const {
 // Register A (the second step in the comment at the top).
 struct RegisterA {
   Layout layout_wc, layout_wct, layout_cc;
-  RegisterAGroups g;
+  const RegisterAGroups& g;
 
-  explicit RegisterA(MatmulConstants& k) : g(k.c, k.s.bits, k.s.words_per_thread) {
+  explicit RegisterA(MatmulConstants& k) : g(k.s.register_a) {
     ProgramBuilder& pb = k.pb;
     const QMatmulConfig& c = k.c;
     // One group, [BN, group_k] as the DotAsync reads it (l.b's group) and the same registers as [group_k,
@@ -217,7 +217,7 @@ ir::Program build_wgmma_ws_matmul(const QMatmulProblem& p, const QMatmulConfig& 
       pb.barrier_arrive(full[stage], Scalar(stage_bytes));
       // The activations in column groups as the consumers read them: 64 wide (128-byte swizzle), or with
       // register A qmatmul_rs_group_k.
-      const int64_t width = c.register_a ? qmatmul_rs_group_k(c, k.s.bits) : 64;
+      const int64_t width = c.register_a ? k.s.register_a.group_k : 64;
       for (int64_t h = 0; h < k.BK / width; ++h)
         pb.copy_tma(m.smem_a(stage, h), m.ga(from(m.bi * k.BM), from(kt * k.BK + h * width)), full[stage]);
       pb.copy_tma(m.smem_b[stage], m.gt(from((kt * n_tiles + m.bj) * code_rows), from(0)), full[stage]);

@@ -159,7 +159,7 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
                         "flight take the registers)",
                         c.block_m));
       // Register A: each group's codes are loaded on their own, in whole words.
-      const RegisterAGroups g(c, s.bits, s.words_per_thread);
+      const RegisterAGroups& g = s.register_a;
       if (c.register_a && !g.valid)
         bad(
             fmt::format("register A needs each thread's codes of a {}-column group in whole words, at most 8 "
@@ -241,8 +241,8 @@ QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {
   words_per_thread = bits_per_thread / 32;
   slice_words = c.slice_k * c.block_n * bits / 32;
   tile_words = c.block_k * c.block_n * bits / 32;
-  code_row_words = 256;
-  if (c.register_a) code_row_words = 32 * std::max<int64_t>(1, RegisterAGroups(c, bits, words_per_thread).wc);
+  if (c.register_a) register_a = RegisterAGroups(c, bits, words_per_thread);
+  code_row_words = c.register_a ? 32 * std::max<int64_t>(1, register_a.wc) : 256;
   k_tiles = ceil_div(p.k, c.block_k);
   n_tiles = ceil_div(p.n, c.block_n);
   scale_rows = per_channel ? 0 : std::max<int64_t>(1, c.block_k / p.group);

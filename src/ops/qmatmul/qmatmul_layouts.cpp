@@ -68,7 +68,7 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
     // Register A: each column group (qmatmul_rs_group_k) in wgmma's A fragment order, k steps of 16, the
     // groups outermost in each thread, so that a group's codes are a run of the thread's words.
     if (c.register_a) {
-      const int64_t gk = qmatmul_rs_group_k(c, s.bits);
+      const int64_t gk = s.register_a.group_k;
       l.b = spatial(WG, 1) * local(1, c.block_k / gk) * local(1, gk / 16) * target::wgmma_register_a();
     }
     l.b_read = layout::transpose(l.b);
@@ -105,8 +105,7 @@ SliceLayouts slice_layouts(const QMatmulConfig& c, const QMatmulShape& s, int64_
   l.bt = spatial(WK) * replicate(WM) * slice;
   // Register A: group-major (RegisterAGroups), so that a group's codes are rows of their own.
   if (c.register_a) {
-    const RegisterAGroups g(c, s.bits, s.words_per_thread);
-    l.bt = local(g.groups) * slice_threads * local(g.wc);
+    l.bt = local(s.register_a.groups) * slice_threads * local(s.register_a.wc);
   }
   return l;
 }

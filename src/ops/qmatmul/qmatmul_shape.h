@@ -25,6 +25,7 @@ inline int64_t qmatmul_rs_group_k(const QMatmulConfig& c, int64_t weight_bits) {
 // a group are no whole words (odd widths in groups of 32, which qmatmul_rs_group_k avoids) or more than 8
 // (16-bit weights in groups of 64: a row would pass the TMA's 256-element box).
 struct RegisterAGroups {
+  RegisterAGroups() = default;
   RegisterAGroups(const QMatmulConfig& config, int64_t weight_bits, int64_t words_per_thread);
   int64_t group_k = 0, groups = 0, wc = 0;
   bool valid = false;
@@ -39,6 +40,7 @@ struct QMatmulShape {
   int64_t words_per_thread = 0;    // the same in 32-bit words (must be whole)
   int64_t slice_words = 0;         // u32 words of one [slice_k, block_n] slice of transformed codes
   int64_t tile_words = 0;          // u32 words of one [block_k, block_n] tile
+  RegisterAGroups register_a;      // with QMatmulConfig::register_a (else empty)
   int64_t code_row_words = 0;      // warp-specialized: the TMA copies a tile's codes as rows of this many
   int64_t k_tiles = 0, n_tiles = 0;
   int64_t scale_rows = 0;   // rows of scales (and zeros) per pipeline stage; 0 per channel
