@@ -386,8 +386,10 @@ TEST(TileParallel, RegisterAGemmLowersToTheRsForm) {
     return p ? codegen::cuda::emit_cuda(*p, {.target = t}).source : std::string();
   };
   const std::string hopper = lowered(target::Target::for_arch("sm_90a"));
-  EXPECT_NE(hopper.find("a in registers"), std::string::npos);
-  EXPECT_NE(hopper.find("wgmma.mma_async"), std::string::npos);
+  // m64n64k16 with a's four fragment registers as operands 32..35 (after the 32 accumulator registers),
+  // not a descriptor.
+  EXPECT_NE(hopper.find("wgmma.mma_async.sync.aligned.m64n64k16"), std::string::npos);
+  EXPECT_NE(hopper.find("{%32, %33, %34, %35}, %36"), std::string::npos);
   const std::string ampere = lowered(target::Target::generic_sm80());
   EXPECT_EQ(ampere.find("wgmma"), std::string::npos);
   EXPECT_NE(ampere.find("mma.sync"), std::string::npos);
