@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
     argv += 2;
     argc -= 2;
   }
-  // Decode by default; the space's wgmma forms begin at M = 32.
+  // Decode by default; --space at the mid batches.
   if (ms.empty()) ms = space ? std::vector<int64_t>{32, 64, 128} : std::vector<int64_t>{1, 16};
   if (argc < (space ? 2 : 3)) {
     std::fprintf(stderr,

@@ -148,6 +148,12 @@ void bind_qmatmul(nb::module_& m) {
                   nb::arg("config"), nb::arg("tune"),
                   "compile (or tune) and load the programs of one problem on one device")
       .def_prop_ro("config", [](const QMatmulKernel& q) { return q.gpu->config().name(); })
+      .def_prop_ro(
+          "layout",
+          [](const QMatmulKernel& q) { return ops::qmatmul_layout(q.gpu->problem(), q.gpu->config()); },
+          "the transformed weight's layout identity (ops::qmatmul_layout): kernels that share it read the "
+          "same "
+          "transformed copy")
       .def_prop_ro("transformed_bytes", [](const QMatmulKernel& q) { return q.gpu->transformed_bytes(); })
       .def_prop_ro("workspace_bytes", [](const QMatmulKernel& q) { return q.gpu->workspace_bytes(); })
       .def_prop_ro(

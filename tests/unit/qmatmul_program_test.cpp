@@ -391,6 +391,14 @@ std::vector<std::pair<Problem, uint32_t>> register_a_cases() {
   b.atype = DataType::bf16();
   cases.push_back({{b, rs_config(128, 2, 128, 4)}, 12104});
   cases.push_back({{problem(200, 136, 384, DataType::int_(8), 128), rs_config(128, 2, 64, 4)}, 12105});
+  // Decode (the space offers the form at every M): one row of a 16-row tile, split three ways; three rows
+  // with zero points and one consumer.
+  QMatmulConfig decode = rs_config(16, 2, 128, 4);
+  decode.split_k = 3;
+  cases.push_back({{problem(1, 136, 1152, DataType::uint(4), 128), decode}, 12110});
+  QMatmulProblem zd = problem(3, 72, 512, DataType::uint(4), 128);
+  zd.zero_point = true;
+  cases.push_back({{zd, rs_config(16, 1, 128)}, 12111});
   return cases;
 }
 
@@ -406,6 +414,24 @@ TEST(QMatmulProgram, RegisterAForm) {
     SCOPED_TRACE(p.problem.key() + " " + p.config.name());
     check(p, seed, p.problem.group != p.problem.k);
   }
+}
+
+// A weight's layout identity (qmatmul_layout) is shared by the configurations that read the same transformed
+// bytes, whatever M, and differs between the forms' orders.
+TEST(QMatmulProgram, LayoutIdentity) {
+  const QMatmulProblem one = problem(1, 256, 1024, DataType::uint(4), 128);
+  const QMatmulProblem many = problem(200, 256, 1024, DataType::uint(4), 128);
+  const QMatmulConfig swapped = QMatmulConfig::parse("bm8_bn128_bk128_sk128_w1x4_s3_k4");
+  QMatmulConfig deeper = swapped;
+  deeper.stages = 4;
+  deeper.split_k = 2;
+  EXPECT_EQ(qmatmul_layout(one, swapped), qmatmul_layout(one, deeper));  // stages and splits move no code
+  EXPECT_EQ(qmatmul_layout(one, rs_config(16, 2, 128)), qmatmul_layout(many, rs_config(64, 2, 128)));
+  EXPECT_NE(qmatmul_layout(one, swapped), qmatmul_layout(one, rs_config(16, 2, 128)));
+  EXPECT_NE(qmatmul_layout(many, rs_config(64, 2, 128)), qmatmul_layout(many, ws_config(64, 2, 128)));
+  // At 128 rows over two warpgroups register A converts groups of 32 columns: another order of the codes.
+  EXPECT_NE(qmatmul_layout(many, rs_config(64, 2, 128)), qmatmul_layout(many, rs_config(128, 2, 128)));
+  EXPECT_EQ(qmatmul_layout(one, QMatmulConfig{.dequant_gemm = true}), "packed");
 }
 
 TEST(QMatmulProgram, RegisterAFormRules) {

@@ -132,33 +132,38 @@ std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
       }
     }
   }
-  // The wgmma form (sm_90a, M >= 32): one block row of up to 256 tokens (a multiple of 16), one or two
-  // warpgroups, 64 or 128 columns of K a step (256 per channel), 3 or 4 stages, every split, with and
-  // without warp specialization, and warp-specialized with register A. check_config drops what does not apply
-  // (zero points are fine; the f32 path and groups below block_k are not).
-  if (target.features.wgmma && p.m >= 32) {
-    const int64_t bm = std::min<int64_t>(256, (p.m + 15) / 16 * 16);
-    for (int64_t wg = 1; wg <= 2; ++wg)
-      for (int64_t bk : {64, 128, 256}) {
-        QMatmulConfig c;
-        c.wgmma = true;
-        c.block_m = bm;
-        c.block_n = 64 * wg;
-        c.warps_m = 1;
-        c.warps_n = 4 * wg;
-        c.block_k = c.slice_k = bk;
-        if (bk == 256 && p.group != p.k) continue;
-        for (int64_t stages = 3; stages <= 4; ++stages) {
-          c.stages = stages;
-          // Each also warp-specialized (a producer warpgroup with the TMA), and that with register A, where
-          // their rules allow.
-          for (int form = 0; form < 3; ++form) {
-            c.warp_specialized = form > 0;
-            c.register_a = form == 2;
-            add_splits(p, target, c, 16, false, space);
+  // The wgmma form (sm_90a, every M): one block row of up to 256 tokens (a multiple of 16), and where that
+  // passes 128 also 128 (register A stops there, and at M = 256 two block rows fill twice the SMs: the H100
+  // at 8192 x 8192 took 60 us with bm128 _wsr against 123 us for the best bm256); one or two warpgroups, 64
+  // or 128 columns of K a step (256 per channel), 3 or 4 stages, every split, with and without warp
+  // specialization, and warp-specialized with register A. check_config drops what does not apply (zero
+  // points are fine; the f32 path and groups below block_k are not).
+  if (target.features.wgmma) {
+    const int64_t rows = std::min<int64_t>(256, (p.m + 15) / 16 * 16);
+    std::vector<int64_t> wgmma_block_ms{rows};
+    if (rows > 128) wgmma_block_ms.push_back(128);
+    for (int64_t bm : wgmma_block_ms)
+      for (int64_t wg = 1; wg <= 2; ++wg)
+        for (int64_t bk : {64, 128, 256}) {
+          QMatmulConfig c;
+          c.wgmma = true;
+          c.block_m = bm;
+          c.block_n = 64 * wg;
+          c.warps_m = 1;
+          c.warps_n = 4 * wg;
+          c.block_k = c.slice_k = bk;
+          if (bk == 256 && p.group != p.k) continue;
+          for (int64_t stages = 3; stages <= 4; ++stages) {
+            c.stages = stages;
+            // Each also warp-specialized (a producer warpgroup with the TMA), and that with register A, where
+            // their rules allow.
+            for (int form = 0; form < 3; ++form) {
+              c.warp_specialized = form > 0;
+              c.register_a = form == 2;
+              add_splits(p, target, c, 16, false, space);
+            }
           }
         }
-      }
   }
   if (options.dequant_gemm) space.push_back(QMatmulConfig{.dequant_gemm = true});
   return space;

@@ -123,7 +123,7 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   // Rates per SM. A block's warps share the SM's 4 sub-partitions: fewer than 4 resident warps leave
   // tensor cores and ALUs idle.
   const double sms = r.sm_count;
-  const double mma_per_sm = r.mma_tflops * 1e12 / sms;
+  const double mma_per_sm = r.mma_tflops * 1e12 / sms * (c.register_a ? calibration.rs_mma_rate : 1.0);
   const double alu_per_sm = r.fma_tflops * 1e12 / 2 / sms;  // lane operations per second
   const double dram_bw = r.dram_gbps * 1e9, l2_bw = r.l2_gbps * 1e9, sm_dram_bw = r.sm_dram_gbps * 1e9;
   const double latency = r.dram_latency_ns * 1e-9;

@@ -4,13 +4,18 @@
 // validation from check_config (qmatmul_config.cpp).
 #include "tilevm/ops/qmatmul/qmatmul.h"
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "qmatmul_layouts.h"
 #include "qmatmul_shape.h"
 #include "qmatmul_stages.h"
 #include "tilevm/ir/builder.h"
+#include "tilevm/ir/printer.h"
 #include "tilevm/layout/layout.h"
 #include "tilevm/support/error.h"
 
@@ -65,6 +70,13 @@ ir::Program build_qmatmul_transform(const QMatmulProblem& p, const QMatmulConfig
     pb.store_global(bt, gt(kt, nt), {uk * SLICE_WORDS});
   });
   return pb.build();
+}
+
+std::string qmatmul_layout(const QMatmulProblem& p, const QMatmulConfig& c) {
+  if (c.dequant_gemm) return "packed";
+  // The program's text names every constant and layout that places a code; M appears nowhere in it.
+  const size_t h = std::hash<std::string>{}(ir::print_program(build_qmatmul_transform(p, c)));
+  return fmt::format("transform-{:016x}", static_cast<uint64_t>(h));
 }
 
 ir::Program build_qmatmul(const QMatmulProblem& p, const QMatmulConfig& c) {

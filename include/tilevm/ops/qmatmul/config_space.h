@@ -25,16 +25,19 @@
 //   swapped   for M <= 8 (weights that fit ATYPE) also block_m 8, the mma's operands
 //             swapped (QMatmulConfig::swapped): warps of 32 columns, block_k = slice_k (128 or G), 3 or 4
 //             stages, every split; on the H100 these win every M = 1 decode shape.
-//   wgmma     on sm_90a targets for M >= 32 also the wgmma form (QMatmulConfig::wgmma): block_m the 16-row
-//             multiple >= M (at most 256), one or two warpgroups (block_n 64 or 128), block_k = slice_k of 64
-//             or 128 (256 per channel), 3 or 4 stages, every split; the mid batches' form (M = 64: 45 us
-//             against 95 us for the mma.sync forms on the H200 at 8192 x 8192).
+//   wgmma     on sm_90a targets, for every M, also the wgmma form (QMatmulConfig::wgmma): block_m the
+//             16-row multiple >= M (at most 256) and, where that passes 128, also 128 (the register-A form
+//             stops at 128, and two block rows fill twice the SMs); one or two warpgroups (block_n 64 or
+//             128), block_k = slice_k of 64 or 128 (256 per channel), 3 or 4 stages, every split; the mid
+//             batches' form (M = 64: 45 us against 95 us for the mma.sync forms on the H200 at 8192 x 8192).
+//             Below M = 32 its register-A variant wins some decode shapes too (the H100 at M = 16, 14336 x
+//             4096: 23.5 us against 34.0; docs/performance.md, fourteenth session).
 // Each candidate is then filtered by check_config (shared memory, thread limits, whole code words per
 // thread, divisibility). Last comes dequant_gemm (dequantize, then cuBLAS), a candidate for every shape: the
 // cost model ranks it, and it only wins where the GEMM is compute-bound (prefill).
-// Decode shapes (M 1..64, K and N in the thousands) get about 90-310 configurations (243 at 16 x 8192 x
-// 8192, 270 at 1 x 8192 x 8192), prefill (M >= 1024) about 160; the cost model (cost_model.h)
-// then picks the few worth compiling and timing.
+// Decode shapes (M 1..64, K and N in the thousands) get about 100-450 configurations on an H100-like target
+// (355 at 1 x 8192 x 8192, 327 at 16, 437 at 64), prefill (M >= 1024) about 200; the cost model
+// (cost_model.h) then picks the few worth compiling and timing.
 #pragma once
 
 #include <vector>

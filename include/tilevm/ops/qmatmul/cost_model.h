@@ -68,6 +68,11 @@ struct QMatmulCalibration {
   double rs_weight_cost = 0.55;
   double rs_step_overhead_weights = 20;
   double rs_exposed_mma = 0.9;  // the share of a group's product that runs alone
+  // Its tensor-core rate relative to the target's mma_tflops (mma.sync's): with nothing between the products
+  // but conversions in registers, the warpgroup MMAs run at 545 to 672 TFLOP/s on the H100 where mma_tflops
+  // says 474 (M = 256 and 512 on five layers, bm128 _wsr; docs/performance.md, fourteenth session). The
+  // shared-A forms stay at 1: _ws measured 457 to 512.
+  double rs_mma_rate = 1.25;
 };
 
 // @throws tilevm::Error when the problem or configuration is invalid (check_config).

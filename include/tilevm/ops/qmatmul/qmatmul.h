@@ -159,6 +159,11 @@ int64_t qmatmul_counter_bytes(const QMatmulProblem& problem, const QMatmulConfig
 // Bytes a buffer of packed codes (WTYPE[k, n]) must have for the transform: the packed size rounded up to
 // 16 bytes, because the transforms read whole words (dequant_gemm's copy reads 32-bit words).
 int64_t qmatmul_codes_bytes(const QMatmulProblem& problem);
+// The identity of the transformed weight's layout, valid within one process: two configurations (of
+// problems that differ at most in M) with the same identity read the same transformed bytes, because their
+// transform programs print the same. A weight transformed once then serves both; the Python package keys
+// its transformed copies by it. "packed" for dequant_gemm (its transform copies the codes).
+std::string qmatmul_layout(const QMatmulProblem& problem, const QMatmulConfig& config);
 
 // The programs described above (unverified; they pass verify_program). @throws as check_problem/check_config.
 ir::Program build_qmatmul_transform(const QMatmulProblem& problem, const QMatmulConfig& config);
