@@ -78,6 +78,33 @@ def test_cuda_graph_capture_and_replay():
         assert torch.equal(static_y, layer(static_x))
 
 
+def test_graphs_of_several_batch_sizes_keep_their_weights():
+    # M = 1 and M = 64 read the weight in different tile orders (two reordered copies); the graph captured at
+    # M = 1 must still read its copy after an eager call at M = 64, and see an in-place update of the codes.
+    qw = tilevm.quantize(rand(2048, 512, dtype=torch.float32, seed=20), "u4", group=128)
+    small, large = rand(1, 2048, seed=21), rand(64, 2048, seed=22)
+    tilevm.qmatmul(small, qw)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = tilevm.qmatmul(small, qw)
+    expected = tilevm.qmatmul(small, qw).clone()
+    tilevm.qmatmul(large, qw)
+    assert len(qw.codes.__dict__["_tilevm_transformed"]) == 2  # the heuristic's M = 1 and M = 64 layouts
+    torch.empty(64 << 20, dtype=torch.uint8, device="cuda").fill_(0xFF)  # reuses any memory freed above
+    y.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(y, expected)
+    other = tilevm.quantize(rand(2048, 512, dtype=torch.float32, seed=23), "u4", group=128)
+    qw.codes.copy_(other.codes)
+    qw.scales.copy_(other.scales)
+    tilevm.qmatmul(large, qw)  # an eager call notices the new version and rewrites every copy
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(y, tilevm.qmatmul(small, other))
+
+
 def test_capture_without_warm_up_is_a_clear_error():
     qw = tilevm.quantize(rand(512, 128, dtype=torch.float32, seed=12), "u4", group=128)
     x = rand(3, 512, seed=13)  # no kernel for M = 3 yet

@@ -105,21 +105,28 @@ def _kernel(device, m, n, k, atype, wtype, group, zero_point, tune=False):
 
 
 def _transformed(codes: Tensor, kern, device) -> Tensor:
-    # The codes reordered tile by tile for the kernel's configuration (qmatmul.h: the transform program), kept
-    # on the codes tensor; keyed by its version so that an in-place update of the weight is not missed.
-    cache = codes.__dict__.setdefault("_tilevm_transformed", {})
-    key = (kern.config, codes._version)
-    t = cache.get(key)
-    if t is None:
-        if _capturing(device):
-            raise RuntimeError("tilevm.qmatmul: the weight has not been prepared for this kernel and a CUDA graph "
-                               "is being captured: run the call once before capturing, or "
-                               "tilevm.precompile_qmatmul(qw, m)")
+    # The codes reordered tile by tile for the kernel's layout (qmatmul.h: the transform program), kept on the
+    # codes tensor, one copy per layout (kern.layout: the configurations of different batch sizes that share a
+    # layout share the copy). A copy is never freed or moved while the weight lives: a CUDA graph captured
+    # earlier reads it by address, so dropping the M = 1 copy when an M = 64 call wants another layout (as
+    # this cache once did) would leave that graph reading freed memory. An in-place update of the codes (a
+    # new tensor version) rewrites every copy in place, so captured graphs see the new weight too.
+    cache = codes.__dict__.setdefault("_tilevm_transformed", {})  # layout -> [tensor, kernel, version]
+    entry = cache.get(kern.layout)
+    if entry is not None and entry[2] == codes._version:
+        return entry[0]
+    if _capturing(device):
+        what = "has not been prepared for this kernel" if entry is None else "changed since it was prepared"
+        raise RuntimeError(f"tilevm.qmatmul: the weight {what} and a CUDA graph is being captured: run the "
+                           "call once before capturing, or tilevm.precompile_qmatmul(qw, m)")
+    if entry is None:
         t = torch.empty(max(kern.transformed_bytes, 16), dtype=torch.uint8, device=device)
-        kern.transform(_stream(device), codes.data_ptr(), t.data_ptr())
-        cache.clear()  # one configuration at a time per weight keeps memory bounded
-        cache[key] = t
-    return t
+        entry = cache[kern.layout] = [t, kern, -1]
+    for e in cache.values():  # the new layout, or every layout after an in-place update
+        if e[2] != codes._version:
+            e[1].transform(_stream(device), codes.data_ptr(), e[0].data_ptr())
+            e[2] = codes._version
+    return entry[0]
 
 
 def _stream(device) -> int:
