@@ -39,7 +39,8 @@ def test_bf16_on_the_gpu():
     qw = tilevm.quantize(rand(512, 256, dtype=torch.float32, seed=3), "u4", group=64, zero_point=True,
                          scale_dtype=torch.bfloat16)
     x = rand(8, 512, dtype=torch.bfloat16, seed=4)
-    assert_close_to_reference(tilevm.qmatmul(x, qw), x, qw, atype="bf16")
+    config = tilevm.precompile_qmatmul(qw, 8)
+    assert_close_to_reference(tilevm.qmatmul(x, qw), x, qw, atype="bf16", rounded=weights_rounded(config, qw))
 
 
 def test_gpu_equals_the_interpreter_bits_free_check():
@@ -112,12 +113,12 @@ def test_capture_without_warm_up_is_a_clear_error():
     with pytest.raises(RuntimeError, match="CUDA graph is being captured"):
         with torch.cuda.graph(graph):
             tilevm.qmatmul(x, qw)
-    tilevm.precompile_qmatmul(qw, 3)
+    config = tilevm.precompile_qmatmul(qw, 3)
     graph = torch.cuda.CUDAGraph()  # a failed capture leaves its graph unusable
     with torch.cuda.graph(graph):
         y = tilevm.qmatmul(x, qw)
     graph.replay()
-    assert_close_to_reference(y, x, qw)
+    assert_close_to_reference(y, x, qw, rounded=weights_rounded(config, qw))
 
 
 def test_torch_compile_with_cuda_graphs():

@@ -246,8 +246,9 @@ TEST(TuneCostModel, DeviceTargets) {
 // measured fastest on the H200 (docs/performance.md, "the wgmma form": 45 us against 95 us for the
 // mma.sync forms at M = 64 of 8192 x 8192, 62 against 97 for dequant_gemm at M = 128; "warp
 // specialization": the _ws form 0.67-0.83 of that), and at M = 256 with register A in two block rows of
-// 128 (the H100: 60 us against 123 us for the best 256-row tile; fourteenth session); not M = 1 (the
-// swapped mma.sync form: 23.9 us against 27.1 for _wsr) nor prefill (M = 4096: dequantize, then cuBLAS).
+// 128 (the H200's tuner: 61.7 us against 65.4 for the 256-row _ws tile; fourteenth session); not M = 1 (the
+// swapped mma.sync form: 23.9 us against 27.1 for _wsr on the H100) nor prefill (M = 4096: dequantize, then
+// cuBLAS).
 // (NoWgmmaBeforeHopper: none on a target without wgmma.)
 TEST(TuneCostModel, TheWgmmaFormRanksFirstForMidBatches) {
   for (const target::Target& t : {target::Target::h100_sxm(), target::Target::h200()}) {
