@@ -17,14 +17,16 @@ int64_t ceil_pow2(int64_t x) {
   return static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(x, 1))));
 }
 
-// Every split_k up to max_split (powers of two) that keeps two k-tiles per split (split 1 too, with
-// `two_tiles`: a stage longer than K only pads it with zeros) and at most 512 blocks, and that check_config
-// accepts (e.g. not too much shared memory: the rules of the callers are coarse on purpose).
+// Every split_k up to max_split (powers of two, and with `three` also 3) that keeps two k-tiles per split
+// (split 1 too, with `two_tiles`: a stage longer than K only pads it with zeros) and at most 512 blocks, and
+// that check_config accepts (e.g. not too much shared memory: the rules of the callers are coarse on
+// purpose).
 void add_splits(const QMatmulProblem& p, const target::Target& target, QMatmulConfig c, int64_t max_split,
-                bool two_tiles, std::vector<QMatmulConfig>& out) {
+                bool two_tiles, std::vector<QMatmulConfig>& out, bool three = false) {
   const int64_t tiles = ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n);
   const int64_t k_tiles = ceil_div(p.k, c.block_k);
-  for (int64_t split = 1; split <= max_split; split *= 2) {
+  for (int64_t split : {1, 2, 3, 4, 8, 16}) {
+    if (split > max_split || (split == 3 && !three)) continue;
     if ((split > 1 || two_tiles) && k_tiles < 2 * split) continue;
     if (split > 1 && tiles * split > 512) continue;
     c.split_k = split;
@@ -136,8 +138,13 @@ std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
   // passes 128 also 128 (register A stops there, and at M = 256 two block rows fill twice the SMs: the H200's
   // tuned 8192 x 8192 went from 65.4 us, bm256 _ws, to 61.7, bm128 _wsr); one or two warpgroups, 64
   // or 128 columns of K a step (256 per channel), 3 or 4 stages, every split, with and without warp
-  // specialization, and warp-specialized with register A. check_config drops what does not apply (zero
-  // points are fine; the f32 path and groups below block_k are not).
+  // specialization, and warp-specialized with register A. Split-K also in 3: one block per SM leaves these
+  // forms at the mercy of wave quantization, and 80 tiles (8192 x 10240 at M = 64) fill 132 SMs best three
+  // ways (the H200: 40.3 us against 45.6 unsplit and 50.5 in two; on six other layers 3 never won, and the
+  // model did not pick it there). Not below M = 32: there the model, which rates register A too well at
+  // decode, took bm16 _wsr in three over the mma.sync forms, which measured faster (the H200 at 8192 x 10240:
+  // 30.9 us against 23.1 at M = 1, 31.2 against 27.1 at M = 16). check_config drops what does not apply
+  // (zero points are fine; the f32 path and groups below block_k are not).
   if (target.features.wgmma) {
     const int64_t rows = std::min<int64_t>(256, (p.m + 15) / 16 * 16);
     std::vector<int64_t> wgmma_block_ms{rows};
@@ -160,7 +167,7 @@ std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
             for (int form = 0; form < 3; ++form) {
               c.warp_specialized = form > 0;
               c.register_a = form == 2;
-              add_splits(p, target, c, 16, false, space);
+              add_splits(p, target, c, 16, false, space, /*three=*/p.m >= 32);
             }
           }
         }
