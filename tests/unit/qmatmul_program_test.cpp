@@ -140,7 +140,7 @@ std::vector<uint8_t> run_qmatmul(const Problem& pr, Inputs& in, bool on_gpu = fa
   std::vector<uint8_t> partial(static_cast<size_t>(qmatmul_workspace_bytes(p, pr.config)), 0xff);
   interp::Arguments args;
   args.buffers = {{"a_ptr", &in.a_bytes}, {"t_ptr", &t}, {"scale_ptr", &in.scale_bytes}, {"c_ptr", &c}};
-  if (pr.config.split_k > 1) {
+  if (counter_bytes > 0) {  // split-K or stream-K
     args.buffers["p_ptr"] = &partial;
     args.buffers["count_ptr"] = &counters;
   }
@@ -399,6 +399,20 @@ std::vector<std::pair<Problem, uint32_t>> register_a_cases() {
   QMatmulProblem zd = problem(3, 72, 512, DataType::uint(4), 128);
   zd.zero_point = true;
   cases.push_back({{zd, rs_config(16, 1, 128)}, 12111});
+  // Stream-K (_p): two tiles of nine k-tiles over seven blocks (three a tile); a block whose run crosses
+  // from one tile to the next, with zero points; scales per channel applied at each tile's flush; more
+  // blocks asked for than there are k-tiles.
+  auto stream = [](QMatmulConfig c, int64_t blocks) {
+    c.stream_k = blocks;
+    return c;
+  };
+  cases.push_back({{problem(5, 136, 1152, DataType::uint(4), 128), stream(rs_config(16, 2, 128), 7)}, 12112});
+  QMatmulProblem zs = problem(33, 200, 512, DataType::uint(4), 64);
+  zs.zero_point = true;
+  cases.push_back({{zs, stream(rs_config(48, 1, 64, 4), 5)}, 12113});
+  cases.push_back(
+      {{problem(20, 192, 1024, DataType::int_(8), 1024), stream(rs_config(32, 1, 256), 3)}, 12114});
+  cases.push_back({{problem(1, 64, 256, DataType::uint(4), 128), stream(rs_config(16, 1, 128), 200)}, 12115});
   return cases;
 }
 
@@ -432,6 +446,32 @@ TEST(QMatmulProgram, LayoutIdentity) {
   // At 128 rows over two warpgroups register A converts groups of 32 columns: another order of the codes.
   EXPECT_NE(qmatmul_layout(many, rs_config(64, 2, 128)), qmatmul_layout(many, rs_config(128, 2, 128)));
   EXPECT_EQ(qmatmul_layout(one, QMatmulConfig{.dequant_gemm = true}), "packed");
+}
+
+TEST(QMatmulProgram, StreamKRules) {
+  QMatmulConfig c = rs_config(64, 2, 128);
+  c.stream_k = 132;
+  EXPECT_EQ(c.name(), "bm64_bn128_bk128_sk128_w1x8_s3_k1_wsr_p132");
+  EXPECT_EQ(QMatmulConfig::parse(c.name()), c);
+  const QMatmulProblem p = problem(64, 10240, 8192, DataType::uint(4), 128);
+  // 80 tiles of 64 k-tiles over 132 blocks: 39 each, so a tile falls to at most three blocks.
+  const StreamK s = stream_k_split(p, c);
+  EXPECT_EQ(s.tiles, 80);
+  EXPECT_EQ(s.per, 39);
+  EXPECT_EQ(s.slots, 3);
+  EXPECT_EQ(qmatmul_workspace_bytes(p, c), 3 * 64 * 10240 * 4);
+  EXPECT_EQ(qmatmul_counter_bytes(p, c), 80 * 4);
+  QMatmulConfig shared = ws_config(16, 2, 128);
+  shared.stream_k = 132;
+  expect_error([&] { check_config(p, shared); }, "stream-K (_p) needs the register-A form (_wsr)");
+  QMatmulConfig split = c;
+  split.split_k = 2;
+  expect_error([&] { check_config(p, split); }, "stream-K (_p) needs split_k 1, not 2");
+  QMatmulProblem zc = problem(16, 256, 1024, DataType::uint(4), 1024);
+  zc.zero_point = true;
+  QMatmulConfig per_channel = rs_config(16, 2, 256);
+  per_channel.stream_k = 8;
+  expect_error([&] { check_config(zc, per_channel); }, "does not take zero points per channel");
 }
 
 TEST(QMatmulProgram, RegisterAFormRules) {

@@ -38,6 +38,9 @@
 // (emit_wgmma.cpp says why). The step's last product thus runs alone; converting the next step's group 0
 // meanwhile (carried round the loop) was tried: ptxas scheduled that conversion after the wait, as nothing
 // in the PTX ties it before.
+#include <functional>
+#include <optional>
+
 #include "qmatmul_stages.h"
 #include "tilevm/target/limits.h"
 #include "tilevm/target/wgmma.h"
@@ -56,6 +59,8 @@ struct Consumers {
   const Tensor &full, &empty, &acc;
   const std::optional<Tensor>& zero_row;  // per channel with zero points: loaded once, before the loop
   const Layout& layout_sc;                // a [1, BN] row of scales or zeros, broadcast along k
+  // Stream-K: run at the end of step t, after its products are retired (register A only).
+  std::function<void(const Scalar& t)> after_step;
 
   // The stage's zero row (one slice per k-tile, slice_k == block_k: the stage's row 0).
   Tensor zeros(const Scalar& stage) const {
@@ -180,8 +185,75 @@ void RegisterA::steps(const Consumers& u) const {
     }
     pb.dot_async_wait(0);
     pb.barrier_arrive(u.empty[stage]);
+    if (u.after_step) u.after_step(t);
   });
 }
+
+// Stream-K (QMatmulConfig::stream_k; StreamK in qmatmul_shape.h): where the block's run leaves a tile (its
+// last k-tile, or the run's end), the consumers store what they summed of it and start the next from zero.
+// A block that summed all of the tile's k-tiles stores C; otherwise its partial sums go to its slot of the
+// workspace and it takes a ticket from the tile's counter, and the last of the tile's blocks adds the slots
+// in order (the same bits every run) and stores C, as split-K's last block does.
+struct StreamKFlush {
+  MatmulConstants& k;
+  MatmulPipeline& m;
+  const Tensor& acc;
+  const Layout& layout_acc;
+  const Layout& layout_c;
+  std::optional<Tensor> gp, gc, gcount;
+  Layout layout_r;
+
+  StreamKFlush(MatmulConstants& k, MatmulPipeline& m, const Tensor& acc, const Layout& layout_acc,
+               const Layout& layout_c)
+      : k(k), m(m), acc(acc), layout_acc(layout_acc), layout_c(layout_c) {
+    ProgramBuilder& pb = k.pb;
+    const DataType f32 = DataType::f32();
+    // At most `slots` blocks share a tile (the same sum as stream_k_split).
+    Scalar slots = pb.let("slots", min(ceil_div(m.k_tiles * m.tiles_m * ceil_div(m.n, k.BN), m.per),
+                                       ceil_div(m.k_tiles - 1, m.per) + 1));
+    gp = pb.view_global("gp", *m.p_ptr, f32, {slots, m.m, m.n});
+    gc = pb.view_global("gc", m.c_ptr, k.p.atype, {m.m, m.n});
+    gcount = pb.view_global("gcount", *m.count_ptr, DataType::i32(), {m.tiles_m * ceil_div(m.n, k.BN)});
+    layout_r = pb.named_layout("layout_r", m.partials_layout());
+  }
+
+  void operator()(const Scalar& t) const {
+    ProgramBuilder& pb = k.pb;
+    const DataType at = k.p.atype, f32 = DataType::f32();
+    Scalar it = pb.let("it", m.first + t);
+    Scalar kt = pb.let("kt_end", it % m.k_tiles);
+    pb.if_(logical_or(kt == m.k_tiles - 1, t == m.count - 1), [&] {
+      Scalar tile = pb.let("tile", it / m.k_tiles);
+      Scalar bi = pb.let("ti", tile % m.tiles_m), bj = pb.let("tj", tile / m.tiles_m);
+      // The blocks that share the tile: from the one holding its first k-tile to the one holding its last.
+      Scalar lead = pb.let("lead", (tile * m.k_tiles) / m.per);
+      Scalar parts = pb.let("parts", ((tile + 1) * m.k_tiles - 1) / m.per - lead + 1);
+      Tensor result = pb.view("acc_t", acc, layout_c);
+      if (k.s.per_channel && k.fits) {
+        Tensor sc =
+            pb.load_global("sc", m.gs, pb.named_layout("layout_so", column_row(layout_c)), {0, bj * k.BN});
+        pb.mul(out(result), result, pb.cast("sc32", sc, f32));
+      }
+      pb.if_(parts == 1, [&] {
+          pb.store_global(pb.cast("cv", result, at), *gc, {bi * k.BM, bj * k.BN});
+        }).else_([&] {
+        pb.store_global(result, (*gp)[m.first / m.per - lead], {bi * k.BM, bj * k.BN});
+        const Scalar ticket = pb.take_ticket("ticket", *gcount, parts, {tile});
+        pb.if_(ticket == parts - 1, [&] {
+          Tensor sum = pb.load_global("sum", (*gp)[0], layout_r, {bi * k.BM, bj * k.BN});
+          pb.for_range("z", 1, parts, [&](Scalar z) {
+            Tensor part = pb.load_global("part", (*gp)[z], layout_r, {bi * k.BM, bj * k.BN});
+            pb.add(out(sum), sum, part);
+          });
+          pb.store_global(pb.cast("cv", sum, at), *gc, {bi * k.BM, bj * k.BN});
+        });
+      });
+      // The next tile's sums start from zero.
+      Tensor zero = pb.allocate_register("zero", f32, layout_acc, 0.0);
+      pb.add(out(acc), zero, Scalar(0.0));
+    });
+  }
+};
 
 }  // namespace
 
@@ -212,19 +284,29 @@ ir::Program build_wgmma_ws_matmul(const QMatmulProblem& p, const QMatmulConfig& 
   pb.warpgroups(0, 1, target::kProducerRegisters, [&] {
     pb.for_range("t", m.count, [&](const Scalar& t) {
       Scalar stage = pb.let("stage", t % k.STAGES);
-      Scalar kt = pb.let("kt", m.first + t);
+      // The step's tile and k-tile: the block's own, or with stream-K those of iteration first + t.
+      Scalar kt, bi = m.bi, bj = m.bj;
+      if (c.stream_k > 0) {
+        Scalar it = pb.let("it", m.first + t);
+        Scalar tile = pb.let("tile", it / m.k_tiles);
+        kt = pb.let("kt", it % m.k_tiles);
+        bi = pb.let("ti", tile % m.tiles_m);
+        bj = pb.let("tj", tile / m.tiles_m);
+      } else {
+        kt = pb.let("kt", m.first + t);
+      }
       pb.barrier_wait(empty[stage], (t / k.STAGES + 1) % 2);
       pb.barrier_arrive(full[stage], Scalar(stage_bytes));
       // The activations in column groups as the consumers read them: 64 wide (128-byte swizzle), or with
       // register A qmatmul_rs_group_k.
       const int64_t width = c.register_a ? k.s.register_a.group_k : 64;
       for (int64_t h = 0; h < k.BK / width; ++h)
-        pb.copy_tma(m.smem_a(stage, h), m.ga(from(m.bi * k.BM), from(kt * k.BK + h * width)), full[stage]);
-      pb.copy_tma(m.smem_b[stage], m.gt(from((kt * n_tiles + m.bj) * code_rows), from(0)), full[stage]);
+        pb.copy_tma(m.smem_a(stage, h), m.ga(from(bi * k.BM), from(kt * k.BK + h * width)), full[stage]);
+      pb.copy_tma(m.smem_b[stage], m.gt(from((kt * n_tiles + bj) * code_rows), from(0)), full[stage]);
       if (m.smem_s) {
         Scalar row = (kt * k.BK) / k.G;
-        pb.copy_tma((*m.smem_s)[stage], m.gs(from(row), from(m.bj * k.BN)), full[stage]);
-        if (m.smem_z) pb.copy_tma((*m.smem_z)[stage], (*m.gz)(from(row), from(m.bj * k.BN)), full[stage]);
+        pb.copy_tma((*m.smem_s)[stage], m.gs(from(row), from(bj * k.BN)), full[stage]);
+        if (m.smem_z) pb.copy_tma((*m.smem_z)[stage], (*m.gz)(from(row), from(bj * k.BN)), full[stage]);
       }
     });
   });
@@ -234,13 +316,18 @@ ir::Program build_wgmma_ws_matmul(const QMatmulProblem& p, const QMatmulConfig& 
     // Per channel, the one row of zero points is loaded once (the scales multiply C in m.store).
     std::optional<Tensor> zero_row;
     if (m.gz && k.s.per_channel) zero_row = pb.load_global("zero_row", *m.gz, layout_sc, {0, m.bj * k.BN});
-    const Consumers u{k, m, full, empty, acc, zero_row, layout_sc};
+    Consumers u{k, m, full, empty, acc, zero_row, layout_sc, {}};
+    std::optional<StreamKFlush> flush;
+    if (c.stream_k > 0) {
+      flush.emplace(k, m, acc, layout_acc, layout_c);
+      u.after_step = std::ref(*flush);
+    }
     if (register_a)
       register_a->steps(u);
     else
       shared_a->steps(u);
     if (!register_a) pb.dot_async_wait(0);  // register A's steps retire every product themselves
-    m.store(pb.view("acc_t", acc, layout_c), layout_c);
+    if (!flush) m.store(pb.view("acc_t", acc, layout_c), layout_c);
   });
   return pb.build();
 }

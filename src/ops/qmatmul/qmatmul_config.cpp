@@ -1,5 +1,6 @@
 // The quantized matmul's problem and configuration: names, validation and the sizes derived from them
 // (qmatmul.h). The program builders are in qmatmul.cpp.
+#include <algorithm>
 #include <cmath>
 #include <regex>
 #include <string>
@@ -24,26 +25,27 @@ std::string QMatmulConfig::name() const {
   if (dequant_gemm) return "dequant_gemm";
   const std::string warps = warps_k > 1 ? fmt::format("{}x{}x{}", warps_m, warps_n, warps_k)
                                         : fmt::format("{}x{}", warps_m, warps_n);
-  return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}_s{}_k{}{}", block_m, block_n, block_k, slice_k, warps, stages,
+  return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}_s{}_k{}{}{}", block_m, block_n, block_k, slice_k, warps, stages,
                      split_k,
                      !wgmma             ? ""
                      : register_a       ? "_wsr"
                      : warp_specialized ? "_ws"
-                                        : "_wg");
+                                        : "_wg",
+                     stream_k > 0 ? fmt::format("_p{}", stream_k) : "");
 }
 
 QMatmulConfig QMatmulConfig::parse(const std::string& name) {
   if (name == "dequant_gemm") return QMatmulConfig{.dequant_gemm = true};
   static const std::regex re(
-      R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})(?:x(\d{1,6}))?_s(\d{1,6})_k(\d{1,6})(_wg|_wsr|_ws)?)");
+      R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})(?:x(\d{1,6}))?_s(\d{1,6})_k(\d{1,6})(_wg|_wsr|_ws)?(?:_p(\d{1,6}))?)");
   std::smatch m;
   if (!std::regex_match(name, m, re))
     fail(
         "'{}' is not a qmatmul configuration name (expected e.g. bm16_bn64_bk128_sk64_w1x4_s3_k1 or, with "
         "warps "
         "along K, bm16_bn64_bk512_sk128_w1x2x4_s3_k1, or of the wgmma form "
-        "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg (_ws warp-specialized, _wsr with register A), each number of "
-        "at most 6 digits)",
+        "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg (_ws warp-specialized, _wsr with register A, _wsr_p132 "
+        "stream-K over 132 blocks), each number of at most 6 digits)",
         name);
   auto v = [&](int i) { return std::stoll(m[i].str()); };  // at most 6 digits: never out of range
   QMatmulConfig c;
@@ -59,6 +61,7 @@ QMatmulConfig QMatmulConfig::parse(const std::string& name) {
   c.wgmma = m[10].matched;
   c.warp_specialized = m[10].str() == "_ws" || m[10].str() == "_wsr";
   c.register_a = m[10].str() == "_wsr";
+  c.stream_k = m[11].matched ? v(11) : 0;
   return c;
 }
 
@@ -190,6 +193,14 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
     bad(fmt::format("block_k ({}) must be a multiple of slice_k ({})", c.block_k, c.slice_k));
   if (c.stages < 2) bad(fmt::format("stages ({}) must be at least 2", c.stages));
   if (c.split_k < 1) bad(fmt::format("split_k ({}) must be at least 1", c.split_k));
+  if (c.stream_k < 0) bad(fmt::format("stream_k ({}) must not be negative", c.stream_k));
+  if (c.stream_k > 0) {
+    if (!c.register_a) bad("stream-K (_p) needs the register-A form (_wsr)");
+    if (c.split_k != 1)
+      bad(fmt::format("stream-K (_p) needs split_k 1, not {}: it splits K itself", c.split_k));
+    if (p.zero_point && p.group == p.k)
+      bad("stream-K (_p) does not take zero points per channel (a block's tiles change along its run)");
+  }
   const QMatmulShape s(p, c);
   if (s.words_per_thread * 32 != s.bits_per_thread)
     bad(fmt::format("each thread's codes of one slice ({} bits) must fill whole 32-bit words",
@@ -276,13 +287,26 @@ int64_t qmatmul_codes_bytes(const QMatmulProblem& p) {
   return (packed_bytes(p.wtype, p.k * p.n) + 15) / 16 * 16;
 }
 
+StreamK stream_k_split(const QMatmulProblem& p, const QMatmulConfig& c) {
+  StreamK s;
+  if (c.stream_k <= 0) return s;
+  s.tiles = ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n);
+  s.k_tiles = ceil_div(p.k, c.block_k);
+  s.iterations = s.tiles * s.k_tiles;
+  s.blocks = std::min(c.stream_k, s.iterations);
+  s.per = ceil_div(s.iterations, s.blocks);
+  s.slots = std::min(s.blocks, ceil_div(s.k_tiles - 1, s.per) + 1);
+  return s;
+}
+
 int64_t qmatmul_counter_bytes(const QMatmulProblem& p, const QMatmulConfig& c) {
-  if (c.dequant_gemm || c.split_k == 1) return 0;
+  if (c.dequant_gemm || (c.split_k == 1 && c.stream_k == 0)) return 0;
   return (ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n) * 4 + 15) / 16 * 16;
 }
 
 int64_t qmatmul_workspace_bytes(const QMatmulProblem& p, const QMatmulConfig& c) {
   if (c.dequant_gemm) return p.k * p.n * 2;
+  if (c.stream_k > 0) return stream_k_split(p, c).slots * p.m * p.n * 4;
   return c.split_k > 1 ? c.split_k * p.m * p.n * 4 : 0;
 }
 

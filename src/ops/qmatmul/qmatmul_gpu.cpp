@@ -64,10 +64,10 @@ void QMatmulGpu::run(const runtime::Stream& stream, const QMatmulBuffers& b) con
     cublas_->gemm(stream, problem_.atype, problem_.m, problem_.n, problem_.k, b.a, b.workspace, b.c);
     return;
   }
-  const bool split = config_.split_k > 1;
+  const bool split = config_.split_k > 1 || config_.stream_k > 0;
   if (split && (b.workspace == 0 || b.counters == 0))
-    fail("qmatmul {} with split_k {} needs a workspace of {} bytes and {} bytes of counters (zeroed once)",
-         problem_.key(), config_.split_k, workspace_bytes(), counter_bytes());
+    fail("qmatmul {} [{}] needs a workspace of {} bytes and {} bytes of counters (zeroed once)",
+         problem_.key(), config_.name(), workspace_bytes(), counter_bytes());
   ProgramArgs args;
   args.pointers = {{"a_ptr", b.a}, {"t_ptr", b.transformed}, {"scale_ptr", b.scales}, {"c_ptr", b.c}};
   if (split) {

@@ -83,10 +83,10 @@ bool run_qmatmul_interp(const QMatmulProblem& p, const QMatmulConfig& config, st
                                                           {"zero_ptr", &zeros}};
   bool ok = run_one(build_qmatmul_transform(p, config), "transform", buffers, scalars, diags);
   if (ok) {
-    // With split-K the matmul's blocks store f32 partials [split_k, m, n] in p_ptr and the last block of each
-    // tile (by its ticket from count_ptr) sums them into c_ptr.
+    // With split-K (or stream-K) the matmul's blocks store f32 partials [split_k (slots), m, n] in p_ptr and
+    // the last block of each tile (by its ticket from count_ptr) sums them into c_ptr.
     buffers["c_ptr"] = &c_bytes;
-    if (config.split_k > 1) {
+    if (config.split_k > 1 || config.stream_k > 0) {
       buffers["p_ptr"] = &partials;
       buffers["count_ptr"] = &counters;
     }

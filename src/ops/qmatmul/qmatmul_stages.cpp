@@ -29,15 +29,29 @@ MatmulData declare(MatmulConstants& k) {
   if (p.zero_point) zero_ptr = pb.pointer_param("zero_ptr", at);
   Pointer c_ptr = pb.pointer_param("c_ptr", at);
   std::optional<Pointer> p_ptr, count_ptr;
-  if (k.c.split_k > 1) {
+  if (k.c.split_k > 1 || k.c.stream_k > 0) {
     p_ptr = pb.pointer_param("p_ptr", f32);
     count_ptr = pb.pointer_param("count_ptr", i32);
   }
   Scalar m = pb.scalar_param("m", i32), n = pb.scalar_param("n", i32), k_size = pb.scalar_param("k", i32);
-  pb.grid({ceil_div(m, k.BM), ceil_div(n, k.BN), k.SPLIT});
+  // Stream-K (StreamK in qmatmul_shape.h, the same sums): a row of blocks over the tiles' k-tiles end to end.
+  const bool stream = k.c.stream_k > 0;
+  const Scalar iterations = ceil_div(m, k.BM) * ceil_div(n, k.BN) * ceil_div(k_size, k.BK);
+  if (stream)
+    pb.grid({min(Scalar(k.c.stream_k), iterations)});
+  else
+    pb.grid({ceil_div(m, k.BM), ceil_div(n, k.BN), k.SPLIT});
   pb.threads(static_cast<int>(k.c.block_threads()));
 
-  auto [bi, bj, bz] = pb.block_indices("bi", "bj", "bz");
+  Scalar bi = Scalar(0), bj = Scalar(0), bz = Scalar(0), b = Scalar(0);
+  if (stream) {
+    b = pb.block_indices("b")[0];
+  } else {
+    const auto indices = pb.block_indices("bi", "bj", "bz");
+    bi = indices[0];
+    bj = indices[1];
+    bz = indices[2];
+  }
   Tensor ga = pb.view_global("ga", a_ptr, at, {m, k_size});
   // Warp-specialized, the TMA copies a tile's codes as rows of code_row_words (a box is at most 256 wide):
   // the same memory as [k tiles, n tiles, TILE_WORDS], viewed as rows.
@@ -49,11 +63,21 @@ MatmulData declare(MatmulConstants& k) {
   Tensor gs = pb.view_global("gs", scale_ptr, at, {k_size / k.G, n});
   std::optional<Tensor> gz;
   if (zero_ptr) gz = pb.view_global("gz", *zero_ptr, at, {k_size / k.G, n});
-  // This block's k-tiles: split z takes tiles [z * per, min(k_tiles, (z + 1) * per)).
+  // This block's k-tiles: split z takes tiles [z * per, min(k_tiles, (z + 1) * per)); with stream-K block b
+  // takes iterations [b * per, min(iterations, (b + 1) * per)).
   Scalar k_tiles = pb.let("k_tiles", ceil_div(k_size, k.BK));
-  Scalar per = pb.let("per", ceil_div(k_tiles, k.SPLIT));
-  Scalar first = pb.let("first", bz * per);
-  Scalar count = pb.let("count", max(0, min(k_tiles - first, per)));
+  Scalar tiles_m = stream ? pb.let("tiles_m", ceil_div(m, k.BM)) : ceil_div(m, k.BM);
+  Scalar per, first, count;
+  if (stream) {
+    Scalar total = pb.let("iterations", tiles_m * ceil_div(n, k.BN) * k_tiles);
+    per = pb.let("per", ceil_div(total, min(Scalar(k.c.stream_k), total)));
+    first = pb.let("first", b * per);
+    count = pb.let("count", max(0, min(total - first, per)));
+  } else {
+    per = pb.let("per", ceil_div(k_tiles, k.SPLIT));
+    first = pb.let("first", bz * per);
+    count = pb.let("count", max(0, min(k_tiles - first, per)));
+  }
 
   Tensor smem_a = pb.allocate_shared("smem_a", at, smem_a_layout);
   Tensor smem_b = k.c.warp_specialized ? pb.allocate_shared("smem_b", u32, {k.STAGES, code_rows, row})
@@ -61,8 +85,8 @@ MatmulData declare(MatmulConstants& k) {
   std::optional<Tensor> smem_s, smem_z;
   if (!k.s.per_channel) smem_s = pb.allocate_shared("smem_s", at, {k.STAGES, k.SROWS, k.BN});
   if (gz && !k.s.per_channel) smem_z = pb.allocate_shared("smem_z", at, {k.STAGES, k.SROWS, k.BN});
-  return MatmulData{c_ptr, p_ptr, count_ptr, m,     n,     bi,     bj,     bz,     ga,
-                    gt,    gs,    gz,        first, count, smem_a, smem_b, smem_s, smem_z};
+  return MatmulData{c_ptr, p_ptr, count_ptr, m,       n,       bi,  bj,     bz,     ga,     gt,    gs,
+                    gz,    first, count,     k_tiles, tiles_m, per, smem_a, smem_b, smem_s, smem_z};
 }
 
 }  // namespace
@@ -173,6 +197,18 @@ void MatmulPipeline::accumulate(const ir::Tensor& acc, const ir::Tensor& a, ir::
   pb.fma(out(acc), part, sc32, acc);
 }
 
+Layout MatmulPipeline::partials_layout() const {
+  const int64_t threads = k.c.threads();
+  auto pow2_divisor = [](int64_t x) { return x & -x; };
+  const int64_t v = 4;
+  const int64_t tcols = std::min(pow2_divisor(k.BN / v), pow2_divisor(threads));
+  const int64_t trows = std::min(pow2_divisor(threads) / tcols, pow2_divisor(k.BM));
+  Layout lay =
+      layout::local(k.BM / trows, k.BN / (tcols * v)) * layout::spatial(trows, tcols) * layout::local(1, v);
+  if (threads != trows * tcols) lay = layout::replicate(threads / (trows * tcols)) * lay;
+  return lay;
+}
+
 void MatmulPipeline::store(const ir::Tensor& result, const Layout& layout_o) {
   using namespace ir;
   const DataType at = k.p.atype, f32 = DataType::f32();
@@ -195,15 +231,7 @@ void MatmulPipeline::store(const ir::Tensor& result, const Layout& layout_o) {
   // tile, and threads beyond those hold replicas.
   Tensor gp = pb.view_global("gp", *p_ptr, f32, {k.SPLIT, m, n});
   pb.store_global(result, gp[bz], {bi * k.BM, bj * k.BN});
-  const int64_t threads = k.c.threads();
-  auto pow2_divisor = [](int64_t x) { return x & -x; };
-  const int64_t v = 4;
-  const int64_t tcols = std::min(pow2_divisor(k.BN / v), pow2_divisor(threads));
-  const int64_t trows = std::min(pow2_divisor(threads) / tcols, pow2_divisor(k.BM));
-  Layout lay =
-      layout::local(k.BM / trows, k.BN / (tcols * v)) * layout::spatial(trows, tcols) * layout::local(1, v);
-  if (threads != trows * tcols) lay = layout::replicate(threads / (trows * tcols)) * lay;
-  const Layout layout_r = pb.named_layout("layout_r", lay);
+  const Layout layout_r = pb.named_layout("layout_r", partials_layout());
   Tensor gc = pb.view_global("gc", c_ptr, at, {m, n});
   const Scalar tiles_m = ceil_div(m, k.BM);
   Tensor gcount = pb.view_global("gcount", *count_ptr, DataType::i32(), {tiles_m * ceil_div(n, k.BN)});

@@ -49,7 +49,9 @@ struct MatmulData {
   ir::Scalar bi, bj, bz;
   ir::Tensor ga, gt, gs;
   std::optional<ir::Tensor> gz;  // with zero points
-  ir::Scalar first, count;       // this block's k-tiles: first .. first + count - 1
+  ir::Scalar first, count;       // this block's k-tiles: first .. first + count - 1 (stream-K: iterations)
+  ir::Scalar k_tiles, tiles_m;   // k-tiles of a tile, and tiles along M
+  ir::Scalar per;                // stream-K: the iterations of a block (bi, bj and bz are then 0)
   ir::Tensor smem_a, smem_b;
   std::optional<ir::Tensor> smem_s, smem_z;  // per group (not per channel): scales, zeros
 };
@@ -91,6 +93,9 @@ class MatmulPipeline : public MatmulData {
   // the last of its SPLIT blocks the sum of the partials into C (by the threads that compute: the consumer
   // region of the warp-specialized form).
   void store(const ir::Tensor& result, const layout::Layout& layout_o);
+  // The layout in which the last block of a tile sums its partials: the [BM, BN] tile over the computing
+  // threads, 4 consecutive f32 each (store() says how).
+  layout::Layout partials_layout() const;
 
   MatmulConstants& k;
   ir::ProgramBuilder& pb;

@@ -104,6 +104,12 @@ struct QMatmulConfig {
   // codes are copied as rows of one warp's words of a group); block_m at most 128.
   // Named with the suffix "_wsr".
   bool register_a = false;
+  // Stream-K (> 0, with register_a; qmatmul_shape.h's StreamK): a grid of this many blocks (or fewer, when
+  // there are fewer k-tiles), each taking an equal run of the tiles' k-tiles laid end to end, so that the
+  // SMs stay busy whatever the tile count (80 tiles of 128 columns fill 132 SMs badly whole or halved). A
+  // tile that two or three blocks share is summed from f32 partials by the last of them (a ticket, as
+  // split-K: split_k stays 1). Not with zero points per channel. Named with the suffix "_p<blocks>".
+  int64_t stream_k = 0;
 
   // The threads that compute (the matmul's warps; the transform's block).
   int64_t threads() const { return 32 * warps_m * warps_n * warps_k; }
@@ -116,7 +122,7 @@ struct QMatmulConfig {
   bool swapped() const { return block_m == 8 && !wgmma; }
   // "bm16_bn64_bk128_sk64_w1x4_s3_k1", with warps_k > 1 "bm16_bn64_bk512_sk128_w1x2x4_s3_k1", the wgmma
   // form "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg", warp-specialized "..._ws", with register A "..._wsr"
-  // ("dequant_gemm" for that mode):
+  // (stream-K "..._wsr_p132"; "dequant_gemm" for that mode):
   // names the configuration in caches and reports.
   std::string name() const;
   // Parses name(); @throws tilevm::Error on malformed text.
@@ -150,8 +156,18 @@ int64_t qmatmul_shared_bytes(const QMatmulProblem& problem, const QMatmulConfig&
 // Bytes of the transformed weight (t_ptr): ceil(k/BK) * ceil(n/BN) tiles of BK * BN codes.
 int64_t qmatmul_transformed_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
 // Bytes of the workspace, scratch for one run: the f32 partial sums of split-K (split_k * m * n * 4), 0 when
-// split_k == 1; with dequant_gemm, the dense ATYPE weight (k * n * 2).
+// split_k == 1; with stream-K, StreamK::slots * m * n * 4; with dequant_gemm, the dense ATYPE weight (k * n *
+// 2).
 int64_t qmatmul_workspace_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
+// Stream-K (QMatmulConfig::stream_k): the tiles' k-tiles laid end to end (tile-major, bi fastest) are
+// `iterations`; block b takes [b per, min(iterations, (b + 1) per)), so a tile's k-tiles fall to at most
+// `slots` blocks, each of which keeps its partial sums in slot b - (tile k_tiles) / per of the workspace.
+// The program computes the same from its m, n and k; the workspace holds slots x [m, n] f32.
+struct StreamK {
+  int64_t tiles = 0, k_tiles = 0, iterations = 0, blocks = 0, per = 0, slots = 0;
+};
+StreamK stream_k_split(const QMatmulProblem& problem, const QMatmulConfig& config);
+
 // Bytes of the split-K ticket counters (one i32 per tile of C, rounded up to 16 bytes; 0 without split-K):
 // state that lives across runs. They must be 0 before the first run, and every run leaves them at 0, so
 // counters zeroed once serve every later run of the configuration (on one stream at a time).
