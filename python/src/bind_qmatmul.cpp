@@ -82,6 +82,7 @@ const runtime::Device& open_device(int ordinal) {
 struct QMatmulKernel {
   runtime::Device device;
   std::shared_ptr<ops::QMatmulGpu> gpu;
+  std::string layout;  // ops::qmatmul_layout, worked out once here (it builds and prints the transform)
 
   static QMatmulKernel prepare(int ordinal, int64_t m, int64_t n, int64_t k, const std::string& atype,
                                const std::string& wtype, int64_t group, bool zero_point,
@@ -99,8 +100,10 @@ struct QMatmulKernel {
       c = ops::heuristic_qmatmul_config(p, exec::device_target(d.info()),
                                         /*allow_dequant_gemm=*/false);
     }
-    return QMatmulKernel{d, std::make_shared<ops::QMatmulGpu>(ops::QMatmulGpu::load(
-                                d, ops::compile_qmatmul(p, c, exec::device_target(d.info()))))};
+    return QMatmulKernel{d,
+                         std::make_shared<ops::QMatmulGpu>(ops::QMatmulGpu::load(
+                             d, ops::compile_qmatmul(p, c, exec::device_target(d.info())))),
+                         ops::qmatmul_layout(p, c)};
   }
 
   void transform(uint64_t stream, uint64_t codes, uint64_t transformed) const {
@@ -148,12 +151,10 @@ void bind_qmatmul(nb::module_& m) {
                   nb::arg("config"), nb::arg("tune"),
                   "compile (or tune) and load the programs of one problem on one device")
       .def_prop_ro("config", [](const QMatmulKernel& q) { return q.gpu->config().name(); })
-      .def_prop_ro(
-          "layout",
-          [](const QMatmulKernel& q) { return ops::qmatmul_layout(q.gpu->problem(), q.gpu->config()); },
+      .def_ro(
+          "layout", &QMatmulKernel::layout,
           "the transformed weight's layout identity (ops::qmatmul_layout): kernels that share it read the "
-          "same "
-          "transformed copy")
+          "same transformed copy")
       .def_prop_ro("transformed_bytes", [](const QMatmulKernel& q) { return q.gpu->transformed_bytes(); })
       .def_prop_ro("workspace_bytes", [](const QMatmulKernel& q) { return q.gpu->workspace_bytes(); })
       .def_prop_ro(

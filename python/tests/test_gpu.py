@@ -81,9 +81,19 @@ def test_cuda_graph_capture_and_replay():
 
 def test_graphs_of_several_batch_sizes_keep_their_weights():
     # M = 1 and M = 64 read the weight in different tile orders (two reordered copies); the graph captured at
-    # M = 1 must still read its copy after an eager call at M = 64, and see an in-place update of the codes.
-    qw = tilevm.quantize(rand(2048, 512, dtype=torch.float32, seed=20), "u4", group=128)
-    small, large = rand(1, 2048, seed=21), rand(64, 2048, seed=22)
+    # M = 1 must still read its copy after an eager call at M = 64, and see an in-place update of the codes
+    # once an eager call has rewritten the copies.
+    # 4096 x 1024 u4: a 2 MiB copy, from the caching allocator's pool of large blocks, which the poisoning
+    # below takes back if the copy was freed (blocks up to 1 MiB come from another pool).
+    qw = tilevm.quantize(rand(4096, 1024, dtype=torch.float32, seed=20), "u4", group=128)
+    small, large = rand(1, 4096, seed=21), rand(64, 4096, seed=22)
+    # Kernels of two known layouts (the swapped mma.sync form, and register A), whatever the heuristic picks.
+    from tilevm import _tilevm as _C
+    from tilevm import _torch_ops
+
+    for m, config in ((1, "bm8_bn128_bk128_sk128_w1x4_s3_k4"), (64, "bm64_bn128_bk128_sk128_w1x8_s3_k2_wsr")):
+        key = (0, m, 1024, 4096, "f16", "u4", 128, False)
+        _torch_ops._KERNELS[key] = _C.QMatmulGpu.prepare(0, m, 1024, 4096, "f16", "u4", 128, False, config, False)
     tilevm.qmatmul(small, qw)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
@@ -91,13 +101,15 @@ def test_graphs_of_several_batch_sizes_keep_their_weights():
         y = tilevm.qmatmul(small, qw)
     expected = tilevm.qmatmul(small, qw).clone()
     tilevm.qmatmul(large, qw)
-    assert len(qw.codes.__dict__["_tilevm_transformed"]) == 2  # the heuristic's M = 1 and M = 64 layouts
-    torch.empty(64 << 20, dtype=torch.uint8, device="cuda").fill_(0xFF)  # reuses any memory freed above
+    assert len(qw.codes.__dict__["_tilevm_transformed"]) == 2  # the two layouts
+    copy_bytes = max(entry[0].numel() for entry in qw.codes.__dict__["_tilevm_transformed"].values())
+    poison = [torch.full((copy_bytes,), 0xFF, dtype=torch.uint8, device="cuda") for _ in range(16)]
     y.fill_(float("nan"))
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(y, expected)
-    other = tilevm.quantize(rand(2048, 512, dtype=torch.float32, seed=23), "u4", group=128)
+    del poison
+    other = tilevm.quantize(rand(4096, 1024, dtype=torch.float32, seed=23), "u4", group=128)
     qw.codes.copy_(other.codes)
     qw.scales.copy_(other.scales)
     tilevm.qmatmul(large, qw)  # an eager call notices the new version and rewrites every copy

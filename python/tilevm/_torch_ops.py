@@ -109,8 +109,10 @@ def _transformed(codes: Tensor, kern, device) -> Tensor:
     # codes tensor, one copy per layout (kern.layout: the configurations of different batch sizes that share a
     # layout share the copy). A copy is never freed or moved while the weight lives: a CUDA graph captured
     # earlier reads it by address, so dropping the M = 1 copy when an M = 64 call wants another layout (as
-    # this cache once did) would leave that graph reading freed memory. An in-place update of the codes (a
-    # new tensor version) rewrites every copy in place, so captured graphs see the new weight too.
+    # this cache once did) would leave that graph reading freed memory. After an in-place update of the codes
+    # (a new tensor version) the next eager call rewrites every copy in place, on the current stream, so
+    # graphs captured earlier see the new weight from then on (not before that call; and `codes.data.copy_`
+    # does not count as an update: it keeps the version).
     cache = codes.__dict__.setdefault("_tilevm_transformed", {})  # layout -> [tensor, kernel, version]
     entry = cache.get(kern.layout)
     if entry is not None and entry[2] == codes._version:

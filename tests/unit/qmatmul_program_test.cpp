@@ -400,8 +400,10 @@ std::vector<std::pair<Problem, uint32_t>> register_a_cases() {
   zd.zero_point = true;
   cases.push_back({{zd, rs_config(16, 1, 128)}, 12111});
   // Stream-K (_p): two tiles of nine k-tiles over seven blocks (three a tile); a block whose run crosses
-  // from one tile to the next, with zero points; scales per channel applied at each tile's flush; more
-  // blocks asked for than there are k-tiles.
+  // from one tile to the next, with zero points; scales per channel (every tile whole in one block); more
+  // blocks asked for than there are k-tiles; then (from a review) tiles along M, blocks of several whole
+  // tiles, one k-tile a tile, one block for everything, scales per channel on shared tiles, and nine blocks
+  // on one tile.
   auto stream = [](QMatmulConfig c, int64_t blocks) {
     c.stream_k = blocks;
     return c;
@@ -413,6 +415,13 @@ std::vector<std::pair<Problem, uint32_t>> register_a_cases() {
   cases.push_back(
       {{problem(20, 192, 1024, DataType::int_(8), 1024), stream(rs_config(32, 1, 256), 3)}, 12114});
   cases.push_back({{problem(1, 64, 256, DataType::uint(4), 128), stream(rs_config(16, 1, 128), 200)}, 12115});
+  cases.push_back({{problem(40, 256, 384, DataType::uint(4), 128), stream(rs_config(16, 1, 128), 4)}, 12116});
+  cases.push_back({{problem(5, 512, 256, DataType::uint(4), 128), stream(rs_config(16, 1, 128), 3)}, 12117});
+  cases.push_back({{problem(5, 200, 128, DataType::uint(4), 128), stream(rs_config(16, 1, 128), 3)}, 12118});
+  cases.push_back({{problem(7, 136, 512, DataType::uint(4), 128), stream(rs_config(16, 2, 128), 1)}, 12119});
+  cases.push_back(
+      {{problem(5, 136, 1024, DataType::uint(4), 1024), stream(rs_config(16, 2, 256), 3)}, 12120});
+  cases.push_back({{problem(5, 128, 1152, DataType::uint(4), 128), stream(rs_config(16, 2, 128), 9)}, 12121});
   return cases;
 }
 
@@ -459,6 +468,14 @@ TEST(QMatmulProgram, StreamKRules) {
   EXPECT_EQ(s.tiles, 80);
   EXPECT_EQ(s.per, 39);
   EXPECT_EQ(s.slots, 3);
+  EXPECT_EQ(s.blocks, 132);
+  // 18 k-tiles over 7 blocks: runs of 3, so six blocks have work and the grid has six.
+  QMatmulConfig seven = rs_config(16, 2, 128);
+  seven.stream_k = 7;
+  const StreamK few = stream_k_split(problem(5, 136, 1152, DataType::uint(4), 128), seven);
+  EXPECT_EQ(few.per, 3);
+  EXPECT_EQ(few.blocks, 6);
+  EXPECT_EQ(few.slots, 4);  // a bound: 9 k-tiles can meet 4 runs of 3 (here each tile meets exactly 3)
   EXPECT_EQ(qmatmul_workspace_bytes(p, c), 3 * 64 * 10240 * 4);
   EXPECT_EQ(qmatmul_counter_bytes(p, c), 80 * 4);
   QMatmulConfig shared = ws_config(16, 2, 128);

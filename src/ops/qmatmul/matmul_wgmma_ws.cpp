@@ -189,7 +189,7 @@ void RegisterA::steps(const Consumers& u) const {
   });
 }
 
-// Stream-K (QMatmulConfig::stream_k; StreamK in qmatmul_shape.h): where the block's run leaves a tile (its
+// Stream-K (QMatmulConfig::stream_k; StreamK in qmatmul.h): where the block's run leaves a tile (its
 // last k-tile, or the run's end), the consumers store what they summed of it and start the next from zero.
 // A block that summed all of the tile's k-tiles stores C; otherwise its partial sums go to its slot of the
 // workspace and it takes a ticket from the tile's counter, and the last of the tile's blocks adds the slots
@@ -208,7 +208,7 @@ struct StreamKFlush {
       : k(k), m(m), acc(acc), layout_acc(layout_acc), layout_c(layout_c) {
     ProgramBuilder& pb = k.pb;
     const DataType f32 = DataType::f32();
-    // At most `slots` blocks share a tile (the same sum as stream_k_split).
+    // At most `slots` blocks share a tile (the same sums as stream_k_split: the workspace holds them).
     Scalar slots = pb.let("slots", min(ceil_div(m.k_tiles * m.tiles_m * ceil_div(m.n, k.BN), m.per),
                                        ceil_div(m.k_tiles - 1, m.per) + 1));
     gp = pb.view_global("gp", *m.p_ptr, f32, {slots, m.m, m.n});

@@ -293,8 +293,8 @@ StreamK stream_k_split(const QMatmulProblem& p, const QMatmulConfig& c) {
   s.tiles = ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n);
   s.k_tiles = ceil_div(p.k, c.block_k);
   s.iterations = s.tiles * s.k_tiles;
-  s.blocks = std::min(c.stream_k, s.iterations);
-  s.per = ceil_div(s.iterations, s.blocks);
+  s.per = ceil_div(s.iterations, std::min(c.stream_k, s.iterations));
+  s.blocks = ceil_div(s.iterations, s.per);  // those with work: the grid
   s.slots = std::min(s.blocks, ceil_div(s.k_tiles - 1, s.per) + 1);
   return s;
 }

@@ -34,11 +34,12 @@ MatmulData declare(MatmulConstants& k) {
     count_ptr = pb.pointer_param("count_ptr", i32);
   }
   Scalar m = pb.scalar_param("m", i32), n = pb.scalar_param("n", i32), k_size = pb.scalar_param("k", i32);
-  // Stream-K (StreamK in qmatmul_shape.h, the same sums): a row of blocks over the tiles' k-tiles end to end.
+  // Stream-K (StreamK in qmatmul.h, the same sums): a row of blocks over the tiles' k-tiles end to end, as
+  // many as have work (ceil(iterations / per)).
   const bool stream = k.c.stream_k > 0;
   const Scalar iterations = ceil_div(m, k.BM) * ceil_div(n, k.BN) * ceil_div(k_size, k.BK);
   if (stream)
-    pb.grid({min(Scalar(k.c.stream_k), iterations)});
+    pb.grid({ceil_div(iterations, ceil_div(iterations, min(Scalar(k.c.stream_k), iterations)))});
   else
     pb.grid({ceil_div(m, k.BM), ceil_div(n, k.BN), k.SPLIT});
   pb.threads(static_cast<int>(k.c.block_threads()));

@@ -16,7 +16,8 @@
 //   block_k   64..256, at most the smallest power of two >= K (at least 64).
 //   stages    2..5 with 256 <= stages * block_k <= 768: enough K in flight to hide DRAM latency, not so
 //             much that shared memory caps the blocks per SM.
-//   split_k   1, 2, 4, 8, 16 while each split keeps >= 2 k-tiles (the pipeline has something to overlap)
+//   split_k   1, 2, 4, 8, 16 (and 3 for the wgmma forms from M = 32, below) while each split keeps >= 2
+//   k-tiles (the pipeline has something to overlap)
 //             and the blocks stay few (tiles * split_k <= 512, about two waves of 2 blocks per SM on 132
 //             SMs): beyond that the machine is full without it and split-K only adds partial-sum traffic.
 //   warps_k   for decode (block_m <= 32, at most 4 warps, weights that fit ATYPE) also 2, 4 or 8 groups of

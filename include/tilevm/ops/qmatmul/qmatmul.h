@@ -104,11 +104,11 @@ struct QMatmulConfig {
   // codes are copied as rows of one warp's words of a group); block_m at most 128.
   // Named with the suffix "_wsr".
   bool register_a = false;
-  // Stream-K (> 0, with register_a; qmatmul_shape.h's StreamK): a grid of this many blocks (or fewer, when
-  // there are fewer k-tiles), each taking an equal run of the tiles' k-tiles laid end to end, so that the
-  // SMs stay busy whatever the tile count (80 tiles of 128 columns fill 132 SMs badly whole or halved). A
-  // tile that two or three blocks share is summed from f32 partials by the last of them (a ticket, as
-  // split-K: split_k stays 1). Not with zero points per channel. Named with the suffix "_p<blocks>".
+  // Stream-K (> 0, with register_a; StreamK below): a grid of at most this many blocks (fewer where equal
+  // runs need fewer), each taking an equal run of the tiles' k-tiles laid end to end, so that the SMs stay
+  // busy whatever the tile count (80 tiles of 128 columns fill 132 SMs badly whole or halved). A tile that
+  // several blocks share is summed from their f32 partials by the last of them (a ticket, as split-K:
+  // split_k stays 1). Not with zero points per channel. Named with the suffix "_p<blocks>".
   int64_t stream_k = 0;
 
   // The threads that compute (the matmul's warps; the transform's block).
@@ -160,9 +160,11 @@ int64_t qmatmul_transformed_bytes(const QMatmulProblem& problem, const QMatmulCo
 // 2).
 int64_t qmatmul_workspace_bytes(const QMatmulProblem& problem, const QMatmulConfig& config);
 // Stream-K (QMatmulConfig::stream_k): the tiles' k-tiles laid end to end (tile-major, bi fastest) are
-// `iterations`; block b takes [b per, min(iterations, (b + 1) per)), so a tile's k-tiles fall to at most
-// `slots` blocks, each of which keeps its partial sums in slot b - (tile k_tiles) / per of the workspace.
-// The program computes the same from its m, n and k; the workspace holds slots x [m, n] f32.
+// `iterations`, per = ceil(iterations / min(stream_k, iterations)) of them a block, and the grid the
+// `blocks` = ceil(iterations / per) that have work. Block b takes [b per, min(iterations, (b + 1) per)), so a
+// tile's k-tiles fall to at most `slots` blocks, each of which keeps its partial sums in slot
+// b - (tile k_tiles) / per of the workspace. The program computes the same from its m, n and k; the
+// workspace holds slots x [m, n] f32.
 struct StreamK {
   int64_t tiles = 0, k_tiles = 0, iterations = 0, blocks = 0, per = 0, slots = 0;
 };
