@@ -11,8 +11,10 @@
 // For the race checker a phase carries a clock: each arrival joins the arriving strand's, and a wait that
 // returns joins the completed phase's, with the landed copies as the barrier's own actor's writes.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "machine.h"
+#include "tilevm/support/int_math.h"
 #include "tilevm/type/packing.h"
 
 namespace tilevm::interp::detail {
@@ -198,18 +200,32 @@ void Machine::check_tensor_map_rules(const GlobalTensor& g, const ir::InstNode& 
   Index strides = g.strides;
   if (strides.empty()) {  // row-major
     strides.assign(g.shape.size(), 1);
-    for (size_t d = g.shape.size(); d-- > 1;) strides[d - 1] = strides[d] * g.shape[d];
+    for (size_t d = g.shape.size(); d-- > 1;) {
+      const std::optional<int64_t> s = checked_mul(strides[d], g.shape[d]);
+      if (!s)
+        raise(n.loc, "{}: global '{}' of shape {} has more elements than an int64 counts", n.name(), g.name,
+              fmt::join(g.shape, " x "));
+      strides[d - 1] = *s;
+    }
   }
   const int64_t bytes = g.dtype.bits() / 8;
   if (!strides.empty() && strides.back() != 1)
     raise(n.loc, "{}: global '{}' has stride {} in its last dimension; a tensor map needs 1", n.name(),
           g.name, strides.back());
-  for (size_t d = 0; d + 1 < strides.size(); ++d)
-    if (strides[d] * bytes % 16 != 0)
+  for (size_t d = 0; d + 1 < strides.size(); ++d) {
+    // A stride of more bytes than an int64 holds (a view of absurd extents, found by fuzzing) cannot be a
+    // tensor map's either.
+    const std::optional<int64_t> stride_bytes = checked_mul(strides[d], bytes);
+    if (!stride_bytes)
+      raise(n.loc,
+            "{}: global '{}' has a stride of {} elements in dimension {}, too many bytes for a tensor map",
+            n.name(), g.name, strides[d], d);
+    if (*stride_bytes % 16 != 0)
       raise(n.loc,
             "{}: global '{}' has a stride of {} bytes in dimension {}; a tensor map needs a multiple of "
             "16",
-            n.name(), g.name, strides[d] * bytes, d);
+            n.name(), g.name, *stride_bytes, d);
+  }
 }
 
 }  // namespace tilevm::interp::detail

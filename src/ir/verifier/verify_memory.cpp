@@ -212,14 +212,18 @@ void check_shared_bounds(Verifier& v, const TensorArg& arg, const TensorType& t,
     for (int k = 0; k < vr; ++k) {
       auto c = as_const_int(offset[k]);
       if (!c) return;
-      origin[view_dims[k]] += *c;
+      // A subscript and an offset near the int64 limits: the verifier's other checks report them; the sum
+      // would overflow (found by fuzzing).
+      const std::optional<int64_t> sum = checked_add(origin[view_dims[k]], *c);
+      if (!sum) return;
+      origin[view_dims[k]] = *sum;
     }
   }
   const int tr = static_cast<int>(tile.size());
   if (tr > vr) return;
   for (int k = 0; k < tr; ++k) extent[view_dims[vr - tr + k]] = tile[k];
   for (int d = 0; d < rank; ++d) {
-    if (origin[d] < 0 || origin[d] + extent[d] > (*base)[d]) {
+    if (origin[d] < 0 || origin[d] > (*base)[d] - extent[d]) {  // (origin + extent would overflow)
       v.diags_.error(inst.loc, "{}: a tile of shape {} at {} exceeds '{}' of shape {} (dimension {})",
                      inst.name(), index_text(tile), index_text(origin), arg.tensor->name, index_text(*base),
                      d);
