@@ -88,12 +88,8 @@ def test_graphs_of_several_batch_sizes_keep_their_weights():
     qw = tilevm.quantize(rand(4096, 1024, dtype=torch.float32, seed=20), "u4", group=128)
     small, large = rand(1, 4096, seed=21), rand(64, 4096, seed=22)
     # Kernels of two known layouts (the swapped mma.sync form, and register A), whatever the heuristic picks.
-    from tilevm import _tilevm as _C
-    from tilevm import _torch_ops
-
     for m, config in ((1, "bm8_bn128_bk128_sk128_w1x4_s3_k4"), (64, "bm64_bn128_bk128_sk128_w1x8_s3_k2_wsr")):
-        key = (0, m, 1024, 4096, "f16", "u4", 128, False)
-        _torch_ops._KERNELS[key] = _C.QMatmulGpu.prepare(0, m, 1024, 4096, "f16", "u4", 128, False, config, False)
+        assert tilevm.precompile_qmatmul(qw, m, config=config) == config
     tilevm.qmatmul(small, qw)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()

@@ -213,11 +213,13 @@ def _qmatmul_numpy(x, qw: QuantizedWeight):
     return c.view(np.float16).reshape(x.shape[:-1] + (n,))
 
 
-def precompile_qmatmul(qw: QuantizedWeight, m: int, tune: bool = False) -> str:
+def precompile_qmatmul(qw: QuantizedWeight, m: int, tune: bool = False, config: str = "") -> str:
     """Compiles and loads the GPU kernel of ``qmatmul(x, qw)`` for x with ``m`` rows (on qw's CUDA device,
     with the scales' type) and reorders the weight for it, so that later calls, and CUDA-graph capture, only
-    launch. ``tune=True`` autotunes instead of the heuristic configuration (cached on disk as the CLI's).
-    Returns the configuration's name."""
+    launch. ``tune=True`` autotunes instead of the heuristic configuration (cached on disk as the CLI's);
+    ``config`` names a configuration to use instead (as ``tilevm qmatmul --config`` takes it, e.g.
+    ``bm64_bn128_bk128_sk128_w1x8_s3_k2_wsr``; an invalid one raises saying why). Returns the configuration's
+    name."""
     from . import _torch_ops
 
-    return _torch_ops.precompile(qw, int(m), bool(tune))
+    return _torch_ops.precompile(qw, int(m), bool(tune), str(config))

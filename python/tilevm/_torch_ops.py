@@ -88,16 +88,16 @@ _KERNELS = {}  # (device index, m, n, k, atype, wtype, group, zero point) -> _C.
 _TUNED = set()  # the keys of _KERNELS whose configuration was autotuned
 
 
-def _kernel(device, m, n, k, atype, wtype, group, zero_point, tune=False):
+def _kernel(device, m, n, k, atype, wtype, group, zero_point, tune=False, config=""):
     key = (device.index, m, n, k, atype, wtype, group, zero_point)
     kern = _KERNELS.get(key)
-    if kern is None or (tune and key not in _TUNED):
+    if kern is None or (tune and key not in _TUNED) or (config and kern.config != config):
         if _capturing(device):
             raise RuntimeError(f"tilevm.qmatmul: no kernel for M={m}, N={n}, K={k}, {atype} x {wtype} on {device} "
                                "while a CUDA graph is being captured (compiling is not allowed there): run the "
                                "call once before capturing, or tilevm.precompile_qmatmul(qw, m)")
         idx = device.index if device.index is not None else torch.cuda.current_device()
-        kern = _C.QMatmulGpu.prepare(idx, m, n, k, atype, wtype, group, zero_point, "", tune)
+        kern = _C.QMatmulGpu.prepare(idx, m, n, k, atype, wtype, group, zero_point, config, tune and not config)
         _KERNELS[key] = kern
         if tune:
             _TUNED.add(key)
@@ -201,11 +201,11 @@ def qmatmul(x: Tensor, qw) -> Tensor:
     return _qmatmul_impl(x, qw.codes, qw.scales, qw.zeros, qw.wtype, qw.group, n)
 
 
-def precompile(qw, m: int, tune: bool) -> str:
+def precompile(qw, m: int, tune: bool, config: str = "") -> str:
     if not torch.is_tensor(qw.codes) or qw.codes.device.type != "cuda":
         raise ValueError(f"precompile_qmatmul prepares a GPU kernel; the weight is on {qw.device}: qw.to('cuda')")
     k, n = qw.shape
-    kern = _kernel(qw.codes.device, m, n, k, qw.scale_type, qw.wtype, qw.group, qw.zero_point, tune)
+    kern = _kernel(qw.codes.device, m, n, k, qw.scale_type, qw.wtype, qw.group, qw.zero_point, tune, config)
     _transformed(qw.codes, kern, qw.codes.device)
     return kern.config
 

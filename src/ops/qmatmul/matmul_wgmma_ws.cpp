@@ -209,8 +209,7 @@ struct StreamKFlush {
     ProgramBuilder& pb = k.pb;
     const DataType f32 = DataType::f32();
     // At most `slots` blocks share a tile (the same sums as stream_k_split: the workspace holds them).
-    Scalar slots = pb.let("slots", min(ceil_div(m.k_tiles * m.tiles_m * ceil_div(m.n, k.BN), m.per),
-                                       ceil_div(m.k_tiles - 1, m.per) + 1));
+    Scalar slots = pb.let("slots", min(ceil_div(m.iterations, m.per), ceil_div(m.k_tiles - 1, m.per) + 1));
     gp = pb.view_global("gp", *m.p_ptr, f32, {slots, m.m, m.n});
     gc = pb.view_global("gc", m.c_ptr, k.p.atype, {m.m, m.n});
     gcount = pb.view_global("gcount", *m.count_ptr, DataType::i32(), {m.tiles_m * ceil_div(m.n, k.BN)});
@@ -229,24 +228,12 @@ struct StreamKFlush {
       Scalar lead = pb.let("lead", (tile * m.k_tiles) / m.per);
       Scalar parts = pb.let("parts", ((tile + 1) * m.k_tiles - 1) / m.per - lead + 1);
       Tensor result = pb.view("acc_t", acc, layout_c);
-      if (k.s.per_channel && k.fits) {
-        Tensor sc =
-            pb.load_global("sc", m.gs, pb.named_layout("layout_so", column_row(layout_c)), {0, bj * k.BN});
-        pb.mul(out(result), result, pb.cast("sc32", sc, f32));
-      }
+      m.scale_per_channel(result, layout_c, bj);
       pb.if_(parts == 1, [&] {
           pb.store_global(pb.cast("cv", result, at), *gc, {bi * k.BM, bj * k.BN});
         }).else_([&] {
         pb.store_global(result, (*gp)[m.first / m.per - lead], {bi * k.BM, bj * k.BN});
-        const Scalar ticket = pb.take_ticket("ticket", *gcount, parts, {tile});
-        pb.if_(ticket == parts - 1, [&] {
-          Tensor sum = pb.load_global("sum", (*gp)[0], layout_r, {bi * k.BM, bj * k.BN});
-          pb.for_range("z", 1, parts, [&](Scalar z) {
-            Tensor part = pb.load_global("part", (*gp)[z], layout_r, {bi * k.BM, bj * k.BN});
-            pb.add(out(sum), sum, part);
-          });
-          pb.store_global(pb.cast("cv", sum, at), *gc, {bi * k.BM, bj * k.BN});
-        });
+        m.sum_when_last(*gp, *gc, *gcount, layout_r, parts, tile, bi, bj);
       });
       // The next tile's sums start from zero.
       Tensor zero = pb.allocate_register("zero", f32, layout_acc, 0.0);

@@ -68,9 +68,9 @@ MatmulData declare(MatmulConstants& k) {
   // takes iterations [b * per, min(iterations, (b + 1) * per)).
   Scalar k_tiles = pb.let("k_tiles", ceil_div(k_size, k.BK));
   Scalar tiles_m = stream ? pb.let("tiles_m", ceil_div(m, k.BM)) : ceil_div(m, k.BM);
-  Scalar per, first, count;
+  Scalar per, first, count, total = iterations;
   if (stream) {
-    Scalar total = pb.let("iterations", tiles_m * ceil_div(n, k.BN) * k_tiles);
+    total = pb.let("iterations", tiles_m * ceil_div(n, k.BN) * k_tiles);
     per = pb.let("per", ceil_div(total, min(Scalar(k.c.stream_k), total)));
     first = pb.let("first", b * per);
     count = pb.let("count", max(0, min(total - first, per)));
@@ -86,8 +86,8 @@ MatmulData declare(MatmulConstants& k) {
   std::optional<Tensor> smem_s, smem_z;
   if (!k.s.per_channel) smem_s = pb.allocate_shared("smem_s", at, {k.STAGES, k.SROWS, k.BN});
   if (gz && !k.s.per_channel) smem_z = pb.allocate_shared("smem_z", at, {k.STAGES, k.SROWS, k.BN});
-  return MatmulData{c_ptr, p_ptr, count_ptr, m,       n,       bi,  bj,     bz,     ga,     gt,    gs,
-                    gz,    first, count,     k_tiles, tiles_m, per, smem_a, smem_b, smem_s, smem_z};
+  return MatmulData{c_ptr, p_ptr, count_ptr, m,       n,       bi,  bj,    bz,     ga,     gt,     gs,
+                    gz,    first, count,     k_tiles, tiles_m, per, total, smem_a, smem_b, smem_s, smem_z};
 }
 
 }  // namespace
@@ -210,14 +210,36 @@ Layout MatmulPipeline::partials_layout() const {
   return lay;
 }
 
+void MatmulPipeline::scale_per_channel(const ir::Tensor& result, const Layout& layout_o,
+                                       const ir::Scalar& tile_n) {
+  using namespace ir;
+  if (!k.s.per_channel || !k.fits) return;
+  Tensor sc =
+      pb.load_global("sc", gs, pb.named_layout("layout_so", column_row(layout_o)), {0, tile_n * k.BN});
+  Tensor sc32 = pb.cast("sc32", sc, DataType::f32());
+  pb.mul(out(result), result, sc32);
+}
+
+void MatmulPipeline::sum_when_last(const ir::Tensor& gp, const ir::Tensor& gc, const ir::Tensor& gcount,
+                                   const Layout& layout_r, const ir::Scalar& parts, const ir::Scalar& tile,
+                                   const ir::Scalar& tile_m, const ir::Scalar& tile_n) {
+  using namespace ir;
+  const Scalar ticket = pb.take_ticket("ticket", gcount, parts, {tile});
+  pb.if_(ticket == parts - 1, [&] {
+    Tensor sum = pb.load_global("sum", gp[0], layout_r, {tile_m * k.BM, tile_n * k.BN});
+    pb.for_range("z", 1, parts, [&](Scalar z) {
+      Tensor part = pb.load_global("part", gp[z], layout_r, {tile_m * k.BM, tile_n * k.BN});
+      pb.add(out(sum), sum, part);
+    });
+    Tensor cv = pb.cast("cv", sum, k.p.atype);
+    pb.store_global(cv, gc, {tile_m * k.BM, tile_n * k.BN});
+  });
+}
+
 void MatmulPipeline::store(const ir::Tensor& result, const Layout& layout_o) {
   using namespace ir;
   const DataType at = k.p.atype, f32 = DataType::f32();
-  if (k.s.per_channel && k.fits) {
-    Tensor sc = pb.load_global("sc", gs, pb.named_layout("layout_so", column_row(layout_o)), {0, bj * k.BN});
-    Tensor sc32 = pb.cast("sc32", sc, f32);
-    pb.mul(out(result), result, sc32);
-  }
+  scale_per_channel(result, layout_o, bj);
   if (k.c.split_k == 1) {
     Tensor gc = pb.view_global("gc", c_ptr, at, {m, n});
     Tensor cv = pb.cast("cv", result, at);
@@ -236,16 +258,7 @@ void MatmulPipeline::store(const ir::Tensor& result, const Layout& layout_o) {
   Tensor gc = pb.view_global("gc", c_ptr, at, {m, n});
   const Scalar tiles_m = ceil_div(m, k.BM);
   Tensor gcount = pb.view_global("gcount", *count_ptr, DataType::i32(), {tiles_m * ceil_div(n, k.BN)});
-  const Scalar ticket = pb.take_ticket("ticket", gcount, Scalar(k.SPLIT), {bi + bj * tiles_m});
-  pb.if_(ticket == Scalar(k.SPLIT - 1), [&] {
-    Tensor sum = pb.load_global("sum", gp[0], layout_r, {bi * k.BM, bj * k.BN});
-    pb.for_range("z", 1, k.SPLIT, [&](Scalar z) {
-      Tensor part = pb.load_global("part", gp[z], layout_r, {bi * k.BM, bj * k.BN});
-      pb.add(out(sum), sum, part);
-    });
-    Tensor cv = pb.cast("cv", sum, at);
-    pb.store_global(cv, gc, {bi * k.BM, bj * k.BN});
-  });
+  sum_when_last(gp, gc, gcount, layout_r, Scalar(k.SPLIT), bi + bj * tiles_m, bi, bj);
 }
 
 }  // namespace tilevm::ops

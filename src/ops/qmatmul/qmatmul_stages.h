@@ -52,6 +52,7 @@ struct MatmulData {
   ir::Scalar first, count;       // this block's k-tiles: first .. first + count - 1 (stream-K: iterations)
   ir::Scalar k_tiles, tiles_m;   // k-tiles of a tile, and tiles along M
   ir::Scalar per;                // stream-K: the iterations of a block (bi, bj and bz are then 0)
+  ir::Scalar iterations;         // stream-K: every tile's k-tiles
   ir::Tensor smem_a, smem_b;
   std::optional<ir::Tensor> smem_s, smem_z;  // per group (not per channel): scales, zeros
 };
@@ -93,6 +94,14 @@ class MatmulPipeline : public MatmulData {
   // the last of its SPLIT blocks the sum of the partials into C (by the threads that compute: the consumer
   // region of the warp-specialized form).
   void store(const ir::Tensor& result, const layout::Layout& layout_o);
+  // store()'s pieces, which stream-K's flush (matmul_wgmma_ws.cpp) runs for each tile it leaves: per channel
+  // (the fast path), `result` times the scales of tile column tile_n; and, after a block stored its partial
+  // sums in gp, its ticket from gcount[tile], and for the last of the tile's `parts` blocks the sum of
+  // gp[0 .. parts) in order (the same bits every run) into C.
+  void scale_per_channel(const ir::Tensor& result, const layout::Layout& layout_o, const ir::Scalar& tile_n);
+  void sum_when_last(const ir::Tensor& gp, const ir::Tensor& gc, const ir::Tensor& gcount,
+                     const layout::Layout& layout_r, const ir::Scalar& parts, const ir::Scalar& tile,
+                     const ir::Scalar& tile_m, const ir::Scalar& tile_n);
   // The layout in which the last block of a tile sums its partials: the [BM, BN] tile over the computing
   // threads, 4 consecutive f32 each (store() says how).
   layout::Layout partials_layout() const;
