@@ -290,6 +290,47 @@ TEST(TuneCostModel, RegisterAAgainstSharedA) {
   ADD_FAILURE() << "no configuration with register A in the H200's space";
 }
 
+// Stream-K against split-K with the same tiles, as measured on the H200 (docs/performance.md, fifteenth
+// session): it wins where the tiles leave a partial last wave that no split fills (8192 x 57344 at M = 128:
+// 448 tiles, 213.0 us against 228.5 unsplit), and loses its steady state's 10% where two splits fill the SMs
+// (8192 x 8192 at M = 64: 31.4 against 28.7 for split 2).
+TEST(TuneCostModel, StreamKWhereTheTilesFillTheSmsBadly) {
+  const target::Target t = target::Target::h200();
+  auto best = [&](const QMatmulProblem& p, bool stream) {
+    double seconds = 1e9;
+    for (const QMatmulConfig& c : ops::qmatmul_config_space(p, {.target = &t}))
+      if (c.register_a && c.block_n == 128 && c.block_k == 128 && (c.stream_k > 0) == stream)
+        seconds = std::min(seconds, ops::estimate_qmatmul(p, c, t).seconds);
+    return seconds;
+  };
+  EXPECT_LT(best(problem(128, 57344, 8192), true), best(problem(128, 57344, 8192), false));
+  EXPECT_GT(best(problem(64, 8192, 8192), true), best(problem(64, 8192, 8192), false));
+  // One block per SM, and only from M = 32 (as split 3).
+  const QMatmulProblem p = problem(64, 4096, 14336);
+  int stream = 0;
+  for (const QMatmulConfig& c : ops::qmatmul_config_space(p, {.target = &t}))
+    if (c.stream_k > 0) {
+      ++stream;
+      EXPECT_EQ(c.stream_k, t.sm_count) << c.name();
+    }
+  EXPECT_GT(stream, 0);
+  const QMatmulProblem decode = problem(16, 4096, 14336);
+  for (const QMatmulConfig& c : ops::qmatmul_config_space(decode, {.target = &t}))
+    EXPECT_EQ(c.stream_k, 0) << c.name();
+}
+
+// One block an SM hides no block's epilogue: split 4 over seven waves of 4096 x 28672 at M = 128 measured
+// 101.5 us on the H200 against 68.1 unsplit (the model without the per-wave epilogue said 63 and 64).
+TEST(TuneCostModel, SplitsOverManyWavesPayEachWavesEpilogue) {
+  const target::Target t = target::Target::h200();
+  const QMatmulProblem p = problem(128, 28672, 4096);
+  const double split4 =
+      ops::estimate_qmatmul(p, QMatmulConfig::parse("bm128_bn128_bk128_sk128_w1x8_s3_k4_wsr"), t).seconds;
+  const double whole =
+      ops::estimate_qmatmul(p, QMatmulConfig::parse("bm128_bn128_bk128_sk128_w1x8_s3_k1_wsr"), t).seconds;
+  EXPECT_GT(split4, 1.2 * whole);
+}
+
 TEST(TuneCostModel, NoWgmmaBeforeHopper) {
   const target::Target a100 = target::Target::for_arch("sm_80");
   const QMatmulProblem p = problem(64, 8192, 8192);

@@ -39,6 +39,23 @@ void add_splits(const QMatmulProblem& p, const target::Target& target, QMatmulCo
   }
 }
 
+// Stream-K (QMatmulConfig::stream_k) of a register-A configuration: one block per SM, as these forms run,
+// where the tiles fill the SMs unevenly and each block would still take a few k-tiles.
+void add_stream_k(const QMatmulProblem& p, const target::Target& target, QMatmulConfig c,
+                  std::vector<QMatmulConfig>& out) {
+  const int64_t tiles = ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n);
+  const int64_t sms = target.sm_count;
+  if (tiles % sms == 0 || tiles * ceil_div(p.k, c.block_k) < 4 * sms) return;
+  c.split_k = 1;
+  c.stream_k = sms;
+  try {
+    check_config(p, c, target);
+  } catch (const Error&) {
+    return;
+  }
+  out.push_back(c);
+}
+
 // The k-side choices for one (block_m, block_n, warps): every block_k, stages and split_k the rules allow.
 void add_k_choices(const QMatmulProblem& p, const target::Target& target, QMatmulConfig c,
                    std::vector<QMatmulConfig>& out) {
@@ -141,10 +158,14 @@ std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
   // specialization, and warp-specialized with register A. Split-K also in 3: one block per SM leaves these
   // forms at the mercy of wave quantization, and 80 tiles (8192 x 10240 at M = 64) fill 132 SMs best three
   // ways (the H200: 40.3 us against 45.6 unsplit and 50.5 in two; on six other layers 3 never won, and the
-  // model did not pick it there). Not below M = 32: there the model, which rates register A too well at
-  // decode, took bm16 _wsr in three over the mma.sync forms, which measured faster (the H200 at 8192 x 10240:
-  // 30.9 us against 23.1 at M = 1, 31.2 against 27.1 at M = 16). check_config drops what does not apply
-  // (zero points are fine; the f32 path and groups below block_k are not).
+  // model did not pick it there). Register A also as stream-K, which fills the SMs whatever the tile count:
+  // on the H200 at M = 32 to 128 it took 0.87 to 0.99 of the best of splits 1 to 3 on 14336 x 4096, 4096 x
+  // 4096 and 8192 x 57344, but 1.04 to 1.16 on 8192 x 8192 and 28672 x 8192, where two splits of 64 tiles
+  // fill 128 SMs (docs/performance.md, fifteenth session); the model ranks it with the splits and timing
+  // decides. Neither split 3 nor stream-K below M = 32: there the model, which rates register A too well at
+  // decode, took bm16 _wsr in three over the mma.sync forms, which measured faster (the H200 at 8192 x
+  // 10240: 30.9 us against 23.1 at M = 1, 31.2 against 27.1 at M = 16). check_config drops what does not
+  // apply (zero points are fine; the f32 path and groups below block_k are not).
   if (target.features.wgmma) {
     const int64_t rows = std::min<int64_t>(256, (p.m + 15) / 16 * 16);
     std::vector<int64_t> wgmma_block_ms{rows};
@@ -168,6 +189,7 @@ std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
               c.warp_specialized = form > 0;
               c.register_a = form == 2;
               add_splits(p, target, c, 16, false, space, /*three=*/p.m >= 32);
+              if (c.register_a && p.m >= 32) add_stream_k(p, target, c, space);
             }
           }
         }

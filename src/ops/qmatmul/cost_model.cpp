@@ -86,9 +86,19 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   const int64_t k_tiles = ceil_div(p.k, c.block_k);
   const int64_t groups = p.k / p.group;
 
+  // Stream-K (StreamK in qmatmul.h): one row of blocks, each `per` of the tiles' k-tiles; a tile that
+  // several blocks share costs each of them a partial store, and its last block reads them all back.
+  const bool stream = c.stream_k > 0;
+  const StreamK sk = stream_k_split(p, c);
+  int64_t partial_tiles = 0;  // (block, tile) pairs that store partial sums
+  for (int64_t t = 0; stream && t < sk.tiles; ++t) {
+    const int64_t parts = ((t + 1) * k_tiles - 1) / sk.per - t * k_tiles / sk.per + 1;
+    if (parts > 1) partial_tiles += parts;
+  }
+
   tune::CostEstimate e;
   e.threads = c.block_threads();
-  e.blocks = tiles_m * tiles_n * c.split_k;
+  e.blocks = stream ? sk.blocks : tiles_m * tiles_n * c.split_k;
   e.blocks_per_sm = blocks_per_sm(p, c, r);
 
   // Bytes. The grid's fastest axis is M (qmatmul<ceil(m/BM), ceil(n/BN), split_k>), so the blocks resident
@@ -99,16 +109,20 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   const double scales = static_cast<double>(groups * p.n) * elem * (p.zero_point ? 2 : 1);
   const double a = static_cast<double>(p.m * p.k) * elem;
   const double out = static_cast<double>(p.m * p.n) * elem;
-  const double partials = static_cast<double>(qmatmul_workspace_bytes(p, c));
+  const double partials = stream ? static_cast<double>(partial_tiles) * static_cast<double>(p.m * p.n) /
+                                       static_cast<double>(tiles_m * tiles_n) * 4
+                                 : static_cast<double>(qmatmul_workspace_bytes(p, c));
   const int64_t concurrent = static_cast<int64_t>(r.sm_count) * e.blocks_per_sm;
   e.waves = ceil_div(e.blocks, concurrent);
   const double a_reads = a <= 0.5 * static_cast<double>(r.l2_cache_bytes)
                              ? 1.0
                              : static_cast<double>(std::min(e.waves, tiles_n));
-  const double dram_main = weight + scales + a * a_reads + (c.split_k > 1 ? partials : out);
+  // Split-K's C is stored by the last blocks after the waves (the tail below); stream-K's along the runs.
+  const double dram_main =
+      weight + scales + a * a_reads + (c.split_k > 1 ? partials : out) + (stream ? partials : 0);
   e.dram_bytes = dram_main + (c.split_k > 1 ? out : 0);
   e.l2_bytes = (weight + scales) * static_cast<double>(tiles_m) + a * static_cast<double>(tiles_n) +
-               (c.split_k > 1 ? partials : out);
+               (c.split_k > 1 ? partials : out) + (stream ? 2 * partials : 0);
 
   // Work.
   const double padded_m = static_cast<double>(tiles_m * c.block_m);
@@ -142,7 +156,9 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   // a little more per weight; warps along M each redo the same weights.
   const double piece_m = static_cast<double>(c.block_m / c.warps_m);
   // With warps along K each warp takes 1 / warps_k of the block's K range.
-  const double k_per_block = padded_k / static_cast<double>(c.split_k);
+  // Stream-K's blocks take `per` k-tiles each, across tiles.
+  const double k_per_block =
+      stream ? static_cast<double>(sk.per * c.block_k) : padded_k / static_cast<double>(c.split_k);
   const double k_per_warp = k_per_block / static_cast<double>(c.warps_k);
   const double warps = static_cast<double>(c.warps_m * c.warps_n * c.warps_k);
   // A thread's weights per slice (an mma B fragment is 4 of every 16 x 8), and the slice's fixed work.
@@ -167,6 +183,8 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   const double warp_rate = calibration.warp_weights_per_ns * 1e9,
                sm_rate = calibration.sm_weights_per_ns * 1e9;
 
+  // Stream-K's blocks read k-tiles scattered over K, where a split's all read one k-tile of every column.
+  const double step_cost = stream ? calibration.stream_k_step_cost : 1.0;
   struct Sums {
     double dram = 0, dram_latency = 0, l2 = 0, mma = 0, alu = 0, issue = 0, fill = 0, total = 0;
   } sums;
@@ -194,7 +212,7 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
     sums.alu += n * t_alu;
     sums.issue += n * t_issue;
     sums.fill += n * latency;  // the pipeline's first loads, and the epilogue's stores
-    sums.total += n * (std::max({t_dram, t_l2, t_mma, t_alu, t_issue}) + latency);
+    sums.total += n * (std::max({t_dram, t_l2, t_mma, t_alu, t_issue}) * step_cost + latency);
   };
   add_wave(concurrent, e.blocks / concurrent);
   add_wave(e.blocks % concurrent, 1);
@@ -203,8 +221,20 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   // The split-K tail: the last block of a tile reads the split_k partial tiles back from L2 on one SM, after
   // the others have stored theirs; the last tile's sum runs alone after the waves (measured on the H200: a
   // [16, 256] tile with split 8, 128 KB, costs about 3 us where a [8, 128] one with split 8 costs under 1).
-  const double tail =
-      c.split_k > 1 ? static_cast<double>(c.split_k * c.block_m * c.block_n * 4) / (l2_bw / sms) : 0;
+  // Stream-K's is the same with its slots: the block that ends a shared tile's run sums it after its own.
+  const int64_t summed = stream ? (partial_tiles > 0 ? sk.slots : 0) : c.split_k > 1 ? c.split_k : 0;
+  const double tile_bytes = static_cast<double>(c.block_m * c.block_n * 4);
+  double tail = static_cast<double>(summed) * tile_bytes / (l2_bw / sms);
+  // With one block an SM nothing hides a block's epilogue: every wave waits for its partial stores and its
+  // last blocks' sums before the next wave's blocks start (the H200 at 4096 x 28672, M = 128: split 4 over
+  // seven waves took 101.5 us against 68.1 unsplit, where the waves alone made them 63 and 64).
+  if (e.blocks_per_sm == 1 && c.split_k > 1)
+    tail += static_cast<double>(e.waves - 1) * static_cast<double>(summed + 1) * tile_bytes / (l2_bw / sms);
+  // A stream-K block stops its run where it leaves a shared tile (about twice): the consumers store the
+  // partial sums and take a ticket, two round trips, while the producer waits on a full pipeline.
+  if (stream)
+    tail += static_cast<double>(partial_tiles) / static_cast<double>(sk.blocks) *
+            (2 * latency + tile_bytes / (l2_bw / sms));
   const double seconds = launch + sums.total + tail;
   e.seconds = seconds;
 

@@ -202,6 +202,7 @@ struct StreamKFlush {
   const Layout& layout_c;
   std::optional<Tensor> gp, gc, gcount;
   Layout layout_r;
+  std::optional<Scalar> tile_end;  // the step that ends the block's current tile
 
   StreamKFlush(MatmulConstants& k, MatmulPipeline& m, const Tensor& acc, const Layout& layout_acc,
                const Layout& layout_c)
@@ -214,15 +215,16 @@ struct StreamKFlush {
     gc = pb.view_global("gc", m.c_ptr, k.p.atype, {m.m, m.n});
     gcount = pb.view_global("gcount", *m.count_ptr, DataType::i32(), {m.tiles_m * ceil_div(m.n, k.BN)});
     layout_r = pb.named_layout("layout_r", m.partials_layout());
+    // Counted from step to step, so that the loop divides only where a tile ends.
+    tile_end = pb.let("tile_end", m.k_tiles - 1 - m.first % m.k_tiles);
   }
 
   void operator()(const Scalar& t) const {
     ProgramBuilder& pb = k.pb;
     const DataType at = k.p.atype, f32 = DataType::f32();
-    Scalar it = pb.let("it", m.first + t);
-    Scalar kt = pb.let("kt_end", it % m.k_tiles);
-    pb.if_(logical_or(kt == m.k_tiles - 1, t == m.count - 1), [&] {
-      Scalar tile = pb.let("tile", it / m.k_tiles);
+    pb.if_(logical_or(t == *tile_end, t == m.count - 1), [&] {
+      pb.assign(*tile_end, *tile_end + m.k_tiles);
+      Scalar tile = pb.let("tile", (m.first + t) / m.k_tiles);
       Scalar bi = pb.let("ti", tile % m.tiles_m), bj = pb.let("tj", tile / m.tiles_m);
       // The blocks that share the tile: from the one holding its first k-tile to the one holding its last.
       Scalar lead = pb.let("lead", (tile * m.k_tiles) / m.per);

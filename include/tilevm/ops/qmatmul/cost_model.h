@@ -19,7 +19,8 @@
 // in a wave is capped by Little's law, bytes in flight (stages - 1 tiles per resident block) / latency, and
 // by what the active SMs can pull (sm_dram_gbps each), which is what makes a decode shape with too few blocks
 // slow and split-K fast. A launch costs launch_us (the device's figures are target::Target's); split-K is
-// one launch too.
+// one launch too. Stream-K is one wave of blocks that each take `per` k-tiles (StreamK), plus the partial
+// sums of the tiles that blocks share, written and read back, and the last such tile's sum as split-K's tail.
 //
 // dequant_gemm is two steps: the dequantize program (reads the codes and scales, writes the dense ATYPE
 // weight, DRAM-bound) and cuBLAS's GEMM (2MNK at gemm_tflops, or its bytes at DRAM speed), a launch each.
@@ -73,6 +74,12 @@ struct QMatmulCalibration {
   // says 474 (M = 256 and 512 on five layers, bm128 _wsr; docs/performance.md, fourteenth session). The
   // shared-A forms stay at 1: _ws measured 457 to 512.
   double rs_mma_rate = 1.25;
+  // Stream-K's steady state relative to split-K's (QMatmulConfig::stream_k): at each step the blocks of a
+  // split read one k-tile of every column (a contiguous run of the transformed weight and one row of
+  // scales), stream-K's read k-tiles scattered over K. Measured on the H200 where both make the same runs
+  // (8192 x 8192 at M = 32 and 64: 128 blocks of 32 k-tiles, split 2 or stream-K): 1.09 to 1.10 of the
+  // split's time (docs/performance.md, fifteenth session).
+  double stream_k_step_cost = 1.1;
 };
 
 // @throws tilevm::Error when the problem or configuration is invalid (check_config).
