@@ -98,6 +98,15 @@ void add_warps_k_choices(const QMatmulProblem& p, const target::Target& target, 
   }
 }
 
+// Blocks of one warp (32 columns, no warps along K) where they would be more than four to an SM: on the H100
+// they measured 1.4 to 1.7 x the time of wider blocks on 8192 x 57344 at M = 1 to 16 (141.1 against 100.3 us
+// at M = 1; 167.7 against 99.9 at M = 16), and the cost model, which rates them close to the wide ones,
+// picked them there (docs/performance.md, fifteenth session). Where they are few (8192 columns: 256 blocks)
+// they stay: with warps along K they won at M = 16.
+bool one_warp_too_many(const QMatmulProblem& p, const target::Target& target) {
+  return ceil_div(p.n, 32) > 4 * static_cast<int64_t>(target.sm_count);
+}
+
 }  // namespace
 
 std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
@@ -126,7 +135,7 @@ std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
           c.block_n = bn;
           c.warps_m = bm / piece_m;
           c.warps_n = bn / piece_n;
-          add_k_choices(p, target, c, space);
+          if (warps > 1 || !one_warp_too_many(p, target)) add_k_choices(p, target, c, space);
           if (bm <= 32 && warps <= 4) add_warps_k_choices(p, target, c, space);
         }
       }
@@ -138,6 +147,7 @@ std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
   // add_splits) drops these where the swap does not apply (the f32 path).
   if (p.m <= 8) {
     for (int64_t bn = 32; bn <= bn_top; bn *= 2) {
+      if (bn == 32 && one_warp_too_many(p, target)) continue;
       QMatmulConfig c;
       c.block_m = 8;
       c.block_n = bn;
