@@ -496,8 +496,21 @@ class Pipeline : public ir::IRMutator {
                           const ir::InstStmt* async, ir::Block& body,
                           const std::function<void()>& after_async, bool synchronize_after_wait = true) {
     const std::set<const ir::InstStmt*> moved(copies.begin(), copies.end());
+    const std::set<const ir::InstStmt*> in_registers =
+        async ? std::set<const ir::InstStmt*>{} : register_gemms(f, buffers);
+    std::vector<const ir::VarNode*> in_flight;  // the fragment of each DotAsync not yet retired, in order
     for (const ir::Stmt& s : f.body) {
-      if (const auto* is = s ? s->as<ir::InstStmt>() : nullptr; is && moved.count(is)) continue;
+      const auto* is = s ? s->as<ir::InstStmt>() : nullptr;
+      if (is && moved.count(is)) continue;
+      if (is && in_registers.count(is)) {
+        const ir::Stmt restaged = restage(s, buffers, here);
+        const auto* g = restaged->as<ir::InstStmt>()->inst->as<ir::GemmInst>();
+        body.push_back(inst_stmt(
+            std::make_shared<ir::DotAsyncInst>(g->a, g->b, g->c, g->transpose_a, g->transpose_b, g->loc)));
+        in_flight.push_back(g->a.tensor.get());
+        continue;
+      }
+      if (!in_registers.empty()) retire_before_writes(s, in_flight, body);
       if (s.get() != async) {
         body.push_back(restage(s, buffers, here));
         continue;
@@ -512,6 +525,51 @@ class Pipeline : public ir::IRMutator {
       if (synchronize_after_wait) body.push_back(inst_stmt(std::make_shared<ir::SynchronizeInst>(g.loc)));
       after_async();
     }
+    // The register-A products retire within their step (the code generator keeps none of the RS form in
+    // flight across the loop's back edge): the stage they read is then released as after a plain body.
+    if (!in_flight.empty()) body.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(0, f.loc)));
+  }
+
+  // The Gemms of the loop body whose a is a fragment (not a buffered tile) and whose b is a buffered tile,
+  // all chosen for wgmma (infer_layouts: the register-A form) and two or more, into one accumulator that
+  // nothing else in the body names. They run as DotAsync, so that the conversion of one group of the step's
+  // weights overlaps the product of the group before (the quantized matmul's _wsr step, written as tile
+  // operators). Empty when any Gemm of the body is of another kind: then each is synchronous.
+  static std::set<const ir::InstStmt*> register_gemms(const ir::ForStmt& f,
+                                                      const std::map<const ir::VarNode*, ir::Var>& buffers) {
+    std::vector<const ir::InstStmt*> found;
+    const ir::VarNode* acc = nullptr;
+    for (const ir::Stmt& s : f.body) {
+      const auto* is = s ? s->as<ir::InstStmt>() : nullptr;
+      const auto* g = is ? is->inst->as<ir::GemmInst>() : nullptr;
+      if (!g) continue;
+      if (!g->wgmma.value_or(false) || !buffers.count(g->b.tensor.get()) ||
+          buffers.count(g->a.tensor.get()) || g->a.type().scope != Scope::Register ||
+          (acc && acc != g->c.tensor.get()))
+        return {};
+      acc = g->c.tensor.get();
+      found.push_back(is);
+    }
+    if (found.size() < 2) return {};
+    Accesses inside;
+    inside.visit_block(f.body);
+    if (inside.uses[acc] != static_cast<int>(found.size())) return {};
+    return {found.begin(), found.end()};
+  }
+
+  // Before a statement that writes a fragment that a DotAsync in flight reads (its registers are wgmma's
+  // operand until the product retires): the wait that retires that product and those issued before it.
+  static void retire_before_writes(const ir::Stmt& s, std::vector<const ir::VarNode*>& in_flight,
+                                   ir::Block& body) {
+    Accesses a;
+    a.visit_block(ir::Block{s});
+    size_t last = in_flight.size();
+    for (size_t i = 0; i < in_flight.size(); ++i)
+      if (a.writes.count(in_flight[i])) last = i;
+    if (last == in_flight.size()) return;
+    const int64_t younger = static_cast<int64_t>(in_flight.size() - 1 - last);
+    body.push_back(inst_stmt(std::make_shared<ir::DotAsyncWaitInst>(younger, s->loc)));
+    in_flight.erase(in_flight.begin(), in_flight.begin() + static_cast<std::ptrdiff_t>(last + 1));
   }
 
   // Every pipelined tile is one the TMA writes: rank 2, in the tile layer's swizzled layout with rows of 32,

@@ -3,6 +3,8 @@
 // outputs; and the text form of a Parallel loop, which prints back as it parses.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/ir/printer.h"
 #include "tilevm/ir/visitor.h"
+#include "tilevm/runtime/nvrtc.h"
 
 namespace tilevm::tile {
 namespace {
@@ -290,8 +293,14 @@ TEST(TileParallel, TextRoundTrips) {
 // reads it from registers (mma.sync: wgmma takes b only from shared memory).
 void expect_dequant_gemm(const std::string& wtype, const std::map<std::string, std::string>& defines,
                          const target::Target& target, int64_t m, int64_t n, int64_t k, bool gpu = false,
-                         bool in_registers = false, const std::string& example = "tile/dequant_gemm.tile") {
+                         bool in_registers = false, const std::string& example = "tile/dequant_gemm.tile",
+                         const std::vector<std::pair<std::string, std::string>>& edits = {}) {
   std::string source = example_test::read_text(example_test::example_path(example));
+  for (const auto& [from, to] : edits) {
+    const size_t at = source.find(from);
+    ASSERT_NE(at, std::string::npos) << "the example no longer has " << from;
+    source.replace(at, from.size(), to);
+  }
   for (size_t at = source.find("u4"); at != std::string::npos; at = source.find("u4", at + wtype.size()))
     source.replace(at, 2, wtype);
   if (in_registers) {
@@ -375,6 +384,67 @@ TEST(TileParallel, DequantGemmWithRegisterA) {
   }
   expect_dequant_gemm("u3", {}, target::Target::generic_sm80(), 70, 136, 320, false, false,
                       "tile/dequant_gemm_rs.tile");
+}
+
+// dequant_gemm_rs_groups.tile: two register-A Gemms a step, asynchronous on sm_90a; K ragged within the
+// second group (200) and at a group's edge (320).
+TEST(TileParallel, DequantGemmWithRegisterAGroups) {
+  for (const char* wtype : {"u4", "i8"}) {
+    for (int64_t k : {200, 320}) {
+      SCOPED_TRACE(fmt::format("{} k {}", wtype, k));
+      expect_dequant_gemm(wtype, {}, target::Target::h100_sxm(), 70, 136, k, false, false,
+                          "tile/dequant_gemm_rs_groups.tile");
+    }
+  }
+  expect_dequant_gemm("u3", {}, target::Target::generic_sm80(), 70, 136, 320, false, false,
+                      "tile/dequant_gemm_rs_groups.tile");
+}
+
+// On sm_90a the step issues both groups' products as DotAsync, the second group's conversion between them,
+// and retires both at the step's end. A fragment written while its product may still run waits for that
+// product first: a Fill of wf0 after both products waits for the older one only (DotAsyncWait(1)).
+TEST(TileParallel, RegisterAGemmsOfAStepRunAsynchronously) {
+  auto loop_text = [](const std::string& source) {
+    const std::optional<ir::Program> p =
+        lowered_text(source, "dequant_gemm_rs_groups.tile", {}, target::Target::for_arch("sm_90a"));
+    if (!p) return std::string();
+    const std::string text = ir::print_program(*p);
+    return text.substr(text.find("for k in"));
+  };
+  const std::string source =
+      example_test::read_text(example_test::example_path("tile/dequant_gemm_rs_groups.tile"));
+  // The GPU code: both products between straight-line conversions (the RS form's rule), compiled.
+  const std::optional<ir::Program> hopper =
+      lowered_text(source, "dequant_gemm_rs_groups.tile", {}, target::Target::for_arch("sm_90a"));
+  ASSERT_TRUE(hopper);
+  const codegen::cuda::EmittedKernel k =
+      codegen::cuda::emit_cuda(*hopper, {.target = target::Target::for_arch("sm_90a")});
+  if (runtime::nvrtc_available()) {
+    runtime::CompileOptions options{.arch = "sm_90a"};
+    options.extra_flags.push_back("-Xptxas=-v");
+    const runtime::CompiledKernel c = runtime::compile_cuda(k.source, k.kernel_name + ".cu", options);
+    EXPECT_NE(c.log.find(" 0 bytes spill stores"), std::string::npos) << c.log;
+  }
+  const std::string two = loop_text(source);
+  const size_t first = two.find("DotAsync(wf0"), second = two.find("DotAsync(wf1");
+  ASSERT_NE(first, std::string::npos) << two;
+  ASSERT_NE(second, std::string::npos) << two;
+  EXPECT_NE(two.find("out=wf1", first), std::string::npos);  // converted while group 0 multiplies
+  EXPECT_EQ(two.find("DotAsyncWait", first), two.find("DotAsyncWait(0)", second));
+  EXPECT_EQ(two.find("DotAsyncWait(", two.find("DotAsyncWait(0)", second) + 1), std::string::npos);
+
+  const std::string last_gemm = "        Gemm(wf1, sa1, acc, transpose_b=True)\n";
+  const std::vector<std::pair<std::string, std::string>> refill = {
+      {last_gemm, last_gemm + "        Fill(wf0, 0.0)\n"}};
+  std::string filled = source;
+  filled.replace(filled.find(last_gemm), last_gemm.size(), refill[0].second);
+  const std::string text = loop_text(filled);
+  const size_t one = text.find("DotAsyncWait(1)");
+  ASSERT_NE(one, std::string::npos) << text;
+  EXPECT_LT(text.find("DotAsync(wf1"), one) << text;
+  EXPECT_LT(one, text.find("DotAsyncWait(0)")) << text;
+  expect_dequant_gemm("u4", {}, target::Target::h100_sxm(), 70, 136, 320, false, false,
+                      "tile/dequant_gemm_rs_groups.tile", refill);
 }
 
 // The Gemm of dequant_gemm_rs.tile is one wgmma Dot with a in registers on sm_90a (the RS form), whose
@@ -495,6 +565,8 @@ TEST(TileParallelGpu, KernelsOnTheDevice) {
     SCOPED_TRACE(std::string("register a ") + wtype);
     expect_dequant_gemm(wtype, {}, target::Target::h100_sxm(), 333, 520, 384, true, false,
                         "tile/dequant_gemm_rs.tile");
+    expect_dequant_gemm(wtype, {}, target::Target::h100_sxm(), 333, 520, 328, true, false,
+                        "tile/dequant_gemm_rs_groups.tile");
   }
 }
 
