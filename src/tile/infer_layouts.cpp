@@ -261,8 +261,11 @@ class Inference {
     GemmShape shape{m, n, k, g.a.type().dtype, g.c.type().dtype};
     shape.a_shared = g.a.type().scope == ir::Scope::Shared;
     shape.b_shared = g.b.type().scope == ir::Scope::Shared;
-    // A register a is open while no other operator has decided its layout (the RS form takes it then).
-    shape.a_open = shape.a_shared ? open_shared_.count(g.a.tensor.get()) > 0 : !known(g.a.tensor);
+    // A register a is open while no other operator has decided its layout (the RS form takes it then), or
+    // where the RS form's layout is what was decided (a fragment that two such Gemms read).
+    const std::optional<layout::Layout> a_known = shape.a_shared ? std::nullopt : known(g.a.tensor);
+    shape.a_open = shape.a_shared ? open_shared_.count(g.a.tensor.get()) > 0
+                                  : !a_known || *a_known == gemm_wgmma_a_layout(m, k, threads_);
     shape.b_open = open_shared_.count(g.b.tensor.get()) > 0;
     shape.transpose_a = g.transpose_a;
     shape.transpose_b = g.transpose_b;

@@ -402,7 +402,8 @@ TEST(TileParallel, DequantGemmWithRegisterAGroups) {
 
 // On sm_90a the step issues both groups' products as DotAsync, the second group's conversion between them,
 // and retires both at the step's end. A fragment written while its product may still run waits for that
-// product first: a Fill of wf0 after both products waits for the older one only (DotAsyncWait(1)).
+// product first: a Fill of wf0 after both products waits for the older one only (DotAsyncWait(1)), and
+// one fragment for both groups waits for the first product before the second conversion.
 TEST(TileParallel, RegisterAGemmsOfAStepRunAsynchronously) {
   auto loop_text = [](const std::string& source) {
     const std::optional<ir::Program> p =
@@ -445,6 +446,20 @@ TEST(TileParallel, RegisterAGemmsOfAStepRunAsynchronously) {
   EXPECT_LT(one, text.find("DotAsyncWait(0)")) << text;
   expect_dequant_gemm("u4", {}, target::Target::h100_sxm(), 70, 136, 320, false, false,
                       "tile/dequant_gemm_rs_groups.tile", refill);
+
+  // Both groups in one fragment (both Gemms take it in wgmma's register-A layout): the second group's
+  // conversion waits for the first group's product.
+  const std::vector<std::pair<std::string, std::string>> one_fragment = {{"wf1[i, j] =", "wf0[i, j] ="},
+                                                                         {"Gemm(wf1", "Gemm(wf0"}};
+  std::string single = source;
+  for (const auto& [from, to] : one_fragment) single.replace(single.find(from), from.size(), to);
+  const std::string shared = loop_text(single);
+  const size_t wait = shared.find("DotAsyncWait(0)");
+  ASSERT_NE(wait, std::string::npos) << shared;
+  EXPECT_LT(shared.find("DotAsync(wf0"), wait) << shared;
+  EXPECT_LT(wait, shared.find("offset=[0, 64]")) << shared;  // before the second group's codes
+  expect_dequant_gemm("u4", {}, target::Target::h100_sxm(), 70, 136, 320, false, false,
+                      "tile/dequant_gemm_rs_groups.tile", one_fragment);
 }
 
 // The Gemm of dequant_gemm_rs.tile is one wgmma Dot with a in registers on sm_90a (the RS form), whose
