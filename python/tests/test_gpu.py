@@ -64,6 +64,37 @@ def test_runs_on_the_current_stream():
     assert torch.equal(y2, expected)
 
 
+def test_split_k_counters_serve_every_call():
+    # Split-K's and stream-K's ticket counters are zeroed once per stream and left at 0 by every run: calls
+    # after the first, on the same stream, on another stream, and inside a CUDA graph all compute the same.
+    qw = tilevm.quantize(rand(1024, 320, dtype=torch.float32, seed=21), "u4", group=128)
+    x = rand(40, 1024, seed=22)
+    configs = ["bm16_bn64_bk128_sk128_w1x4_s3_k4"]
+    if torch.cuda.get_device_capability() >= (9, 0):
+        configs.append("bm48_bn64_bk128_sk128_w1x4_s3_k1_wsr_p7")  # stream-K (sm_90a)
+    for config in configs:
+        assert tilevm.precompile_qmatmul(qw, 40, config=config) == config
+        first = tilevm.qmatmul(x, qw)
+        assert_close_to_reference(first, x, qw, rounded=weights_rounded(config, qw))
+        for _ in range(3):
+            assert torch.equal(tilevm.qmatmul(x, qw), first)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            ys = [tilevm.qmatmul(x, qw) for _ in range(3)]
+        side.synchronize()
+        assert all(torch.equal(y, first) for y in ys)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_y = tilevm.qmatmul(x, qw)
+        for _ in range(2):
+            static_y.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            assert torch.equal(static_y, first)
+        assert torch.equal(tilevm.qmatmul(x, qw), first)
+
+
 def test_cuda_graph_capture_and_replay():
     layer = tilevm.nn.QuantizedLinear.from_linear(torch.nn.Linear(1024, 512).half().cuda(), "f4e2m1", group=128)
     static_x = rand(4, 1024, seed=9)

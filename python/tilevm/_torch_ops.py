@@ -131,6 +131,29 @@ def _transformed(codes: Tensor, kern, device) -> Tensor:
     return entry[0]
 
 
+# Split-K's and stream-K's ticket counters. Every run of a kernel leaves them at 0 (the last block of a tile
+# takes the ticket back), so one zeroed buffer per stream serves every eager call on that stream: the calls
+# of one stream run one after another. A CUDA graph gets counters of its own, zeroed inside the capture, so
+# that no replay shares them with the eager calls of another stream.
+_COUNTERS = {}  # (device index, stream handle) -> zeroed uint8 tensor
+
+
+def _counters(kern, device, stream: int) -> Optional[Tensor]:
+    nbytes = kern.counter_bytes
+    if not nbytes:
+        return None
+    if _capturing(device):
+        return torch.zeros(nbytes, dtype=torch.uint8, device=device)
+    key = (device.index, stream)
+    buf = _COUNTERS.get(key)
+    if buf is None or buf.numel() < nbytes:
+        # Zeroed on this stream (the current one), before the launch that first uses it. The smaller buffer
+        # it replaces goes back to torch's allocator for this stream, ordered after the calls that used it.
+        buf = _COUNTERS[key] = torch.zeros(nbytes if buf is None else max(nbytes, 2 * buf.numel()),
+                                           dtype=torch.uint8, device=device)
+    return buf
+
+
 def _stream(device) -> int:
     # The current stream's handle; torch's raw query, cheaper than torch.cuda.current_stream(device).cuda_stream
     return torch._C._cuda_getCurrentRawStream(device.index)
@@ -158,10 +181,9 @@ def _qmatmul_impl(x: Tensor, codes: Tensor, scales: Tensor, zeros: Optional[Tens
         c = torch.empty((m, n), dtype=x.dtype, device=device)
         ws = kern.workspace_bytes
         workspace = torch.empty(ws, dtype=torch.uint8, device=device) if ws else None
-        # Split-K's ticket counters, zeroed on the stream for each call: a memset, but nothing shared between
-        # streams or CUDA graphs (the kernel leaves them at 0 too, so a cache per stream could save it).
-        counters = torch.zeros(kern.counter_bytes, dtype=torch.uint8, device=device) if kern.counter_bytes else None
-        kern.run(_stream(device), x2.data_ptr(), t.data_ptr(), scales.data_ptr(),
+        stream = _stream(device)
+        counters = _counters(kern, device, stream)
+        kern.run(stream, x2.data_ptr(), t.data_ptr(), scales.data_ptr(),
                  0 if zeros is None else zeros.data_ptr(), c.data_ptr(),
                  0 if workspace is None else workspace.data_ptr(), 0 if counters is None else counters.data_ptr())
     return c if flat else c.reshape(tuple(x.shape[:-1]) + (n,))
