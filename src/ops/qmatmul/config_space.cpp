@@ -17,6 +17,17 @@ int64_t ceil_pow2(int64_t x) {
   return static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(x, 1))));
 }
 
+// Appends `c` where check_config accepts it (the callers' rules are coarse on purpose).
+void add_if_valid(const QMatmulProblem& p, const target::Target& target, const QMatmulConfig& c,
+                  std::vector<QMatmulConfig>& out) {
+  try {
+    check_config(p, c, target);
+  } catch (const Error&) {
+    return;
+  }
+  out.push_back(c);
+}
+
 // Every split_k up to max_split (powers of two, and with `three` also 3) that keeps two k-tiles per split
 // (split 1 too, with `two_tiles`: a stage longer than K only pads it with zeros) and at most 512 blocks, and
 // that check_config accepts (e.g. not too much shared memory: the rules of the callers are coarse on
@@ -30,12 +41,7 @@ void add_splits(const QMatmulProblem& p, const target::Target& target, QMatmulCo
     if ((split > 1 || two_tiles) && k_tiles < 2 * split) continue;
     if (split > 1 && tiles * split > 512) continue;
     c.split_k = split;
-    try {
-      check_config(p, c, target);
-    } catch (const Error&) {
-      continue;
-    }
-    out.push_back(c);
+    add_if_valid(p, target, c, out);
   }
 }
 
@@ -48,12 +54,7 @@ void add_stream_k(const QMatmulProblem& p, const target::Target& target, QMatmul
   if (tiles % sms == 0 || tiles * ceil_div(p.k, c.block_k) < 4 * sms) return;
   c.split_k = 1;
   c.stream_k = sms;
-  try {
-    check_config(p, c, target);
-  } catch (const Error&) {
-    return;
-  }
-  out.push_back(c);
+  add_if_valid(p, target, c, out);
 }
 
 // The k-side choices for one (block_m, block_n, warps): every block_k, stages and split_k the rules allow.
