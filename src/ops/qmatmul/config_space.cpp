@@ -46,12 +46,14 @@ void add_splits(const QMatmulProblem& p, const target::Target& target, QMatmulCo
 }
 
 // Stream-K (QMatmulConfig::stream_k) of a register-A configuration: one block per SM, as these forms run,
-// where the tiles fill the SMs unevenly and each block would still take a few k-tiles.
+// where the tiles fill the SMs unevenly and each block would still take a few k-tiles. Not past 8 waves of
+// tiles: the last wave's loss is small there, and the workspace (slots x M x N f32) grows with M (at M =
+// 4096 on 8192 x 57344 it would take GBs).
 void add_stream_k(const QMatmulProblem& p, const target::Target& target, QMatmulConfig c,
                   std::vector<QMatmulConfig>& out) {
   const int64_t tiles = ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n);
   const int64_t sms = target.sm_count;
-  if (tiles % sms == 0 || tiles * ceil_div(p.k, c.block_k) < 4 * sms) return;
+  if (tiles % sms == 0 || tiles > 8 * sms || tiles * ceil_div(p.k, c.block_k) < 4 * sms) return;
   c.split_k = 1;
   c.stream_k = sms;
   add_if_valid(p, target, c, out);
