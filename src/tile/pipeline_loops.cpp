@@ -534,7 +534,11 @@ class Pipeline : public ir::IRMutator {
   // all chosen for wgmma (infer_layouts: the register-A form) and two or more, into one accumulator that
   // nothing else in the body names. They run as DotAsync, so that the conversion of one group of the step's
   // weights overlaps the product of the group before (the quantized matmul's _wsr step, written as tile
-  // operators). Empty when any Gemm of the body is of another kind: then each is synchronous.
+  // operators). Empty when any Gemm of the body is of another kind: then each is synchronous. The code
+  // generator emits the RS form only with straight-line instructions between a product and its retirement
+  // (emit_wgmma.cpp), so from the first such Gemm to the step's end the body may hold only Gemms and
+  // statements that lower to straight-line code (straight_line); and at most 8 Gemms, so that a wait's
+  // count stays within DotAsyncWait's 0..7.
   static std::set<const ir::InstStmt*> register_gemms(const ir::ForStmt& f,
                                                       const std::map<const ir::VarNode*, ir::Var>& buffers) {
     std::vector<const ir::InstStmt*> found;
@@ -542,7 +546,10 @@ class Pipeline : public ir::IRMutator {
     for (const ir::Stmt& s : f.body) {
       const auto* is = s ? s->as<ir::InstStmt>() : nullptr;
       const auto* g = is ? is->inst->as<ir::GemmInst>() : nullptr;
-      if (!g) continue;
+      if (!g) {
+        if (!found.empty() && !straight_line(s)) return {};
+        continue;
+      }
       if (!g->wgmma.value_or(false) || !buffers.count(g->b.tensor.get()) ||
           buffers.count(g->a.tensor.get()) || g->a.type().scope != Scope::Register ||
           (acc && acc != g->c.tensor.get()))
@@ -550,11 +557,32 @@ class Pipeline : public ir::IRMutator {
       acc = g->c.tensor.get();
       found.push_back(is);
     }
-    if (found.size() < 2) return {};
+    if (found.size() < 2 || found.size() > 8) return {};
     Accesses inside;
     inside.visit_block(f.body);
     if (inside.uses[acc] != static_cast<int>(found.size())) return {};
     return {found.begin(), found.end()};
+  }
+
+  // Whether `s` lowers to straight-line code without a global access (a LoadGlobal waits): a Parallel loop
+  // into fragments over fragments and shared tiles, or the Fill of a fragment.
+  static bool straight_line(const ir::Stmt& s) {
+    auto local = [](const ir::Var& v) {
+      const ir::Scope scope = v->type.tensor->scope;
+      return scope == Scope::Register || scope == Scope::Shared;
+    };
+    if (const auto* p = s ? s->as<ir::ParallelStmt>() : nullptr) {
+      for (const ir::ElementAssign& a : p->body) {
+        if (a.target.tensor->type.tensor->scope != Scope::Register) return false;
+        bool ok = true;
+        ir::for_each_access(a.value, [&](const ir::ElementAccess& e) { ok = ok && local(e.tensor); });
+        if (!ok) return false;
+      }
+      return true;
+    }
+    const auto* is = s ? s->as<ir::InstStmt>() : nullptr;
+    const auto* fill = is ? is->inst->as<ir::FillInst>() : nullptr;
+    return fill && fill->dst.type().scope == Scope::Register;
   }
 
   // Before a statement that writes a fragment that a DotAsync in flight reads (its registers are wgmma's

@@ -410,7 +410,8 @@ TEST(TileParallel, RegisterAGemmsOfAStepRunAsynchronously) {
         lowered_text(source, "dequant_gemm_rs_groups.tile", {}, target::Target::for_arch("sm_90a"));
     if (!p) return std::string();
     const std::string text = ir::print_program(*p);
-    return text.substr(text.find("for k in"));
+    const size_t loop = text.find("for k in");
+    return loop == std::string::npos ? text : text.substr(loop);
   };
   const std::string source =
       example_test::read_text(example_test::example_path("tile/dequant_gemm_rs_groups.tile"));
@@ -460,6 +461,22 @@ TEST(TileParallel, RegisterAGemmsOfAStepRunAsynchronously) {
   EXPECT_LT(wait, shared.find("offset=[0, 64]")) << shared;  // before the second group's codes
   expect_dequant_gemm("u4", {}, target::Target::h100_sxm(), 70, 136, 320, false, false,
                       "tile/dequant_gemm_rs_groups.tile", one_fragment);
+
+  // A global read between the products (the second group's scale read where it is used): the GPU code could
+  // not keep the first product in flight across it, so both Gemms stay synchronous, and the program still
+  // compiles for sm_90a.
+  const std::vector<std::pair<std::string, std::string>> global_read = {
+      {"wf1[i, j] = sw[i, G + j] * sc[i]", "wf1[i, j] = sw[i, G + j] * s[bn * BN + i, k * BK / GROUP]"}};
+  std::string late = source;
+  late.replace(late.find(global_read[0].first), global_read[0].first.size(), global_read[0].second);
+  const std::string sync = loop_text(late);
+  EXPECT_EQ(sync.find("DotAsync"), std::string::npos) << sync;
+  const std::optional<ir::Program> late_program =
+      lowered_text(late, "dequant_gemm_rs_groups.tile", {}, target::Target::for_arch("sm_90a"));
+  ASSERT_TRUE(late_program);
+  EXPECT_NO_THROW(codegen::cuda::emit_cuda(*late_program, {.target = target::Target::for_arch("sm_90a")}));
+  expect_dequant_gemm("u4", {}, target::Target::h100_sxm(), 70, 136, 320, false, false,
+                      "tile/dequant_gemm_rs_groups.tile", global_read);
 }
 
 // The Gemm of dequant_gemm_rs.tile is one wgmma Dot with a in registers on sm_90a (the RS form), whose
