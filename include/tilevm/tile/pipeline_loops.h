@@ -62,6 +62,21 @@
 //
 // as examples/gemm_f16_wgmma_ws.tile does by hand; an asynchronous Gemm releases the previous step's stage
 // after its DotAsyncWait(1) instead. The kernel's block grows by the producer's 128 threads.
+//
+// Two to eight wgmma Gemms whose a is a fragment the body computes (wgmma's register-A form) and whose b is
+// a buffered tile, into one accumulator, run asynchronously within the step, in any of the forms above:
+//
+//       <group 0's weights into wf0>                 (a Parallel loop)
+//       DotAsync(wf0, sa0[k % S], acc)
+//       <group 1's weights into wf1>                 (while group 0's product runs)
+//       DotAsync(wf1, sa1[k % S], acc)
+//       DotAsyncWait(0)                              (the step ends with nothing in flight: the RS form's
+//       rule)
+//
+// with a DotAsyncWait(n) before any statement that writes a fragment whose product may still run, as
+// examples/tile/dequant_gemm_rs_groups.tile is lowered. Only where everything from the first such Gemm to
+// the step's end lowers to straight-line code (Parallel loops into fragments over fragments and shared
+// tiles, Fills of fragments): the code generator keeps a register-A product in flight across nothing else.
 #pragma once
 
 #include <optional>
