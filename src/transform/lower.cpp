@@ -14,6 +14,7 @@
 #include "tilevm/tile/lower_parallel.h"
 #include "tilevm/tile/lower_tile_ops.h"
 #include "tilevm/tile/pipeline_loops.h"
+#include "tilevm/tile/split_register_gemms.h"
 #include "tilevm/transform/analyze_nan_payload.h"
 #include "tilevm/transform/infer_threads.h"
 #include "tilevm/transform/plan_shared_memory.h"
@@ -39,6 +40,7 @@ std::optional<ir::Program> infallible(ir::Program p, Diagnostics&, const target:
 // nothing.
 constexpr Pass kPipeline[] = {
     {"infer_threads", infallible<infer_threads>},
+    {"split_register_gemms", tile::split_register_gemms},
     {"infer_layouts", tile::infer_layouts},
     {"pipeline_loops", tile::pipeline_loops},
     {"insert_barriers", infallible<tile::insert_barriers>},

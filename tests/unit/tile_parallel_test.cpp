@@ -479,6 +479,36 @@ TEST(TileParallel, RegisterAGemmsOfAStepRunAsynchronously) {
                       "tile/dequant_gemm_rs_groups.tile", global_read);
 }
 
+// dequant_gemm_rs.tile with 128 columns a step: split_register_gemms splits its Gemm into two groups of 64 on
+// sm_90a (each a register-A Gemm, the scale row read once before them), which pipeline_loops runs
+// asynchronously; on sm_80 it stays one mma.sync Gemm. Both compute the product, K ragged.
+TEST(TileParallel, RegisterAGemmSplitIntoGroups) {
+  const std::string source = example_test::read_text(example_test::example_path("tile/dequant_gemm_rs.tile"));
+  const std::map<std::string, std::string> wide = {{"BK", "128"}};
+  const std::optional<ir::Program> hopper =
+      lowered_text(source, "dequant_gemm_rs.tile", wide, target::Target::for_arch("sm_90a"));
+  ASSERT_TRUE(hopper);
+  const std::string text = ir::print_program(*hopper);
+  const size_t first = text.find("DotAsync(wf_g0"), second = text.find("DotAsync(wf_g1");
+  ASSERT_NE(first, std::string::npos) << text;
+  ASSERT_NE(second, std::string::npos) << text;
+  EXPECT_NE(text.find("out=wf_g1", first), std::string::npos) << text;  // converted between the products
+  EXPECT_EQ(text.find("LoadGlobal", first), text.npos) << text;         // the scale row is read before them
+  EXPECT_NO_THROW(codegen::cuda::emit_cuda(*hopper, {.target = target::Target::for_arch("sm_90a")}));
+  const std::optional<ir::Program> ampere = lowered_text(source, "dequant_gemm_rs.tile", wide);
+  ASSERT_TRUE(ampere);
+  EXPECT_EQ(ir::print_program(*ampere).find("_g0"), std::string::npos);
+  for (const char* wtype : {"u4", "i8"}) {
+    for (int64_t k : {200, 320}) {
+      SCOPED_TRACE(fmt::format("{} k {}", wtype, k));
+      expect_dequant_gemm(wtype, wide, target::Target::h100_sxm(), 70, 136, k, false, false,
+                          "tile/dequant_gemm_rs.tile");
+    }
+  }
+  expect_dequant_gemm("u3", wide, target::Target::generic_sm80(), 70, 136, 320, false, false,
+                      "tile/dequant_gemm_rs.tile");
+}
+
 // The Gemm of dequant_gemm_rs.tile is one wgmma Dot with a in registers on sm_90a (the RS form), whose
 // weights no shared tile holds; on sm_80 it is mma.sync.
 TEST(TileParallel, RegisterAGemmLowersToTheRsForm) {
@@ -599,6 +629,8 @@ TEST(TileParallelGpu, KernelsOnTheDevice) {
                         "tile/dequant_gemm_rs.tile");
     expect_dequant_gemm(wtype, {}, target::Target::h100_sxm(), 333, 520, 328, true, false,
                         "tile/dequant_gemm_rs_groups.tile");
+    expect_dequant_gemm(wtype, {{"BK", "128"}}, target::Target::h100_sxm(), 333, 520, 328, true, false,
+                        "tile/dequant_gemm_rs.tile");
   }
 }
 

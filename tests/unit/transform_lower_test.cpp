@@ -27,9 +27,9 @@ constexpr const char* kSource = R"(def f<1>(f32* x_ptr):
 
 TEST(TransformLower, ThePassesInOrder) {
   EXPECT_EQ(lowering_passes(),
-            (std::vector<std::string>{"infer_threads", "infer_layouts", "pipeline_loops", "insert_barriers",
-                                      "lower_parallel", "lower_tile_ops", "analyze_nan_payload",
-                                      "plan_shared_memory"}));
+            (std::vector<std::string>{"infer_threads", "split_register_gemms", "infer_layouts",
+                                      "pipeline_loops", "insert_barriers", "lower_parallel", "lower_tile_ops",
+                                      "analyze_nan_payload", "plan_shared_memory"}));
   std::vector<std::string> seen;
   LowerOptions options = test_options();
   options.after_pass = [&](const std::string& pass, const ir::Program& p) {
