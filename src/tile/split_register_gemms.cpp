@@ -6,6 +6,8 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/inst_types.h"
@@ -26,15 +28,31 @@ ir::Stmt inst_stmt(ir::Inst inst, std::vector<ir::Var> results = {}) {
   return std::make_shared<ir::InstStmt>(std::move(results), std::move(inst), loc);
 }
 
-// How many instructions and Parallel assignments name each variable.
+// How many instructions and Parallel assignments name each variable, how many Gemms accumulate into each,
+// and every name the program defines (the new tensors take names of their own).
 class Uses : public ir::IRVisitor {
  public:
-  std::map<const ir::VarNode*, int> count;
+  std::map<const ir::VarNode*, int> count, accumulated;
+  std::set<std::string> names;
+  void visit_inst_stmt(const ir::InstStmt& s) override {
+    for (const ir::Var& r : s.results) names.insert(r->name);
+    ir::IRVisitor::visit_inst_stmt(s);
+  }
+  void visit_assign(const ir::AssignStmt& s) override {
+    names.insert(s.var->name);
+    ir::IRVisitor::visit_assign(s);
+  }
+  void visit_for(const ir::ForStmt& s) override {
+    names.insert(s.var->name);
+    ir::IRVisitor::visit_for(s);
+  }
   void visit_inst(const ir::Inst& inst) override {
     for (const ir::Var& v : inst->used_vars()) ++count[v.get()];
+    if (const auto* g = inst->as<ir::GemmInst>()) ++accumulated[g->c.tensor.get()];
     ir::IRVisitor::visit_inst(inst);
   }
   void visit_parallel(const ir::ParallelStmt& s) override {
+    for (const ir::Var& v : s.vars) names.insert(v->name);
     for (const ir::ElementAssign& a : s.body) {
       ++count[a.target.tensor.get()];
       ir::for_each_access(a.value, [&](const ir::ElementAccess& e) { ++count[e.tensor.get()]; });
@@ -76,6 +94,22 @@ bool is_var(const ir::Expr& e, const ir::Var& v) {
   return r && r->var.get() == v.get();
 }
 
+// An access index of the group loop: `j` -> `j + off`, `base + j` -> `(base + off) + j`, `j + base` -> `j +
+// (base + off)` (the forms a Parallel loop binds to threads: parallel_binding.cpp), with i and j renamed by
+// `rename`; nullopt for any other use of j.
+std::optional<ir::Expr> shift_index(const ir::Expr& e, const ir::Var& j, const ir::Var& jh, int64_t off,
+                                    Subst& rename) {
+  if (!names({e}, j)) return rename.mutate_expr(e);
+  if (is_var(e, j)) return plus(ir::make_var_ref(jh), off);
+  const auto* b = e->as<ir::BinaryExpr>();
+  if (!b || b->op != ir::BinaryOp::Add) return std::nullopt;
+  if (is_var(b->b, j) && !names({b->a}, j))
+    return ir::make_binary(ir::BinaryOp::Add, plus(rename.mutate_expr(b->a), off), ir::make_var_ref(jh));
+  if (is_var(b->a, j) && !names({b->b}, j))
+    return ir::make_binary(ir::BinaryOp::Add, ir::make_var_ref(jh), plus(rename.mutate_expr(b->b), off));
+  return std::nullopt;
+}
+
 ir::ElementExpr replace_accesses(
     const ir::ElementExpr& e,
     const std::function<std::optional<ir::ElementAccess>(const ir::ElementAccess&)>& f) {
@@ -103,6 +137,7 @@ class Splitter {
   Splitter(const ir::Program& program, Diagnostics& diags, const target::Target& target)
       : program_(program), diags_(diags), target_(target) {
     uses_.visit_program(program);
+    for (const ir::Var& p : program.params) uses_.names.insert(p->name);
     for (const ir::Stmt& s : program.body) {
       const auto* is = s ? s->as<ir::InstStmt>() : nullptr;
       if (!is || is->results.size() != 1) continue;
@@ -184,6 +219,18 @@ class Splitter {
       if (!allocations_.count(fragment) || !allocations_.count(shared) || uses(fragment) != 2 ||
           uses(shared) != 2)
         continue;
+      // No other Gemm fixes the accumulator's layout (its groups take wgmma's), and every read that uses j
+      // can be shifted to a group's columns: of shared or global memory, in a form the binding takes.
+      if (uses_.accumulated.at(g->c.tensor.get()) != 1) continue;
+      bool shiftable = true;
+      ir::for_each_access(assign.value, [&](const ir::ElementAccess& a) {
+        if (!names(a.index, par->vars[1])) return;
+        if (a.tensor->type.tensor->scope == Scope::Register) shiftable = false;
+        Subst same;
+        for (const ir::Expr& e : a.index)
+          shiftable = shiftable && shift_index(e, par->vars[1], par->vars[1], kGroup, same).has_value();
+      });
+      if (!shiftable) continue;
       // The Copy that fills the shared tile, from a global view whose last dimension is an offset.
       for (size_t c = 0; c < f.body.size(); ++c) {
         const auto* cs = f.body[c] ? f.body[c]->as<ir::InstStmt>() : nullptr;
@@ -218,11 +265,19 @@ class Splitter {
       inst = std::make_shared<ir::AllocateSharedInst>(a->dtype, std::move(shape), std::nullopt, a->loc);
     }
     const ir::Var& old = is.results[0];
-    std::optional<ir::Var> v = result(inst, fmt::format("{}_g{}", old->name, h));
+    std::optional<ir::Var> v = result(inst, fresh(fmt::format("{}_g{}", old->name, h)));
     if (!v) return false;
     groups_[old.get()].push_back(*v);
     out.push_back(inst_stmt(inst, {*v}));
     return true;
+  }
+
+  // `base`, or base0, base1, ...: a name the program does not use yet.
+  std::string fresh(const std::string& base) {
+    std::string name = base;
+    for (int n = 0; uses_.names.count(name); ++n) name = fmt::format("{}{}", base, n);
+    uses_.names.insert(name);
+    return name;
   }
 
   std::optional<ir::Var> result(const ir::Inst& inst, const std::string& name) {
@@ -254,7 +309,7 @@ class Splitter {
       if (it == rows.end()) {
         ir::Inst alloc = std::make_shared<ir::AllocateFragmentInst>(
             a.tensor->type.tensor->dtype, std::vector<ir::Expr>{par.extents[0]}, nullptr, a.loc);
-        std::optional<ir::Var> x = result(alloc, fmt::format("{}_row{}", a.tensor->name, rows.size()));
+        std::optional<ir::Var> x = result(alloc, fresh(fmt::format("{}_row", a.tensor->name)));
         if (!x) return std::nullopt;
         before.push_back(inst_stmt(alloc, {*x}));
         const ir::Var ih = ir::make_var(i->name, i->type, i->loc);
@@ -289,11 +344,19 @@ class Splitter {
         for (size_t h = 0; h < fragments.size(); ++h) {
           const ir::Var ih = ir::make_var(i->name, i->type, i->loc),
                         jh = ir::make_var(j->name, j->type, j->loc);
-          Subst to;
+          const int64_t off = static_cast<int64_t>(h) * kGroup;
+          Subst rename;  // i -> ih in the indices (shift_index handles j)
+          rename.to[i.get()] = ir::make_var_ref(ih);
+          const ir::ElementExpr shifted = replace_accesses(value, [&](const ir::ElementAccess& a) {
+            ir::ElementAccess out = a;
+            for (ir::Expr& e : out.index) e = *shift_index(e, j, jh, off, rename);  // match() checked each
+            return std::optional<ir::ElementAccess>(out);
+          });
+          Subst to;  // and in the body's scalar values, j -> jh + off
           to.to[i.get()] = ir::make_var_ref(ih);
-          to.to[j.get()] = plus(ir::make_var_ref(jh), static_cast<int64_t>(h) * kGroup);
+          to.to[j.get()] = plus(ir::make_var_ref(jh), off);
           const ir::ElementExpr v = ir::rewrite(
-              value, [&](const ir::Expr& e) { return to.mutate_expr(e); },
+              shifted, [&](const ir::Expr& e) { return to.mutate_expr(e); },
               [](const ir::Var& x) { return x; });
           ir::ElementAssign a{
               ir::ElementAccess{

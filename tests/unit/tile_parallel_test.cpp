@@ -505,6 +505,31 @@ TEST(TileParallel, RegisterAGemmSplitIntoGroups) {
                           "tile/dequant_gemm_rs.tile");
     }
   }
+  // A register read along j (a fragment's columns cannot be taken by groups) is left as written; a global
+  // read along j is split, its groups then synchronous (a LoadGlobal between two products). Both compile.
+  auto variant = [&](const std::string& from, const std::string& to) {
+    std::string text = source;
+    for (const auto& [f, t] : std::vector<std::pair<std::string, std::string>>{
+             {from, to},
+             {"    Fill(acc, 0.0)\n",
+              "    Fill(acc, 0.0)\n    z = AllocateFragment(f16, shape=[BN, BK])\n"
+              "    Fill(z, 1.0)\n"}}) {
+      const size_t at = text.find(f);
+      EXPECT_NE(at, std::string::npos) << f;
+      if (at != std::string::npos) text.replace(at, f.size(), t);
+    }
+    const std::optional<ir::Program> p =
+        lowered_text(text, "dequant_gemm_rs.tile", wide, target::Target::for_arch("sm_90a"));
+    if (!p) return std::string();
+    EXPECT_NO_THROW(codegen::cuda::emit_cuda(*p, {.target = target::Target::for_arch("sm_90a")}));
+    return ir::print_program(*p);
+  };
+  const std::string scaled = "wf[i, j] = sw[i, j] * s[bn * BN + i, k * BK / GROUP]";
+  const std::string fragment_read = variant(scaled, "wf[i, j] = sw[i, j] * z[i, j]");
+  EXPECT_EQ(fragment_read.find("wf_g0"), std::string::npos) << fragment_read;
+  const std::string global_read = variant(scaled, "wf[i, j] = sw[i, j] * a[bn * BN + i, k * BK + j]");
+  EXPECT_NE(global_read.find("wf_g1"), std::string::npos) << global_read;
+  EXPECT_EQ(global_read.find("DotAsync"), std::string::npos) << global_read;
   expect_dequant_gemm("u3", wide, target::Target::generic_sm80(), 70, 136, 320, false, false,
                       "tile/dequant_gemm_rs.tile");
 }

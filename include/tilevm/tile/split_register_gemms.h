@@ -18,7 +18,10 @@
 // put on wgmma's register-A form (gemm_uses_wgmma), whose a is written by the Parallel loop just before it
 // (one assignment, wf[i, j]) and whose b is a shared tile that one Copy of the loop fills, both allocated
 // in the kernel's body and used nowhere else, with K = BK a multiple of 64 from 128 to 512 (groups of 64
-// columns: 128-byte rows, wgmma's widest swizzle). Anything else is left as written.
+// columns: 128-byte rows, wgmma's widest swizzle); no other Gemm into the accumulator (its layout would
+// conflict with the groups'); and every read along j of shared or global memory, indexed j, base + j or
+// j + base (the forms a Parallel loop binds; the group's offset goes into the base), none of a fragment.
+// Anything else is left as written. The new tensors take names the program does not use.
 #pragma once
 
 #include <optional>
