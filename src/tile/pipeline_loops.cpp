@@ -22,11 +22,6 @@ namespace {
 
 using ir::Scope;
 
-ir::Stmt inst_stmt(ir::Inst inst, std::vector<ir::Var> results = {}) {
-  const SourceLoc loc = inst->loc;
-  return std::make_shared<ir::InstStmt>(std::move(results), std::move(inst), loc);
-}
-
 // Arithmetic that leaves out the identities (a loop from 0 by 1 is the common case; the printed program
 // should read as the author would have written it).
 bool is_const(const ir::Expr& e, int64_t v) {
@@ -314,19 +309,9 @@ class Pipeline : public ir::IRMutator {
             inst_stmt(std::make_shared<ir::BarrierArriveInst>(barrier(stage), ir::make_int(tx_bytes), loc)));
       for (const ir::InstStmt* is : copies) {
         const auto& c = *is->inst->as<ir::CopyInst>();
-        struct Subst : ir::IRMutator {
-          const ir::VarNode* var;
-          ir::Expr value;
-          ir::Expr mutate_expr(const ir::Expr& e) override {
-            if (const auto* r = e->as<ir::VarRef>(); r && r->var.get() == var) return value;
-            return ir::IRMutator::mutate_expr(e);
-          }
-        } subst;
-        subst.var = f.var.get();
-        subst.value = value;
+        const std::map<const ir::VarNode*, ir::Expr> at{{f.var.get(), value}};
         ir::TensorArg src = ir::rewrite(
-            c.src, [&](const ir::Expr& e) { return subst.mutate_expr(e); },
-            [](const ir::Var& v) { return v; });
+            c.src, [&](const ir::Expr& e) { return substitute(e, at); }, [](const ir::Var& v) { return v; });
         ir::TensorArg dst{
             buffers.at(c.dst.tensor.get()), {ir::Slice{ir::Slice::Kind::Index, stage}}, c.dst.loc};
         if (tma)

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -11,9 +12,9 @@
 
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/inst_types.h"
-#include "tilevm/ir/mutator.h"
 #include "tilevm/ir/visitor.h"
 #include "tilevm/tile/tile_layouts.h"
+#include "tilevm/tile/tile_program.h"
 
 namespace tilevm::tile {
 
@@ -22,11 +23,6 @@ namespace {
 using ir::Scope;
 
 constexpr int64_t kGroup = 64;  // columns of K a group: rows of 128 bytes in f16 / bf16
-
-ir::Stmt inst_stmt(ir::Inst inst, std::vector<ir::Var> results = {}) {
-  const SourceLoc loc = inst->loc;
-  return std::make_shared<ir::InstStmt>(std::move(results), std::move(inst), loc);
-}
 
 // How many instructions and Parallel assignments name each variable, how many Gemms accumulate into each,
 // and every name the program defines (the new tensors take names of their own).
@@ -61,27 +57,13 @@ class Uses : public ir::IRVisitor {
   }
 };
 
-// Replaces loop variables by expressions (and finds whether an expression names one).
-struct Subst : ir::IRMutator {
-  std::map<const ir::VarNode*, ir::Expr> to;
-  bool seen = false;
-  ir::Expr mutate_expr(const ir::Expr& e) override {
-    if (const auto* r = e->as<ir::VarRef>()) {
-      auto it = to.find(r->var.get());
-      if (it != to.end()) {
-        seen = true;
-        return it->second;
-      }
-    }
-    return ir::IRMutator::mutate_expr(e);
-  }
-};
+using Values = std::map<const ir::VarNode*, ir::Expr>;
 
-bool names(const std::vector<ir::Expr>& exprs, const ir::Var& v) {
-  Subst s;
-  s.to[v.get()] = ir::make_var_ref(v);
-  for (const ir::Expr& e : exprs) s.mutate_expr(e);
-  return s.seen;
+bool reads(const ir::Expr& e, const ir::Var& v) {
+  return reads_any(e, {v.get()});
+}
+bool reads(const std::vector<ir::Expr>& exprs, const ir::Var& v) {
+  return std::any_of(exprs.begin(), exprs.end(), [&](const ir::Expr& e) { return reads(e, v); });
 }
 
 // e + c, or e itself for c = 0 (the printed program should read as written).
@@ -98,16 +80,24 @@ bool is_var(const ir::Expr& e, const ir::Var& v) {
 // (base + off)` (the forms a Parallel loop binds to threads: parallel_binding.cpp), with i and j renamed by
 // `rename`; nullopt for any other use of j.
 std::optional<ir::Expr> shift_index(const ir::Expr& e, const ir::Var& j, const ir::Var& jh, int64_t off,
-                                    Subst& rename) {
-  if (!names({e}, j)) return rename.mutate_expr(e);
+                                    const Values& rename) {
+  if (!reads(e, j)) return substitute(e, rename);
   if (is_var(e, j)) return plus(ir::make_var_ref(jh), off);
   const auto* b = e->as<ir::BinaryExpr>();
   if (!b || b->op != ir::BinaryOp::Add) return std::nullopt;
-  if (is_var(b->b, j) && !names({b->a}, j))
-    return ir::make_binary(ir::BinaryOp::Add, plus(rename.mutate_expr(b->a), off), ir::make_var_ref(jh));
-  if (is_var(b->a, j) && !names({b->b}, j))
-    return ir::make_binary(ir::BinaryOp::Add, ir::make_var_ref(jh), plus(rename.mutate_expr(b->b), off));
+  if (is_var(b->b, j) && !reads(b->a, j))
+    return ir::make_binary(ir::BinaryOp::Add, plus(substitute(b->a, rename), off), ir::make_var_ref(jh));
+  if (is_var(b->a, j) && !reads(b->b, j))
+    return ir::make_binary(ir::BinaryOp::Add, ir::make_var_ref(jh), plus(substitute(b->b, rename), off));
   return std::nullopt;
+}
+
+// ir::rewrite's maps: the substitution of `values`, and every variable kept.
+ir::ExprMap substituting(Values values) {
+  return [values = std::move(values)](const ir::Expr& e) { return substitute(e, values); };
+}
+ir::Var same(const ir::Var& v) {
+  return v;
 }
 
 ir::ElementExpr replace_accesses(
@@ -150,26 +140,23 @@ class Splitter {
   std::optional<ir::Program> run() {
     ir::Program out = program_;
     out.body.clear();
-    std::map<const ir::VarNode*, Candidate> by_fragment, by_shared;
     std::map<const ir::ForStmt*, Candidate> by_loop;
+    std::map<const ir::VarNode*, int64_t> split;  // the fragments and shared tiles to split, into groups
     for (const ir::Stmt& s : program_.body) {
       const auto* f = s ? s->as<ir::ForStmt>() : nullptr;
       if (!f || f->attrs.stages < 2) continue;
       if (std::optional<Candidate> c = match(*f)) {
         by_loop[f] = *c;
-        by_fragment[c->fragment] = *c;
-        by_shared[c->shared] = *c;
+        split[c->fragment] = split[c->shared] = c->groups;
       }
     }
     if (by_loop.empty()) return program_;
     for (const ir::Stmt& s : program_.body) {
       const auto* is = s ? s->as<ir::InstStmt>() : nullptr;
-      const ir::VarNode* result = is && is->results.size() == 1 ? is->results[0].get() : nullptr;
-      if (result && (by_fragment.count(result) || by_shared.count(result))) {
-        const int64_t groups = (by_fragment.count(result) ? by_fragment : by_shared).at(result).groups;
-        for (int64_t h = 0; h < groups; ++h) {
+      auto groups = is && is->results.size() == 1 ? split.find(is->results[0].get()) : split.end();
+      if (groups != split.end()) {
+        for (int64_t h = 0; h < groups->second; ++h)
           if (!split_allocation(*is, h, out.body)) return std::nullopt;
-        }
         continue;
       }
       const auto* f = s ? s->as<ir::ForStmt>() : nullptr;
@@ -224,11 +211,10 @@ class Splitter {
       if (uses_.accumulated.at(g->c.tensor.get()) != 1) continue;
       bool shiftable = true;
       ir::for_each_access(assign.value, [&](const ir::ElementAccess& a) {
-        if (!names(a.index, par->vars[1])) return;
+        if (!reads(a.index, par->vars[1])) return;
         if (a.tensor->type.tensor->scope == Scope::Register) shiftable = false;
-        Subst same;
         for (const ir::Expr& e : a.index)
-          shiftable = shiftable && shift_index(e, par->vars[1], par->vars[1], kGroup, same).has_value();
+          shiftable = shiftable && shift_index(e, par->vars[1], par->vars[1], kGroup, {}).has_value();
       });
       if (!shiftable) continue;
       // The Copy that fills the shared tile, from a global view whose last dimension is an offset.
@@ -303,7 +289,7 @@ class Splitter {
     std::map<std::string, ir::Var> rows;
     std::function<std::optional<ir::ElementAccess>(const ir::ElementAccess&)> hoist =
         [&](const ir::ElementAccess& a) -> std::optional<ir::ElementAccess> {
-      if (a.tensor->type.tensor->scope != Scope::Global || names(a.index, j)) return std::nullopt;
+      if (a.tensor->type.tensor->scope != Scope::Global || reads(a.index, j)) return std::nullopt;
       const std::string key = ir::print_element_access(a);
       auto it = rows.find(key);
       if (it == rows.end()) {
@@ -313,10 +299,7 @@ class Splitter {
         if (!x) return std::nullopt;
         before.push_back(inst_stmt(alloc, {*x}));
         const ir::Var ih = ir::make_var(i->name, i->type, i->loc);
-        Subst to_ih;
-        to_ih.to[i.get()] = ir::make_var_ref(ih);
-        const ir::ElementAccess read = ir::rewrite(
-            a, [&](const ir::Expr& e) { return to_ih.mutate_expr(e); }, [](const ir::Var& v) { return v; });
+        const ir::ElementAccess read = ir::rewrite(a, substituting({{i.get(), ir::make_var_ref(ih)}}), same);
         ir::ElementAssign load{ir::ElementAccess{*x, {ir::make_var_ref(ih)}, a.loc},
                                ir::make_element_access(read), a.loc};
         hoisted.push_back(std::make_shared<ir::ParallelStmt>(std::vector<ir::Var>{ih},
@@ -336,8 +319,8 @@ class Splitter {
           ir::Slice& last = src.slices.back();
           const ir::Expr start = last.kind == ir::Slice::Kind::Full ? ir::make_int(0) : last.value;
           last = ir::Slice{ir::Slice::Kind::Offset, plus(start, static_cast<int64_t>(h) * kGroup)};
-          body.push_back(inst_stmt(std::make_shared<ir::CopyInst>(
-              std::move(src), ir::TensorArg{tiles[h], {}, copy.dst.loc}, copy.loc)));
+          body.push_back(inst_stmt(
+              std::make_shared<ir::CopyInst>(std::move(src), whole(tiles[h], copy.dst.loc), copy.loc)));
         }
       } else if (s == c.parallel) {
         for (const ir::Stmt& x : hoisted) body.push_back(x);
@@ -345,19 +328,18 @@ class Splitter {
           const ir::Var ih = ir::make_var(i->name, i->type, i->loc),
                         jh = ir::make_var(j->name, j->type, j->loc);
           const int64_t off = static_cast<int64_t>(h) * kGroup;
-          Subst rename;  // i -> ih in the indices (shift_index handles j)
-          rename.to[i.get()] = ir::make_var_ref(ih);
+          // i -> ih in the indices, j shifted by shift_index (match() checked each); in the body's scalar
+          // values j -> jh + off.
+          const Values rename{{i.get(), ir::make_var_ref(ih)}};
           const ir::ElementExpr shifted = replace_accesses(value, [&](const ir::ElementAccess& a) {
             ir::ElementAccess out = a;
-            for (ir::Expr& e : out.index) e = *shift_index(e, j, jh, off, rename);  // match() checked each
+            for (ir::Expr& e : out.index) e = *shift_index(e, j, jh, off, rename);
             return std::optional<ir::ElementAccess>(out);
           });
-          Subst to;  // and in the body's scalar values, j -> jh + off
-          to.to[i.get()] = ir::make_var_ref(ih);
-          to.to[j.get()] = plus(ir::make_var_ref(jh), off);
           const ir::ElementExpr v = ir::rewrite(
-              shifted, [&](const ir::Expr& e) { return to.mutate_expr(e); },
-              [](const ir::Var& x) { return x; });
+              shifted,
+              substituting({{i.get(), ir::make_var_ref(ih)}, {j.get(), plus(ir::make_var_ref(jh), off)}}),
+              same);
           ir::ElementAssign a{
               ir::ElementAccess{
                   fragments[h], {ir::make_var_ref(ih), ir::make_var_ref(jh)}, assign.target.loc},
@@ -365,9 +347,9 @@ class Splitter {
           body.push_back(std::make_shared<ir::ParallelStmt>(
               std::vector<ir::Var>{ih, jh}, std::vector<ir::Expr>{par.extents[0], ir::make_int(kGroup)},
               std::vector<ir::ElementAssign>{a}, par.loc));
-          body.push_back(inst_stmt(std::make_shared<ir::GemmInst>(
-              ir::TensorArg{fragments[h], {}, gemm.a.loc}, ir::TensorArg{tiles[h], {}, gemm.b.loc}, gemm.c,
-              false, true, gemm.loc, gemm.wgmma)));
+          body.push_back(inst_stmt(std::make_shared<ir::GemmInst>(whole(fragments[h], gemm.a.loc),
+                                                                  whole(tiles[h], gemm.b.loc), gemm.c, false,
+                                                                  true, gemm.loc, gemm.wgmma)));
         }
       } else if (s != c.parallel + 1) {
         body.push_back(f.body[s]);

@@ -44,6 +44,26 @@ bool reads_any(const ir::Expr& e, const std::set<const ir::VarNode*>& vars) {
   return false;
 }
 
+ir::Expr substitute(const ir::Expr& e, const std::map<const ir::VarNode*, ir::Expr>& values) {
+  struct Substitute : ir::IRMutator {
+    const std::map<const ir::VarNode*, ir::Expr>* values;
+    ir::Expr mutate_expr(const ir::Expr& x) override {
+      if (const auto* r = x->as<ir::VarRef>()) {
+        auto it = values->find(r->var.get());
+        if (it != values->end()) return it->second;
+      }
+      return ir::IRMutator::mutate_expr(x);
+    }
+  } s;
+  s.values = &values;
+  return s.mutate_expr(e);
+}
+
+ir::Stmt inst_stmt(ir::Inst inst, std::vector<ir::Var> results) {
+  const SourceLoc loc = inst->loc;
+  return std::make_shared<ir::InstStmt>(std::move(results), std::move(inst), loc);
+}
+
 ir::Stmt ThreadsMutator::mutate_region(const ir::Stmt& s, const ir::RegionStmt& node) {
   const int64_t block_threads = threads_;
   threads_ = node.threads();

@@ -1,6 +1,7 @@
 // What the tile layer's passes ask of a whole program.
 #pragma once
 
+#include <map>
 #include <set>
 
 #include "tilevm/ir/mutator.h"
@@ -22,6 +23,13 @@ ir::TensorArg whole(const ir::Var& v, SourceLoc loc);
 
 // Whether the scalar expression `e` reads one of `vars`.
 bool reads_any(const ir::Expr& e, const std::set<const ir::VarNode*>& vars);
+
+// `e` with each variable of `values` replaced by its expression (a loop variable by its value at an
+// iteration, one loop's variables by another's).
+ir::Expr substitute(const ir::Expr& e, const std::map<const ir::VarNode*, ir::Expr>& values);
+
+// An instruction as a statement, defining `results`.
+ir::Stmt inst_stmt(ir::Inst inst, std::vector<ir::Var> results = {});
 
 // A lowering pass that lays tiles out over the block's threads_, and over a region's own inside it (a
 // warp-specialized region is the block for its body: docs/language.md, "Warp-specialized regions").
