@@ -90,11 +90,7 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   // several blocks share costs each of them a partial store, and its last block reads them all back.
   const bool stream = c.stream_k > 0;
   const StreamK sk = stream_k_split(p, c);
-  int64_t partial_tiles = 0;  // (block, tile) pairs that store partial sums
-  for (int64_t t = 0; stream && t < sk.tiles; ++t) {
-    const int64_t parts = ((t + 1) * k_tiles - 1) / sk.per - t * k_tiles / sk.per + 1;
-    if (parts > 1) partial_tiles += parts;
-  }
+  const int64_t partial_tiles = sk.partials;
 
   tune::CostEstimate e;
   e.threads = c.block_threads();
@@ -117,12 +113,14 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   const double a_reads = a <= 0.5 * static_cast<double>(r.l2_cache_bytes)
                              ? 1.0
                              : static_cast<double>(std::min(e.waves, tiles_n));
-  // Split-K's C is stored by the last blocks after the waves (the tail below); stream-K's along the runs.
-  const double dram_main =
-      weight + scales + a * a_reads + (c.split_k > 1 ? partials : out) + (stream ? partials : 0);
+  // What the blocks store along their runs: C; split-K's partials instead (its C is stored by the last
+  // blocks after the waves: the tail below); stream-K's C and the partials of its shared tiles, which L2 also
+  // serves back to the tiles' last blocks.
+  const double stored = c.split_k > 1 ? partials : out + (stream ? partials : 0);
+  const double dram_main = weight + scales + a * a_reads + stored;
   e.dram_bytes = dram_main + (c.split_k > 1 ? out : 0);
-  e.l2_bytes = (weight + scales) * static_cast<double>(tiles_m) + a * static_cast<double>(tiles_n) +
-               (c.split_k > 1 ? partials : out) + (stream ? 2 * partials : 0);
+  e.l2_bytes = (weight + scales) * static_cast<double>(tiles_m) + a * static_cast<double>(tiles_n) + stored +
+               (stream ? partials : 0);
 
   // Work.
   const double padded_m = static_cast<double>(tiles_m * c.block_m);

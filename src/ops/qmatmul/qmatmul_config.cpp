@@ -296,6 +296,11 @@ StreamK stream_k_split(const QMatmulProblem& p, const QMatmulConfig& c) {
   s.per = ceil_div(s.iterations, std::min(c.stream_k, s.iterations));
   s.blocks = ceil_div(s.iterations, s.per);  // those with work: the grid
   s.slots = std::min(s.blocks, ceil_div(s.k_tiles - 1, s.per) + 1);
+  for (int64_t t = 0; t < s.tiles; ++t) {
+    // The blocks holding the tile's first and last k-tile, as the program's flush computes them.
+    const int64_t parts = ((t + 1) * s.k_tiles - 1) / s.per - t * s.k_tiles / s.per + 1;
+    if (parts > 1) s.partials += parts;
+  }
   return s;
 }
 

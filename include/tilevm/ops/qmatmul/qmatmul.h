@@ -164,9 +164,10 @@ int64_t qmatmul_workspace_bytes(const QMatmulProblem& problem, const QMatmulConf
 // `blocks` = ceil(iterations / per) that have work. Block b takes [b per, min(iterations, (b + 1) per)), so a
 // tile's k-tiles fall to at most `slots` blocks, each of which keeps its partial sums in slot
 // b - (tile k_tiles) / per of the workspace. The program computes the same from its m, n and k; the
-// workspace holds slots x [m, n] f32.
+// workspace holds slots x [m, n] f32. `partials` counts the (block, tile) pairs that store partial sums:
+// every block of a tile that more than one block shares (the cost model's traffic).
 struct StreamK {
-  int64_t tiles = 0, k_tiles = 0, iterations = 0, blocks = 0, per = 0, slots = 0;
+  int64_t tiles = 0, k_tiles = 0, iterations = 0, blocks = 0, per = 0, slots = 0, partials = 0;
 };
 StreamK stream_k_split(const QMatmulProblem& problem, const QMatmulConfig& config);
 
