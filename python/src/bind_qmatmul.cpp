@@ -5,6 +5,7 @@
 // The GPU path is split so that a launch does nothing but launch: QMatmulGpu.prepare compiles and loads the
 // programs (and tunes, if asked), transform() reorders a weight once, run() launches on the caller's stream.
 // tilevm/_torch.py does the first two outside CUDA-graph capture and raises a clear error inside it.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -123,6 +124,30 @@ struct QMatmulKernel {
   }
 };
 
+// Split-K's and stream-K's ticket counters for eager calls: one zeroed buffer per (device, stream), owned
+// here and not by PyTorch. Every run leaves the counters at 0, so the calls of one stream, which run one
+// after another, share it. The memory comes from the driver, not from torch's allocator: under
+// torch.compile's CUDA graphs (mode="reduce-overhead") the warm-up calls allocate from the graph's private
+// pool, where a tensor kept between calls is an error ("tensor(s) in the cudagraph pool not tracked as
+// outputs"). A buffer outgrown by a larger kernel is kept, not freed: launches already queued may still use
+// it. The few KiB per stream live as long as the process.
+uint64_t stream_counters(int ordinal, uint64_t stream, int64_t bytes) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, uint64_t>, std::vector<runtime::DeviceBuffer>> buffers;
+  if (bytes <= 0) return 0;
+  nb::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::vector<runtime::DeviceBuffer>& held = buffers[{ordinal, stream}];
+  if (held.empty() || held.back().size() < static_cast<size_t>(bytes)) {
+    const size_t size =
+        std::max<size_t>(static_cast<size_t>(bytes), held.empty() ? 0 : 2 * held.back().size());
+    runtime::DeviceBuffer b = open_device(ordinal).allocate(size);
+    b.fill_bytes(0);  // complete when it returns, before any launch on the stream reads it
+    held.push_back(std::move(b));
+  }
+  return held.back().device_ptr();
+}
+
 }  // namespace
 
 void bind_qmatmul(nb::module_& m) {
@@ -145,6 +170,10 @@ void bind_qmatmul(nb::module_& m) {
       "whether CONFIG rounds the scaled weights to the activation type before the product (the tests' "
       "tolerance counts that rounding, as check_qmatmul does)");
   m.def("gpu_available", [] { return runtime::Device::available(); });
+  m.def(
+      "stream_counters", &stream_counters, nb::arg("device"), nb::arg("stream"), nb::arg("bytes"),
+      "a zeroed buffer of at least BYTES for the ticket counters of eager calls on STREAM (a device pointer "
+      "that the package keeps; every run leaves it zeroed)");
   nb::class_<QMatmulKernel>(m, "QMatmulGpu")
       .def_static("prepare", &QMatmulKernel::prepare, nb::arg("device"), nb::arg("m"), nb::arg("n"),
                   nb::arg("k"), nb::arg("atype"), nb::arg("wtype"), nb::arg("group"), nb::arg("zero_point"),

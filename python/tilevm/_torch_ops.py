@@ -8,7 +8,7 @@ inside CUDA-graph capture a missing kernel is an error that says so, never a com
 allocation outside torch's allocator or a synchronization.
 """
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -133,25 +133,19 @@ def _transformed(codes: Tensor, kern, device) -> Tensor:
 
 # Split-K's and stream-K's ticket counters. Every run of a kernel leaves them at 0 (the last block of a tile
 # takes the ticket back), so one zeroed buffer per stream serves every eager call on that stream: the calls
-# of one stream run one after another. A CUDA graph gets counters of its own, zeroed inside the capture, so
+# of one stream run one after another. The extension owns those buffers (_C.stream_counters: driver memory,
+# not torch's, since a tensor kept between calls breaks torch.compile's CUDA graphs, whose warm-up calls
+# allocate from the graph's pool). A CUDA graph gets counters of its own, zeroed inside the capture, so
 # that no replay shares them with the eager calls of another stream.
-_COUNTERS = {}  # (device index, stream handle) -> zeroed uint8 tensor
-
-
-def _counters(kern, device, stream: int) -> Optional[Tensor]:
+def _counters(kern, device, stream: int) -> Tuple[int, Optional[Tensor]]:
+    """The counters' device pointer (0: the kernel has none), and the tensor that holds them in a capture."""
     nbytes = kern.counter_bytes
     if not nbytes:
-        return None
+        return 0, None
     if _capturing(device):
-        return torch.zeros(nbytes, dtype=torch.uint8, device=device)
-    key = (device.index, stream)
-    buf = _COUNTERS.get(key)
-    if buf is None or buf.numel() < nbytes:
-        # Zeroed on this stream (the current one), before the launch that first uses it. The smaller buffer
-        # it replaces goes back to torch's allocator for this stream, ordered after the calls that used it.
-        buf = _COUNTERS[key] = torch.zeros(nbytes if buf is None else max(nbytes, 2 * buf.numel()),
-                                           dtype=torch.uint8, device=device)
-    return buf
+        held = torch.zeros(nbytes, dtype=torch.uint8, device=device)
+        return held.data_ptr(), held
+    return _C.stream_counters(device.index, stream, nbytes), None
 
 
 def _stream(device) -> int:
@@ -182,10 +176,10 @@ def _qmatmul_impl(x: Tensor, codes: Tensor, scales: Tensor, zeros: Optional[Tens
         ws = kern.workspace_bytes
         workspace = torch.empty(ws, dtype=torch.uint8, device=device) if ws else None
         stream = _stream(device)
-        counters = _counters(kern, device, stream)
+        counters, _held = _counters(kern, device, stream)
         kern.run(stream, x2.data_ptr(), t.data_ptr(), scales.data_ptr(),
                  0 if zeros is None else zeros.data_ptr(), c.data_ptr(),
-                 0 if workspace is None else workspace.data_ptr(), 0 if counters is None else counters.data_ptr())
+                 0 if workspace is None else workspace.data_ptr(), counters)
     return c if flat else c.reshape(tuple(x.shape[:-1]) + (n,))
 
 

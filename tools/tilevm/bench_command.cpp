@@ -15,6 +15,7 @@
 //
 // Exit status: 0 when every problem ran; 1 without a GPU, or when a problem failed (the others still run and
 // their rows are printed; the errors are listed on stderr); 2 on bad command-line use.
+#include <charconv>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -56,7 +57,29 @@ struct BenchRequest {
   bool no_cublas = false;
   std::string gemm;                  // a GEMM program to time instead of the quantized matmul
   std::vector<std::string> defines;  // -D for the GEMM program
+  std::vector<std::string> shapes;   // --shape MxNxK for the GEMMs instead of gemm_workloads()
 };
+
+// The GEMM shapes of --shape (MxNxK each), or the GEMM workloads when none is given.
+std::vector<bench::GemmShape> gemm_shapes(const BenchRequest& req) {
+  if (req.shapes.empty()) return bench::gemm_workloads();
+  std::vector<bench::GemmShape> out;
+  for (const std::string& text : req.shapes) {
+    int64_t v[3] = {0, 0, 0};
+    const char* p = text.data();
+    const char* end = text.data() + text.size();
+    for (int i = 0; i < 3; ++i) {
+      const auto [next, ec] = std::from_chars(p, end, v[i]);
+      const bool last = i == 2;
+      if (ec != std::errc() || v[i] < 1 || (last ? next != end : next == end || *next != 'x'))
+        throw UsageError(
+            fmt::format("--shape {}: expected MxNxK with positive integers, e.g. 256x8192x8192", text));
+      p = next + (last ? 0 : 1);
+    }
+    out.push_back({v[0], v[1], v[2], "shape"});
+  }
+  return out;
+}
 
 // A weight type the quantized matmul takes (checked on a problem of the sweep's shape), or a usage error
 // naming the option.
@@ -99,7 +122,8 @@ std::string device_line(const runtime::Device& device) {
 
 // --gemm FILE: that program on the GEMM workloads beside cuBLAS; --workloads gemm: the GEMM template
 // (ops/gemm/gemm.h), tuned for each shape (--no-tune: the cost model's pick).
-void run_gemm(const BenchRequest& req, const runtime::Device& device) {
+void run_gemm(const BenchRequest& req, const std::vector<bench::GemmShape>& shapes,
+              const runtime::Device& device) {
   const target::Target target = exec::device_target(device.info());
   std::optional<exec::GpuProgram> fixed;
   if (!req.gemm.empty()) {
@@ -114,7 +138,7 @@ void run_gemm(const BenchRequest& req, const runtime::Device& device) {
   std::cerr << device_line(device) << "\n";
   std::cout << bench::gemm_table_header() << (fixed ? "" : "  config") << std::endl;
   std::vector<std::string> failures;
-  for (const bench::GemmShape& shape : bench::gemm_workloads()) {
+  for (const bench::GemmShape& shape : shapes) {
     try {
       std::string config;
       std::optional<exec::GpuProgram> tuned;
@@ -143,13 +167,16 @@ void run(const BenchRequest& req) {
   const bool gemm = !req.gemm.empty() || req.workloads == "gemm";
   if (gemm && !req.svg.empty())
     throw UsageError("--svg draws the quantized matmul's times against M; it cannot be used with the GEMM");
+  if (!gemm && !req.shapes.empty())
+    throw UsageError("--shape gives the GEMM's shapes: use it with --gemm FILE or --workloads gemm");
   const std::vector<ops::QMatmulProblem> problems =
       gemm ? std::vector<ops::QMatmulProblem>{} : problems_of(req);
+  const std::vector<bench::GemmShape> shapes = gemm ? gemm_shapes(req) : std::vector<bench::GemmShape>{};
 
   const runtime::Device opened = open_gpu("tilevm bench");
   const runtime::Device& device = opened;
   if (gemm) {
-    run_gemm(req, device);
+    run_gemm(req, shapes, device);
     return;
   }
 
@@ -250,6 +277,10 @@ void add_bench_command(CLI::App& app) {
       ->type_name("FILE");
   cmd->add_option("-D", req->defines, "with --gemm: override a constant of the program, NAME=VALUE")
       ->type_name("NAME=VALUE");
+  cmd->add_option("--shape", req->shapes,
+                  "with --gemm or --workloads gemm: these shapes instead of the square and prefill ones")
+      ->delimiter(',')
+      ->type_name("MxNxK,...");
   cmd->callback([req] { run(*req); });
 }
 

@@ -1,0 +1,1 @@
+bench --shape 256x8192x8192
