@@ -181,8 +181,10 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   const double warp_rate = calibration.warp_weights_per_ns * 1e9,
                sm_rate = calibration.sm_weights_per_ns * 1e9;
 
-  // Stream-K's blocks read k-tiles scattered over K, where a split's all read one k-tile of every column.
-  const double step_cost = stream ? calibration.stream_k_step_cost : 1.0;
+  // Stream-K's blocks read k-tiles scattered over K, where a split's all read one k-tile of every column;
+  // two stages of cp.async leave each step's copy exposed.
+  const double step_cost = (stream ? calibration.stream_k_step_cost : 1.0) *
+                           (!c.wgmma && c.stages == 2 ? calibration.two_stage_cost : 1.0);
   struct Sums {
     double dram = 0, dram_latency = 0, l2 = 0, mma = 0, alu = 0, issue = 0, fill = 0, total = 0;
   } sums;
