@@ -24,31 +24,17 @@ using ir::Scope;
 
 constexpr int64_t kGroup = 64;  // columns of K a group: rows of 128 bytes in f16 / bf16
 
-// How many instructions and Parallel assignments name each variable, how many Gemms accumulate into each,
-// and every name the program defines (the new tensors take names of their own).
+// How many instructions and Parallel assignments name each variable, and how many Gemms accumulate into
+// each.
 class Uses : public ir::IRVisitor {
  public:
   std::map<const ir::VarNode*, int> count, accumulated;
-  std::set<std::string> names;
-  void visit_inst_stmt(const ir::InstStmt& s) override {
-    for (const ir::Var& r : s.results) names.insert(r->name);
-    ir::IRVisitor::visit_inst_stmt(s);
-  }
-  void visit_assign(const ir::AssignStmt& s) override {
-    names.insert(s.var->name);
-    ir::IRVisitor::visit_assign(s);
-  }
-  void visit_for(const ir::ForStmt& s) override {
-    names.insert(s.var->name);
-    ir::IRVisitor::visit_for(s);
-  }
   void visit_inst(const ir::Inst& inst) override {
     for (const ir::Var& v : inst->used_vars()) ++count[v.get()];
     if (const auto* g = inst->as<ir::GemmInst>()) ++accumulated[g->c.tensor.get()];
     ir::IRVisitor::visit_inst(inst);
   }
   void visit_parallel(const ir::ParallelStmt& s) override {
-    for (const ir::Var& v : s.vars) names.insert(v->name);
     for (const ir::ElementAssign& a : s.body) {
       ++count[a.target.tensor.get()];
       ir::for_each_access(a.value, [&](const ir::ElementAccess& e) { ++count[e.tensor.get()]; });
@@ -125,9 +111,8 @@ struct Candidate {
 class Splitter {
  public:
   Splitter(const ir::Program& program, Diagnostics& diags, const target::Target& target)
-      : program_(program), diags_(diags), target_(target) {
+      : program_(program), diags_(diags), target_(target), names_(program) {
     uses_.visit_program(program);
-    for (const ir::Var& p : program.params) uses_.names.insert(p->name);
     for (const ir::Stmt& s : program.body) {
       const auto* is = s ? s->as<ir::InstStmt>() : nullptr;
       if (!is || is->results.size() != 1) continue;
@@ -251,26 +236,11 @@ class Splitter {
       inst = std::make_shared<ir::AllocateSharedInst>(a->dtype, std::move(shape), std::nullopt, a->loc);
     }
     const ir::Var& old = is.results[0];
-    std::optional<ir::Var> v = result(inst, fresh(fmt::format("{}_g{}", old->name, h)));
+    std::optional<ir::Var> v = result_var(inst, names_.fresh(fmt::format("{}_g{}", old->name, h)), program_, diags_);
     if (!v) return false;
     groups_[old.get()].push_back(*v);
     out.push_back(inst_stmt(inst, {*v}));
     return true;
-  }
-
-  // `base`, or base0, base1, ...: a name the program does not use yet.
-  std::string fresh(const std::string& base) {
-    std::string name = base;
-    for (int n = 0; uses_.names.count(name); ++n) name = fmt::format("{}{}", base, n);
-    uses_.names.insert(name);
-    return name;
-  }
-
-  std::optional<ir::Var> result(const ir::Inst& inst, const std::string& name) {
-    std::optional<std::vector<ir::ValueType>> types =
-        ir::infer_result_types(*inst, static_cast<int>(program_.grid.size()), diags_);
-    if (!types || types->size() != 1) return std::nullopt;
-    return ir::make_var(name, (*types)[0], inst->loc);
   }
 
   // The loop body with the candidate's Copy, Parallel loop and Gemm in groups; the hoisted reads' fragments
@@ -295,7 +265,7 @@ class Splitter {
       if (it == rows.end()) {
         ir::Inst alloc = std::make_shared<ir::AllocateFragmentInst>(
             a.tensor->type.tensor->dtype, std::vector<ir::Expr>{par.extents[0]}, nullptr, a.loc);
-        std::optional<ir::Var> x = result(alloc, fresh(fmt::format("{}_row", a.tensor->name)));
+        std::optional<ir::Var> x = result_var(alloc, names_.fresh(fmt::format("{}_row", a.tensor->name)), program_, diags_);
         if (!x) return std::nullopt;
         before.push_back(inst_stmt(alloc, {*x}));
         const ir::Var ih = ir::make_var(i->name, i->type, i->loc);
@@ -362,6 +332,7 @@ class Splitter {
   Diagnostics& diags_;
   const target::Target& target_;
   Uses uses_;
+  Names names_;
   std::map<const ir::VarNode*, const ir::InstStmt*> allocations_;
   std::map<const ir::VarNode*, std::vector<ir::Var>> groups_;  // a split tensor's groups
 };

@@ -2,6 +2,7 @@
 #include "tilevm/tile/tile_program.h"
 
 #include "tilevm/ir/inst/all.h"
+#include "tilevm/ir/inst_types.h"
 #include "tilevm/ir/visitor.h"
 #include "tilevm/support/error.h"
 
@@ -62,6 +63,46 @@ ir::Expr substitute(const ir::Expr& e, const std::map<const ir::VarNode*, ir::Ex
 ir::Stmt inst_stmt(ir::Inst inst, std::vector<ir::Var> results) {
   const SourceLoc loc = inst->loc;
   return std::make_shared<ir::InstStmt>(std::move(results), std::move(inst), loc);
+}
+
+Names::Names(const ir::Program& program) {
+  struct Collect : ir::IRVisitor {
+    std::set<std::string>* names;
+    void visit_inst_stmt(const ir::InstStmt& s) override {
+      for (const ir::Var& r : s.results) names->insert(r->name);
+      ir::IRVisitor::visit_inst_stmt(s);
+    }
+    void visit_assign(const ir::AssignStmt& s) override {
+      names->insert(s.var->name);
+      ir::IRVisitor::visit_assign(s);
+    }
+    void visit_for(const ir::ForStmt& s) override {
+      names->insert(s.var->name);
+      ir::IRVisitor::visit_for(s);
+    }
+    void visit_parallel(const ir::ParallelStmt& s) override {
+      for (const ir::Var& v : s.vars) names->insert(v->name);
+      ir::IRVisitor::visit_parallel(s);
+    }
+  } collect;
+  collect.names = &used_;
+  collect.visit_program(program);
+  for (const ir::Var& p : program.params) used_.insert(p->name);
+}
+
+std::string Names::fresh(const std::string& base) {
+  std::string name = base;
+  for (int n = 0; used_.count(name); ++n) name = base + std::to_string(n);
+  used_.insert(name);
+  return name;
+}
+
+std::optional<ir::Var> result_var(const ir::Inst& inst, const std::string& name, const ir::Program& program,
+                                  Diagnostics& diags) {
+  std::optional<std::vector<ir::ValueType>> types =
+      ir::infer_result_types(*inst, static_cast<int>(program.grid.size()), diags);
+  if (!types || types->size() != 1) return std::nullopt;
+  return ir::make_var(name, (*types)[0], inst->loc);
 }
 
 ir::Stmt ThreadsMutator::mutate_region(const ir::Stmt& s, const ir::RegionStmt& node) {

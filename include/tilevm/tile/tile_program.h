@@ -2,10 +2,13 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "tilevm/ir/mutator.h"
 #include "tilevm/ir/program.h"
+#include "tilevm/support/diagnostics.h"
 
 namespace tilevm::tile {
 
@@ -30,6 +33,22 @@ ir::Expr substitute(const ir::Expr& e, const std::map<const ir::VarNode*, ir::Ex
 
 // An instruction as a statement, defining `results`.
 ir::Stmt inst_stmt(ir::Inst inst, std::vector<ir::Var> results = {});
+
+// Every name a program defines (parameters, results, scalars, loop and Parallel variables), so that the
+// tensors a pass adds take names of their own: fresh("s_row") is s_row, or s_row0, s_row1, ... .
+class Names {
+ public:
+  explicit Names(const ir::Program& program);
+  std::string fresh(const std::string& base);
+
+ private:
+  std::set<std::string> used_;
+};
+
+// A variable named `name` for the one result of `inst` (the type the verifier infers for it), or nullopt
+// with the diagnostic.
+std::optional<ir::Var> result_var(const ir::Inst& inst, const std::string& name, const ir::Program& program,
+                                  Diagnostics& diags);
 
 // A lowering pass that lays tiles out over the block's threads_, and over a region's own inside it (a
 // warp-specialized region is the block for its body: docs/language.md, "Warp-specialized regions").
