@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
+#include <set>
 #include <thread>
+#include <utility>
 
 #include "tilevm/superopt/search.h"
 #include "tilevm/support/error.h"
@@ -112,22 +114,142 @@ std::vector<BlockSchedule> enumerate_schedules(const Graph& program, const Sched
   return schedules;
 }
 
-SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, const SearchLimits& limits,
-                              int threads) {
+namespace {
+
+// Per dimension of the program's output, the (input, dimension) pairs that reach it position for position:
+// an input's rows that stay the output's rows through a matmul, an element-wise op, a norm over another
+// dimension. A dimension that an op sums, concatenates or normalizes over reaches none. A grid dimension
+// that partitions an input along a dimension that does not reach the output dimension the grid partitions
+// leaves each block a part of a sum, which no block graph adds across blocks: such a schedule has no
+// equivalent graph.
+std::vector<std::set<std::pair<int, int>>> input_origins(const Graph& program) {
+  using Dims = std::vector<std::set<std::pair<int, int>>>;
+  std::vector<Dims> of(program.tensors().size());
+  const std::vector<int> inputs = program.inputs();
+  auto same_extent = [&](int t, size_t d, int64_t extent) { return program.tensor(t).shape[d] == extent; };
+  for (const Op& op : program.ops()) {
+    if (op.outputs.size() != 1) continue;
+    const int out = op.outputs[0];
+    const Shape& shape = program.tensor(out).shape;
+    Dims dims(shape.size());
+    switch (op.kind) {
+      case OpKind::Input:
+        for (size_t k = 0; k < inputs.size(); ++k)
+          if (inputs[k] == out)
+            for (size_t d = 0; d < shape.size(); ++d)
+              dims[d].insert({static_cast<int>(k), static_cast<int>(d)});
+        break;
+      case OpKind::Matmul: {
+        const Dims &a = of[op.inputs[0]], &b = of[op.inputs[1]];
+        const size_t r = shape.size();
+        for (size_t d = 0; d + 2 < r; ++d) {
+          if (same_extent(op.inputs[0], d, shape[d])) dims[d].insert(a[d].begin(), a[d].end());
+          if (same_extent(op.inputs[1], d, shape[d])) dims[d].insert(b[d].begin(), b[d].end());
+        }
+        dims[r - 2] = a[r - 2];
+        dims[r - 1] = b[r - 1];
+        break;
+      }
+      case OpKind::Add:
+      case OpKind::Mul:
+      case OpKind::Div:
+        for (int x : op.inputs)
+          for (size_t d = 0; d < shape.size(); ++d)
+            if (same_extent(x, d, shape[d])) dims[d].insert(of[x][d].begin(), of[x][d].end());
+        break;
+      case OpKind::Sum:
+      case OpKind::Concat:
+      case OpKind::RmsNorm:
+        // Every dimension but the summed, concatenated or normalized one (RmsNorm: the last).
+        for (int x : op.inputs)
+          for (size_t d = 0; d < shape.size(); ++d)
+            if (static_cast<int>(d) !=
+                (op.kind == OpKind::RmsNorm ? static_cast<int>(shape.size()) - 1 : op.dim))
+              dims[d].insert(of[x][d].begin(), of[x][d].end());
+        break;
+      default:
+        if (is_unary(op.kind)) dims = of[op.inputs[0]];
+        break;  // constants, and anything else: no input's dimension passes through
+    }
+    of[out] = std::move(dims);
+  }
+  return of.empty() || program.outputs().empty() ? std::vector<std::set<std::pair<int, int>>>{}
+                                                 : of[program.outputs()[0]];
+}
+
+// Whether every input that a grid dimension partitions is partitioned along a dimension reaching the output
+// dimension that the grid dimension partitions (input_origins).
+bool partitions_consistently(const BlockSchedule& s,
+                             const std::vector<std::set<std::pair<int, int>>>& origins) {
+  for (int g = 0; g < 3; ++g) {
+    if (s.grid[g] == 1) continue;
+    const int o = s.omap[g];
+    for (size_t k = 0; k < s.imaps.size(); ++k) {
+      const int e = s.imaps[k][g];
+      if (e == kReplica) continue;
+      if (o == kReplica || o >= static_cast<int>(origins.size()) ||
+          !origins[o].count({static_cast<int>(k), e}))
+        return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+double schedule_read_us(const Graph& program, const BlockSchedule& s) {
+  // An H100's figures, rounded: what DRAM gives the whole GPU, what one SM can pull alone, its SMs.
+  constexpr double kDramGbps = 3000, kSmGbps = 50, kSms = 132;
+  const double blocks = static_cast<double>(s.grid[0] * s.grid[1] * s.grid[2]);
+  double bytes = 0;
+  const std::vector<int>& inputs = program.inputs();
+  for (size_t k = 0; k < inputs.size() && k < s.imaps.size(); ++k) {
+    double parts = 1;
+    for (int g = 0; g < 3; ++g)
+      if (s.imaps[k][g] != kReplica) parts *= static_cast<double>(s.grid[g]);
+    // Each block reads its part of the input: the whole input once per replica.
+    bytes += static_cast<double>(element_count(program.tensor(inputs[k]).shape)) * 2 * blocks / parts;
+  }
+  const double active = std::min(blocks, kSms);
+  return std::max(bytes / (kDramGbps * 1e3), bytes / (active * kSmGbps * 1e3));
+}
+
+std::vector<BlockSchedule> ordered_schedules(const Graph& program, const ScheduleSpace& space) {
   std::vector<BlockSchedule> schedules = enumerate_schedules(program, space);
-  // Grids of about one block per SM of a current GPU (128; the H100 has 132) first, then the ones further
-  // from it in either direction (in powers of two), and at one grid the shortest loop first (the simplest
-  // graphs; a loop whose tiles overflow shared memory is cut at once). Under a budget the schedules a GPU
-  // runs well should not wait behind the small grids that enumerate_schedules lists first, nor behind huge
-  // ones of a few elements per block. The order is fixed, so the result is the same for any thread count.
+  // The schedules a GPU runs fastest first, by a memory roofline (schedule_read_us), then grids of about
+  // one block per SM of a current GPU (128; the H100 has 132) before the ones further from it in either
+  // direction (in powers of two), and at one grid and time the shortest loop first (the simplest graphs; a
+  // loop whose tiles overflow shared memory is cut at once). Under a budget the schedules a GPU runs well
+  // should not wait behind the ones that read an input once per block, nor behind small grids or huge ones
+  // of a few elements per block. The order is fixed, so the result is the same for any thread count.
   auto distance = [](const BlockSchedule& s) {
     const int64_t blocks = s.grid[0] * s.grid[1] * s.grid[2];
     return std::abs(static_cast<int>(std::bit_width(static_cast<uint64_t>(blocks))) - 8);  // bit_width(128)
   };
-  std::stable_sort(schedules.begin(), schedules.end(), [&](const BlockSchedule& a, const BlockSchedule& b) {
-    const int da = distance(a), db = distance(b);
-    return da != db ? da < db : a.loop < b.loop;
+  const std::vector<std::set<std::pair<int, int>>> origins = input_origins(program);
+  std::vector<double> read_us;
+  std::vector<bool> consistent;
+  for (const BlockSchedule& s : schedules) {
+    read_us.push_back(schedule_read_us(program, s));
+    consistent.push_back(partitions_consistently(s, origins));
+  }
+  std::vector<size_t> order(schedules.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (consistent[a] != consistent[b]) return static_cast<bool>(consistent[a]);
+    if (read_us[a] != read_us[b]) return read_us[a] < read_us[b];
+    const int da = distance(schedules[a]), db = distance(schedules[b]);
+    return da != db ? da < db : schedules[a].loop < schedules[b].loop;
   });
+  std::vector<BlockSchedule> sorted;
+  for (size_t i : order) sorted.push_back(std::move(schedules[i]));
+  schedules = std::move(sorted);
+  return schedules;
+}
+
+SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, const SearchLimits& limits,
+                              int threads) {
+  std::vector<BlockSchedule> schedules = ordered_schedules(program, space);
   std::vector<SearchResult> results(schedules.size());
   std::atomic<size_t> next{0};
   // Errors of a worker are kept and rethrown here, the first by schedule order.

@@ -61,6 +61,11 @@ class BlockSearch {
     uses_.assign(block.tensors().size(), 0);
     for (const TensorDecl& t : block.tensors())
       shared_bytes_ += element_count(t.shape) * limits_.element_bytes;
+    // The iterators whose tile changes every iteration are pipelined: stages - 1 more copies of each.
+    for (const Op& op : block.ops())
+      if (op.kind == OpKind::Iter && op.fmap != kReplica && block.loop() > 1)
+        shared_bytes_ += element_count(block.tensor(op.outputs[0]).shape) * limits_.element_bytes *
+                         (std::max(limits_.stages, 1) - 1);
     extend(block, {-1, -1, -1, -1}, 0, 0);
     return std::move(result_);
   }

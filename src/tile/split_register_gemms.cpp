@@ -236,7 +236,8 @@ class Splitter {
       inst = std::make_shared<ir::AllocateSharedInst>(a->dtype, std::move(shape), std::nullopt, a->loc);
     }
     const ir::Var& old = is.results[0];
-    std::optional<ir::Var> v = result_var(inst, names_.fresh(fmt::format("{}_g{}", old->name, h)), program_, diags_);
+    std::optional<ir::Var> v =
+        result_var(inst, names_.fresh(fmt::format("{}_g{}", old->name, h)), program_, diags_);
     if (!v) return false;
     groups_[old.get()].push_back(*v);
     out.push_back(inst_stmt(inst, {*v}));
@@ -265,7 +266,8 @@ class Splitter {
       if (it == rows.end()) {
         ir::Inst alloc = std::make_shared<ir::AllocateFragmentInst>(
             a.tensor->type.tensor->dtype, std::vector<ir::Expr>{par.extents[0]}, nullptr, a.loc);
-        std::optional<ir::Var> x = result_var(alloc, names_.fresh(fmt::format("{}_row", a.tensor->name)), program_, diags_);
+        std::optional<ir::Var> x =
+            result_var(alloc, names_.fresh(fmt::format("{}_row", a.tensor->name)), program_, diags_);
         if (!x) return std::nullopt;
         before.push_back(inst_stmt(alloc, {*x}));
         const ir::Var ih = ir::make_var(i->name, i->type, i->loc);

@@ -210,6 +210,7 @@ std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
   // keeps some in registers, so this over-counts; but a [4096, 4096] tile per block, which the search found
   // at full sizes, is cut at once instead of costing a verification).
   limits.max_shared_bytes = target::kMaxSharedPerBlock;
+  limits.stages = req.stages;
   limits.on_progress = [](const SearchStats& s) {
     fmt::print(stderr, "  {} states, {} candidates, {} verified\n", s.states, s.candidates, s.verified);
   };

@@ -45,6 +45,9 @@ struct SearchLimits {
   // tensors take more than this many bytes (at element_bytes each) is cut. 0: no limit.
   int64_t max_shared_bytes = 0;
   int element_bytes = 2;
+  // The pipeline depth the lowering gives the loop (lower_to_tile's stages): an iterator's tile that changes
+  // every iteration is in shared memory that many times over.
+  int stages = 1;
   // Off only to measure what the canonical form saves (tests): every order of the same ops is generated.
   bool canonical = true;
   int verify_trials = 4;
@@ -88,6 +91,16 @@ struct ScheduleSpace {
   std::vector<int64_t> loop_extents = {1, 2, 4};
 };
 std::vector<BlockSchedule> enumerate_schedules(const Graph& program, const ScheduleSpace& space);
+
+// A memory roofline of one schedule, in microseconds: the bytes its blocks read (each block its part of
+// every input: an input that a grid dimension does not partition is read once per block along it, f16) at
+// the lower of DRAM's rate and what the active SMs can pull (an H100's figures, rounded). The search takes
+// the schedules in its order; it ranks, it does not predict.
+double schedule_read_us(const Graph& program, const BlockSchedule& schedule);
+
+// enumerate_schedules in the order the search takes them: schedule_read_us, then grids of about 128
+// blocks, then the shortest loop (schedules.cpp says why).
+std::vector<BlockSchedule> ordered_schedules(const Graph& program, const ScheduleSpace& space);
 
 // search_block_graphs over every schedule; stats summed. `threads` searches run at once (0: one per core),
 // each on its own schedules; the result is the same for any number of threads (graphs in schedule order).
