@@ -153,20 +153,20 @@ std::vector<std::set<std::pair<int, int>>> input_origins(const Graph& program) {
       case OpKind::Add:
       case OpKind::Mul:
       case OpKind::Div:
-        for (int x : op.inputs)
-          for (size_t d = 0; d < shape.size(); ++d)
-            if (same_extent(x, d, shape[d])) dims[d].insert(of[x][d].begin(), of[x][d].end());
-        break;
       case OpKind::Sum:
       case OpKind::Concat:
-      case OpKind::RmsNorm:
-        // Every dimension but the summed, concatenated or normalized one (RmsNorm: the last).
+      case OpKind::RmsNorm: {
+        // Position for position (an operand broadcast along a dimension does not reach it), but for the
+        // summed, concatenated or normalized dimension (RmsNorm: the last).
+        const int except = op.kind == OpKind::RmsNorm ? static_cast<int>(shape.size()) - 1
+                           : op.kind == OpKind::Sum || op.kind == OpKind::Concat ? op.dim
+                                                                                 : -1;
         for (int x : op.inputs)
           for (size_t d = 0; d < shape.size(); ++d)
-            if (static_cast<int>(d) !=
-                (op.kind == OpKind::RmsNorm ? static_cast<int>(shape.size()) - 1 : op.dim))
+            if (static_cast<int>(d) != except && same_extent(x, d, shape[d]))
               dims[d].insert(of[x][d].begin(), of[x][d].end());
         break;
+      }
       default:
         if (is_unary(op.kind)) dims = of[op.inputs[0]];
         break;  // constants, and anything else: no input's dimension passes through
