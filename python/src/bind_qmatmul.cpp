@@ -133,11 +133,12 @@ struct QMatmulKernel {
 // it. The few KiB per stream live as long as the process.
 uint64_t stream_counters(int ordinal, uint64_t stream, int64_t bytes) {
   static std::mutex mutex;
-  static std::map<std::pair<int, uint64_t>, std::vector<runtime::DeviceBuffer>> buffers;
+  // Never destroyed: freeing at exit could run after the driver is gone.
+  static auto* buffers = new std::map<std::pair<int, uint64_t>, std::vector<runtime::DeviceBuffer>>();
   if (bytes <= 0) return 0;
   nb::gil_scoped_release release;
   std::lock_guard<std::mutex> lock(mutex);
-  std::vector<runtime::DeviceBuffer>& held = buffers[{ordinal, stream}];
+  std::vector<runtime::DeviceBuffer>& held = (*buffers)[{ordinal, stream}];
   if (held.empty() || held.back().size() < static_cast<size_t>(bytes)) {
     const size_t size =
         std::max<size_t>(static_cast<size_t>(bytes), held.empty() ? 0 : 2 * held.back().size());
