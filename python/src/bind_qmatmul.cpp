@@ -142,8 +142,11 @@ uint64_t stream_counters(int ordinal, uint64_t stream, int64_t bytes) {
   if (held.empty() || held.back().size() < static_cast<size_t>(bytes)) {
     const size_t size =
         std::max<size_t>(static_cast<size_t>(bytes), held.empty() ? 0 : 2 * held.back().size());
-    runtime::DeviceBuffer b = open_device(ordinal).allocate(size);
-    b.fill_bytes(0);  // complete when it returns, before any launch on the stream reads it
+    const runtime::Device& device = open_device(ordinal);
+    runtime::DeviceBuffer b = device.allocate(size);
+    // Zeroed on the caller's stream, ahead of the launch that first reads it (no host wait, and nothing on
+    // the legacy stream).
+    b.fill_bytes_async(0, device.wrap_stream(reinterpret_cast<void*>(stream)));
     held.push_back(std::move(b));
   }
   return held.back().device_ptr();

@@ -622,19 +622,6 @@ int threads_for(const Graph& block, int most) {
   return 32;
 }
 
-// The pipeline depth of a block graph's loop: the requested one, or deeper (up to 8 and the loop's extent)
-// when an iteration copies little, so that about 16 KiB stay in flight: a loop over small tiles (the sum of
-// a few partials per row) is bound by the latency of its copies, not by their bytes.
-int stages_for(const Graph& block, int requested) {
-  if (requested <= 1 || block.loop() <= 1) return requested;
-  int64_t bytes = 0;  // f16 tiles copied per iteration
-  for (const Op& op : block.ops())
-    if (op.kind == OpKind::Iter && op.fmap != kReplica)
-      bytes += 2 * element_count(block.tensor(op.outputs[0]).shape);
-  const int64_t want = bytes > 0 ? (16384 + bytes - 1) / bytes : requested;
-  return static_cast<int>(std::max<int64_t>(requested, std::min<int64_t>({want, 8, block.loop()})));
-}
-
 int64_t largest_divisor(int64_t n, int64_t cap) {
   for (int64_t d = std::min(n, std::max<int64_t>(cap, 1)); d > 1; --d)
     if (n % d == 0) return d;
@@ -768,6 +755,19 @@ Graph wrap_tensor_op(const Graph& k, const Op& op, const TileLowerOptions& o) {
 
 }  // namespace
 
+// The pipeline depth of a block graph's loop: the requested one, or deeper (up to 8 and the loop's extent)
+// when an iteration copies little, so that about 16 KiB stay in flight: a loop over small tiles (the sum of
+// a few partials per row) is bound by the latency of its copies, not by their bytes.
+int pipeline_stages(const Graph& block, int requested) {
+  if (requested <= 1 || block.loop() <= 1) return requested;
+  int64_t bytes = 0;  // f16 tiles copied per iteration
+  for (const Op& op : block.ops())
+    if (op.kind == OpKind::Iter && op.fmap != kReplica)
+      bytes += 2 * element_count(block.tensor(op.outputs[0]).shape);
+  const int64_t want = bytes > 0 ? (16384 + bytes - 1) / bytes : requested;
+  return static_cast<int>(std::max<int64_t>(requested, std::min<int64_t>({want, 8, block.loop()})));
+}
+
 LoweredGraph lower_to_tile(const Graph& k, const TileLowerOptions& options) {
   if (k.level() != Level::Kernel)
     fail("lower_to_tile takes a kernel graph, not a {} graph", level_name(k.level()));
@@ -802,8 +802,8 @@ LoweredGraph lower_to_tile(const Graph& k, const TileLowerOptions& options) {
     std::optional<Graph> wrapped;
     if (op.kind != OpKind::Block) wrapped = wrap_tensor_op(k, op, options);
     const Graph& block = wrapped ? *wrapped : k.children()[static_cast<size_t>(op.child)];
-    BlockWriter writer(block, name, threads_for(block, options.threads), stages_for(block, options.stages),
-                       operands, outputs, output_shapes);
+    BlockWriter writer(block, name, threads_for(block, options.threads),
+                       pipeline_stages(block, options.stages), operands, outputs, output_shapes);
     if (wrapped) writer.set_context(fmt::format("{} '{}'", op_name(op.kind), outputs[0]));
     LoweredKernel kernel;
     kernel.name = name;

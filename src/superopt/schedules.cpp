@@ -118,10 +118,13 @@ namespace {
 
 // Per dimension of the program's output, the (input, dimension) pairs that reach it position for position:
 // an input's rows that stay the output's rows through a matmul, an element-wise op, a norm over another
-// dimension. A dimension that an op sums, concatenates or normalizes over reaches none. A grid dimension
-// that partitions an input along a dimension that does not reach the output dimension the grid partitions
-// leaves each block a part of a sum, which no block graph adds across blocks: such a schedule has no
-// equivalent graph.
+// dimension. A dimension that an op sums, concatenates or normalizes over reaches none through that op. A
+// grid dimension that partitions an input along a dimension that reaches no output dimension, or another
+// one than the grid partitions, leaves each block a part of a sum (or of another block's rows), which no
+// block graph adds across blocks: such a schedule has no equivalent graph. The trace errs the other way:
+// a dimension summed on one path and passed on another (softmax as exp(x) / sum(exp(x))) counts as
+// reaching, so some schedules that cannot work still rank as if they could. The programs' ops have one
+// output each (Block and Thread ops, which may have several, are the search's, not the programs').
 std::vector<std::set<std::pair<int, int>>> input_origins(const Graph& program) {
   using Dims = std::vector<std::set<std::pair<int, int>>>;
   std::vector<Dims> of(program.tensors().size());

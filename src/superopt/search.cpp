@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "tilevm/superopt/abstract_expr.h"
+#include "tilevm/superopt/lower_tile.h"
 #include "tilevm/superopt/verify.h"
 #include "tilevm/support/error.h"
 
@@ -61,11 +62,13 @@ class BlockSearch {
     uses_.assign(block.tensors().size(), 0);
     for (const TensorDecl& t : block.tensors())
       shared_bytes_ += element_count(t.shape) * limits_.element_bytes;
-    // The iterators whose tile changes every iteration are pipelined: stages - 1 more copies of each.
+    // The iterators whose tile changes every iteration are pipelined as the lowering will (its depth may
+    // exceed the requested one for small tiles): stages - 1 more copies of each.
+    const int stages = pipeline_stages(block, limits_.stages);
     for (const Op& op : block.ops())
-      if (op.kind == OpKind::Iter && op.fmap != kReplica && block.loop() > 1)
-        shared_bytes_ += element_count(block.tensor(op.outputs[0]).shape) * limits_.element_bytes *
-                         (std::max(limits_.stages, 1) - 1);
+      if (op.kind == OpKind::Iter && op.fmap != kReplica && stages > 1)
+        shared_bytes_ +=
+            element_count(block.tensor(op.outputs[0]).shape) * limits_.element_bytes * (stages - 1);
     extend(block, {-1, -1, -1, -1}, 0, 0);
     return std::move(result_);
   }

@@ -75,4 +75,9 @@ struct LoweredGraph {
 // gelu (the tile layer has no erf), concat, a matmul with an extent of 1, a computed tensor of one element.
 LoweredGraph lower_to_tile(const Graph& kernel_graph, const TileLowerOptions& options = {});
 
+// The pipeline depth lower_to_tile gives a block graph's loop for `requested` stages: the requested one, or
+// deeper (up to 8 and the loop's extent) when an iteration copies less than about 16 KiB. The search's memory
+// check counts the pipelined tiles this many times.
+int pipeline_stages(const Graph& block, int requested);
+
 }  // namespace tilevm::superopt

@@ -45,8 +45,8 @@ struct SearchLimits {
   // tensors take more than this many bytes (at element_bytes each) is cut. 0: no limit.
   int64_t max_shared_bytes = 0;
   int element_bytes = 2;
-  // The pipeline depth the lowering gives the loop (lower_to_tile's stages): an iterator's tile that changes
-  // every iteration is in shared memory that many times over.
+  // The pipeline depth asked of the lowering (lower_to_tile's stages; pipeline_stages gives what it makes
+  // of it): an iterator's tile that changes every iteration is in shared memory that many times over.
   int stages = 1;
   // Off only to measure what the canonical form saves (tests): every order of the same ops is generated.
   bool canonical = true;

@@ -80,12 +80,12 @@ struct QMatmulCalibration {
   // (8192 x 8192 at M = 32 and 64: 128 blocks of 32 k-tiles, split 2 or stream-K): 1.09 to 1.10 of the
   // split's time (docs/performance.md, fifteenth session).
   double stream_k_step_cost = 1.1;
-  // Two stages in the forms that copy with cp.async (the mma.sync forms), relative to three: the step waits
-  // for the copy issued one step before, where a third stage hides it. The rest of the model does not see
-  // the difference (the bytes in flight over the whole GPU are enough either way) and ranked 2 and 3 stages
-  // equal. Measured on the H100 at 8192 x 57344 (two-warp blocks of 64 columns): 1.14 x at M = 8 (108.1
-  // against 94.7 us), 1.25 x at M = 16 (186.5 against 148.6; 4 stages 148.3); docs/performance.md,
-  // sixteenth session.
+  // Two stages in the mma.sync forms, relative to three: the step waits for the copy issued one step before,
+  // where a third stage hides it. Where the bytes in flight over the whole GPU are enough either way (the
+  // measured shape: 896 blocks), the rest of the model ranked 2 and 3 stages equal. (The wgmma forms are
+  // offered with 3 stages or more and are not charged.) Measured on the H100 at 8192 x 57344 (two-warp blocks
+  // of 64 columns): 1.14 x at M = 8 (108.1 against 94.7 us), 1.25 x at M = 16 (186.5 against 148.6; 4 stages
+  // 148.3); docs/performance.md, sixteenth session.
   double two_stage_cost = 1.15;
 };
 
