@@ -758,12 +758,16 @@ Graph wrap_tensor_op(const Graph& k, const Op& op, const TileLowerOptions& o) {
 // The pipeline depth of a block graph's loop: the requested one, or deeper (up to 8 and the loop's extent)
 // when an iteration copies little, so that about 16 KiB stay in flight: a loop over small tiles (the sum of
 // a few partials per row) is bound by the latency of its copies, not by their bytes.
+int64_t pipelined_elements(const Graph& block) {
+  int64_t n = 0;
+  for (const Op& op : block.ops())
+    if (op.kind == OpKind::Iter && op.fmap != kReplica) n += element_count(block.tensor(op.outputs[0]).shape);
+  return n;
+}
+
 int pipeline_stages(const Graph& block, int requested) {
   if (requested <= 1 || block.loop() <= 1) return requested;
-  int64_t bytes = 0;  // f16 tiles copied per iteration
-  for (const Op& op : block.ops())
-    if (op.kind == OpKind::Iter && op.fmap != kReplica)
-      bytes += 2 * element_count(block.tensor(op.outputs[0]).shape);
+  const int64_t bytes = 2 * pipelined_elements(block);  // f16 tiles copied per iteration
   const int64_t want = bytes > 0 ? (16384 + bytes - 1) / bytes : requested;
   return static_cast<int>(std::max<int64_t>(requested, std::min<int64_t>({want, 8, block.loop()})));
 }

@@ -8,6 +8,7 @@
 #include <functional>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "tilevm/superopt/search.h"
@@ -159,11 +160,10 @@ std::vector<std::set<std::pair<int, int>>> input_origins(const Graph& program) {
       case OpKind::Sum:
       case OpKind::Concat:
       case OpKind::RmsNorm: {
-        // Position for position (an operand broadcast along a dimension does not reach it), but for the
-        // summed, concatenated or normalized dimension (RmsNorm: the last).
-        const int except = op.kind == OpKind::RmsNorm ? static_cast<int>(shape.size()) - 1
-                           : op.kind == OpKind::Sum || op.kind == OpKind::Concat ? op.dim
-                                                                                 : -1;
+        // Position for position where the operand's extent is the output's: not along a broadcast dimension,
+        // the summed one (extent 1 after the sum) or a concatenated one. RmsNorm keeps its shape but mixes
+        // its last dimension.
+        const int except = op.kind == OpKind::RmsNorm ? static_cast<int>(shape.size()) - 1 : -1;
         for (int x : op.inputs)
           for (size_t d = 0; d < shape.size(); ++d)
             if (static_cast<int>(d) != except && same_extent(x, d, shape[d]))
@@ -230,24 +230,17 @@ std::vector<BlockSchedule> ordered_schedules(const Graph& program, const Schedul
     return std::abs(static_cast<int>(std::bit_width(static_cast<uint64_t>(blocks))) - 8);  // bit_width(128)
   };
   const std::vector<std::set<std::pair<int, int>>> origins = input_origins(program);
-  std::vector<double> read_us;
-  std::vector<bool> consistent;
-  for (const BlockSchedule& s : schedules) {
-    read_us.push_back(schedule_read_us(program, s));
-    consistent.push_back(partitions_consistently(s, origins));
-  }
+  // One key a schedule: splits a sum (last), bytes read, distance from 128 blocks, loop.
+  std::vector<std::tuple<bool, double, int, int64_t>> keys;
+  for (const BlockSchedule& s : schedules)
+    keys.emplace_back(!partitions_consistently(s, origins), schedule_read_us(program, s), distance(s),
+                      s.loop);
   std::vector<size_t> order(schedules.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (consistent[a] != consistent[b]) return static_cast<bool>(consistent[a]);
-    if (read_us[a] != read_us[b]) return read_us[a] < read_us[b];
-    const int da = distance(schedules[a]), db = distance(schedules[b]);
-    return da != db ? da < db : schedules[a].loop < schedules[b].loop;
-  });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
   std::vector<BlockSchedule> sorted;
   for (size_t i : order) sorted.push_back(std::move(schedules[i]));
-  schedules = std::move(sorted);
-  return schedules;
+  return sorted;
 }
 
 SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, const SearchLimits& limits,

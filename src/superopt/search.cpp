@@ -65,10 +65,7 @@ class BlockSearch {
     // The iterators whose tile changes every iteration are pipelined as the lowering will (its depth may
     // exceed the requested one for small tiles): stages - 1 more copies of each.
     const int stages = pipeline_stages(block, limits_.stages);
-    for (const Op& op : block.ops())
-      if (op.kind == OpKind::Iter && op.fmap != kReplica && stages > 1)
-        shared_bytes_ +=
-            element_count(block.tensor(op.outputs[0]).shape) * limits_.element_bytes * (stages - 1);
+    if (stages > 1) shared_bytes_ += pipelined_elements(block) * limits_.element_bytes * (stages - 1);
     extend(block, {-1, -1, -1, -1}, 0, 0);
     return std::move(result_);
   }

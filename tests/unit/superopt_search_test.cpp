@@ -267,12 +267,6 @@ TEST(SuperoptSearch, FindsMatmulsOverAllSchedules) {
               static_cast<long long>(r.stats.candidates));
 }
 
-// The schedules come in the order a GPU would run them best: first those whose every partitioned input is
-// split along a dimension that reaches the output dimension the grid splits (a block of a split sum has no
-// equivalent graph), and among them the fewest bytes read. RMSNorm + Linear at its benchmark size: the
-// whole of X in every block, W split along its columns (the hand-written schedule), ahead of any that splits
-// the norm's or the product's K; at the default-sized space that let a 120 s search on 2 cores find the
-// fused graph, where the earlier order found none.
 // RMSNorm + Linear at the benchmark's size (bench/superopt/rmsnorm_linear.graph).
 Graph rmsnorm_linear_full() {
   return parse_graph(
@@ -280,6 +274,12 @@ Graph rmsnorm_linear_full() {
       "  Y = matmul(n, W)\n  output Y\n}\n");
 }
 
+// The schedules come in the order a GPU would run them best: first those whose every partitioned input is
+// split along a dimension that reaches the output dimension the grid splits (a block of a split sum has no
+// equivalent graph), and among them the fewest bytes read. RMSNorm + Linear at its benchmark size: the
+// whole of X in every block, W split along its columns (the hand-written schedule), ahead of any that splits
+// the norm's or the product's K; at the default-sized space that let a 120 s search on 2 cores find the
+// fused graph, where the earlier order found none.
 TEST(SuperoptSearch, SchedulesThatSplitASumComeLast) {
   const Graph program = rmsnorm_linear_full();
   const ScheduleSpace space{.grid_extents = {1, 2, 4, 8, 16, 32, 64, 128}, .loop_extents = {1, 4, 16, 32}};
@@ -310,6 +310,32 @@ TEST(SuperoptSearch, SchedulesThatSplitASumComeLast) {
   EXPECT_EQ(best.omap[0], 1);
   for (size_t i = 1; i < first_bad; ++i)
     EXPECT_LE(schedule_read_us(program, order[i - 1]), schedule_read_us(program, order[i]));
+}
+
+// The trace of the other ops: a sum's dimension and a broadcast operand's reach nothing. Z = sum(X, dim 1) +
+// B with X [64, 32] and B [64, 1]: a grid that splits X's rows (Z's rows) is consistent, one that splits X's
+// columns (the sum) or B's broadcast column is not, and every consistent schedule comes first.
+TEST(SuperoptSearch, TheTraceStopsAtSumsAndBroadcasts) {
+  const Graph program = parse_graph(
+      "kernel k {\n  input X [64, 32]\n  input B [64, 1]\n  S = sum(X) dim=1\n  Z = add(S, B)\n"
+      "  output Z\n}\n");
+  const std::vector<BlockSchedule> order =
+      ordered_schedules(program, {.grid_extents = {1, 2, 4}, .loop_extents = {1, 2}});
+  bool seen_bad = false, seen_rows = false, seen_sum = false;
+  for (const BlockSchedule& s : order) {
+    bool bad = false;
+    for (int g = 0; g < 3; ++g) {
+      if (s.grid[g] == 1) continue;
+      bad = bad || s.imaps[0][g] == 1 || (s.imaps[0][g] == 0 && s.omap[g] != 0) ||
+            (s.imaps[1][g] == 0 && s.omap[g] != 0);
+      seen_rows = seen_rows || (s.imaps[0][g] == 0 && s.omap[g] == 0);
+      seen_sum = seen_sum || s.imaps[0][g] == 1;
+    }
+    EXPECT_TRUE(bad || !seen_bad) << "a consistent schedule after an inconsistent one";
+    seen_bad = seen_bad || bad;
+  }
+  EXPECT_TRUE(seen_rows);
+  EXPECT_TRUE(seen_sum);
 }
 
 // A tile that changes every iteration is pipelined by the lowering (lower_to_tile's stages): the memory

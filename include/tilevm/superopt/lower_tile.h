@@ -79,5 +79,7 @@ LoweredGraph lower_to_tile(const Graph& kernel_graph, const TileLowerOptions& op
 // deeper (up to 8 and the loop's extent) when an iteration copies less than about 16 KiB. The search's memory
 // check counts the pipelined tiles this many times.
 int pipeline_stages(const Graph& block, int requested);
+// The elements of a block graph's iterator tiles that change every iteration (the ones pipelined).
+int64_t pipelined_elements(const Graph& block);
 
 }  // namespace tilevm::superopt
