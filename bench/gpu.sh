@@ -48,7 +48,7 @@ for w in ${BENCH-decode dtypes prefill}; do
     # The tile layer's GEMMs beside their hand-written counterparts, on the GEMM workloads with cuBLAS.
     for f in examples/gemm_f16_wgmma.tile examples/tile/gemm_f16.tile examples/tile/gemm_bias_relu.tile \
              examples/tile/dequant_gemm.tile examples/tile/dequant_gemm_rs.tile \
-             examples/tile/dequant_gemm_rs_groups.tile; do
+             examples/tile/dequant_gemm_rs_groups.tile examples/tile/dequant_gemm_rs_packed.tile; do
       name=$(basename "$f" .tile)
       echo "== tilevm bench --gemm $f $extra"
       timeout "${BENCH_TIMEOUT:-300}" "$BIN/tilevm" bench --gemm "$f" $extra > "$OUT/bench_tile_$name.txt" \

@@ -69,8 +69,19 @@ bool check_views_in_buffers(const ir::Program& program, const interp::Arguments&
     if (buffer == args.buffers.end() || !buffer->second) continue;  // run_on_gpu reports it
     const int64_t capacity = static_cast<int64_t>(buffer->second->size()) * 8 / n->dtype.bits();
     std::vector<int64_t> shape, strides;
-    if (n->layout) {  // a memory layout stores its elements at offsets 0 .. m - 1
-      shape = {n->layout->num_locals()};
+    if (n->layout) {  // a grid of tiles, each of the layout's m elements at offsets 0 .. m - 1 of its own
+      int64_t tiles = 1;
+      try {
+        for (size_t d = 0; d < n->shape.size() && d < n->layout->shape().size(); ++d) {
+          const int64_t extent = eval_host_int(n->shape[d], lookup), tile = n->layout->shape()[d];
+          if (extent < 0) tiles = 0;
+          tiles = checked_mul(tiles, (extent + tile - 1) / tile).value_or(INT64_MAX);
+        }
+      } catch (const Error&) {
+        continue;  // depends on what only the kernel knows
+      }
+      if (tiles == 0) continue;
+      shape = {checked_mul(tiles, n->layout->num_locals()).value_or(INT64_MAX)};
       strides = {1};
     } else {
       try {

@@ -121,7 +121,18 @@ std::vector<int64_t> Machine::global_addresses(const ir::TensorArg& arg, const G
     }
     std::optional<int64_t> a = 0;
     if (g.layout) {
-      a = g.layout->offset_of[static_cast<size_t>(linearize(base, g.shape))];
+      // A row-major grid of tiles of the layout's shape, each stored whole in the layout's order.
+      const Index& tile = g.layout->shape;
+      Index within(base.size()), grid_at(base.size()), grid(base.size());
+      for (size_t d = 0; d < base.size(); ++d) {
+        within[d] = base[d] % tile[d];
+        grid_at[d] = base[d] / tile[d];
+        grid[d] = (g.shape[d] + tile[d] - 1) / tile[d];
+      }
+      const int64_t tile_elements = static_cast<int64_t>(g.layout->offset_of.size());
+      const std::optional<int64_t> first = checked_mul(linearize(grid_at, grid), tile_elements);
+      a = first ? checked_add(*first, g.layout->offset_of[static_cast<size_t>(linearize(within, tile))])
+                : std::nullopt;
     } else {
       for (size_t d = 0; d < base.size() && a; ++d) {
         const std::optional<int64_t> term = checked_mul(base[d], g.strides[d]);
@@ -133,7 +144,8 @@ std::vector<int64_t> Machine::global_addresses(const ir::TensorArg& arg, const G
     if (!a || *a < 0 || *a >= g.capacity) {
       const std::string where = a ? fmt::format("at element {}", *a) : std::string("beyond element 2^63");
       const std::string view =
-          g.layout ? fmt::format("a layout of shape {}", format_index(g.shape))
+          g.layout ? fmt::format("shape {} in tiles of a layout of shape {}", format_index(g.shape),
+                                 format_index(g.layout->shape))
                    : fmt::format("shape {}, strides {}", format_index(g.shape), format_index(g.strides));
       raise(current_loc_,
             "{} of global '{}' element {} is {}, outside its buffer of {} {} elements (view {})", action,
@@ -217,7 +229,11 @@ Value Machine::view_global(const ir::ViewGlobalInst& n) {
   g->capacity = p.pointer->bytes * 8 / n.dtype.bits();
   if (n.layout) {
     g->layout = &layouts_.get_memory(*n.layout);
-    g->shape = g->layout->shape;
+    g->shape = eval_ints(n.shape, "a shape extent");
+    if (g->shape.size() != g->layout->shape.size()) {
+      raise(n.loc, "ViewGlobal has a shape of rank {} and a layout of rank {}", g->shape.size(),
+            g->layout->shape.size());
+    }
   } else {
     g->shape = eval_ints(n.shape, "a shape extent");
     if (!n.strides.empty()) {

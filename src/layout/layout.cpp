@@ -269,6 +269,19 @@ Layout transpose(const Layout& layout) {
   return permute_dims(layout, {1, 0});
 }
 
+Layout thread_major(const Layout& f) {
+  const ModeLayout* modes = f.mode_form();
+  if (!modes) fail("thread_major needs a layout without a swizzle");
+  if (f.is_replicated()) fail("thread_major needs a layout without replication (each element stored once)");
+  ModeLayout m = *modes;
+  // The thread digits become the outermost slot digits, in their order: offset t * m + i.
+  std::vector<int64_t> local = m.spatial;
+  local.insert(local.end(), m.local.begin(), m.local.end());
+  m.local = std::move(local);
+  m.spatial.clear();
+  return Layout(canonicalize(std::move(m)));
+}
+
 Layout insert_dim(const Layout& layout, int dim) {
   if (dim < 0 || dim > layout.rank())
     fail("cannot insert dimension {} into a layout of rank {}", dim, layout.rank());

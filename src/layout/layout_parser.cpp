@@ -180,12 +180,18 @@ class Parser {
       return guarded(name.column, [&] { return divide(first, second); });
     }
     if (n == "reduce") return parse_reduce(name);
+    if (n == "thread_major") {
+      expect("(");
+      Layout inner = parse_expr();
+      expect(")");
+      return guarded(name.column, [&] { return thread_major(inner); });
+    }
     if (n == "swizzle") return parse_swizzle(name);
     if (n == "register_layout") return parse_register_layout(name);
     fail_at(name.column,
             fmt::format("unknown layout {}; expected local, spatial, column_local, column_spatial, "
-                        "repeat, column_repeat, replicate, compose, divide, reduce, swizzle or "
-                        "register_layout",
+                        "repeat, column_repeat, replicate, compose, divide, reduce, swizzle, "
+                        "thread_major or register_layout",
                         describe(name)));
   }
 

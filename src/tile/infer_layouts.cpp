@@ -106,6 +106,8 @@ class Inference {
     }
     if (!ok_) return false;
     for (const ir::Inst& op : c_.ops)
+      if (const auto* cp = op->as<ir::CopyInst>()) tiled_copy(*cp);
+    for (const ir::Inst& op : c_.ops)
       if (const auto* g = op->as<ir::GemmInst>()) strict_gemm(*g);
     // Common propagation to a fixed point, then one free choice at a time (a loop's layout before a lone
     // fragment's, since a loop lays out all its tiles at once), until everything has a layout.
@@ -248,6 +250,19 @@ class Inference {
     const ir::VarNode* v = arg.tensor.get();
     if (!open_shared_.count(v)) return;  // laid out by the program
     shared_[v] = shared_tile_layout(*arg.type().static_shape(), arg.type().dtype);
+  }
+
+  // An open shared tile filled whole by a Copy from a global view with a layout of the tile's shape (the
+  // tiles of a weight stored in its reader's order) is stored in that order: the copy then moves the tile's
+  // bytes as they lie, and a reader in that order gets its elements as runs of words. A Gemm that reads the
+  // tile lays it out for itself afterwards.
+  void tiled_copy(const ir::CopyInst& cp) {
+    const ir::TensorType& src = cp.src.type();
+    const ir::VarNode* dst = cp.dst.tensor.get();
+    if (src.scope != ir::Scope::Global || !src.layout || !open_shared_.count(dst) || !cp.dst.slices.empty())
+      return;
+    if (cp.dst.type().dtype != src.dtype || cp.dst.type().static_shape() != src.layout->shape()) return;
+    shared_[dst] = *src.layout;
   }
 
   void strict_gemm(const ir::GemmInst& g) {

@@ -337,6 +337,21 @@ void expect_dequant_gemm(const std::string& wtype, const std::map<std::string, s
   options.defines = defines;
   std::optional<ir::Program> p = ir::parse_program(source, diags, options);
   ASSERT_TRUE(p) << diags.render("dequant_gemm.tile", source);
+  // A weight stored in tiles of a layout (the program's WL: ViewGlobal(..., layout=WL)): element (j, kk) at
+  // its tile's place in the row-major grid of tiles, then WL's offset within the tile; padding codes 0.
+  for (const auto& [name, wl] : p->layouts) {
+    if (name != "WL") continue;
+    const int64_t tn = wl.shape()[0], tk = wl.shape()[1], cols = (k + tk - 1) / tk;
+    std::vector<uint64_t> stored(static_cast<size_t>((n + tn - 1) / tn * cols * wl.num_elements()), 0);
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const int64_t at =
+            (j / tn * cols + kk / tk) * wl.num_elements() + wl.owners({j % tn, kk % tk})[0].second;
+        stored[static_cast<size_t>(at)] = codes[static_cast<size_t>(j * k + kk)];
+      }
+    }
+    w_bytes = pack(wt, stored);
+  }
   if (gpu) {
     ASSERT_TRUE(exec::run_on_gpu(*p, args, diags)) << diags.render("dequant_gemm.tile", source);
   } else {
@@ -384,6 +399,22 @@ TEST(TileParallel, DequantGemmWithRegisterA) {
   }
   expect_dequant_gemm("u3", {}, target::Target::generic_sm80(), 70, 136, 320, false, false,
                       "tile/dequant_gemm_rs.tile");
+}
+
+// dequant_gemm_rs_packed.tile: the weights stored tile by tile in their fragment's order, the tile copied
+// into shared memory as it lies and read as whole words (sm_90a), or element by element where the layouts
+// do not line up (mma.sync's fragment on sm_80 is not the weights' order). K ragged within a tile, N past the
+// last whole tile: the edge tiles take the element-wise path.
+TEST(TileParallel, DequantGemmOfPackedWeightsOnTheInterpreter) {
+  for (const char* wtype : {"u4", "u2", "i4", "f4e2m1", "u8"}) {
+    SCOPED_TRACE(wtype);
+    expect_dequant_gemm(wtype, {}, target::Target::h100_sxm(), 70, 136, 320, false, false,
+                        "tile/dequant_gemm_rs_packed.tile");
+  }
+  expect_dequant_gemm("u4", {}, target::Target::h100_sxm(), 64, 256, 256, false, false,
+                      "tile/dequant_gemm_rs_packed.tile");
+  expect_dequant_gemm("u3", {}, target::Target::generic_sm80(), 70, 136, 320, false, false,
+                      "tile/dequant_gemm_rs_packed.tile");
 }
 
 // dequant_gemm_rs_groups.tile: two register-A Gemms a step, asynchronous on sm_90a; K ragged within the
@@ -656,6 +687,11 @@ TEST(TileParallelGpu, KernelsOnTheDevice) {
                         "tile/dequant_gemm_rs_groups.tile");
     expect_dequant_gemm(wtype, {{"BK", "128"}}, target::Target::h100_sxm(), 333, 520, 328, true, false,
                         "tile/dequant_gemm_rs.tile");
+    // Packed weights: interior tiles copied as they lie and read as words, the edge tiles element-wise.
+    expect_dequant_gemm(wtype, {}, target::Target::h100_sxm(), 333, 520, 328, true, false,
+                        "tile/dequant_gemm_rs_packed.tile");
+    expect_dequant_gemm(wtype, {{"BK", "128"}}, target::Target::h100_sxm(), 333, 520, 384, true, false,
+                        "tile/dequant_gemm_rs_packed.tile");
   }
 }
 

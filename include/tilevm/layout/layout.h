@@ -102,6 +102,11 @@ Layout insert_dim(const Layout& layout, int dim);
 // rank-2 layout. @throws tilevm::Error for a swizzled layout or a bad permutation.
 Layout permute_dims(const Layout& layout, const std::vector<int>& perm);
 Layout transpose(const Layout& layout);
+// The one-thread (memory) layout that stores f's elements thread after thread, each thread's slots in slot
+// order: element f(t, i) at offset t * m + i. Weights stored so (and copied whole into a shared tile of this
+// layout) reach the threads of f as runs of consecutive words. @throws tilevm::Error for a swizzled or
+// replicated f.
+Layout thread_major(const Layout& f);
 // swizzle(f, dim=d, log_step=s); tilevm::Error unless f has rank 2, d is 0 or 1, s >= 0 and the extent of
 // dimension d is a power of two. A swizzle that moves nothing returns f itself.
 Layout make_swizzle(const Layout& f, int dim, int log_step = 0);

@@ -229,6 +229,115 @@ bool emit_fast_copy(Emitter& e, const ir::CopyAsyncInst& n, const ChunkWalk& w) 
   return true;
 }
 
+// The memory-order path, for a whole tile of a tiled global (a layout= view whose layout is the tile's,
+// emit_global.cpp) into a shared view stored in that same order: the tile is one run of bytes in both
+// memories, so it is copied as consecutive 16-, 8- or 4-byte chunks whatever the layout (a fragment-ordered
+// weight tile has no two consecutive elements along a row). Emits `if (origin on a tile, tile inside g,
+// aligned) { chunks } else {` and returns true, or nothing and false where the shapes or orders differ.
+bool emit_memory_order_copy(Emitter& e, const ir::InstStmt& s, const ir::CopyAsyncInst& n,
+                            const layout::Index& tile) {
+  const MemTensor& dst = e.mem(n.dst.tensor);
+  const MemTensor& src = e.mem(n.src.tensor);
+  if (src.tile_strides.empty() || !src.layout || !dst.layout || src.layout->shape() != tile) return false;
+  const int B = dst.dtype.bits();
+  const layout::Layout& L = *src.layout;
+  const int64_t elements = L.num_locals();
+  int vbytes = 0;
+  for (int b : {16, 8, 4})
+    if (vbytes == 0 && (elements * B) % (8 * b) == 0) vbytes = b;
+  const size_t r = tile.size();
+  const std::vector<int> sdims = e.tile_dims(src, n.src, r), ddims = e.tile_dims(dst, n.dst, r);
+  for (size_t k = 0; k < r; ++k)
+    if (sdims[k] != static_cast<int>(k) || src.shape.size() != r) return false;
+  if (vbytes == 0 || !e.proven_aligned(dst, e.access(dst, n.dst, {}, std::vector<CExpr>(r, cconst(0))).offset,
+                                       vbytes * 8 / B))
+    return false;
+  // The destination view stores tile index x at its origin's offset plus L's offset of x, for every value of
+  // its subscripts (a stage of a multi-buffered tile): checked by enumeration, as shared_step does.
+  const layout::Index shape = dst.layout->shape();
+  std::vector<layout::Index> choices(shape.size(), layout::Index{0});
+  int64_t origins = 1;
+  for (size_t d = 0; d < shape.size() && d < n.dst.slices.size(); ++d) {
+    const ir::Slice& sl = n.dst.slices[d];
+    if (sl.kind == ir::Slice::Kind::Full) continue;
+    if (const auto c = ir::as_const_int(sl.value)) {
+      choices[d] = {*c};
+    } else if (sl.kind == ir::Slice::Kind::Index) {
+      choices[d].resize(static_cast<size_t>(shape[d]));
+      for (int64_t x = 0; x < shape[d]; ++x) choices[d][static_cast<size_t>(x)] = x;
+    } else {
+      return false;
+    }
+    origins *= static_cast<int64_t>(choices[d].size());
+  }
+  if (origins * elements > (int64_t{1} << 20)) return false;
+  layout::Index origin(shape.size(), 0);
+  for (int64_t o = 0; o < origins; ++o) {
+    int64_t rest = o;
+    for (size_t d = shape.size(); d-- > 0;) {
+      const int64_t c = static_cast<int64_t>(choices[d].size());
+      origin[d] = choices[d][static_cast<size_t>(rest % c)];
+      rest /= c;
+    }
+    std::optional<int64_t> first;
+    for (int64_t i = 0; i < elements; ++i) {
+      const layout::Index x = L.map(0, i);
+      layout::Index at = origin;
+      for (size_t k = 0; k < r; ++k)
+        if (ddims[k] >= 0) at[static_cast<size_t>(ddims[k])] += x[k];
+      for (size_t d = 0; d < at.size(); ++d)
+        if (at[d] < 0 || at[d] >= shape[d]) return false;
+      const auto owners = dst.layout->owners(at);
+      if (owners.size() != 1) return false;
+      if (!first) first = owners.front().second;
+      if (owners.front().second != *first + i) return false;
+    }
+  }
+  // At run time: the view's origin on a tile corner, the whole tile inside g, the source address aligned.
+  const std::vector<CExpr> zero(r, cconst(0));
+  const ElementAccess lo = e.access(src, n.src, {}, zero);
+  std::vector<std::string> cond;
+  for (size_t d = 0; d < r; ++d) {
+    if (!divisible(lo.base[d], tile[d]) || !std::has_single_bit(static_cast<uint64_t>(tile[d])))
+      cond.push_back(fmt::format("({}) % {} == 0", lo.base[d].text, tile[d]));
+    cond.push_back(fmt::format("(unsigned)({}) < (unsigned)({})", lo.base[d].text, src.shape[d].text));
+    cond.push_back(fmt::format("({}) + {} <= ({})", lo.base[d].text, tile[d], src.shape[d].text));
+  }
+  // On a tile corner the offset within the tile is 0: the tile's first element is the grid's term alone.
+  CExpr grid = cconst(0);
+  for (size_t d = 0; d < r; ++d) grid = grid + (lo.base[d] / cconst(tile[d])) * src.tile_strides[d];
+  const std::string sfirst = e.fresh("tile_first");
+  e.line(fmt::format("const tv_i64 {} = {};", sfirst, grid.text));
+  cond.push_back(fmt::format("(unsigned long long)({} + {}) % {} == 0", src.ptr,
+                             byte_offset(cvar(sfirst), B).text, vbytes));
+  std::string c_text;
+  for (const std::string& c : cond) c_text += (c_text.empty() ? "" : " && ") + c;
+  const int64_t chunks = elements * B / 8 / vbytes;
+  const int64_t per_thread = (chunks + e.threads_ - 1) / e.threads_;
+  e.note(s,
+         fmt::format("a whole tile of a tiled global in the shared tile's order: cp.async of {} bytes as it "
+                     "lies in memory ({} chunks over {} threads) where on a tile and inside",
+                     vbytes, chunks, e.threads_));
+  e.open(fmt::format("if ({})", c_text));
+  const std::string dp = e.fresh("dp");
+  e.line(fmt::format("const tv_u32 {} = tv_smem_addr({}) + (tv_u32){};", dp, dst.ptr,
+                     byte_offset(e.access(dst, n.dst, {}, zero).offset, B).text));
+  const std::string sp = e.fresh("sp");
+  e.line(fmt::format("const tv_u8* const {} = {} + {};", sp, src.ptr, byte_offset(cvar(sfirst), B).text));
+  e.line("#pragma unroll");
+  e.open(fmt::format("for (int k = 0; k < {}; ++k)", per_thread));
+  e.line(fmt::format("const int c = k * {} + t;", e.threads_));
+  const bool even = chunks % e.threads_ == 0;
+  if (!even) e.line(fmt::format("if (c < {}) {{", chunks)), ++e.indent_;
+  e.line(fmt::format("tv_cp_async_shared<{}>({} + (tv_u32)c * {}, {} + (tv_i64)c * {});", vbytes, dp, vbytes,
+                     sp, vbytes));
+  if (!even) e.close();
+  e.close();
+  e.close("} else {");
+  ++e.indent_;
+  return true;
+}
+
 }  // namespace
 
 void Emitter::emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n) {
@@ -266,8 +375,9 @@ void Emitter::emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n)
                      sa.inside, B, src.ptr, sa.offset.text));
   };
   // The chunks dealt round-robin: `body` gets the tile index of chunk c's first element.
+  bool rare = false;  // the loop below is the fallback of a path that takes every interior tile: not unrolled
   auto chunk_loop = [&](const std::function<void(const std::vector<CExpr>&)>& body) {
-    line("#pragma unroll");
+    line(rare ? "#pragma unroll 1" : "#pragma unroll");
     open(fmt::format("for (int k = 0; k < {}; ++k)", per_thread));
     line(fmt::format("const int c = k * {} + t;", threads_));
     if (!even) line(fmt::format("if (c < {}) {{", chunks)), ++indent_;
@@ -284,6 +394,8 @@ void Emitter::emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n)
                         "is contiguous)",
                         elements, threads_));
   }
+  const bool ordered = emit_memory_order_copy(*this, s, n, tile);
+  rare = ordered;
   const bool fast = chunked && emit_fast_copy(*this, n, ChunkWalk{tile, v, threads_, per_thread, chunks});
   chunk_loop([&](const std::vector<CExpr>& idx) {
     if (!chunked) return element(idx);
@@ -318,6 +430,7 @@ void Emitter::emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n)
     close();
   });
   if (fast) close();
+  if (ordered) close();
   close();
 }
 

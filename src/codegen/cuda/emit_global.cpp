@@ -32,9 +32,26 @@ void Emitter::emit_view_global(const ir::InstStmt& s, const ir::ViewGlobalInst& 
   m.scope = ir::Scope::Global;
   m.dtype = n.dtype;
   m.ptr = "((tv_u8*)" + scalar_name(ref->var) + ")";
-  if (n.layout) {
+  bool tiled = false;  // a layout of the tensor's own (constant) shape is one tile
+  for (size_t d = 0; n.layout && d < n.shape.size(); ++d)
+    tiled = tiled || d >= n.layout->shape().size() || ir::as_const_int(n.shape[d]) != n.layout->shape()[d];
+  if (n.layout && !tiled) {
     m.layout = *n.layout;
     for (int64_t e : n.layout->shape()) m.shape.push_back(cconst(e));
+  } else if (n.layout) {
+    // Tiles of the layout's shape in a row-major grid: the tile strides from the tile counts per dimension.
+    m.layout = *n.layout;
+    const layout::Index& tile = n.layout->shape();
+    for (size_t d = 0; d < n.shape.size(); ++d)
+      m.shape.push_back(capture(*this, int_expr(n.shape[d]), fmt::format("{}_shape{}", var->name, d)));
+    m.tile_strides.assign(m.shape.size(), cconst(n.layout->num_locals()));
+    for (size_t d = m.shape.size(); d-- > 1;) {
+      const CExpr tiles = (m.shape[d] + cconst(tile[d] - 1)) / cconst(tile[d]);
+      m.tile_strides[d - 1] = m.tile_strides[d] * tiles;
+      if (!m.tile_strides[d - 1].value)
+        m.tile_strides[d - 1] =
+            capture(*this, m.tile_strides[d - 1], fmt::format("{}_tile_stride{}", var->name, d - 1));
+    }
   } else {
     for (size_t d = 0; d < n.shape.size(); ++d)
       m.shape.push_back(capture(*this, int_expr(n.shape[d]), fmt::format("{}_shape{}", var->name, d)));

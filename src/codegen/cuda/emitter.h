@@ -98,7 +98,10 @@ struct MemTensor {
   std::vector<CExpr> shape;
   std::vector<CExpr> strides;            // global strided
   std::optional<layout::Layout> layout;  // shared, or global given a layout
-  std::string ptr;                       // a `tv_u8*` C expression
+  // A global with a layout whose shape is not the tensor's: a row-major grid of tiles of the layout's shape,
+  // each stored whole in its order; tile_strides[d] is the element offset between neighbouring tiles along d.
+  std::vector<CExpr> tile_strides;
+  std::string ptr;  // a `tv_u8*` C expression
   // A power of two that provably divides the address `ptr` (shared: the planned offset in the 128-byte
   // aligned tv_smem). 1 for global tensors: their base pointers are runtime values.
   int64_t ptr_align = 1;
@@ -157,6 +160,16 @@ class Emitter {
   int vector_width(const MemTensor& m, const ir::TensorArg& arg, const layout::Layout& reg_layout,
                    int max_bits);
   int memory_run(const MemTensor& m, const ir::TensorArg& arg);
+  // For a shared view with constant offsets: the most elements v (v * bits = 128, 64 or 32) such that every
+  // group of v consecutive slots of every thread of `reg_layout` lies at v consecutive offsets starting at a
+  // multiple of v, whatever the layouts (checked by enumeration; a fragment-ordered tile read by its
+  // fragment); 1 when none.
+  // `step`, when set, is (a, b) with group g of thread t at the offset of thread 0's first group plus
+  // a t + b g for every origin (thread_major tiles: the address is one multiply-add, not the layout's
+  // arithmetic).
+  int slot_run_width(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
+                     const layout::Layout& reg_layout, int max_bits,
+                     std::optional<std::pair<int64_t, int64_t>>* step = nullptr);
   // For each dimension of a rank-r tile in the view `arg` of `m`: the dimension of m it addresses (-1 for
   // none: a tile of higher rank than the view ignores its leading dimensions).
   std::vector<int> tile_dims(const MemTensor& m, const ir::TensorArg& arg, size_t r);

@@ -62,7 +62,17 @@ ElementAccess Emitter::access(const MemTensor& m, const ir::TensorArg& arg,
     if (dims[k] >= 0) base[static_cast<size_t>(dims[k])] = base[static_cast<size_t>(dims[k])] + tile_index[k];
   ElementAccess a;
   a.base = base;
-  if (m.layout) {
+  if (m.layout && !m.tile_strides.empty()) {
+    // A tiled global: the tile's first element, then the layout's offset within the tile.
+    const layout::Index& tile = m.layout->shape();
+    std::vector<CExpr> within(R);
+    CExpr off = cconst(0);
+    for (size_t d = 0; d < R; ++d) {
+      within[d] = base[d] % cconst(tile[d]);
+      off = off + (base[d] / cconst(tile[d])) * m.tile_strides[d];
+    }
+    a.offset = off + layout_offset(*m.layout, within);
+  } else if (m.layout) {
     a.offset = layout_offset(*m.layout, base);
   } else {
     CExpr off = cconst(0);
@@ -122,6 +132,88 @@ int Emitter::vector_width(const MemTensor& m, const ir::TensorArg& arg, const la
       (void)layout::divide(reg_layout, layout::local(ext));
       return v;
     } catch (const Error&) {
+    }
+  }
+  return 1;
+}
+
+int Emitter::slot_run_width(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
+                            const layout::Layout& reg_layout, int max_bits,
+                            std::optional<std::pair<int64_t, int64_t>>* step) {
+  if (m.scope != ir::Scope::Shared || !m.layout || reg_layout.rank() == 0) return 1;
+  const int B = m.dtype.bits();
+  const layout::Index shape = m.layout->shape();
+  const size_t R = shape.size(), r = static_cast<size_t>(reg_layout.rank());
+  // The view's origins: constant subscripts and offsets, an index subscript over its whole extent.
+  std::vector<layout::Index> choices(R, layout::Index{0});
+  int64_t origins = 1;
+  for (size_t d = 0; d < R && d < arg.slices.size(); ++d) {
+    const ir::Slice& sl = arg.slices[d];
+    if (sl.kind == ir::Slice::Kind::Full) continue;
+    if (const auto c = ir::as_const_int(sl.value)) {
+      choices[d] = {*c};
+    } else if (sl.kind == ir::Slice::Kind::Index) {
+      choices[d].resize(static_cast<size_t>(shape[d]));
+      for (int64_t x = 0; x < shape[d]; ++x) choices[d][static_cast<size_t>(x)] = x;
+    } else {
+      return 1;
+    }
+    origins *= static_cast<int64_t>(choices[d].size());
+  }
+  const std::vector<int> kept = kept_dims(m, arg);
+  layout::Index shift(R, 0);
+  for (size_t k = 0; k < kept.size() && k < offset.size(); ++k) {
+    const auto c = ir::as_const_int(offset[k]);
+    if (!c) return 1;
+    shift[static_cast<size_t>(kept[k])] = *c;
+  }
+  const std::vector<int> dims = tile_dims(m, arg, r);
+  const int64_t T = reg_layout.num_threads(), slots = reg_layout.num_locals();
+  if (origins * T * slots > (int64_t{1} << 20)) return 1;
+  for (int vb : {128, 64, 32}) {
+    if (vb > max_bits || vb % B != 0 || vb / B < 2 || slots % (vb / B) != 0) continue;
+    const int64_t v = vb / B;
+    bool ok = true, affine = true;
+    std::optional<int64_t> a, b;  // the steps per thread and per group
+    layout::Index origin(R, 0);
+    for (int64_t o = 0; o < origins && ok; ++o) {
+      int64_t rest = o;
+      for (size_t d = R; d-- > 0;) {
+        const int64_t c = static_cast<int64_t>(choices[d].size());
+        origin[d] = choices[d][static_cast<size_t>(rest % c)] + shift[d];
+        rest /= c;
+      }
+      int64_t zero = 0;  // thread 0's first group
+      for (int64_t t = 0; t < T && ok; ++t) {
+        int64_t first = 0;
+        for (int64_t i = 0; i < slots && ok; ++i) {
+          const layout::Index x = reg_layout.map(t, i);
+          layout::Index at = origin;
+          for (size_t k = 0; k < r; ++k)
+            if (dims[k] >= 0) at[static_cast<size_t>(dims[k])] += x[k];
+          for (size_t d = 0; d < R; ++d) ok = ok && at[d] >= 0 && at[d] < shape[d];
+          if (!ok) break;
+          const auto owners = m.layout->owners(at);
+          ok = owners.size() == 1;
+          if (!ok) break;
+          const int64_t off = owners.front().second;
+          if (i % v == 0) {
+            first = off;
+            ok = off % v == 0;
+            const int64_t g = i / v;
+            if (t == 0 && g == 0) zero = off;
+            if (t == 1 && g == 0 && !a) a = off - zero;
+            if (t == 0 && g == 1 && !b) b = off - zero;
+            affine = affine && off - zero == t * a.value_or(0) + g * b.value_or(0);
+          } else {
+            ok = off == first + i % v;
+          }
+        }
+      }
+    }
+    if (ok && m.ptr_align % (vb / 8) == 0) {
+      if (step) *step = affine ? std::optional(std::pair{a.value_or(0), b.value_or(0)}) : std::nullopt;
+      return static_cast<int>(v);
     }
   }
   return 1;
@@ -208,7 +300,32 @@ void Emitter::emit_load(const ir::InstStmt& s, const ir::LoadInst& n) {
   const bool global = m.scope == ir::Scope::Global;
   if (!global && try_ldmatrix(s, n, m, out)) return;
   const int v = vector_width(m, n.src, out.layout, 128);
+  // Runs of slots that lie consecutively in memory though not along a row (a tile in its reader's order).
+  std::optional<std::pair<int64_t, int64_t>> step;
+  const int run = v == 1 ? slot_run_width(m, n.src, n.offset, out.layout, 128, &step) : 1;
   open("");
+  if (run > 1) {
+    const int64_t words = run * B / 32;
+    note(s, fmt::format("{}-byte vector loads ({} elements per access): each group of slots lies in order in "
+                        "the shared tile, aligned by construction",
+                        words * 4, run));
+    line("#pragma unroll");
+    open(fmt::format("for (int g = 0; g < {}; ++g)", slots / run));
+    CExpr off;
+    if (step) {
+      const CExpr zero = access(m, n.src, n.offset, layout_index(out.layout, cconst(0), cconst(0))).offset;
+      off = zero + cvar("t") * cconst(step->first) + cvar("g") * cconst(step->second);
+    } else {
+      off = access(m, n.src, n.offset, layout_index(out.layout, cvar("t"), cvar("g") * cconst(run))).offset;
+    }
+    line(fmt::format("const {} x = *(const {}*)({} + ({}) * {} / 8);", vec_type(words), vec_type(words),
+                     m.ptr, off.text, B));
+    for (int64_t k = 0; k < words; ++k)
+      line(fmt::format("{}[g * {} + {}] = x{};", out.name, words, k, vec_field(words, k)));
+    close();
+    close();
+    return;
+  }
   // One element at slot expression `slot` whose tile index is `idx`.
   auto element = [&](const std::string& slot, const std::vector<CExpr>& idx) {
     const ElementAccess a = access(m, n.src, n.offset, idx);

@@ -20,7 +20,7 @@ bool is_primitive(std::string_view n) {
 
 bool is_layout_function(std::string_view n) {
   return is_primitive(n) || n == "replicate" || n == "compose" || n == "divide" || n == "reduce" ||
-         n == "swizzle" || n == "register_layout";
+         n == "swizzle" || n == "thread_major" || n == "register_layout";
 }
 
 // Runs one algebra operation, turning its tilevm::Error into an error at `loc`.
@@ -142,6 +142,11 @@ Layout Parser::bind_layout(const Syn& syn) {
       dims.push_back(static_cast<int>(d));
     }
     return algebra(*this, syn.loc, [&] { return layout::reduce(a, dims); });
+  }
+  if (n == "thread_major") {
+    check(1, {}, {});
+    Layout a = bind_layout(*args[0]);
+    return algebra(*this, syn.loc, [&] { return layout::thread_major(a); });
   }
   if (n == "swizzle") {
     check(1, {"dim", "log_step"}, {"dim"});

@@ -102,9 +102,12 @@ void Verifier::check_view_global(const ViewGlobalInst& n) {
     for (size_t d = 0; d < n.strides.size(); ++d)
       if (n.strides[d]) check_int_expr(n.strides[d], n.loc, fmt::format("ViewGlobal: stride {}", d));
   }
+  // A layout is the tiles' (docs/language.md section 3): any shape of its rank, a row-major grid of tiles.
   if (n.layout) {
     check_memory_layout(*n.layout, n.loc, "ViewGlobal: the layout");
-    check_layout_shape(*this, *n.layout, n.shape, n.loc, name);
+    if (static_cast<int>(n.shape.size()) != n.layout->rank())
+      diags_.error(n.loc, "{}: the shape {} has rank {} but the layout {} has rank {}", name,
+                   shape_text(n.shape), n.shape.size(), layout_text(*n.layout), n.layout->rank());
   }
 }
 

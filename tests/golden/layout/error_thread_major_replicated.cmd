@@ -1,0 +1,1 @@
+layout "thread_major(replicate(2).local(2))"
