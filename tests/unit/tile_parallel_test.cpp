@@ -690,8 +690,8 @@ TEST(TileParallelGpu, KernelsOnTheDevice) {
     // Packed weights: interior tiles copied as they lie and read as words, the edge tiles element-wise.
     expect_dequant_gemm(wtype, {}, target::Target::h100_sxm(), 333, 520, 328, true, false,
                         "tile/dequant_gemm_rs_packed.tile");
-    expect_dequant_gemm(wtype, {{"BK", "128"}}, target::Target::h100_sxm(), 333, 520, 384, true, false,
-                        "tile/dequant_gemm_rs_packed.tile");
+    expect_dequant_gemm(wtype, {{"BN", "128"}, {"BK", "64"}}, target::Target::h100_sxm(), 333, 520, 384, true,
+                        false, "tile/dequant_gemm_rs_packed.tile");
   }
 }
 

@@ -300,8 +300,13 @@ bool emit_memory_order_copy(Emitter& e, const ir::InstStmt& s, const ir::CopyAsy
   for (size_t d = 0; d < r; ++d) {
     if (!divisible(lo.base[d], tile[d]) || !std::has_single_bit(static_cast<uint64_t>(tile[d])))
       cond.push_back(fmt::format("({}) % {} == 0", lo.base[d].text, tile[d]));
-    cond.push_back(fmt::format("(unsigned)({}) < (unsigned)({})", lo.base[d].text, src.shape[d].text));
-    cond.push_back(fmt::format("({}) + {} <= ({})", lo.base[d].text, tile[d], src.shape[d].text));
+    const CExpr &at = lo.base[d], &extent = src.shape[d];
+    if (at.value && extent.value) {  // known here: inside, or never on this path
+      if (*at.value < 0 || *at.value + tile[d] > *extent.value) return false;
+      continue;
+    }
+    cond.push_back(fmt::format("(unsigned)({}) < (unsigned)({})", at.text, extent.text));
+    cond.push_back(fmt::format("({}) + {} <= ({})", at.text, tile[d], extent.text));
   }
   // On a tile corner the offset within the tile is 0: the tile's first element is the grid's term alone.
   CExpr grid = cconst(0);
