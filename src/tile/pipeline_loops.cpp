@@ -587,10 +587,16 @@ class Pipeline : public ir::IRMutator {
 
   // Every pipelined tile is one the TMA writes: rank 2, in the tile layer's swizzled layout with rows of 32,
   // 64 or 128 bytes (the TMA's swizzle modes), from a rank-2 global view.
+  // A tile of a global view with a layout (tiles in that order) stored in the same order goes as one bulk
+  // copy of its bytes (CopyTma's other form), whatever its element type.
   static bool tma_tiles(const std::vector<const ir::InstStmt*>& copies) {
     for (const ir::InstStmt* is : copies) {
       const auto& c = *is->inst->as<ir::CopyInst>();
       const ir::TensorType& t = c.dst.type();
+      const ir::TensorType& g = c.src.type();
+      if (g.layout && t.layout && *t.layout == *g.layout && c.src.tensor->type.tensor->rank() == t.rank() &&
+          t.layout->num_locals() * t.dtype.bits() % 128 == 0)
+        continue;
       auto shape = t.static_shape();
       if (!shape || c.src.type().rank() != 2 || !tma_tile(*shape, t.dtype, *t.layout, /*swizzled=*/true))
         return false;

@@ -32,9 +32,11 @@ TEST(InterpTiledGlobal, ElementsLieInTheirTilesInTheLayoutsOrder) {
   std::vector<uint8_t> w(3 * cols * 16, 0xff);
   for (int64_t r = 0; r < n; ++r)
     for (int64_t c = 0; c < k; ++c)
-      w[static_cast<size_t>((r / 4 * cols + c / 4) * 16 + in_tile(r % 4, c % 4))] = static_cast<uint8_t>(r * 16 + c);
+      w[static_cast<size_t>((r / 4 * cols + c / 4) * 16 + in_tile(r % 4, c % 4))] =
+          static_cast<uint8_t>(r * 16 + c);
   std::vector<uint8_t> out(12 * 12 * 4, 0xee);
-  auto result = run_text(kProgram, {{"w_ptr", &w}, {"out_ptr", &out}}, {{"N", int_arg(n)}, {"K", int_arg(k)}});
+  auto result =
+      run_text(kProgram, {{"w_ptr", &w}, {"out_ptr", &out}}, {{"N", int_arg(n)}, {"K", int_arg(k)}});
   ASSERT_TRUE(result.ok) << result.errors;
   const std::vector<double> got = testing::unpack_values(DataType::f32(), out, 12 * 12);
   for (int64_t r = 0; r < 12; ++r)
@@ -46,11 +48,13 @@ TEST(InterpTiledGlobal, ElementsLieInTheirTilesInTheLayoutsOrder) {
 TEST(InterpTiledGlobal, ABufferShortOfTheGridIsAnError) {
   // The last tile (2, 1) would start at element 80: a buffer of 80 elements holds only 5 of the 6 tiles.
   std::vector<uint8_t> w(80, 0), out(12 * 12 * 4, 0);
-  auto result = run_text(kProgram, {{"w_ptr", &w}, {"out_ptr", &out}}, {{"N", int_arg(10)}, {"K", int_arg(7)}});
+  auto result =
+      run_text(kProgram, {{"w_ptr", &w}, {"out_ptr", &out}}, {{"N", int_arg(10)}, {"K", int_arg(7)}});
   EXPECT_FALSE(result.ok);
-  EXPECT_NE(result.errors.find("outside its buffer of 80 u8 elements (view shape [10, 7] in tiles of a layout "
-                               "of shape [4, 4])"),
-            std::string::npos)
+  EXPECT_NE(
+      result.errors.find("outside its buffer of 80 u8 elements (view shape [10, 7] in tiles of a layout "
+                         "of shape [4, 4])"),
+      std::string::npos)
       << result.errors;
 }
 

@@ -413,6 +413,17 @@ TEST(TileParallel, DequantGemmOfPackedWeightsOnTheInterpreter) {
   }
   expect_dequant_gemm("u4", {}, target::Target::h100_sxm(), 64, 256, 256, false, false,
                       "tile/dequant_gemm_rs_packed.tile");
+  // The weight tiles as bulk copies on the stages' barriers, with and without a producer warpgroup.
+  for (const char* wtype : {"u4", "f4e2m1", "u2"}) {
+    SCOPED_TRACE(wtype);
+    expect_dequant_gemm(wtype, {{"TMA", "True"}}, target::Target::h100_sxm(), 70, 136, 320, false, false,
+                        "tile/dequant_gemm_rs_packed.tile");
+    expect_dequant_gemm(wtype, {{"TMA", "True"}, {"WS", "True"}}, target::Target::h100_sxm(), 70, 136, 320,
+                        false, false, "tile/dequant_gemm_rs_packed.tile");
+  }
+  expect_dequant_gemm("u4", {{"TMA", "True"}, {"WS", "True"}, {"BN", "128"}, {"BK", "64"}},
+                      target::Target::h100_sxm(), 64, 256, 256, false, false,
+                      "tile/dequant_gemm_rs_packed.tile");
   expect_dequant_gemm("u3", {}, target::Target::generic_sm80(), 70, 136, 320, false, false,
                       "tile/dequant_gemm_rs_packed.tile");
 }
@@ -692,6 +703,12 @@ TEST(TileParallelGpu, KernelsOnTheDevice) {
                         "tile/dequant_gemm_rs_packed.tile");
     expect_dequant_gemm(wtype, {{"BN", "128"}, {"BK", "64"}}, target::Target::h100_sxm(), 333, 520, 384, true,
                         false, "tile/dequant_gemm_rs_packed.tile");
+    // Bulk copies of the weight tiles (their element-wise fallback on the last, ragged tile of each row),
+    // with a producer warpgroup.
+    expect_dequant_gemm(wtype, {{"TMA", "True"}, {"WS", "True"}}, target::Target::h100_sxm(), 333, 520, 328,
+                        true, false, "tile/dequant_gemm_rs_packed.tile");
+    expect_dequant_gemm(wtype, {{"TMA", "True"}}, target::Target::h100_sxm(), 333, 520, 384, true, false,
+                        "tile/dequant_gemm_rs_packed.tile");
   }
 }
 

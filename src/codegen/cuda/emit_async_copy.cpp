@@ -234,31 +234,21 @@ bool emit_fast_copy(Emitter& e, const ir::CopyAsyncInst& n, const ChunkWalk& w) 
 // memories, so it is copied as consecutive 16-, 8- or 4-byte chunks whatever the layout (a fragment-ordered
 // weight tile has no two consecutive elements along a row). Emits `if (origin on a tile, tile inside g,
 // aligned) { chunks } else {` and returns true, or nothing and false where the shapes or orders differ.
-bool emit_memory_order_copy(Emitter& e, const ir::InstStmt& s, const ir::CopyAsyncInst& n,
-                            const layout::Index& tile) {
-  const MemTensor& dst = e.mem(n.dst.tensor);
-  const MemTensor& src = e.mem(n.src.tensor);
-  if (src.tile_strides.empty() || !src.layout || !dst.layout || src.layout->shape() != tile) return false;
-  const int B = dst.dtype.bits();
-  const layout::Layout& L = *src.layout;
+}  // namespace
+
+// Whether the shared view `view` of `dst` stores tile index x at its origin's offset plus L's offset of x,
+// for every value of its subscripts (a stage of a multi-buffered tile): checked by enumeration, as
+// shared_step does.
+bool stores_in_order(const MemTensor& dst, const ir::TensorArg& view, const layout::Layout& L,
+                     const std::vector<int>& ddims) {
   const int64_t elements = L.num_locals();
-  int vbytes = 0;
-  for (int b : {16, 8, 4})
-    if (vbytes == 0 && (elements * B) % (8 * b) == 0) vbytes = b;
-  const size_t r = tile.size();
-  const std::vector<int> sdims = e.tile_dims(src, n.src, r), ddims = e.tile_dims(dst, n.dst, r);
-  for (size_t k = 0; k < r; ++k)
-    if (sdims[k] != static_cast<int>(k) || src.shape.size() != r) return false;
-  if (vbytes == 0 || !e.proven_aligned(dst, e.access(dst, n.dst, {}, std::vector<CExpr>(r, cconst(0))).offset,
-                                       vbytes * 8 / B))
-    return false;
-  // The destination view stores tile index x at its origin's offset plus L's offset of x, for every value of
-  // its subscripts (a stage of a multi-buffered tile): checked by enumeration, as shared_step does.
+  const size_t r = static_cast<size_t>(L.rank());
+  const ir::TensorArg& n_dst = view;
   const layout::Index shape = dst.layout->shape();
   std::vector<layout::Index> choices(shape.size(), layout::Index{0});
   int64_t origins = 1;
-  for (size_t d = 0; d < shape.size() && d < n.dst.slices.size(); ++d) {
-    const ir::Slice& sl = n.dst.slices[d];
+  for (size_t d = 0; d < shape.size() && d < n_dst.slices.size(); ++d) {
+    const ir::Slice& sl = n_dst.slices[d];
     if (sl.kind == ir::Slice::Kind::Full) continue;
     if (const auto c = ir::as_const_int(sl.value)) {
       choices[d] = {*c};
@@ -293,16 +283,36 @@ bool emit_memory_order_copy(Emitter& e, const ir::InstStmt& s, const ir::CopyAsy
       if (owners.front().second != *first + i) return false;
     }
   }
-  // At run time: the view's origin on a tile corner, the whole tile inside g, the source address aligned.
+  return true;
+}
+
+// See emitter.h. The checks shared by the memory-order CopyAsync below and the bulk CopyTma (emit_tma.cpp).
+std::optional<TiledCopy> tiled_copy(Emitter& e, const MemTensor& dst, const ir::TensorArg& dview,
+                                    const MemTensor& src, const ir::TensorArg& sview,
+                                    const layout::Index& tile, int align_bytes) {
+  if (src.scope != ir::Scope::Global || !src.layout || !dst.layout || src.layout->shape() != tile)
+    return std::nullopt;
+  const int B = dst.dtype.bits();
+  const layout::Layout& L = *src.layout;
+  const size_t r = tile.size();
+  const std::vector<int> sdims = e.tile_dims(src, sview, r), ddims = e.tile_dims(dst, dview, r);
+  for (size_t k = 0; k < r; ++k)
+    if (sdims[k] != static_cast<int>(k) || src.shape.size() != r) return std::nullopt;
+  if (L.num_locals() * B % (8 * align_bytes) != 0) return std::nullopt;
+  TiledCopy t;
   const std::vector<CExpr> zero(r, cconst(0));
-  const ElementAccess lo = e.access(src, n.src, {}, zero);
+  t.dst_offset = e.access(dst, dview, {}, zero).offset;
+  if (!e.proven_aligned(dst, t.dst_offset, align_bytes * 8 / B) || !stores_in_order(dst, dview, L, ddims))
+    return std::nullopt;
+  // At run time: the view's origin on a tile corner, the whole tile inside g, the source address aligned.
+  const ElementAccess lo = e.access(src, sview, {}, zero);
   std::vector<std::string> cond;
   for (size_t d = 0; d < r; ++d) {
     if (!divisible(lo.base[d], tile[d]) || !std::has_single_bit(static_cast<uint64_t>(tile[d])))
       cond.push_back(fmt::format("({}) % {} == 0", lo.base[d].text, tile[d]));
     const CExpr &at = lo.base[d], &extent = src.shape[d];
     if (at.value && extent.value) {  // known here: inside, or never on this path
-      if (*at.value < 0 || *at.value + tile[d] > *extent.value) return false;
+      if (*at.value < 0 || *at.value + tile[d] > *extent.value) return std::nullopt;
       continue;
     }
     cond.push_back(fmt::format("(unsigned)({}) < (unsigned)({})", at.text, extent.text));
@@ -310,13 +320,37 @@ bool emit_memory_order_copy(Emitter& e, const ir::InstStmt& s, const ir::CopyAsy
   }
   // On a tile corner the offset within the tile is 0: the tile's first element is the grid's term alone.
   CExpr grid = cconst(0);
-  for (size_t d = 0; d < r; ++d) grid = grid + (lo.base[d] / cconst(tile[d])) * src.tile_strides[d];
-  const std::string sfirst = e.fresh("tile_first");
-  e.line(fmt::format("const tv_i64 {} = {};", sfirst, grid.text));
-  cond.push_back(fmt::format("(unsigned long long)({} + {}) % {} == 0", src.ptr,
-                             byte_offset(cvar(sfirst), B).text, vbytes));
-  std::string c_text;
-  for (const std::string& c : cond) c_text += (c_text.empty() ? "" : " && ") + c;
+  for (size_t d = 0; d < r && !src.tile_strides.empty(); ++d)  // none: the layout's own shape, one tile
+    grid = grid + (lo.base[d] / cconst(tile[d])) * src.tile_strides[d];
+  t.first = e.fresh("tile_first");
+  e.line(fmt::format("const tv_i64 {} = {};", t.first, grid.text));
+  t.src_bytes = byte_offset(cvar(t.first), B).text;
+  cond.push_back(fmt::format("(unsigned long long)({} + {}) % {} == 0", src.ptr, t.src_bytes, align_bytes));
+  for (const std::string& c : cond) t.condition += (t.condition.empty() ? "" : " && ") + c;
+  return t;
+}
+
+namespace {
+
+bool emit_memory_order_copy(Emitter& e, const ir::InstStmt& s, const ir::CopyAsyncInst& n,
+                            const layout::Index& tile) {
+  const MemTensor& dst = e.mem(n.dst.tensor);
+  const MemTensor& src = e.mem(n.src.tensor);
+  const int B = dst.dtype.bits();
+  const int64_t elements = tile.empty() ? 0 : [&] {
+    int64_t x = 1;
+    for (int64_t v : tile) x *= v;
+    return x;
+  }();
+  int vbytes = 0;
+  for (int b : {16, 8, 4})
+    if (vbytes == 0 && (elements * B) % (8 * b) == 0) vbytes = b;
+  if (vbytes == 0) return false;
+  const std::optional<TiledCopy> t = tiled_copy(e, dst, n.dst, src, n.src, tile, vbytes);
+  if (!t) return false;
+  const std::string c_text = t->condition;
+  const std::string sfirst = t->first;
+  const std::vector<CExpr> zero(tile.size(), cconst(0));
   const int64_t chunks = elements * B / 8 / vbytes;
   const int64_t per_thread = (chunks + e.threads_ - 1) / e.threads_;
   e.note(s,

@@ -158,8 +158,64 @@ std::pair<std::string, std::string> Emitter::TmaOperands::coordinates(int first)
   return {list, bindings};
 }
 
+// A CopyTma from a tiled global (the verifier's check_bulk_tile): no tensor map; thread 0 copies the tile's
+// bytes as they lie with one bulk copy completing on the barrier. A tile off a tile corner, past the tensor's
+// edge or misaligned (block-uniform) is copied element by element by every thread instead (0 outside the
+// tensor, as the TMA fills), made visible to the async proxy too, and thread 0 then completes the
+// transaction bytes the bulk copy would have brought, after a fence that orders the threads' stores first.
+void Emitter::emit_bulk_copy(const ir::InstStmt& s, const ir::CopyTmaInst& c) {
+  const MemTensor& dst = mem(c.dst.tensor);
+  const MemTensor& src = mem(c.src.tensor);
+  const layout::Index tile = src.layout->shape();
+  const int B = dst.dtype.bits();
+  const int64_t elements = src.layout->num_locals(), bytes = elements * B / 8;
+  open("");
+  const std::optional<TiledCopy> t = tiled_copy(*this, dst, c.dst, src, c.src, tile, 16);
+  if (!t)
+    unsupported(
+        s, "the shared view does not store the tiled global's tile in its order (the verifier checks this)");
+  note(s, fmt::format("a whole tile of a tiled global: one bulk copy of {} bytes as it lies in memory, "
+                      "element by element where off a tile corner, past the edge or misaligned",
+                      bytes));
+  const std::string bar = fresh("tv_bar");
+  line(fmt::format("const unsigned {} = {};", bar, barrier_address(c.barrier)));
+  open(fmt::format("if ({})", t->condition));
+  line(fmt::format(
+      "if (t == 0) asm volatile(\"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
+      "[%1], "
+      "%2, [%3];\" :: \"r\"((unsigned)__cvta_generic_to_shared({} + ({}) * {} / 8)), \"l\"({} + {}), "
+      "\"n\"({}), \"r\"({}) : \"memory\");",
+      dst.ptr, t->dst_offset.text, B, src.ptr, t->src_bytes, bytes, bar));
+  close("} else {");
+  ++indent_;
+  line("#pragma unroll 1");
+  open(fmt::format("for (int c = t; c < {}; c += {})", elements, threads_));
+  std::vector<CExpr> idx(tile.size(), cconst(0));
+  CExpr rest = cvar("c");
+  for (size_t d = tile.size(); d-- > 0;) {
+    idx[d] = d == 0 ? rest : rest % cconst(tile[d]);
+    rest = rest / cconst(tile[d]);
+  }
+  const ElementAccess da = access(dst, c.dst, {}, idx), sa = access(src, c.src, {}, idx);
+  line(fmt::format("tv_st<{}>({}, {}, ({}) ? tv_ld<{}>({}, {}) : 0ull);", B, dst.ptr, da.offset.text,
+                   sa.inside, B, src.ptr, sa.offset.text));
+  close();
+  line("asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");  // the tile may go to wgmma");
+  line(block_barrier());
+  open("if (t == 0)");
+  line("__threadfence_block();");
+  line(fmt::format(
+      "asm volatile(\"mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%0], %1;\" :: \"r\"({}), \"n\"({}) : "
+      "\"memory\");",
+      bar, bytes));
+  close();
+  close();
+  close();
+}
+
 void Emitter::emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c) {
   require_hopper(s);
+  if (mem(c.src.tensor).layout) return emit_bulk_copy(s, c);
   const TmaOperands t = tma_operands(s, c.dst, c.src);
   const auto [coords, operands] = t.coordinates(3);
   line(fmt::format(

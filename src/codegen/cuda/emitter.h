@@ -90,6 +90,24 @@ int64_t reg_words(DataType t, const layout::Layout& f);
 
 // A global or shared tensor as the kernel sees it.
 struct MemTensor;
+class Emitter;
+// A whole tile of a tiled global (emit_global.cpp) copied into a shared view that stores it in the same
+// order (emit_async_copy.cpp): `condition` holds at run time where the view's origin is on a tile corner,
+// the tile lies inside the tensor and the source address is aligned; `first` names the emitted tile's first
+// element offset, `src_bytes` its byte offset from the pointer, `dst_offset` the shared view's first element.
+struct TiledCopy {
+  std::string condition, first, src_bytes;
+  CExpr dst_offset;
+};
+// Whether the shared view stores tile index x at its origin's offset plus L's offset of x, for every value
+// of its subscripts (checked by enumeration).
+bool stores_in_order(const MemTensor& dst, const ir::TensorArg& view, const layout::Layout& L,
+                     const std::vector<int>& ddims);
+// nullopt where the shapes or orders differ, or where `align_bytes` does not divide the tile; else emits the
+// tile's first element offset and returns the rest.
+std::optional<TiledCopy> tiled_copy(Emitter& e, const MemTensor& dst, const ir::TensorArg& dview,
+                                    const MemTensor& src, const ir::TensorArg& sview,
+                                    const layout::Index& tile, int align_bytes);
 // The dimensions of m that the view `arg` keeps (not selected by an index subscript).
 std::vector<int> kept_dims(const MemTensor& m, const ir::TensorArg& arg);
 struct MemTensor {
@@ -212,6 +230,7 @@ class Emitter {
   void emit_allocate_barrier(const ir::InstStmt& s, const ir::AllocateBarrierInst& n);
   void emit_barrier_arrive(const ir::InstStmt& s, const ir::BarrierArriveInst& n);
   void emit_barrier_wait(const ir::InstStmt& s, const ir::BarrierWaitInst& n);
+  void emit_bulk_copy(const ir::InstStmt& s, const ir::CopyTmaInst& c);
   void emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c);
   struct TmaOperands {
     std::string map;                  // the tensor map parameter

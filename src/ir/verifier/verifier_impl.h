@@ -109,6 +109,7 @@ class Verifier {
   void check_copy_tma(const CopyTmaInst& n);
   void check_store_tma(const StoreTmaInst& n);
   void check_store_tma_wait(const StoreTmaWaitInst& n);
+  void check_bulk_tile(const CopyTmaInst& n);
   void check_tma_tile(const InstNode& n, const TensorArg& tile, const TensorArg& global, bool store);
   // A barrier operand: one barrier of an AllocateBarrier tensor (b[i], or b when it holds one).
   bool check_barrier_operand(const TensorArg& arg, const InstNode& inst);

@@ -422,7 +422,65 @@ void Verifier::check_barrier_wait(const BarrierWaitInst& n) {
 
 void Verifier::check_copy_tma(const CopyTmaInst& n) {
   check_barrier_operand(n.barrier, n);
-  check_tma_tile(n, n.dst, n.src, false);
+  const TensorType* src =
+      n.src.tensor && n.src.tensor->type.is_tensor() ? n.src.tensor->type.tensor.get() : nullptr;
+  if (src && src->scope == Scope::Global && src->layout)
+    check_bulk_tile(n);
+  else
+    check_tma_tile(n, n.dst, n.src, false);
+}
+
+// CopyTma from a global view with a layout (a grid of tiles in that order, docs/language.md section 3): no
+// tensor map, one bulk copy of the tile's bytes, so the shared view must store a whole tile in the same
+// order (the view's layout, or a stage of local(S, 1, ...) of it) and the tile must be 16-byte multiples.
+void Verifier::check_bulk_tile(const CopyTmaInst& n) {
+  const std::string what = n.name();
+  const TensorType* dst = scoped_operand(n.dst, n, "the destination", Scope::Shared);
+  const TensorType* src = scoped_operand(n.src, n, "the source", Scope::Global);
+  if (!dst || !src || !dst->layout) return;
+  if (dst->dtype != src->dtype) {
+    diags_.error(n.loc, "{}: '{}' is {} but '{}' is {}", what, n.dst.tensor->name, dst->dtype.name(),
+                 n.src.tensor->name, src->dtype.name());
+    return;
+  }
+  if (!global_views_.count(n.src.tensor.get())) {
+    diags_.error(pick(n.src.loc, n.loc), "{}: the source must be a ViewGlobal of a pointer parameter", what);
+    return;
+  }
+  const layout::Layout& tile = *src->layout;
+  size_t indexed = 0;
+  bool leading = true;
+  for (const Slice& s : n.dst.slices) {
+    if (s.kind == Slice::Kind::Index && leading) {
+      ++indexed;
+    } else if (s.kind != Slice::Kind::Full) {
+      leading = false;
+      indexed = n.dst.slices.size() + 1;  // an offset or a later index: not a whole stored tile
+    } else {
+      leading = false;
+    }
+  }
+  std::optional<layout::Layout> want;
+  if (indexed <= 1 && static_cast<int>(indexed) + tile.rank() == dst->layout->rank()) {
+    want = tile;
+    if (indexed == 1) {
+      layout::Index lead{dst->layout->shape()[0]};
+      for (int d = 0; d < tile.rank(); ++d) lead.push_back(1);
+      want = layout::compose(layout::local(lead), tile);
+    }
+  }
+  if (!want || !(*want == *dst->layout)) {
+    diags_.error(
+        pick(n.dst.loc, n.loc),
+        "{}: '{}' is read in tiles of {}, so the copy moves a tile's bytes as they lie: the "
+        "destination must be a whole shared tile of that layout (or one stage of local(S, 1, ...) of "
+        "it, indexed by its first dimension); '{}' has layout {}",
+        what, n.src.tensor->name, layout_text(tile), n.dst.tensor->name, layout_text(*dst->layout));
+    return;
+  }
+  if (tile.num_locals() * dst->dtype.bits() % 128 != 0)
+    diags_.error(n.loc, "{}: a tile of {} is {} bits; a bulk copy moves multiples of 16 bytes", what,
+                 layout_text(tile), tile.num_locals() * dst->dtype.bits());
 }
 
 void Verifier::check_store_tma(const StoreTmaInst& n) {
