@@ -424,6 +424,10 @@ TEST(TileParallel, DequantGemmOfPackedWeightsOnTheInterpreter) {
   expect_dequant_gemm("u4", {{"TMA", "True"}, {"WS", "True"}, {"BN", "128"}, {"BK", "64"}},
                       target::Target::h100_sxm(), 64, 256, 256, false, false,
                       "tile/dequant_gemm_rs_packed.tile");
+  // Two consumer warpgroups (the weights' order follows: WL's spatial(2, 1)).
+  expect_dequant_gemm(
+      "u4", {{"TMA", "True"}, {"WS", "True"}, {"THREADS", "256"}, {"BN", "128"}, {"BM", "128"}},
+      target::Target::h100_sxm(), 70, 136, 320, false, false, "tile/dequant_gemm_rs_packed.tile");
   expect_dequant_gemm("u3", {}, target::Target::generic_sm80(), 70, 136, 320, false, false,
                       "tile/dequant_gemm_rs_packed.tile");
 }
@@ -708,6 +712,9 @@ TEST(TileParallelGpu, KernelsOnTheDevice) {
     expect_dequant_gemm(wtype, {{"TMA", "True"}, {"WS", "True"}}, target::Target::h100_sxm(), 333, 520, 328,
                         true, false, "tile/dequant_gemm_rs_packed.tile");
     expect_dequant_gemm(wtype, {{"TMA", "True"}}, target::Target::h100_sxm(), 333, 520, 384, true, false,
+                        "tile/dequant_gemm_rs_packed.tile");
+    expect_dequant_gemm(wtype, {{"TMA", "True"}, {"WS", "True"}, {"THREADS", "256"}, {"BN", "128"}},
+                        target::Target::h100_sxm(), 333, 520, 328, true, false,
                         "tile/dequant_gemm_rs_packed.tile");
   }
 }

@@ -1,0 +1,1 @@
+check error_bulk_copy.tile
