@@ -588,7 +588,8 @@ class Pipeline : public ir::IRMutator {
   // Every pipelined tile is one the TMA writes: rank 2, in the tile layer's swizzled layout with rows of 32,
   // 64 or 128 bytes (the TMA's swizzle modes), from a rank-2 global view.
   // A tile of a global view with a layout (tiles in that order) stored in the same order goes as one bulk
-  // copy of its bytes (CopyTma's other form), whatever its element type.
+  // copy of its bytes (CopyTma's other form), whatever its element type; so does a row-major tile of one
+  // row.
   static bool tma_tiles(const std::vector<const ir::InstStmt*>& copies) {
     for (const ir::InstStmt* is : copies) {
       const auto& c = *is->inst->as<ir::CopyInst>();
@@ -598,8 +599,10 @@ class Pipeline : public ir::IRMutator {
           t.layout->num_locals() * t.dtype.bits() % 128 == 0)
         continue;
       auto shape = t.static_shape();
-      if (!shape || c.src.type().rank() != 2 || !tma_tile(*shape, t.dtype, *t.layout, /*swizzled=*/true))
-        return false;
+      if (!shape || c.src.type().rank() != 2) return false;
+      // One row stored row-major (a step's scales or bias): the TMA without a swizzle, rows up to 256 elements.
+      const bool row = (*shape)[0] == 1 && *t.layout == layout::local(*shape);
+      if (!tma_tile(*shape, t.dtype, *t.layout, /*swizzled=*/!row)) return false;
     }
     return true;
   }

@@ -326,6 +326,15 @@ void expect_dequant_gemm(const std::string& wtype, const std::map<std::string, s
     scale_codes.push_back(encode(DataType::f16(), v / 16));
     sv.push_back(decode(DataType::f16(), scale_codes.back()));
   }
+  // dequant_gemm_rs_packed.tile reads its scales transposed, ST[K / GROUP, N] (a step's scales one row).
+  if (example == "tile/dequant_gemm_rs_packed.tile") {
+    const int64_t groups = (k + group - 1) / group;
+    std::vector<uint64_t> transposed(scale_codes.size());
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t g = 0; g < groups; ++g)
+        transposed[static_cast<size_t>(g * n + j)] = scale_codes[static_cast<size_t>(j * groups + g)];
+    scale_codes = std::move(transposed);
+  }
   std::vector<uint8_t> s_bytes = pack(DataType::f16(), scale_codes);
   interp::Arguments args;
   args.buffers = {{"a_ptr", &a.bytes}, {"w_ptr", &w_bytes}, {"s_ptr", &s_bytes}, {"c_ptr", &c}};
