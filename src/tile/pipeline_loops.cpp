@@ -600,7 +600,8 @@ class Pipeline : public ir::IRMutator {
         continue;
       auto shape = t.static_shape();
       if (!shape || c.src.type().rank() != 2) return false;
-      // One row stored row-major (a step's scales or bias): the TMA without a swizzle, rows up to 256 elements.
+      // One row stored row-major (a step's scales or bias): the TMA without a swizzle, rows up to 256
+      // elements.
       const bool row = (*shape)[0] == 1 && *t.layout == layout::local(*shape);
       if (!tma_tile(*shape, t.dtype, *t.layout, /*swizzled=*/!row)) return false;
     }

@@ -81,31 +81,11 @@ std::optional<int64_t> shared_step(const MemTensor& m, const ir::TensorArg& arg,
                                    const ChunkWalk& w) {
   if (w.per_thread == 1) return 0;
   const layout::Index shape = m.layout->shape();
-  std::vector<layout::Index> choices(shape.size(), layout::Index{0});
-  int64_t origins = 1;
-  for (size_t d = 0; d < shape.size() && d < arg.slices.size(); ++d) {
-    const ir::Slice& sl = arg.slices[d];
-    if (sl.kind == ir::Slice::Kind::Full) continue;
-    if (const auto c = ir::as_const_int(sl.value)) {
-      choices[d] = {*c};
-    } else if (sl.kind == ir::Slice::Kind::Index) {
-      choices[d].resize(static_cast<size_t>(shape[d]));
-      for (int64_t x = 0; x < shape[d]; ++x) choices[d][static_cast<size_t>(x)] = x;
-    } else {
-      return std::nullopt;
-    }
-    origins *= static_cast<int64_t>(choices[d].size());
-  }
-  if (origins * w.chunks > (int64_t{1} << 16)) return std::nullopt;
+  const std::optional<std::vector<layout::Index>> origins =
+      view_origins(m, arg, (int64_t{1} << 16) / w.chunks);
+  if (!origins) return std::nullopt;
   std::optional<int64_t> step;
-  layout::Index origin(shape.size(), 0);
-  for (int64_t o = 0; o < origins; ++o) {
-    int64_t rest = o;
-    for (size_t d = shape.size(); d-- > 0;) {
-      const int64_t n = static_cast<int64_t>(choices[d].size());
-      origin[d] = choices[d][static_cast<size_t>(rest % n)];
-      rest /= n;
-    }
+  for (const layout::Index& origin : *origins) {
     bool inside = true;
     auto offset = [&](int64_t c) -> int64_t {
       layout::Index base = origin;
@@ -243,32 +223,11 @@ bool stores_in_order(const MemTensor& dst, const ir::TensorArg& view, const layo
                      const std::vector<int>& ddims) {
   const int64_t elements = L.num_locals();
   const size_t r = static_cast<size_t>(L.rank());
-  const ir::TensorArg& n_dst = view;
   const layout::Index shape = dst.layout->shape();
-  std::vector<layout::Index> choices(shape.size(), layout::Index{0});
-  int64_t origins = 1;
-  for (size_t d = 0; d < shape.size() && d < n_dst.slices.size(); ++d) {
-    const ir::Slice& sl = n_dst.slices[d];
-    if (sl.kind == ir::Slice::Kind::Full) continue;
-    if (const auto c = ir::as_const_int(sl.value)) {
-      choices[d] = {*c};
-    } else if (sl.kind == ir::Slice::Kind::Index) {
-      choices[d].resize(static_cast<size_t>(shape[d]));
-      for (int64_t x = 0; x < shape[d]; ++x) choices[d][static_cast<size_t>(x)] = x;
-    } else {
-      return false;
-    }
-    origins *= static_cast<int64_t>(choices[d].size());
-  }
-  if (origins * elements > (int64_t{1} << 20)) return false;
-  layout::Index origin(shape.size(), 0);
-  for (int64_t o = 0; o < origins; ++o) {
-    int64_t rest = o;
-    for (size_t d = shape.size(); d-- > 0;) {
-      const int64_t c = static_cast<int64_t>(choices[d].size());
-      origin[d] = choices[d][static_cast<size_t>(rest % c)];
-      rest /= c;
-    }
+  const std::optional<std::vector<layout::Index>> origins =
+      view_origins(dst, view, (int64_t{1} << 20) / elements);
+  if (!origins) return false;
+  for (const layout::Index& origin : *origins) {
     std::optional<int64_t> first;
     for (int64_t i = 0; i < elements; ++i) {
       const layout::Index x = L.map(0, i);

@@ -108,6 +108,11 @@ bool stores_in_order(const MemTensor& dst, const ir::TensorArg& view, const layo
 std::optional<TiledCopy> tiled_copy(Emitter& e, const MemTensor& dst, const ir::TensorArg& dview,
                                     const MemTensor& src, const ir::TensorArg& sview,
                                     const layout::Index& tile, int align_bytes);
+// Every origin of the shared view `arg` of m (constant shape): constant subscripts as they are, an index
+// subscript over its whole extent, in row-major order; nullopt for a runtime offset subscript or more than
+// `limit` origins. The checks that hold "for every stage" enumerate these.
+std::optional<std::vector<layout::Index>> view_origins(const MemTensor& m, const ir::TensorArg& arg,
+                                                       int64_t limit);
 // The dimensions of m that the view `arg` keeps (not selected by an index subscript).
 std::vector<int> kept_dims(const MemTensor& m, const ir::TensorArg& arg);
 struct MemTensor {

@@ -137,17 +137,12 @@ int Emitter::vector_width(const MemTensor& m, const ir::TensorArg& arg, const la
   return 1;
 }
 
-int Emitter::slot_run_width(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
-                            const layout::Layout& reg_layout, int max_bits,
-                            std::optional<std::pair<int64_t, int64_t>>* step) {
-  if (m.scope != ir::Scope::Shared || !m.layout || reg_layout.rank() == 0) return 1;
-  const int B = m.dtype.bits();
+std::optional<std::vector<layout::Index>> view_origins(const MemTensor& m, const ir::TensorArg& arg,
+                                                       int64_t limit) {
   const layout::Index shape = m.layout->shape();
-  const size_t R = shape.size(), r = static_cast<size_t>(reg_layout.rank());
-  // The view's origins: constant subscripts and offsets, an index subscript over its whole extent.
-  std::vector<layout::Index> choices(R, layout::Index{0});
-  int64_t origins = 1;
-  for (size_t d = 0; d < R && d < arg.slices.size(); ++d) {
+  std::vector<layout::Index> choices(shape.size(), layout::Index{0});
+  int64_t count = 1;
+  for (size_t d = 0; d < shape.size() && d < arg.slices.size(); ++d) {
     const ir::Slice& sl = arg.slices[d];
     if (sl.kind == ir::Slice::Kind::Full) continue;
     if (const auto c = ir::as_const_int(sl.value)) {
@@ -156,10 +151,38 @@ int Emitter::slot_run_width(const MemTensor& m, const ir::TensorArg& arg, const 
       choices[d].resize(static_cast<size_t>(shape[d]));
       for (int64_t x = 0; x < shape[d]; ++x) choices[d][static_cast<size_t>(x)] = x;
     } else {
-      return 1;
+      return std::nullopt;
     }
-    origins *= static_cast<int64_t>(choices[d].size());
+    count *= static_cast<int64_t>(choices[d].size());
+    if (count > limit) return std::nullopt;
   }
+  if (count > limit) return std::nullopt;
+  std::vector<layout::Index> out;
+  for (int64_t o = 0; o < count; ++o) {
+    layout::Index origin(shape.size(), 0);
+    int64_t rest = o;
+    for (size_t d = shape.size(); d-- > 0;) {
+      const int64_t n = static_cast<int64_t>(choices[d].size());
+      origin[d] = choices[d][static_cast<size_t>(rest % n)];
+      rest /= n;
+    }
+    out.push_back(std::move(origin));
+  }
+  return out;
+}
+
+int Emitter::slot_run_width(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
+                            const layout::Layout& reg_layout, int max_bits,
+                            std::optional<std::pair<int64_t, int64_t>>* step) {
+  if (m.scope != ir::Scope::Shared || !m.layout || reg_layout.rank() == 0) return 1;
+  const int B = m.dtype.bits();
+  const layout::Index shape = m.layout->shape();
+  const size_t R = shape.size(), r = static_cast<size_t>(reg_layout.rank());
+  // The view's origins (constant subscripts, an index subscript over its whole extent), then the offsets.
+  const int64_t T = reg_layout.num_threads(), slots = reg_layout.num_locals();
+  const std::optional<std::vector<layout::Index>> origins =
+      view_origins(m, arg, (int64_t{1} << 20) / (T * slots));
+  if (!origins) return 1;
   const std::vector<int> kept = kept_dims(m, arg);
   layout::Index shift(R, 0);
   for (size_t k = 0; k < kept.size() && k < offset.size(); ++k) {
@@ -168,21 +191,14 @@ int Emitter::slot_run_width(const MemTensor& m, const ir::TensorArg& arg, const 
     shift[static_cast<size_t>(kept[k])] = *c;
   }
   const std::vector<int> dims = tile_dims(m, arg, r);
-  const int64_t T = reg_layout.num_threads(), slots = reg_layout.num_locals();
-  if (origins * T * slots > (int64_t{1} << 20)) return 1;
   for (int vb : {128, 64, 32}) {
     if (vb > max_bits || vb % B != 0 || vb / B < 2 || slots % (vb / B) != 0) continue;
     const int64_t v = vb / B;
     bool ok = true, affine = true;
     std::optional<int64_t> a, b;  // the steps per thread and per group
-    layout::Index origin(R, 0);
-    for (int64_t o = 0; o < origins && ok; ++o) {
-      int64_t rest = o;
-      for (size_t d = R; d-- > 0;) {
-        const int64_t c = static_cast<int64_t>(choices[d].size());
-        origin[d] = choices[d][static_cast<size_t>(rest % c)] + shift[d];
-        rest /= c;
-      }
+    for (size_t o = 0; o < origins->size() && ok; ++o) {
+      layout::Index origin = (*origins)[o];
+      for (size_t d = 0; d < R; ++d) origin[d] += shift[d];
       int64_t zero = 0;  // thread 0's first group
       for (int64_t t = 0; t < T && ok; ++t) {
         int64_t first = 0;
