@@ -269,17 +269,51 @@ Layout transpose(const Layout& layout) {
   return permute_dims(layout, {1, 0});
 }
 
-Layout thread_major(const Layout& f) {
+Layout thread_major(const Layout& f, int64_t chunk) {
   const ModeLayout* modes = f.mode_form();
   if (!modes) fail("thread_major needs a layout without a swizzle");
   if (f.is_replicated()) fail("thread_major needs a layout without replication (each element stored once)");
+  if (chunk < 1 || f.num_locals() % chunk != 0)
+    fail("thread_major: chunk={} does not divide the {} slots of a thread", chunk, f.num_locals());
   ModeLayout m = *modes;
-  // The thread digits become the outermost slot digits, in their order: offset t * m + i.
-  std::vector<int64_t> local = m.spatial;
-  local.insert(local.end(), m.local.begin(), m.local.end());
+  // The slot digits of a chunk: the innermost ones whose extents multiply to `chunk`, splitting one mode in
+  // two where the product falls inside it (its outer part stays among the outer digits).
+  size_t inner_from = m.local.size();
+  for (int64_t need = chunk; need > 1;) {
+    const size_t at = inner_from - 1;
+    const int64_t mode = m.local[at], size = m.mode_size[static_cast<size_t>(mode)];
+    if (size <= need) {
+      if (need % size != 0)
+        fail("thread_major: chunk={} is not a product of the innermost slot extents of the layout", chunk);
+      need /= size;
+      inner_from = at;
+      continue;
+    }
+    if (size % need != 0)
+      fail("thread_major: chunk={} is not a product of the innermost slot extents of the layout", chunk);
+    // Split mode `mode` into (size / need, need): the inner part becomes mode + 1, the later modes shift.
+    m.mode_size[static_cast<size_t>(mode)] = size / need;
+    m.mode_size.insert(m.mode_size.begin() + mode + 1, need);
+    m.mode_dim.insert(m.mode_dim.begin() + mode + 1, m.mode_dim[static_cast<size_t>(mode)]);
+    for (int64_t& x : m.spatial)
+      if (x > mode) ++x;
+    for (int64_t& x : m.local)
+      if (x > mode) ++x;
+    m.local.insert(m.local.begin() + static_cast<std::ptrdiff_t>(at) + 1, mode + 1);
+    inner_from = at + 1;
+    need = 1;
+  }
+  // Chunk c of every thread before chunk c + 1 of any: outer slot digits, the thread digits, the chunk's.
+  std::vector<int64_t> local(m.local.begin(), m.local.begin() + static_cast<std::ptrdiff_t>(inner_from));
+  local.insert(local.end(), m.spatial.begin(), m.spatial.end());
+  local.insert(local.end(), m.local.begin() + static_cast<std::ptrdiff_t>(inner_from), m.local.end());
   m.local = std::move(local);
   m.spatial.clear();
   return Layout(canonicalize(std::move(m)));
+}
+
+Layout thread_major(const Layout& f) {
+  return thread_major(f, f.num_locals());
 }
 
 Layout insert_dim(const Layout& layout, int dim) {

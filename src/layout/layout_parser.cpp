@@ -180,11 +180,17 @@ class Parser {
       return guarded(name.column, [&] { return divide(first, second); });
     }
     if (n == "reduce") return parse_reduce(name);
-    if (n == "thread_major") {
+    if (n == "thread_major") {  // thread_major(expr[, chunk=c])
       expect("(");
       Layout inner = parse_expr();
+      std::optional<int64_t> chunk;
+      if (is_punct(",")) {
+        advance();
+        expect_keyword("chunk");
+        chunk = parse_positive("a positive integer");
+      }
       expect(")");
-      return guarded(name.column, [&] { return thread_major(inner); });
+      return guarded(name.column, [&] { return chunk ? thread_major(inner, *chunk) : thread_major(inner); });
     }
     if (n == "swizzle") return parse_swizzle(name);
     if (n == "register_layout") return parse_register_layout(name);

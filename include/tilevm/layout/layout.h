@@ -107,6 +107,11 @@ Layout transpose(const Layout& layout);
 // layout) reach the threads of f as runs of consecutive words. @throws tilevm::Error for a swizzled or
 // replicated f.
 Layout thread_major(const Layout& f);
+// The same in chunks of `chunk` slots: chunk c of every thread (its slots c * chunk .. c * chunk + chunk - 1)
+// before chunk c + 1 of any, so that a warp reading one chunk per thread reads consecutive memory (no bank
+// conflicts for 16-byte chunks). thread_major(f) is chunk = m. @throws tilevm::Error unless chunk divides m
+// and is a product of the innermost slot extents (one of them may split).
+Layout thread_major(const Layout& f, int64_t chunk);
 // swizzle(f, dim=d, log_step=s); tilevm::Error unless f has rank 2, d is 0 or 1, s >= 0 and the extent of
 // dimension d is a power of two. A swizzle that moves nothing returns f itself.
 Layout make_swizzle(const Layout& f, int dim, int log_step = 0);

@@ -6,7 +6,7 @@
 //   call  := local(n, ...) | spatial(...) | column_local(...) | column_spatial(...)
 //          | repeat(...) | column_repeat(...) | replicate(n)
 //          | compose(expr, expr) | divide(expr, expr)
-//          | reduce(expr, dims=[d, ...]) | swizzle(expr, dim=d[, log_step=s]) | thread_major(expr)
+//          | reduce(expr, dims=[d, ...]) | swizzle(expr, dim=d[, log_step=s]) | thread_major(expr[, chunk=c])
 //          | register_layout(shape=[...], mode_shape=[...], spatial_modes=[...], local_modes=[...])
 //
 // In register_layout, a spatial_modes entry -k (k >= 2) is a replication of extent k.

@@ -144,9 +144,11 @@ Layout Parser::bind_layout(const Syn& syn) {
     return algebra(*this, syn.loc, [&] { return layout::reduce(a, dims); });
   }
   if (n == "thread_major") {
-    check(1, {}, {});
+    check(1, {"chunk"}, {});
     Layout a = bind_layout(*args[0]);
-    return algebra(*this, syn.loc, [&] { return layout::thread_major(a); });
+    if (!keywords.count("chunk")) return algebra(*this, syn.loc, [&] { return layout::thread_major(a); });
+    const int64_t chunk = bind_const_int(*keywords["chunk"], "chunk of thread_major");
+    return algebra(*this, syn.loc, [&] { return layout::thread_major(a, chunk); });
   }
   if (n == "swizzle") {
     check(1, {"dim", "log_step"}, {"dim"});
