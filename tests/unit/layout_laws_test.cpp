@@ -171,6 +171,28 @@ RC_GTEST_PROP(LayoutLaws, PermutedDimensionsMoveOnlyTheIndex, ()) {
   RC_ASSERT(permute_dims(p, inverse) == f);
 }
 
+// thread_major(f, chunk=c) stores f(t, i) at offset (i / c) T c + t c + i % c, for every chunk it accepts
+// (a chunk it refuses is not a product of the innermost slot extents); thread_major(f) is chunk = m.
+RC_GTEST_PROP(LayoutLaws, ThreadMajorStoresChunkAfterChunk, ()) {
+  const int rank = *rc::gen::inRange(1, 4);
+  Layout f = (*gen_recipe(rank, 4, false, false)).build();
+  RC_PRE(small(f) && !f.is_replicated());
+  const int64_t T = f.num_threads(), m = f.num_locals();
+  for (int64_t c = 1; c <= m; ++c) {
+    if (m % c != 0) continue;
+    Layout g;
+    try {
+      g = thread_major(f, c);
+    } catch (const Error&) {
+      continue;
+    }
+    RC_ASSERT(g.num_threads() == 1 && g.num_locals() == T * m && g.shape() == f.shape());
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < m; ++i) RC_ASSERT(g.map(0, (i / c) * T * c + t * c + i % c) == f.map(t, i));
+  }
+  RC_ASSERT(thread_major(f) == thread_major(f, m));
+}
+
 TEST(LayoutLaws, TransposeOfThePrimitives) {
   // local(a, b) reads row-major, so its transpose reads column-major, and so on.
   EXPECT_EQ(transpose(local({2, 3})), column_local({3, 2}));
