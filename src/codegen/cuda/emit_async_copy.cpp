@@ -20,6 +20,16 @@
 
 namespace tilevm::codegen::cuda {
 
+std::vector<CExpr> tile_index(const layout::Index& tile, const CExpr& linear) {
+  std::vector<CExpr> idx(tile.size(), cconst(0));
+  CExpr rest = linear;
+  for (size_t d = tile.size(); d-- > 0;) {
+    idx[d] = d == 0 ? rest : rest % cconst(tile[d]);
+    rest = rest / cconst(tile[d]);
+  }
+  return idx;
+}
+
 namespace {
 
 // The byte offset of element offset `off` of `bits`-bit elements, exact when off * bits is a multiple of 8.
@@ -33,17 +43,6 @@ CExpr wide_product(const CExpr& x, const CExpr& stride) {
   if (p.value) return p;
   const std::string w = "(tv_i64)" + x.text;
   return cvar(stride.value && *stride.value == 1 ? w : w + " * " + stride.text, p.log2_div);
-}
-
-// The tile index (C expressions) of the tile's linear element `linear`, last dimension fastest.
-std::vector<CExpr> tile_index(const layout::Index& tile, const CExpr& linear) {
-  std::vector<CExpr> idx(tile.size(), cconst(0));
-  CExpr rest = linear;
-  for (size_t d = tile.size(); d-- > 0;) {
-    idx[d] = d == 0 ? rest : rest % cconst(tile[d]);
-    rest = rest / cconst(tile[d]);
-  }
-  return idx;
 }
 
 // The chunk walk: chunk c < chunks starts at the tile's linear element c * v, and thread t takes the chunks
@@ -296,32 +295,26 @@ bool emit_memory_order_copy(Emitter& e, const ir::InstStmt& s, const ir::CopyAsy
   const MemTensor& dst = e.mem(n.dst.tensor);
   const MemTensor& src = e.mem(n.src.tensor);
   const int B = dst.dtype.bits();
-  const int64_t elements = tile.empty() ? 0 : [&] {
-    int64_t x = 1;
-    for (int64_t v : tile) x *= v;
-    return x;
-  }();
+  int64_t elements = 1;
+  for (int64_t x : tile) elements *= x;
   int vbytes = 0;
   for (int b : {16, 8, 4})
     if (vbytes == 0 && (elements * B) % (8 * b) == 0) vbytes = b;
   if (vbytes == 0) return false;
   const std::optional<TiledCopy> t = tiled_copy(e, dst, n.dst, src, n.src, tile, vbytes);
   if (!t) return false;
-  const std::string c_text = t->condition;
-  const std::string sfirst = t->first;
-  const std::vector<CExpr> zero(tile.size(), cconst(0));
   const int64_t chunks = elements * B / 8 / vbytes;
   const int64_t per_thread = (chunks + e.threads_ - 1) / e.threads_;
   e.note(s,
          fmt::format("a whole tile of a tiled global in the shared tile's order: cp.async of {} bytes as it "
                      "lies in memory ({} chunks over {} threads) where on a tile and inside",
                      vbytes, chunks, e.threads_));
-  e.open(fmt::format("if ({})", c_text));
+  e.open(fmt::format("if ({})", t->condition));
   const std::string dp = e.fresh("dp");
   e.line(fmt::format("const tv_u32 {} = tv_smem_addr({}) + (tv_u32){};", dp, dst.ptr,
-                     byte_offset(e.access(dst, n.dst, {}, zero).offset, B).text));
+                     byte_offset(t->dst_offset, B).text));
   const std::string sp = e.fresh("sp");
-  e.line(fmt::format("const tv_u8* const {} = {} + {};", sp, src.ptr, byte_offset(cvar(sfirst), B).text));
+  e.line(fmt::format("const tv_u8* const {} = {} + {};", sp, src.ptr, t->src_bytes));
   e.line("#pragma unroll");
   e.open(fmt::format("for (int k = 0; k < {}; ++k)", per_thread));
   e.line(fmt::format("const int c = k * {} + t;", e.threads_));

@@ -190,12 +190,7 @@ void Emitter::emit_bulk_copy(const ir::InstStmt& s, const ir::CopyTmaInst& c) {
   ++indent_;
   line("#pragma unroll 1");
   open(fmt::format("for (int c = t; c < {}; c += {})", elements, threads_));
-  std::vector<CExpr> idx(tile.size(), cconst(0));
-  CExpr rest = cvar("c");
-  for (size_t d = tile.size(); d-- > 0;) {
-    idx[d] = d == 0 ? rest : rest % cconst(tile[d]);
-    rest = rest / cconst(tile[d]);
-  }
+  const std::vector<CExpr> idx = tile_index(tile, cvar("c"));
   const ElementAccess da = access(dst, c.dst, {}, idx), sa = access(src, c.src, {}, idx);
   line(fmt::format("tv_st<{}>({}, {}, ({}) ? tv_ld<{}>({}, {}) : 0ull);", B, dst.ptr, da.offset.text,
                    sa.inside, B, src.ptr, sa.offset.text));

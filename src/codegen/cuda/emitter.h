@@ -113,6 +113,8 @@ std::optional<TiledCopy> tiled_copy(Emitter& e, const MemTensor& dst, const ir::
 // `limit` origins. The checks that hold "for every stage" enumerate these.
 std::optional<std::vector<layout::Index>> view_origins(const MemTensor& m, const ir::TensorArg& arg,
                                                        int64_t limit);
+// The tile index (C expressions) of the tile's linear element `linear`, last dimension fastest.
+std::vector<CExpr> tile_index(const layout::Index& tile, const CExpr& linear);
 // The dimensions of m that the view `arg` keeps (not selected by an index subscript).
 std::vector<int> kept_dims(const MemTensor& m, const ir::TensorArg& arg);
 struct MemTensor {
