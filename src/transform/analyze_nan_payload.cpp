@@ -46,10 +46,12 @@ bool may_produce_hardware_nan(const ir::InstStmt& s) {
   return false;
 }
 
-// The variables some reader observes the NaN bits of. A View, a StoreShared and a LoadShared pass bits on
-// unchanged: their source is observed only where what they write is (a View's result, the shared tensor,
-// the loaded tile), so a tile dequantized into shared memory for a Dot alone is not observed. Every other
-// reader that does not ignore the bits observes all it uses.
+// The variables some reader observes the NaN bits of. A View, a StoreShared, a LoadShared and a Cast to the
+// source's own type (a slot copy, which the tile layer's Parallel lowering writes into a fragment with
+// `out=`) pass bits on unchanged: their source is observed only where what they write is (a View's result,
+// the shared tensor, the loaded tile, the copy), so a tile dequantized into shared memory or into a
+// fragment for a Dot alone is not observed. Every other reader that does not ignore the bits observes all
+// it uses.
 class ObservedVars : public ir::IRVisitor {
  public:
   void visit_inst_stmt(const ir::InstStmt& s) override {
@@ -62,6 +64,8 @@ class ObservedVars : public ir::IRVisitor {
       from = st->src.tensor.get(), to = st->dst.tensor.get();
     } else if (const auto* ld = inst.as<ir::LoadSharedInst>()) {
       from = ld->src.tensor.get(), to = result_of(s, ld->out).get();
+    } else if (const auto* c = inst.as<ir::CastInst>(); c && c->src.type().dtype == c->dtype) {
+      from = c->src.tensor.get(), to = result_of(s, c->out).get();
     }
     if (from && to) {
       passes_to_[to].push_back(from);

@@ -65,6 +65,14 @@ def nan_payload<1>[threads=32](f32* x_ptr, f32* y_ptr, f16* z_ptr, f16* w_ptr, f
     Synchronize()
     n2 = LoadShared(sh2, layout=la)
     StoreGlobal(n2, gy)
+    o1 = Mul(a, b)
+    o2 = AllocateRegister(f32, layout=la)
+    Cast(o1, dtype=f32, out=o2)
+    o3 = Add(o2, a)
+    StoreGlobal(o3, gv)
+    k1 = Mul(b, a)
+    k2 = Cast(k1, dtype=f32)
+    StoreGlobal(k2, gv)
 )";
 
 // Each result's mark: nullopt where the instruction has no mark to set (neither Elementwise nor Cast).
@@ -106,6 +114,10 @@ TEST(TransformAnalyzeNanPayload, MarksOnlyResultsWhoseReadersIgnoreNanBits) {
   // StoreGlobal.
   EXPECT_TRUE(m.at("m1"));
   EXPECT_FALSE(m.at("n1"));
+  // A Cast to the same type copies the bits: o1 reaches only a native Add through the copy into o2, k1 a
+  // StoreGlobal through k2.
+  EXPECT_TRUE(m.at("o1"));
+  EXPECT_FALSE(m.at("k1"));
   // Running it again changes nothing: the same nodes come back.
   const ir::Program again = transform::analyze_nan_payload(analyzed);
   ASSERT_EQ(again.body.size(), analyzed.body.size());

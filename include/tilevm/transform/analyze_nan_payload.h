@@ -9,8 +9,9 @@
 // (a NaN operand gives a NaN, which that instruction makes canonical or whose readers are again of this
 // kind), a Cast f32 -> f16/bf16 (it maps every NaN to the canonical NaN), and a Dot (the mma's NaN is the
 // hardware's whatever its inputs are; the SIMT path decodes to double; DotAsync likewise). A View,
-// StoreShared or LoadShared passes the bits on: its source is observed where its destination is (a tile
-// dequantized into shared memory that only a DotAsync reads is not). The result is then bit-identical to the
+// StoreShared, LoadShared or Cast to the same type (a slot copy) passes the bits on: its source is observed
+// where its destination is (a tile dequantized into shared memory, or copied into a fragment, that only a
+// DotAsync reads is not). The result is then bit-identical to the
 // interpreter's wherever it can be seen.
 //
 // The pass sets `nan_payload_unobserved` on those instructions, native arithmetic and widening casts only
