@@ -44,6 +44,7 @@ const char* kProgram =
     "        with Warpgroups(0, 1):\n"
     "            x = LoadGlobal(gx, layout=spatial(128))\n"
     "            StoreShared(x, buf)\n"
+    "            Synchronize()\n"
     "            BarrierArrive(ready)\n"
     "        with Warpgroups(1, 3):\n"
     "            BarrierWait(ready, parity=k % 2)\n"
@@ -68,8 +69,7 @@ TEST(CodegenRegions, NoBlockBarrierInsideARegion) {
   EXPECT_NE(body.find("__syncthreads();  // the section ends when each of its regions has"),
             std::string::npos);
   // Region 0 of each section synchronizes on barrier 1 with its 128 threads, region 1 on barrier 2 with 256.
-  EXPECT_NE(body.find("asm volatile(\"bar.sync 1, 128;\" ::: \"memory\");  // the block's arrival"),
-            std::string::npos);
+  EXPECT_NE(body.find("asm volatile(\"bar.sync 1, 128;\" ::: \"memory\");"), std::string::npos);
   EXPECT_GE(count(body, "asm volatile(\"bar.sync 2, 256;\" ::: \"memory\");"),
             3u);  // Synchronize, reduce, print
   EXPECT_NE(body.find("if (tv_warpgroup == 0) {"), std::string::npos);
@@ -129,6 +129,37 @@ TEST(CodegenRegions, RegistersSetMaxNRegUnderOneBlockPerSm) {
   expect_error([&] { emit(p, "sm_80"); },
                "3:5: cannot compile a Warpgroups region for the GPU: warp "
                "specialization needs sm_90 or newer");
+}
+
+// A barrier whose every arrival is a plain one from regions of the same warp count counts warps: each warp
+// arrives after a __syncwarp, with no barrier across the region. Arrivals from regions of different sizes,
+// or one with transaction bytes, keep the region's barrier and one elected thread.
+TEST(CodegenRegions, PlainArrivalsOfEqualRegionsAreEachWarps) {
+  const std::string src = emit(lowered(kProgram)).source;
+  EXPECT_NE(src.find("every arrival is 4 warps', each its own (the count x 4)"), std::string::npos) << src;
+  EXPECT_NE(src.find("\"r\"(4) : \"memory\");"), std::string::npos);  // mbarrier.init: count 1 x 4 warps
+  EXPECT_NE(src.find("__syncwarp();  // this warp's part of the arrival"), std::string::npos);
+  EXPECT_NE(src.find("if ((t & 31) == 0) asm volatile(\"mbarrier.arrive.shared::cta.b64"), std::string::npos);
+  EXPECT_EQ(src.find("// the block's arrival"), std::string::npos);
+
+  const std::string mixed = emit(lowered(R"(def mixed<1>[threads=384](f32* x_ptr):
+    gx = ViewGlobal(x_ptr, dtype=f32, shape=[128])
+    done = AllocateBarrier(count=2, shape=[1])
+    with Warpgroups(0, 1):
+        x = LoadGlobal(gx, layout=spatial(128))
+        BarrierArrive(done)
+    with Warpgroups(1, 3):
+        y = LoadGlobal(gx, layout=replicate(2).spatial(128))
+        BarrierArrive(done)
+)"))
+                                .source;
+  EXPECT_EQ(mixed.find("__syncwarp();"), std::string::npos) << mixed;
+  EXPECT_NE(mixed.find("\"r\"(2) : \"memory\");"), std::string::npos);
+  EXPECT_NE(mixed.find("asm volatile(\"bar.sync 1, 128;\" ::: \"memory\");  // the block's arrival"),
+            std::string::npos);
+  EXPECT_NE(mixed.find("asm volatile(\"bar.sync 2, 256;\" ::: \"memory\");  // the block's arrival"),
+            std::string::npos);
+  EXPECT_EQ(count(mixed, "if (t == 0) asm volatile(\"mbarrier.arrive.shared::cta.b64"), 2u);
 }
 
 }  // namespace

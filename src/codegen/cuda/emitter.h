@@ -281,6 +281,7 @@ class Emitter {
   // Before the body: the DotAsync accumulators (fenced after each wait) and whether generic writes reach a
   // wgmma operand (generic_writes_to_wgmma_operands_).
   void collect_wgmma_facts();
+  void collect_barrier_arrivals();
   // Warp-specialized regions (emit_regions.cpp): the section of statements [first, end) of `block`.
   void emit_section(const ir::Block& block, size_t first, size_t end);
   // The barrier of the block a family's code runs for: __syncthreads(), or the region's named barrier.
@@ -329,6 +330,9 @@ class Emitter {
   const ir::InstStmt* current_ = nullptr;
   // The accumulators of the program's DotAsync instructions, fenced after every DotAsyncWait.
   std::vector<ir::Var> dot_async_accumulators_;
+  // The barriers that every arrival reaches one warp at a time, and the warps of each arrival
+  // (collect_barrier_arrivals in emit_tma.cpp).
+  std::unordered_map<const ir::VarNode*, int64_t> arrival_warps_;
   // DotAsyncs with a in registers that the GPU code cannot take, and why (collect_wgmma_facts).
   std::map<const ir::InstNode*, std::string> unretired_register_a_;
   // Whether st.shared or cp.async writes a tile that wgmma reads: the tensor cores read shared memory through

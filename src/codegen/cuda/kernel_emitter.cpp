@@ -423,6 +423,7 @@ EmittedKernel Emitter::run() {
   signature.push_back({KernelParam::Kind::Workspace, "tv_workspace", DataType::uint(8), "void*"});
   params.push_back("void* tv_workspace");
   collect_wgmma_facts();
+  collect_barrier_arrivals();
   emit_block(program_.body);
   for (const KernelParam& p : tensor_maps_) {
     signature.push_back(p);
