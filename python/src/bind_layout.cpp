@@ -4,11 +4,13 @@
 #include <string>
 #include <vector>
 
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
 #include "tilevm/layout/layout_text.h"
+#include "tilevm/layout/tiled_storage.h"
 #include "tilevm/support/error.h"
 
 namespace tilevm::python {
@@ -40,6 +42,23 @@ nb::dict describe(const std::string& text) {
   return d;
 }
 
+// The bytes of a tensor of codes (any rank, row-major) stored in tiles of a layout: what a kernel reading
+// `ViewGlobal(ptr, dtype=, shape=codes.shape, layout=L)` expects behind ptr.
+nb::ndarray<nb::numpy, uint8_t> pack_tiled(const std::string& text,
+                                           nb::ndarray<const uint64_t, nb::c_contig, nb::device::cpu> codes,
+                                           int bits) {
+  layout::Index shape;
+  for (size_t d = 0; d < codes.ndim(); ++d) shape.push_back(static_cast<int64_t>(codes.shape(d)));
+  const layout::TiledStorage storage(layout::parse_layout(text), shape);
+  std::vector<uint8_t> bytes;
+  {
+    nb::gil_scoped_release release;
+    bytes = storage.pack(bits, std::span<const uint64_t>(codes.data(), codes.size()));
+  }
+  const size_t size = bytes.size();
+  return to_numpy(std::move(bytes), {size});
+}
+
 }  // namespace
 
 void bind_layout(nb::module_& m) {
@@ -50,6 +69,8 @@ void bind_layout(nb::module_& m) {
   m.def(
       "layout_map", [](const std::string& t) { return layout::render_layout_map(drawable(t)); },
       nb::arg("text"));
+  m.def("layout_pack_tiled", &pack_tiled, nb::arg("text"), nb::arg("codes"), nb::arg("bits"),
+        "the packed bytes of a tensor of codes stored in tiles of the layout");
   m.def(
       "layout_svg", [](const std::string& t) { return layout::render_layout_svg(drawable(t)); },
       nb::arg("text"));

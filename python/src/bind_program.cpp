@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -25,6 +26,7 @@
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/parser.h"
 #include "tilevm/ir/printer.h"
+#include "tilevm/layout/layout_text.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
@@ -151,6 +153,13 @@ void bind_program(nb::module_& m) {
       .def_prop_ro("name", [](const Program& p) { return p.program.name; })
       .def_prop_ro("params", &Program::params)
       .def_prop_ro("text", [](const Program& p) { return ir::print_program(p.program); })
+      .def_prop_ro("layouts",
+                   [](const Program& p) {
+                     std::vector<std::pair<std::string, std::string>> named;
+                     for (const auto& [name, l] : p.program.layouts)
+                       named.emplace_back(name, layout::print_layout(l));
+                     return named;
+                   })
       .def("run", &Program::run, nb::arg("buffers"), nb::arg("ints"), nb::arg("floats"), nb::arg("gpu"));
   nb::class_<GpuKernel>(m, "GpuKernel")
       .def_static("load", &GpuKernel::load, nb::arg("program"), nb::arg("device"))

@@ -114,3 +114,30 @@ def test_argument_errors():
     readonly.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
         k(a, b, readonly)
+
+
+def test_dequantize_gemm_of_weights_packed_for_their_fragment():
+    """examples/tile/dequant_gemm_rs_packed.tile reads its u4 weights in tiles of its layout WL: the compiled
+    kernel names WL, Layout.pack_tiled stores the codes so, and the interpreter's product matches float64
+    (N and M past the last whole tile). Stored row-major instead, the same codes give another product."""
+    rng = np.random.default_rng(5)
+    m, n, k, group = 16, 80, 256, 128
+    kern = tilevm.compile(EXAMPLES / "tile" / "dequant_gemm_rs_packed.tile")
+    wl = kern.layouts["WL"]
+    assert wl.shape == (64, 128) and wl.threads == 1
+    codes = rng.integers(0, 16, size=(n, k))
+    scales_t = rng.uniform(0.5, 2.0, size=(k // group, n)).astype(np.float16)  # ST[K / GROUP, N]
+    a = rng.uniform(-1, 1, size=(m, k)).astype(np.float16)
+    w16 = (codes * scales_t.astype(np.float32).T.repeat(group, axis=1)).astype(np.float16)
+    ref = a.astype(np.float64) @ w16.astype(np.float64).T
+    bound = 2.0**-10 * np.abs(ref) + 2.0**-20 * k * np.abs(a).astype(np.float64) @ np.abs(w16).astype(np.float64).T
+    packed = wl.pack_tiled(codes, "u4")
+    assert packed.dtype == np.uint8 and packed.size == 2 * 2 * 64 * 128 // 2  # a grid of 2 x 2 whole tiles
+    c = np.full((m, n), np.nan, np.float16)
+    kern(a, packed, scales_t, c, m, n, k, backend="interp")
+    assert np.all(np.abs(c - ref) <= bound)
+    c_row_major = np.full((m, n), np.nan, np.float16)
+    padded = np.zeros_like(packed)
+    padded[: n * k // 2] = pack(codes, 4)
+    kern(a, padded, scales_t, c_row_major, m, n, k, backend="interp")
+    assert not np.all(np.abs(c_row_major - ref) <= bound)

@@ -77,3 +77,29 @@ def test_import_without_torch(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["4", "4", "64.0"]
+
+
+def test_pack_tiled_stores_tile_after_tile_in_the_layouts_order():
+    # local(2, 2) over [3, 4]: a grid of 2 x 2 row-major tiles of 4 elements; row 3 is padding (0).
+    codes = np.arange(12).reshape(3, 4) + 1
+    got = tilevm.layout("local(2, 2)").pack_tiled(codes, "u8")
+    assert got.tolist() == [1, 2, 5, 6, 3, 4, 7, 8, 9, 10, 0, 0, 11, 12, 0, 0]
+    # u4: two codes a byte, the first in the low nibble.
+    got4 = tilevm.layout("local(2, 2)").pack_tiled(codes, tilevm.dtype("u4"))
+    assert got4.tolist() == [1 | 2 << 4, 5 | 6 << 4, 3 | 4 << 4, 7 | 8 << 4, 9 | 10 << 4, 0, 11 | 12 << 4, 0]
+    # thread_major of a two-thread layout: thread 0's elements (column 0), then thread 1's.
+    tm = tilevm.layout("thread_major(spatial(1, 2).local(2, 1))")
+    assert tm.pack_tiled(np.array([[1, 2], [3, 4]]), "u8").tolist() == [1, 3, 2, 4]
+
+
+def test_pack_tiled_errors():
+    with pytest.raises(ValueError, match="must have one thread and no replication"):
+        tilevm.layout("spatial(2, 2)").pack_tiled(np.zeros((2, 2), np.int64), "u4")
+    with pytest.raises(ValueError, match="rank 2, the codes' shape \\[4\\] rank 1"):
+        tilevm.layout("local(2, 2)").pack_tiled(np.zeros(4, np.int64), "u4")
+    with pytest.raises(ValueError, match="code 16 of element \\[0, 1\\] does not fit in 4 bits"):
+        tilevm.layout("local(2, 2)").pack_tiled(np.array([[0, 16], [0, 0]]), "u4")
+    with pytest.raises(ValueError, match="negative"):
+        tilevm.layout("local(2, 2)").pack_tiled(np.array([[0, -1], [0, 0]]), "u4")
+    with pytest.raises(TypeError, match="integer codes"):
+        tilevm.layout("local(2, 2)").pack_tiled(np.zeros((2, 2), np.float32), "u4")

@@ -1,6 +1,10 @@
 """tilevm.layout(EXPR): a register layout, as `tilevm layout EXPR [--map] [--svg FILE]` shows it."""
 
+import numpy as np
+
 from . import _tilevm as _C
+from ._arrays import is_tensor
+from ._dtype import DType
 
 
 class Layout:
@@ -26,6 +30,33 @@ class Layout:
 
     def svg(self) -> str:
         return _C.layout_svg(self.text)
+
+    def pack_tiled(self, codes, dtype) -> np.ndarray:
+        """The bytes (a 1-D uint8 array) of a tensor of ``codes`` stored in tiles of this layout, as a kernel
+        reads it through ``ViewGlobal(ptr, dtype=dtype, shape=codes.shape, layout=this)``: a row-major grid of
+        tiles of this layout's shape, each tile whole in this layout's order (a one-thread layout, such as
+        ``thread_major(...)``), packed at ``dtype``'s width; the padding of edge tiles is 0.
+
+        ``codes``: the tensor's codes as integers, one per element (a NumPy array or CPU tensor of any
+        integer dtype; a float tensor's bit patterns through ``.view(np.uint16)``), of the layout's rank.
+        ``dtype``: the element type (``"u4"``, ``tilevm.dtype("i3")``, ...). ValueError for a layout with
+        more than one thread, another rank, a negative code or one wider than the type.
+
+            wl = tilevm.compile("examples/tile/dequant_gemm_rs_packed.tile").layouts["WL"]
+            w_bytes = wl.pack_tiled(codes, "u4")    # codes: [N, K] integers in 0..15
+        """
+        if is_tensor(codes):
+            codes = codes.detach().cpu().numpy()
+        a = np.asarray(codes)
+        if a.dtype.kind not in "iub":
+            raise TypeError(f"pack_tiled takes integer codes, got an array of {a.dtype}")
+        if a.ndim != len(self.shape):
+            raise ValueError(f"the layout {self.text} has rank {len(self.shape)}, the codes' shape "
+                             f"{list(a.shape)} rank {a.ndim}")
+        if a.size and a.dtype.kind == "i" and a.min() < 0:
+            raise ValueError(f"the codes hold a negative value ({a.min()}): codes are unsigned bit patterns")
+        bits = int(_C.dtype_info(dtype.name if isinstance(dtype, DType) else str(dtype))["bits"])
+        return _C.layout_pack_tiled(self.text, np.ascontiguousarray(a, dtype=np.uint64), bits)
 
     def _repr_svg_(self):
         return self.svg()

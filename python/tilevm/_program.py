@@ -8,6 +8,7 @@ import numpy as np
 
 from . import _tilevm as _C
 from ._arrays import is_tensor, tensor_bytes, torch_module, torch_to_numpy_dtype
+from ._layout import Layout
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,13 @@ class Kernel:
     def text(self) -> str:
         """The lowered program's canonical text (``tilevm print --after all``)."""
         return self._program.text
+
+    @property
+    def layouts(self) -> dict:
+        """The program's named layouts (``WL = thread_major(...)`` in the file, evaluated with the constants
+        it was compiled with), by name: ``k.layouts["WL"].pack_tiled(codes, "u4")`` stores a weight for
+        ``ViewGlobal(..., layout=WL)``."""
+        return {name: Layout(text) for name, text in self._program.layouts}
 
     def __repr__(self):
         params = ", ".join(f"{p.name}: {p.dtype}{'*' if p.kind == 'pointer' else ''}" for p in self.params)

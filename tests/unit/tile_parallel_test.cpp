@@ -15,6 +15,7 @@
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/ir/printer.h"
 #include "tilevm/ir/visitor.h"
+#include "tilevm/layout/tiled_storage.h"
 #include "tilevm/runtime/nvrtc.h"
 
 namespace tilevm::tile {
@@ -346,21 +347,10 @@ void expect_dequant_gemm(const std::string& wtype, const std::map<std::string, s
   options.defines = defines;
   std::optional<ir::Program> p = ir::parse_program(source, diags, options);
   ASSERT_TRUE(p) << diags.render("dequant_gemm.tile", source);
-  // A weight stored in tiles of a layout (the program's WL: ViewGlobal(..., layout=WL)): element (j, kk) at
-  // its tile's place in the row-major grid of tiles, then WL's offset within the tile; padding codes 0.
-  for (const auto& [name, wl] : p->layouts) {
-    if (name != "WL") continue;
-    const int64_t tn = wl.shape()[0], tk = wl.shape()[1], cols = (k + tk - 1) / tk;
-    std::vector<uint64_t> stored(static_cast<size_t>((n + tn - 1) / tn * cols * wl.num_elements()), 0);
-    for (int64_t j = 0; j < n; ++j) {
-      for (int64_t kk = 0; kk < k; ++kk) {
-        const int64_t at =
-            (j / tn * cols + kk / tk) * wl.num_elements() + wl.owners({j % tn, kk % tk})[0].second;
-        stored[static_cast<size_t>(at)] = codes[static_cast<size_t>(j * k + kk)];
-      }
-    }
-    w_bytes = pack(wt, stored);
-  }
+  // A weight stored in tiles of a layout (the program's WL: ViewGlobal(..., layout=WL)), packed by the
+  // host helper a user calls (layout::TiledStorage; padding codes 0).
+  for (const auto& [name, wl] : p->layouts)
+    if (name == "WL") w_bytes = layout::TiledStorage(wl, {n, k}).pack(wt.bits(), codes);
   if (gpu) {
     ASSERT_TRUE(exec::run_on_gpu(*p, args, diags)) << diags.render("dequant_gemm.tile", source);
   } else {
