@@ -131,35 +131,64 @@ TEST(CodegenRegions, RegistersSetMaxNRegUnderOneBlockPerSm) {
                "specialization needs sm_90 or newer");
 }
 
-// A barrier whose every arrival is a plain one from regions of the same warp count counts warps: each warp
-// arrives after a __syncwarp, with no barrier across the region. Arrivals from regions of different sizes,
-// or one with transaction bytes, keep the region's barrier and one elected thread.
-TEST(CodegenRegions, PlainArrivalsOfEqualRegionsAreEachWarps) {
-  const std::string src = emit(lowered(kProgram)).source;
-  EXPECT_NE(src.find("every arrival is 4 warps', each its own (the count x 4)"), std::string::npos) << src;
-  EXPECT_NE(src.find("\"r\"(4) : \"memory\");"), std::string::npos);  // mbarrier.init: count 1 x 4 warps
-  EXPECT_NE(src.find("__syncwarp();  // this warp's part of the arrival"), std::string::npos);
-  EXPECT_NE(src.find("if ((t & 31) == 0) asm volatile(\"mbarrier.arrive.shared::cta.b64"), std::string::npos);
-  EXPECT_EQ(src.find("// the block's arrival"), std::string::npos);
-
-  const std::string mixed = emit(lowered(R"(def mixed<1>[threads=384](f32* x_ptr):
-    gx = ViewGlobal(x_ptr, dtype=f32, shape=[128])
-    done = AllocateBarrier(count=2, shape=[1])
+// The barriers of a pipeline's protocol count warps (barrier_arrivals.cpp): the consumers' plain arrivals on
+// empty[k % S] follow, in the same iteration, a wait on full[k % S], which the producer fills only after
+// waiting on empty. Each warp then arrives after a __syncwarp, with no barrier across the region. Where the
+// form does not show that no warp can arrive twice before all have arrived once, a region's barrier and one
+// elected thread stay: the consumer's wait after its arrival, a producer that fills without waiting, the
+// sections' unsubscripted barrier of kProgram.
+const char* kPipeline = R"(def pipe<1>[threads=384](f16* x_ptr, f16* y_ptr, i32 M):
+    gx = ViewGlobal(x_ptr, dtype=f16, shape=[M, 64])
+    gy = ViewGlobal(y_ptr, dtype=f16, shape=[M, 64])
+    tiles = AllocateShared(f16, shape=[2, 16, 64])
+    full = AllocateBarrier(count=1, shape=[2])
+    empty = AllocateBarrier(count=1, shape=[2])
     with Warpgroups(0, 1):
-        x = LoadGlobal(gx, layout=spatial(128))
-        BarrierArrive(done)
+        for i in range((M + 15) / 16):
+            BarrierWait(empty[i % 2], parity=(i / 2 + 1) % 2)
+            BarrierArrive(full[i % 2], tx=2048)
+            CopyTma(tiles[i % 2], gx[i * 16:, 0:], barrier=full[i % 2])
     with Warpgroups(1, 3):
-        y = LoadGlobal(gx, layout=replicate(2).spatial(128))
-        BarrierArrive(done)
-)"))
-                                .source;
-  EXPECT_EQ(mixed.find("__syncwarp();"), std::string::npos) << mixed;
-  EXPECT_NE(mixed.find("\"r\"(2) : \"memory\");"), std::string::npos);
-  EXPECT_NE(mixed.find("asm volatile(\"bar.sync 1, 128;\" ::: \"memory\");  // the block's arrival"),
+        for i in range((M + 15) / 16):
+            stage = i % 2
+            BarrierWait(full[stage], parity=i / 2 % 2)
+            x = LoadShared(tiles[stage], layout=spatial(16, 16).local(1, 4))
+            BarrierArrive(empty[stage])
+            StoreGlobal(x, gy[i * 16:, 0:])
+)";
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
+
+TEST(CodegenRegions, ThePipelinesBarriersCountWarps) {
+  const std::string src = emit(lowered(kPipeline)).source;
+  EXPECT_NE(src.find("every arrival is 8 warps', each its own (the count x 8)"), std::string::npos) << src;
+  EXPECT_NE(src.find("\"r\"(8) : \"memory\");"), std::string::npos);  // mbarrier.init: count 1 x 8 warps
+  EXPECT_EQ(count(src, "__syncwarp();  // this warp's part of the arrival"), 1u);
+  EXPECT_NE(src.find("if ((t & 31) == 0) asm volatile(\"mbarrier.arrive.shared::cta.b64"), std::string::npos);
+  // The producer's arrival announces bytes: one thread's, after the region's barrier.
+  EXPECT_NE(src.find("asm volatile(\"bar.sync 1, 128;\" ::: \"memory\");  // the block's arrival"),
             std::string::npos);
-  EXPECT_NE(mixed.find("asm volatile(\"bar.sync 2, 256;\" ::: \"memory\");  // the block's arrival"),
-            std::string::npos);
-  EXPECT_EQ(count(mixed, "if (t == 0) asm volatile(\"mbarrier.arrive.shared::cta.b64"), 2u);
+
+  const std::string block_form = "asm volatile(\"bar.sync 2, 256;\" ::: \"memory\");  // the block's arrival";
+  // The consumer waits after it arrives: nothing keeps a warp from arriving twice.
+  std::string late = replaced(kPipeline, "            BarrierWait(full[stage], parity=i / 2 % 2)\n", "");
+  late = replaced(late, "            StoreGlobal(x, gy[i * 16:, 0:])\n",
+                  "            StoreGlobal(x, gy[i * 16:, 0:])\n            BarrierWait(full[stage], "
+                  "parity=i / 2 % 2)\n");
+  // The producer fills without waiting on empty.
+  const std::string unguarded =
+      replaced(kPipeline, "            BarrierWait(empty[i % 2], parity=(i / 2 + 1) % 2)\n", "");
+  for (const std::string& text : {late, unguarded}) {
+    const std::string other = emit(lowered(text)).source;
+    EXPECT_EQ(other.find("__syncwarp();"), std::string::npos) << other;
+    EXPECT_NE(other.find(block_form), std::string::npos) << other;
+  }
+  const std::string sections = emit(lowered(kProgram)).source;
+  EXPECT_EQ(sections.find("__syncwarp();"), std::string::npos);
 }
 
 }  // namespace

@@ -1,12 +1,9 @@
 // Barriers and TMA copies (ir/inst/tma.h), sm_90: one emit_* per instruction. A barrier is an mbarrier word
 // in the planned shared memory. The block's (or region's) arrival must stand for every thread's earlier
-// instructions (an arrival often says "this stage has been read"). Where every BarrierArrive on a barrier
-// is a plain one (no transaction bytes) from a block or region of the same whole number of warps W, the
-// mbarrier counts W times the program's count and each warp arrives on its own, after a __syncwarp: the
-// phase completes when all W warps have, which is the same event, without a barrier across the warps (in a
-// warp-specialized consumer, a bar.sync of both warpgroups at every step kept them in lockstep, so that
-// neither's conversion overlapped the other's tensor-core work). Otherwise one elected thread arrives after
-// a __syncthreads() (the region's named barrier inside a region). A
+// instructions (an arrival often says "this stage has been read"): one elected thread arrives after a
+// __syncthreads() (the region's named barrier inside a region), or, for the barriers of a pipeline's
+// protocol (barrier_arrivals.cpp), each warp arrives on its own after a __syncwarp and the mbarrier counts
+// the warps. A
 // CopyTma is issued by thread 0 through a tensor map that the runtime encodes at launch from the source view
 // (a __grid_constant__ kernel parameter, KernelParam::Kind::TensorMap) and completes on its barrier; every
 // thread spins on mbarrier.try_wait.parity in BarrierWait. For targets without Hopper the emitter refuses
@@ -14,7 +11,6 @@
 #include <fmt/format.h>
 
 #include "emitter.h"
-#include "tilevm/ir/visitor.h"
 #include "tilevm/target/tma_swizzle.h"
 
 namespace tilevm::codegen::cuda {
@@ -52,42 +48,6 @@ std::string Emitter::barrier_address(const ir::TensorArg& arg) {
   const MemTensor& m = mem(arg.tensor);
   const ElementAccess a = access(m, arg, {}, {});
   return fmt::format("((unsigned)__cvta_generic_to_shared({}) + 8u * (unsigned)({}))", m.ptr, a.offset.text);
-}
-
-namespace {
-
-// The warps of every BarrierArrive on each barrier, -1 where they differ or one carries transaction bytes.
-class ArrivalWarps : public ir::IRVisitor {
- public:
-  explicit ArrivalWarps(int64_t block_threads) : threads_(block_threads) {}
-  std::unordered_map<const ir::VarNode*, int64_t> warps;
-
-  void visit_region(const ir::RegionStmt& r) override {
-    const int64_t outer = threads_;
-    threads_ = r.threads();
-    ir::IRVisitor::visit_region(r);
-    threads_ = outer;
-  }
-  void visit_inst(const ir::Inst& inst) override {
-    if (const auto* a = inst->as<ir::BarrierArriveInst>()) {
-      const int64_t w = a->tx || threads_ % 32 != 0 ? -1 : threads_ / 32;
-      auto [it, inserted] = warps.emplace(a->barrier.tensor.get(), w);
-      if (!inserted && it->second != w) it->second = -1;
-    }
-    ir::IRVisitor::visit_inst(inst);
-  }
-
- private:
-  int64_t threads_;
-};
-
-}  // namespace
-
-void Emitter::collect_barrier_arrivals() {
-  ArrivalWarps v(threads_);
-  v.visit_program(program_);
-  for (const auto& [barrier, warps] : v.warps)
-    if (warps > 0) arrival_warps_[barrier] = warps;
 }
 
 void Emitter::require_hopper(const ir::InstStmt& s) {
