@@ -135,8 +135,8 @@ TEST(CodegenRegions, RegistersSetMaxNRegUnderOneBlockPerSm) {
 // empty[k % S] follow, in the same iteration, a wait on full[k % S], which the producer fills only after
 // waiting on empty. Each warp then arrives after a __syncwarp, with no barrier across the region. Where the
 // form does not show that no warp can arrive twice before all have arrived once, a region's barrier and one
-// elected thread stay: the consumer's wait after its arrival, a producer that fills without waiting, the
-// sections' unsubscripted barrier of kProgram.
+// elected thread stay: the consumer's wait after its arrival, a producer that fills without waiting, a
+// consumer loop inside another, the sections' unsubscripted barrier of kProgram.
 const char* kPipeline = R"(def pipe<1>[threads=384](f16* x_ptr, f16* y_ptr, i32 M):
     gx = ViewGlobal(x_ptr, dtype=f16, shape=[M, 64])
     gy = ViewGlobal(y_ptr, dtype=f16, shape=[M, 64])
@@ -182,7 +182,11 @@ TEST(CodegenRegions, ThePipelinesBarriersCountWarps) {
   // The producer fills without waiting on empty.
   const std::string unguarded =
       replaced(kPipeline, "            BarrierWait(empty[i % 2], parity=(i / 2 + 1) % 2)\n", "");
-  for (const std::string& text : {late, unguarded}) {
+  // The consumer's loop inside another: its iterations run again, and the protocol's count starts over.
+  const std::string nested =
+      replaced(kPipeline, "    with Warpgroups(1, 3):\n        for i in",
+               "    with Warpgroups(1, 3):\n        for r in range(2):\n         for i in");
+  for (const std::string& text : {late, unguarded, nested}) {
     const std::string other = emit(lowered(text)).source;
     EXPECT_EQ(other.find("__syncwarp();"), std::string::npos) << other;
     EXPECT_NE(other.find(block_form), std::string::npos) << other;

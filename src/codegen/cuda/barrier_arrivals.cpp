@@ -16,10 +16,11 @@
 //                                               BarrierArrive(b[(k + c) % S])  (possibly under an if)
 //
 // b and f have S barriers each, f is arrived on only so (with transaction bytes, by regions other than
-// R), and an index may name a variable assigned earlier in the loop body (`stage = k % S`). R's arrivals
-// on one barrier b[s] are at least S iterations apart, k1 < k2; of the S iterations k' in (k2 - S, k2], one
-// has k' + c' = k2 + c (mod S), and R waits on f[k' % S] before its arrival at k2; P fills f[k' % S] only
-// after waiting on b[(k' + c') % S] = b[s], whose phase holds R's arrival at k1. So every warp's second
+// R), an index may name a variable assigned earlier in the loop body (`stage = k % S`), and each loop is in
+// no other (a region in no loop), so that it runs once and its iterations k are P's iterations j. R's
+// arrivals on one barrier b[s] are at least S iterations apart, k1 < k2; of the S iterations k' in (k2 - S,
+// k2], one has k' + c' = k2 + c (mod S), and R waits on f[k' % S] before its arrival at k2; P fills f[k' % S]
+// only after waiting on b[(k' + c') % S] = b[s], whose phase holds R's arrival at k1. So every warp's second
 // arrival on b[s] follows the completion of the phase of its first. (That P's wait is for that phase is
 // the program's correctness, which the interpreter checks: a stage refilled before it was read is a race.)
 #include <map>
@@ -44,6 +45,7 @@ struct Site {
   ir::Expr index;                     // the single index subscript, or null
   bool tx = false;                    // an arrival with transaction bytes
   int64_t threads = 0;                // of the region or block
+  bool outermost = false;             // the loop is the region's own, run once: in no other loop
 };
 
 struct Sites {
@@ -66,19 +68,21 @@ class Walk {
  private:
   void stmt(const ir::Stmt& s) {
     if (const auto* r = s->as<ir::RegionStmt>()) {
-      const auto saved = std::tuple(region_, threads_, loop_, depth_, lets_);
+      const auto saved = std::tuple(region_, threads_, loop_, depth_, lets_, loops_);
       region_ = r, threads_ = r->threads(), loop_ = nullptr, depth_ = 0, lets_.clear();
       block(r->body);
-      std::tie(region_, threads_, loop_, depth_, lets_) = saved;
+      std::tie(region_, threads_, loop_, depth_, lets_, loops_) = saved;
     } else if (const auto* f = s->as<ir::ForStmt>()) {
       const auto saved = std::tuple(loop_, depth_, top_, lets_);
-      loop_ = f, depth_ = 1, lets_.clear();
+      loop_ = f, depth_ = 1, lets_.clear(), ++loops_;
       block(f->body);
+      --loops_;
       std::tie(loop_, depth_, top_, lets_) = saved;
     } else if (const auto* w = s->as<ir::WhileStmt>()) {
       const auto saved = std::tuple(loop_, depth_);
-      loop_ = nullptr, depth_ = 0;  // no loop variable to reason with
+      loop_ = nullptr, depth_ = 0, ++loops_;  // no loop variable to reason with
       block(w->body);
+      --loops_;
       std::tie(loop_, depth_) = saved;
     } else if (const auto* i = s->as<ir::IfStmt>()) {
       ++depth_;
@@ -103,7 +107,7 @@ class Walk {
   }
 
   Site site(const ir::TensorArg& arg, bool tx) const {
-    Site s{region_, loop_, top_, depth_ == 1, nullptr, tx, threads_};
+    Site s{region_, loop_, top_, depth_ == 1, nullptr, tx, threads_, loops_ == 1};
     if (arg.slices.size() == 1 && arg.slices[0].kind == ir::Slice::Kind::Index)
       s.index = resolve(arg.slices[0].value);
     return s;
@@ -123,6 +127,7 @@ class Walk {
   int depth_ = 0;  // statement lists below the innermost loop (1: its body)
   size_t top_ = 0;
   std::map<const ir::VarNode*, ir::Expr> lets_;
+  int loops_ = 0;  // loops around the current statement, those outside the region included
 };
 
 // c where `e` is (v + c) % S, (v - c) % S or v % S for the loop variable v; nullopt otherwise.
@@ -152,7 +157,7 @@ bool filled_after_waiting(const Sites& sites, const ir::VarNode* f, const ir::Va
   if (arrivals == sites.arrivals.end()) return false;
   auto waits = sites.waits.find(b);
   for (const Site& a : arrivals->second) {
-    if (!a.tx || !a.region || consumers.count(a.region) || !a.loop ||
+    if (!a.tx || !a.region || consumers.count(a.region) || !a.loop || !a.outermost ||
         stage_offset(a.index, *a.loop, extent) != 0)
       return false;
     bool waited = false;
@@ -178,7 +183,7 @@ void Emitter::collect_barrier_arrivals() {
     for (const Site& a : arrivals) consumers.insert(a.region);
     bool ok = !consumers.count(nullptr);
     for (const Site& a : arrivals) {
-      ok = ok && !a.tx && a.threads % 32 == 0 && a.threads == arrivals[0].threads && a.loop &&
+      ok = ok && !a.tx && a.threads % 32 == 0 && a.threads == arrivals[0].threads && a.loop && a.outermost &&
            stage_offset(a.index, *a.loop, s).has_value();
       if (!ok) break;
       // A wait on f[k % S] earlier in the same loop body, f a producer's barrier for b.
