@@ -136,7 +136,8 @@ TEST(CodegenRegions, RegistersSetMaxNRegUnderOneBlockPerSm) {
 // waiting on empty. Each warp then arrives after a __syncwarp, with no barrier across the region. Where the
 // form does not show that no warp can arrive twice before all have arrived once, a region's barrier and one
 // elected thread stay: the consumer's wait after its arrival, a producer that fills without waiting, a
-// consumer loop inside another, the sections' unsubscripted barrier of kProgram.
+// consumer loop inside another, an index variable assigned twice, the sections' unsubscripted barrier of
+// kProgram.
 const char* kPipeline = R"(def pipe<1>[threads=384](f16* x_ptr, f16* y_ptr, i32 M):
     gx = ViewGlobal(x_ptr, dtype=f16, shape=[M, 64])
     gy = ViewGlobal(y_ptr, dtype=f16, shape=[M, 64])
@@ -186,7 +187,11 @@ TEST(CodegenRegions, ThePipelinesBarriersCountWarps) {
   const std::string nested =
       replaced(kPipeline, "    with Warpgroups(1, 3):\n        for i in",
                "    with Warpgroups(1, 3):\n        for r in range(2):\n         for i in");
-  for (const std::string& text : {late, unguarded, nested}) {
+  // The stage variable assigned again under an if: the arrival's index is not known to be i % 2.
+  const std::string reassigned =
+      replaced(kPipeline, "            stage = i % 2\n",
+               "            stage = i % 2\n            if i == 1:\n                stage = 0\n");
+  for (const std::string& text : {late, unguarded, nested, reassigned}) {
     const std::string other = emit(lowered(text)).source;
     EXPECT_EQ(other.find("__syncwarp();"), std::string::npos) << other;
     EXPECT_NE(other.find(block_form), std::string::npos) << other;

@@ -26,10 +26,13 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "emitter.h"
 #include "tilevm/ir/inst/all.h"
+#include "tilevm/ir/visitor.h"
 
 namespace tilevm::codegen::cuda {
 
@@ -53,9 +56,21 @@ struct Sites {
   std::map<const ir::VarNode*, int64_t> extents;  // barriers of one dimension
 };
 
+// How many times the program assigns each variable: an index names a variable only where its one
+// assignment is the loop body's own (an assignment under an if or in another loop could change it).
+class Assignments : public ir::IRVisitor {
+ public:
+  std::map<const ir::VarNode*, int> count;
+  void visit_assign(const ir::AssignStmt& s) override {
+    ++count[s.var.get()];
+    ir::IRVisitor::visit_assign(s);
+  }
+};
+
 class Walk {
  public:
-  explicit Walk(int64_t block_threads) : threads_(block_threads) {}
+  Walk(int64_t block_threads, std::map<const ir::VarNode*, int> assignments)
+      : threads_(block_threads), assignments_(std::move(assignments)) {}
   Sites sites;
 
   void block(const ir::Block& b) {
@@ -90,7 +105,7 @@ class Walk {
       block(i->else_body);
       --depth_;
     } else if (const auto* a = s->as<ir::AssignStmt>()) {
-      if (depth_ == 1) lets_[a->var.get()] = a->value;
+      if (depth_ == 1 && assignments_[a->var.get()] == 1) lets_[a->var.get()] = a->value;
     } else if (const auto* is = s->as<ir::InstStmt>()) {
       inst(*is);
     }
@@ -123,6 +138,7 @@ class Walk {
 
   const ir::RegionStmt* region_ = nullptr;
   int64_t threads_;
+  std::map<const ir::VarNode*, int> assignments_;
   const ir::ForStmt* loop_ = nullptr;
   int depth_ = 0;  // statement lists below the innermost loop (1: its body)
   size_t top_ = 0;
@@ -172,7 +188,9 @@ bool filled_after_waiting(const Sites& sites, const ir::VarNode* f, const ir::Va
 }  // namespace
 
 void Emitter::collect_barrier_arrivals() {
-  Walk walk(threads_);
+  Assignments assignments;
+  assignments.visit_program(program_);
+  Walk walk(threads_, std::move(assignments.count));
   walk.block(program_.body);
   const Sites& sites = walk.sites;
   for (const auto& [b, arrivals] : sites.arrivals) {
