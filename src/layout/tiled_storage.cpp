@@ -31,7 +31,7 @@ TiledStorage::TiledStorage(const Layout& tile, Index shape) : shape_(std::move(s
   int64_t tiles = 1;
   for (size_t d = 0; d < shape_.size(); ++d) {
     if (shape_[d] <= 0) fail("the tensor's shape [{}] has an extent below 1", fmt::join(shape_, ", "));
-    grid_.push_back((shape_[d] + tile_[d] - 1) / tile_[d]);
+    grid_.push_back(shape_[d] / tile_[d] + (shape_[d] % tile_[d] != 0));  // no overflow near 2^63
     if (__builtin_mul_overflow(tiles, grid_.back(), &tiles))
       fail("the tiled tensor has more than 2^63 tiles");
   }

@@ -69,7 +69,8 @@ TEST(CodegenRegions, NoBlockBarrierInsideARegion) {
   EXPECT_NE(body.find("__syncthreads();  // the section ends when each of its regions has"),
             std::string::npos);
   // Region 0 of each section synchronizes on barrier 1 with its 128 threads, region 1 on barrier 2 with 256.
-  EXPECT_NE(body.find("asm volatile(\"bar.sync 1, 128;\" ::: \"memory\");"), std::string::npos);
+  EXPECT_NE(body.find("asm volatile(\"bar.sync 1, 128;\" ::: \"memory\");  // the block's arrival"),
+            std::string::npos);
   EXPECT_GE(count(body, "asm volatile(\"bar.sync 2, 256;\" ::: \"memory\");"),
             3u);  // Synchronize, reduce, print
   EXPECT_NE(body.find("if (tv_warpgroup == 0) {"), std::string::npos);
@@ -136,8 +137,8 @@ TEST(CodegenRegions, RegistersSetMaxNRegUnderOneBlockPerSm) {
 // waiting on empty. Each warp then arrives after a __syncwarp, with no barrier across the region. Where the
 // form does not show that no warp can arrive twice before all have arrived once, a region's barrier and one
 // elected thread stay: the consumer's wait after its arrival, a producer that fills without waiting, a
-// consumer loop inside another, an index variable assigned twice, the sections' unsubscripted barrier of
-// kProgram.
+// consumer loop inside another, an index variable assigned twice, the loop variable assigned, two arrival
+// sites in one region, a count too large to count warps, the sections' unsubscripted barrier of kProgram.
 const char* kPipeline = R"(def pipe<1>[threads=384](f16* x_ptr, f16* y_ptr, i32 M):
     gx = ViewGlobal(x_ptr, dtype=f16, shape=[M, 64])
     gy = ViewGlobal(y_ptr, dtype=f16, shape=[M, 64])
@@ -191,7 +192,16 @@ TEST(CodegenRegions, ThePipelinesBarriersCountWarps) {
   const std::string reassigned =
       replaced(kPipeline, "            stage = i % 2\n",
                "            stage = i % 2\n            if i == 1:\n                stage = 0\n");
-  for (const std::string& text : {late, unguarded, nested, reassigned}) {
+  // The loop variable assigned in the body; two arrivals on empty in one region; a count the mbarrier
+  // cannot hold per warp (2^20 - 1 at most: 200000 x 8 warps).
+  const std::string loop_var = replaced(kPipeline, "            stage = i % 2\n",
+                                        "            i = i + 0\n            stage = i % 2\n");
+  const std::string two_sites =
+      replaced(kPipeline, "            BarrierArrive(empty[stage])\n",
+               "            BarrierArrive(empty[stage])\n            BarrierArrive(empty[stage])\n");
+  const std::string big =
+      replaced(kPipeline, "empty = AllocateBarrier(count=1,", "empty = AllocateBarrier(count=200000,");
+  for (const std::string& text : {late, unguarded, nested, reassigned, loop_var, two_sites, big}) {
     const std::string other = emit(lowered(text)).source;
     EXPECT_EQ(other.find("__syncwarp();"), std::string::npos) << other;
     EXPECT_NE(other.find(block_form), std::string::npos) << other;

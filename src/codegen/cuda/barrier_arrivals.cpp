@@ -16,13 +16,16 @@
 //                                               BarrierArrive(b[(k + c) % S])  (possibly under an if)
 //
 // b and f have S barriers each, f is arrived on only so (with transaction bytes, by regions other than
-// R), an index may name a variable assigned earlier in the loop body (`stage = k % S`), and each loop is in
-// no other (a region in no loop), so that it runs once and its iterations k are P's iterations j. R's
-// arrivals on one barrier b[s] are at least S iterations apart, k1 < k2; of the S iterations k' in (k2 - S,
-// k2], one has k' + c' = k2 + c (mod S), and R waits on f[k' % S] before its arrival at k2; P fills f[k' % S]
-// only after waiting on b[(k' + c') % S] = b[s], whose phase holds R's arrival at k1. So every warp's second
-// arrival on b[s] follows the completion of the phase of its first. (That P's wait is for that phase is
-// the program's correctness, which the interpreter checks: a stage refilled before it was read is a race.)
+// R), each region arrives at one place, an index may name a variable assigned once, at the top of the loop
+// body (`stage = k % S`), the loop variables are not assigned, and each loop is in no other (a region in no
+// loop), so that it runs once and its iterations k are P's iterations j. R's arrivals on one barrier b[s]
+// are then at least S iterations apart, k1 < k2; of the S iterations k' in (k2 - S, k2], one has
+// k' + c' = k2 + c (mod S), and R waits on f[k' % S] before its arrival at k2; P fills f[k' % S] only after
+// its wait on b[(k' + c') % S] = b[s] returned. That wait is for the newest phase of b[s] that can
+// complete, the one holding R's arrival at k1: a parity wait returns for the most recent phase of its
+// parity, and one that named an older phase while a newer could complete would wait two phases ahead, a
+// deadlock (the program's correctness, which the interpreter checks over its schedules). So every warp's
+// second arrival on b[s] follows the completion of the phase of its first.
 #include <map>
 #include <optional>
 #include <set>
@@ -54,6 +57,7 @@ struct Site {
 struct Sites {
   std::map<const ir::VarNode*, std::vector<Site>> arrivals, waits;
   std::map<const ir::VarNode*, int64_t> extents;  // barriers of one dimension
+  std::map<const ir::VarNode*, int64_t> counts;   // their arrival counts
 };
 
 // How many times the program assigns each variable: an index names a variable only where its one
@@ -89,7 +93,8 @@ class Walk {
       std::tie(region_, threads_, loop_, depth_, lets_, loops_) = saved;
     } else if (const auto* f = s->as<ir::ForStmt>()) {
       const auto saved = std::tuple(loop_, depth_, top_, lets_);
-      loop_ = f, depth_ = 1, lets_.clear(), ++loops_;
+      // A loop whose variable the body assigns has no k to reason with.
+      loop_ = assignments_[f->var.get()] == 0 ? f : nullptr, depth_ = 1, lets_.clear(), ++loops_;
       block(f->body);
       --loops_;
       std::tie(loop_, depth_, top_, lets_) = saved;
@@ -114,7 +119,10 @@ class Walk {
   void inst(const ir::InstStmt& s) {
     if (const auto* b = s.inst->as<ir::AllocateBarrierInst>();
         b && s.results.size() == 1 && b->shape.size() == 1)
-      if (const auto* e = b->shape[0]->as<ir::IntImm>()) sites.extents[s.results[0].get()] = e->value;
+      if (const auto* e = b->shape[0]->as<ir::IntImm>()) {
+        sites.extents[s.results[0].get()] = e->value;
+        sites.counts[s.results[0].get()] = b->count;
+      }
     if (const auto* a = s.inst->as<ir::BarrierArriveInst>())
       sites.arrivals[a->barrier.tensor.get()].push_back(site(a->barrier, a->tx != nullptr));
     if (const auto* w = s.inst->as<ir::BarrierWaitInst>())
@@ -165,12 +173,21 @@ std::optional<int64_t> stage_offset(const ir::Expr& e, const ir::ForStmt& loop, 
   return sum->op == ir::BinaryOp::Add ? c->value : -c->value;
 }
 
+// Whether no region arrives at two places (two statements, or one in each of two loops): the argument
+// above follows one arrival site through one loop.
+bool one_site_per_region(const std::vector<Site>& arrivals) {
+  std::set<const ir::RegionStmt*> seen;
+  for (const Site& a : arrivals)
+    if (!seen.insert(a.region).second) return false;
+  return true;
+}
+
 // Whether f is a producer's barrier for b: every arrival on f carries transaction bytes, is made by none of
 // `consumers`, at f[j % S] in a loop over j whose body waits on b[(j + c') % S] before it.
 bool filled_after_waiting(const Sites& sites, const ir::VarNode* f, const ir::VarNode* b, int64_t extent,
                           const std::set<const ir::RegionStmt*>& consumers) {
   auto arrivals = sites.arrivals.find(f);
-  if (arrivals == sites.arrivals.end()) return false;
+  if (arrivals == sites.arrivals.end() || !one_site_per_region(arrivals->second)) return false;
   auto waits = sites.waits.find(b);
   for (const Site& a : arrivals->second) {
     if (!a.tx || !a.region || consumers.count(a.region) || !a.loop || !a.outermost ||
@@ -199,7 +216,10 @@ void Emitter::collect_barrier_arrivals() {
     const int64_t s = extent->second;
     std::set<const ir::RegionStmt*> consumers;
     for (const Site& a : arrivals) consumers.insert(a.region);
-    bool ok = !consumers.count(nullptr);
+    // The per-warp count must fit the mbarrier's (at most 2^20 - 1 arrivals a phase).
+    constexpr int64_t kMaxCount = (int64_t{1} << 20) - 1;
+    bool ok = !consumers.count(nullptr) && one_site_per_region(arrivals) &&
+              sites.counts.at(b) * (arrivals[0].threads / 32) <= kMaxCount;
     for (const Site& a : arrivals) {
       ok = ok && !a.tx && a.threads % 32 == 0 && a.threads == arrivals[0].threads && a.loop && a.outermost &&
            stage_offset(a.index, *a.loop, s).has_value();
