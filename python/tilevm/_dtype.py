@@ -12,8 +12,10 @@ class DType:
     every code and its value.
     """
 
-    def __init__(self, name: str):
-        self._info = _C.dtype_info(str(name))  # ValueError for an unknown name, with the reason
+    def __init__(self, name):
+        # A DType stands for its own name (so every function that takes a type name also takes a DType).
+        name = name.name if isinstance(name, DType) else str(name)
+        self._info = _C.dtype_info(name)  # ValueError for an unknown name, with the reason
         for key, value in self._info.items():
             setattr(self, key, value)
 

@@ -55,8 +55,7 @@ class Layout:
                              f"{list(a.shape)} rank {a.ndim}")
         if a.size and a.dtype.kind == "i" and a.min() < 0:
             raise ValueError(f"the codes hold a negative value ({a.min()}): codes are unsigned bit patterns")
-        bits = int(_C.dtype_info(dtype.name if isinstance(dtype, DType) else str(dtype))["bits"])
-        return _C.layout_pack_tiled(self.text, np.ascontiguousarray(a, dtype=np.uint64), bits)
+        return _C.layout_pack_tiled(self.text, np.ascontiguousarray(a, dtype=np.uint64), DType(dtype).bits)
 
     def _repr_svg_(self):
         return self.svg()

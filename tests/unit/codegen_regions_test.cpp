@@ -137,8 +137,9 @@ TEST(CodegenRegions, RegistersSetMaxNRegUnderOneBlockPerSm) {
 // waiting on empty. Each warp then arrives after a __syncwarp, with no barrier across the region. Where the
 // form does not show that no warp can arrive twice before all have arrived once, a region's barrier and one
 // elected thread stay: the consumer's wait after its arrival, a producer that fills without waiting, a
-// consumer loop inside another, an index variable assigned twice, the loop variable assigned, two arrival
-// sites in one region, a count too large to count warps, the sections' unsubscripted barrier of kProgram.
+// consumer loop inside another, an index variable assigned twice, the loop variable assigned, a loop by
+// steps of 2, two arrival sites in one region, a count too large to count warps, the sections'
+// unsubscripted barrier of kProgram.
 const char* kPipeline = R"(def pipe<1>[threads=384](f16* x_ptr, f16* y_ptr, i32 M):
     gx = ViewGlobal(x_ptr, dtype=f16, shape=[M, 64])
     gy = ViewGlobal(y_ptr, dtype=f16, shape=[M, 64])
@@ -201,7 +202,11 @@ TEST(CodegenRegions, ThePipelinesBarriersCountWarps) {
                "            BarrierArrive(empty[stage])\n            BarrierArrive(empty[stage])\n");
   const std::string big =
       replaced(kPipeline, "empty = AllocateBarrier(count=1,", "empty = AllocateBarrier(count=200000,");
-  for (const std::string& text : {late, unguarded, nested, reassigned, loop_var, two_sites, big}) {
+  // The consumer's loop by steps of 2: the argument's window of S iterations does not hold.
+  const std::string strided =
+      replaced(kPipeline, "    with Warpgroups(1, 3):\n        for i in range((M + 15) / 16):",
+               "    with Warpgroups(1, 3):\n        for i in range(0, (M + 15) / 16, 2):");
+  for (const std::string& text : {late, unguarded, nested, reassigned, loop_var, two_sites, big, strided}) {
     const std::string other = emit(lowered(text)).source;
     EXPECT_EQ(other.find("__syncwarp();"), std::string::npos) << other;
     EXPECT_NE(other.find(block_form), std::string::npos) << other;

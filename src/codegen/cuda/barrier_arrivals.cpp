@@ -17,14 +17,14 @@
 //
 // b and f have S barriers each, f is arrived on only so (with transaction bytes, by regions other than
 // R), each region arrives at one place, an index may name a variable assigned once, at the top of the loop
-// body (`stage = k % S`), the loop variables are not assigned, and each loop is in no other (a region in no
-// loop), so that it runs once and its iterations k are P's iterations j. R's arrivals on one barrier b[s]
-// are then at least S iterations apart, k1 < k2; of the S iterations k' in (k2 - S, k2], one has
-// k' + c' = k2 + c (mod S), and R waits on f[k' % S] before its arrival at k2; P fills f[k' % S] only after
-// its wait on b[(k' + c') % S] = b[s] returned. That wait is for the newest phase of b[s] that can
-// complete, the one holding R's arrival at k1: a parity wait returns for the most recent phase of its
-// parity, and one that named an older phase while a newer could complete would wait two phases ahead, a
-// deadlock (the program's correctness, which the interpreter checks over its schedules). So every warp's
+// body (`stage = k % S`), each loop counts k = 0, 1, 2, ... (start 0, step 1, its variable not assigned)
+// and is in no other (a region in no loop), so that it runs once and its iterations k are P's iterations j.
+// R's arrivals on one barrier b[s] are then at least S iterations apart, k1 < k2; of the S iterations k' in
+// (k2 - S, k2], one has k' + c' = k2 + c (mod S), and R waits on f[k' % S] before its arrival at k2; P fills
+// f[k' % S] only after its wait on b[(k' + c') % S] = b[s] returned. That wait is for the newest phase of
+// b[s] that can complete, the one holding R's arrival at k1: a parity wait returns for the most recent phase
+// of its parity, and one that named an older phase while a newer could complete would wait two phases ahead,
+// a deadlock (the program's correctness, which the interpreter checks over its schedules). So every warp's
 // second arrival on b[s] follows the completion of the phase of its first.
 #include <map>
 #include <optional>
@@ -93,8 +93,9 @@ class Walk {
       std::tie(region_, threads_, loop_, depth_, lets_, loops_) = saved;
     } else if (const auto* f = s->as<ir::ForStmt>()) {
       const auto saved = std::tuple(loop_, depth_, top_, lets_);
-      // A loop whose variable the body assigns has no k to reason with.
-      loop_ = assignments_[f->var.get()] == 0 ? f : nullptr, depth_ = 1, lets_.clear(), ++loops_;
+      // The argument counts iterations 0, 1, 2, ...: a loop from elsewhere, by another step, or whose
+      // variable the body assigns has no k to reason with.
+      loop_ = counts_up(*f) ? f : nullptr, depth_ = 1, lets_.clear(), ++loops_;
       block(f->body);
       --loops_;
       std::tie(loop_, depth_, top_, lets_) = saved;
@@ -134,6 +135,14 @@ class Walk {
     if (arg.slices.size() == 1 && arg.slices[0].kind == ir::Slice::Kind::Index)
       s.index = resolve(arg.slices[0].value);
     return s;
+  }
+
+  bool counts_up(const ir::ForStmt& f) {
+    auto is = [](const ir::Expr& e, int64_t v) {
+      const auto* i = e ? e->as<ir::IntImm>() : nullptr;
+      return i && i->value == v;
+    };
+    return is(f.start, 0) && is(f.step, 1) && assignments_[f.var.get()] == 0;
   }
 
   ir::Expr resolve(const ir::Expr& e) const {
