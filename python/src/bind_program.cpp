@@ -42,16 +42,26 @@ using Buffer = nb::ndarray<uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 struct Program {
   ir::Program program;
   std::string file, source;
+  std::string arch;  // what the tile layer lowered for (its Gemms' instructions, layout=auto's choice)
 
+  // `arch` empty: the first GPU's (a Hopper gets wgmma and TMA), else the generic sm_80 target. The lowered
+  // program is what the interpreter runs and what a GPU launch compiles (lowering again for the device
+  // changes nothing once the tile operators are gone), so the host's packing (param_layouts) and every run
+  // agree on one choice.
   static Program parse(const std::string& source, const std::string& file,
-                       const std::map<std::string, std::string>& defines) {
+                       const std::map<std::string, std::string>& defines, const std::string& arch) {
+    target::Target target = target::Target::generic_sm80();
+    if (!arch.empty())
+      target = target::Target::for_arch(arch);
+    else if (runtime::Device::available())
+      target = exec::device_target(runtime::Device::open(0).info());
     Diagnostics diags;
     ir::ParseOptions options;
     options.defines = defines;
     std::optional<ir::Program> p = ir::parse_program(source, diags, options);
-    if (p && !diags.has_errors()) p = transform::lower(*std::move(p), diags);
+    if (p && !diags.has_errors()) p = transform::lower(*std::move(p), diags, {.target = target});
     if (!p || diags.has_errors()) throw CompileFailure(diags.render(file, source));
-    return Program{*std::move(p), file, source};
+    return Program{*std::move(p), file, source, target.arch};
   }
 
   // (name, "pointer" | "scalar", dtype name, host dtype descr) per parameter, in launch order.
@@ -149,7 +159,10 @@ struct GpuKernel {
 void bind_program(nb::module_& m) {
   nb::class_<Program>(m, "Program")
       .def_static("parse", &Program::parse, nb::arg("source"), nb::arg("file"), nb::arg("defines"),
-                  "parse and lower (verify) a .tile program; tilevm.CompileError with the diagnostics")
+                  nb::arg("arch"),
+                  "parse and lower (verify) a .tile program for `arch` (empty: the first GPU's, else sm_80); "
+                  "tilevm.CompileError with the diagnostics")
+      .def_prop_ro("arch", [](const Program& p) { return p.arch; })
       .def_prop_ro("name", [](const Program& p) { return p.program.name; })
       .def_prop_ro("params", &Program::params)
       .def_prop_ro("text", [](const Program& p) { return ir::print_program(p.program); })
@@ -157,6 +170,13 @@ void bind_program(nb::module_& m) {
                    [](const Program& p) {
                      std::vector<std::pair<std::string, std::string>> named;
                      for (const auto& [name, l] : p.program.layouts)
+                       named.emplace_back(name, layout::print_layout(l));
+                     return named;
+                   })
+      .def_prop_ro("param_layouts",
+                   [](const Program& p) {
+                     std::vector<std::pair<std::string, std::string>> named;
+                     for (const auto& [name, l] : ir::pointer_layouts(p.program))
                        named.emplace_back(name, layout::print_layout(l));
                      return named;
                    })

@@ -116,14 +116,18 @@ def test_argument_errors():
         k(a, b, readonly)
 
 
-def test_dequantize_gemm_of_weights_packed_for_their_fragment():
-    """examples/tile/dequant_gemm_rs_packed.tile reads its u4 weights in tiles of its layout WL: the compiled
-    kernel names WL, Layout.pack_tiled stores the codes so, and the interpreter's product matches float64
-    (N and M past the last whole tile). Stored row-major instead, the same codes give another product."""
+@pytest.mark.parametrize("arch", [None, "sm_90a"])
+def test_dequantize_gemm_of_weights_packed_for_their_fragment(arch):
+    """examples/tile/dequant_gemm_rs_packed.tile views its u4 weights with layout=auto: the compiled kernel
+    names the order it chose for w_ptr (mma.sync's fragment on sm_80, wgmma's on sm_90a), Layout.pack_tiled
+    stores the codes so, and the interpreter's product matches float64 (N and M past the last whole tile).
+    Stored row-major instead, the same codes give another product."""
     rng = np.random.default_rng(5)
     m, n, k, group = 16, 80, 256, 128
-    kern = tilevm.compile(EXAMPLES / "tile" / "dequant_gemm_rs_packed.tile")
-    wl = kern.layouts["WL"]
+    kern = tilevm.compile(EXAMPLES / "tile" / "dequant_gemm_rs_packed.tile", arch=arch)
+    assert arch is None or kern.arch == arch
+    wl = kern.param_layouts["w_ptr"]
+    assert list(kern.param_layouts) == ["w_ptr"]  # the others are row-major or strided
     assert wl.shape == (64, 128) and wl.threads == 1
     codes = rng.integers(0, 16, size=(n, k))
     scales_t = rng.uniform(0.5, 2.0, size=(k // group, n)).astype(np.float16)  # ST[K / GROUP, N]
@@ -141,3 +145,10 @@ def test_dequantize_gemm_of_weights_packed_for_their_fragment():
     padded[: n * k // 2] = pack(codes, 4)
     kern(a, padded, scales_t, c_row_major, m, n, k, backend="interp")
     assert not np.all(np.abs(c_row_major - ref) <= bound)
+
+
+def test_compile_checks_its_arch():
+    with pytest.raises(TypeError, match="arch"):
+        tilevm.compile(EXAMPLES / "tile" / "gemm_f16.tile", arch=90)
+    with pytest.raises(ValueError, match="sm_12"):
+        tilevm.compile(EXAMPLES / "tile" / "gemm_f16.tile", arch="sm_12")

@@ -202,3 +202,40 @@ def test_compiled_program_on_cuda_tensors():
     assert np.array_equal(c_gpu_host, c.cpu().numpy())
     with pytest.raises(ValueError, match="backend='interp' runs on host memory"):
         matmul(a, torch.from_numpy(bt).cuda(), c, backend="interp")
+
+
+def test_tile_programs_lower_for_the_gpu_they_run_on():
+    """tilevm.compile lowers the tile layer for the first GPU: on a Hopper the GEMM runs wgmma with TMA and a
+    producer warpgroup, and the dequantize-GEMM's layout=auto weights are packed in the order that lowering
+    chose (param_layouts); both match float64 on fresh inputs, and arch="sm_80" (mma.sync) computes the same."""
+    major, _ = torch.cuda.get_device_capability()
+    m, n, k = 200, 264, 192
+    a = rand(m, k, seed=30)
+    b = rand(n, k, seed=31)
+    ref = a.double().cpu() @ b.double().cpu().T
+    for arch, ws in ((None, True), ("sm_80", False)):
+        gemm = tilevm.compile(EXAMPLES / "tile" / "gemm_f16.tile", arch=arch, WS=ws)
+        if arch is None:
+            assert gemm.arch == ("sm_90a" if major == 9 else gemm.arch)
+        c = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
+        gemm(a, b, c, m, n, k)
+        torch.cuda.synchronize()
+        err = (c.double().cpu() - ref).abs()
+        assert torch.all(err <= 2e-3 * ref.abs() + 1e-5 * k), (arch, float(err.max()))
+
+    group = 128
+    rng = np.random.default_rng(32)
+    codes = rng.integers(0, 16, size=(n, k + 64))
+    kk = k + 64  # a multiple of 128: the scales' groups
+    scales_t = rng.uniform(0.5, 2.0, size=(kk // group, n)).astype(np.float16)
+    x = rand(m, kk, seed=33)
+    w16 = (codes * scales_t.astype(np.float32).T.repeat(group, axis=1)).astype(np.float16)
+    ref = x.double().cpu() @ torch.from_numpy(w16.astype(np.float64)).T
+    constants = dict(TMA=True, WS=True) if major == 9 else {}
+    kern = tilevm.compile(EXAMPLES / "tile" / "dequant_gemm_rs_packed.tile", **constants)
+    packed = torch.from_numpy(kern.param_layouts["w_ptr"].pack_tiled(codes, "u4")).cuda()
+    c = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")  # stored through C^T's view
+    kern(x, packed, torch.from_numpy(scales_t).cuda(), c, m, n, kk)
+    torch.cuda.synchronize()
+    err = (c.double().cpu() - ref).abs()
+    assert torch.all(err <= 2e-3 * ref.abs() + 1e-4 * kk), float(err.max())

@@ -42,7 +42,7 @@ class Layout:
         ``dtype``: the element type (``"u4"``, ``tilevm.dtype("i3")``, ...). ValueError for a layout with
         more than one thread, another rank, a negative code or one wider than the type.
 
-            wl = tilevm.compile("examples/tile/dequant_gemm_rs_packed.tile").layouts["WL"]
+            wl = tilevm.compile("examples/tile/dequant_gemm_rs_packed.tile").param_layouts["w_ptr"]
             w_bytes = wl.pack_tiled(codes, "u4")    # codes: [N, K] integers in 0..15
         """
         if is_tensor(codes):

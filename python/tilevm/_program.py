@@ -49,6 +49,11 @@ class Kernel:
         return self._program.name
 
     @property
+    def arch(self) -> str:
+        """The architecture the program was lowered for (``compile``'s ``arch``)."""
+        return self._program.arch
+
+    @property
     def text(self) -> str:
         """The lowered program's canonical text (``tilevm print --after all``)."""
         return self._program.text
@@ -59,6 +64,14 @@ class Kernel:
         it was compiled with), by name: ``k.layouts["WL"].pack_tiled(codes, "u4")`` stores a weight for
         ``ViewGlobal(..., layout=WL)``."""
         return {name: Layout(text) for name, text in self._program.layouts}
+
+    @property
+    def param_layouts(self) -> dict:
+        """The layout each pointer argument's tensor must be stored in, for the arguments the program views
+        through a laid-out ``ViewGlobal`` (the compiler's choice for ``layout=auto``), by parameter name:
+        ``k.param_layouts["w_ptr"].pack_tiled(codes, "u4")`` gives the bytes to pass as ``w_ptr``.
+        Arguments stored row-major (or by strides) are not listed."""
+        return {name: Layout(text) for name, text in self._program.param_layouts}
 
     def __repr__(self):
         params = ", ".join(f"{p.name}: {p.dtype}{'*' if p.kind == 'pointer' else ''}" for p in self.params)
@@ -223,8 +236,13 @@ class Kernel:
         return self
 
 
-def compile(text_or_path, **constants) -> Kernel:
+def compile(text_or_path, arch=None, **constants) -> Kernel:
     """Parses and verifies a .tile program (a path, or the program's text) and returns a callable Kernel.
+
+    ``arch`` (``"sm_90a"``, ``"sm_80"``, ...) is the GPU the tile layer lowers for: which instructions its
+    Gemms use and the order ``layout=auto`` stores a tensor in (``Kernel.param_layouts``). By default the
+    first GPU's (a Hopper gets wgmma and TMA), or sm_80 on a machine without one. The kernel runs on the
+    interpreter whatever it was lowered for, and on any GPU that has the instructions it uses.
 
     ``constants`` override the program's top-level constants (``tilevm run -D NAME=VALUE``). A program with
     errors raises tilevm.CompileError whose message is every located diagnostic
@@ -242,7 +260,9 @@ def compile(text_or_path, **constants) -> Kernel:
     else:
         raise TypeError(f"compile expects a .tile path or program text, got {type(text_or_path).__name__}")
     defines = {name: _define(value) for name, value in constants.items()}
-    return Kernel(_C.Program.parse(source, file, defines), file)
+    if arch is not None and not isinstance(arch, str):
+        raise TypeError(f"arch must be a string such as 'sm_90a', got {arch!r}")
+    return Kernel(_C.Program.parse(source, file, defines, arch or ""), file)
 
 
 def _define(value) -> str:

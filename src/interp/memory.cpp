@@ -220,6 +220,8 @@ void Machine::write_global(GlobalTensor& g, int64_t address, uint64_t code, Sour
 Value Machine::view_global(const ir::ViewGlobalInst& n) {
   const auto* ref = n.ptr ? n.ptr->as<ir::VarRef>() : nullptr;
   if (!ref) raise(n.loc, "ViewGlobal needs a pointer parameter");
+  if (n.auto_layout)
+    raise(n.loc, "ViewGlobal: layout=auto is chosen by lowering (transform::lower), not yet here");
   Value& p = lookup(ref->var);
   if (p.kind != Value::Kind::Pointer) raise(n.loc, "'{}' is not a pointer", ref->var->name);
   auto g = std::make_shared<GlobalTensor>();

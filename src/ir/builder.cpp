@@ -439,6 +439,15 @@ Tensor ProgramBuilder::view_global(const std::string& name, const Pointer& ptr, 
   return Tensor(emit(inst, {name}).at(0));
 }
 
+Tensor ProgramBuilder::view_global(const std::string& name, const Pointer& ptr, DataType dtype,
+                                   const std::vector<Scalar>& shape, AutoLayout) {
+  check_current(ptr.var(), "the pointer");
+  for (const Scalar& s : shape) check_expr(s.expr(), "a shape extent");
+  auto inst = std::make_shared<ViewGlobalInst>(make_var_ref(ptr.var()), dtype, exprs(shape),
+                                               std::vector<Expr>{}, std::nullopt, SourceLoc{}, true);
+  return Tensor(emit(inst, {name}).at(0));
+}
+
 Tensor ProgramBuilder::allocate_global(const std::string& name, DataType dtype,
                                        const std::vector<Scalar>& shape,
                                        const std::optional<layout::Layout>& layout,

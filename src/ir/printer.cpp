@@ -296,7 +296,7 @@ class ProgramPrinter {
       case ParamKind::DType:
         return v.dtype.name();
       case ParamKind::Layout:
-        return lay(*v.layout);
+        return v.auto_layout ? "auto" : lay(*v.layout);
       case ParamKind::List:
         return list(v.list);
       case ParamKind::Int:

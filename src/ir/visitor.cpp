@@ -1,5 +1,9 @@
 #include "tilevm/ir/visitor.h"
 
+#include <map>
+
+#include "tilevm/ir/inst/memory_global.h"
+
 namespace tilevm::ir {
 
 void IRVisitor::visit_program(const Program& p) {
@@ -88,6 +92,29 @@ void IRVisitor::visit_expr(const Expr& e) {
   } else if (const auto* u = e->as<UnaryExpr>()) {
     visit_expr(u->a);
   }
+}
+
+}  // namespace tilevm::ir
+
+namespace tilevm::ir {
+
+std::vector<std::pair<std::string, layout::Layout>> pointer_layouts(const Program& program) {
+  struct Views : IRVisitor {
+    std::map<const VarNode*, layout::Layout> first;
+    void visit_inst(const Inst& inst) override {
+      const auto* v = inst->as<ViewGlobalInst>();
+      const auto* ref = v && v->layout && v->ptr ? v->ptr->as<VarRef>() : nullptr;
+      if (ref) first.emplace(ref->var.get(), *v->layout);
+      IRVisitor::visit_inst(inst);
+    }
+  } views;
+  views.visit_program(program);
+  std::vector<std::pair<std::string, layout::Layout>> out;
+  for (const Var& p : program.params) {
+    auto it = views.first.find(p.get());
+    if (it != views.first.end()) out.emplace_back(p->name, it->second);
+  }
+  return out;
 }
 
 }  // namespace tilevm::ir

@@ -316,6 +316,15 @@ Layout thread_major(const Layout& f) {
   return thread_major(f, f.num_locals());
 }
 
+Layout drop_replication(const Layout& f) {
+  const ModeLayout* modes = f.mode_form();
+  if (!modes) fail("drop_replication needs a layout without a swizzle");
+  if (!f.is_replicated()) return f;
+  ModeLayout m = *modes;
+  std::erase_if(m.spatial, [](int64_t digit) { return digit < 0; });
+  return Layout(canonicalize(std::move(m)));
+}
+
 Layout insert_dim(const Layout& layout, int dim) {
   if (dim < 0 || dim > layout.rank())
     fail("cannot insert dimension {} into a layout of rank {}", dim, layout.rank());

@@ -3,9 +3,12 @@
 #include "tilevm/tile/infer_layouts.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
+#include <memory>
 
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/mutator.h"
@@ -50,6 +53,7 @@ class Collect : public ir::IRVisitor {
  public:
   std::vector<std::pair<const ir::RegionStmt*, ThreadSet>> sets{{nullptr, ThreadSet{}}};
   std::map<const ir::VarNode*, const ir::AllocateSharedInst*> open_shared;
+  std::vector<std::pair<const ir::VarNode*, const ir::ViewGlobalInst*>> auto_views;  // layout=auto
 
   void visit_region(const ir::RegionStmt& s) override {
     const size_t outer = current_;
@@ -79,6 +83,8 @@ class Collect : public ir::IRVisitor {
       t.order.push_back(s.results[0].get());
     } else if (const auto* a = inst.as<ir::AllocateSharedInst>(); a && !a->layout && s.results.size() == 1) {
       open_shared[s.results[0].get()] = a;
+    } else if (const auto* g = inst.as<ir::ViewGlobalInst>(); g && g->auto_layout && s.results.size() == 1) {
+      auto_views.emplace_back(s.results[0].get(), g);
     } else if (ir::is_tile_operator(inst.kind)) {
       t.ops.push_back(s.inst);
     }
@@ -125,6 +131,9 @@ class Inference {
   }
 
   const std::map<const ir::VarNode*, Decision>& decided() const { return decided_; }
+  const std::map<const ir::ParallelStmt*, ParallelBinding>& bindings() const { return bindings_; }
+  // Each Parallel loop's layout (all of them after a successful run).
+  const layout::Layout& loop_layout(const ir::ParallelStmt* p) const { return loops_.at(p).layout; }
 
  private:
   // The free level: the first loop without a layout gets free_loop_layout, else the first fragment without
@@ -380,6 +389,8 @@ class Retype : public ir::IRMutator {
     for (const auto& [v, d] : inf.decided()) retyped(v, d.layout);
     for (const auto& [v, lay] : inf.shared()) retyped(v, lay);
   }
+  // A tensor laid out outside the inferences (a layout=auto view and the tiles it fills).
+  void add(const ir::VarNode* v, const layout::Layout& lay) { retyped(v, lay); }
 
   ir::Var mutate_var(const ir::Var& v) override {
     auto it = vars_.find(v.get());
@@ -402,6 +413,11 @@ class Retype : public ir::IRMutator {
               std::make_shared<ir::AllocateSharedInst>(a->dtype, std::vector<ir::Expr>{}, lay, a->loc);
           return std::make_shared<ir::InstStmt>(std::vector<ir::Var>{nv}, inst, node.loc);
         }
+        if (const auto* g = node.inst->as<ir::ViewGlobalInst>()) {
+          auto inst = std::make_shared<ir::ViewGlobalInst>(g->ptr, g->dtype, g->shape,
+                                                           std::vector<ir::Expr>{}, lay, g->loc);
+          return std::make_shared<ir::InstStmt>(std::vector<ir::Var>{nv}, inst, node.loc);
+        }
       }
     }
     return ir::IRMutator::mutate_inst_stmt(s, node);
@@ -420,6 +436,157 @@ class Retype : public ir::IRMutator {
   std::map<const ir::InstNode*, bool> wgmma_;
 };
 
+// layout=auto (docs/language.md, "Layouts the compiler chooses"): a global view whose tiles are copied whole
+// into open shared tiles that Parallel loops read, in blocks of one register layout L each, is stored in the
+// order those loops read it: thread_major(local(tile / block) . L, chunk). A thread then reads its elements
+// of a block as runs of consecutive words, and a warp's runs lie side by side. The chunk is the largest that
+// divides a thread's slots of one block and spans at most 16 bytes (one vector load): the dequantize-GEMM's
+// hand-written order (examples/tile/dequant_gemm_rs_packed.tile's history) is this rule's result.
+class AutoLayout {
+ public:
+  AutoLayout(const Collect& c, const std::vector<std::unique_ptr<Inference>>& inferences, Diagnostics& diags)
+      : c_(c), inferences_(inferences), diags_(diags) {}
+
+  // The view's layout and the shared tiles it fills, or nullopt after reporting why there is none.
+  struct Result {
+    layout::Layout layout;
+    std::vector<const ir::VarNode*> tiles;
+  };
+  std::optional<Result> derive(const ir::VarNode* view, const ir::ViewGlobalInst& g) {
+    const std::string name = view->name;
+    // The copies of the view's tiles into open shared tiles.
+    std::vector<const ir::VarNode*> tiles;
+    std::optional<layout::Index> tile;
+    for (const auto& [region, set] : c_.sets) {
+      for (const ir::Inst& op : set.ops) {
+        const auto* cp = op->as<ir::CopyInst>();
+        if (!cp || cp->src.tensor.get() != view) continue;
+        const ir::VarNode* dst = cp->dst.tensor.get();
+        if (!c_.open_shared.count(dst) || !cp->dst.slices.empty() || cp->dst.type().dtype != g.dtype) {
+          diags_.error(
+              cp->loc,
+              "layout=auto: this Copy of '{}' fills '{}', which is not a whole shared tile of {} without "
+              "a layout; the order of '{}' is derived from the loops that read such a tile",
+              name, cp->dst.tensor->name, g.dtype.name(), name);
+          return std::nullopt;
+        }
+        for (const auto& inf : inferences_) {
+          if (!inf->shared().count(dst)) continue;
+          diags_.error(
+              cp->loc,
+              "layout=auto: '{}' is copied into '{}', which a Gemm reads as a shared operand (in the "
+              "Gemm's own layout); the order of '{}' is derived from Parallel loops that read the tile",
+              name, cp->dst.tensor->name, name);
+          return std::nullopt;
+        }
+        const layout::Index shape = *cp->dst.type().static_shape();
+        if (tile && *tile != shape) {
+          diags_.error(cp->loc, "layout=auto: '{}' is copied into tiles of two shapes, {} and {}", name,
+                       index_text(*tile), index_text(shape));
+          return std::nullopt;
+        }
+        tile = shape;
+        if (std::find(tiles.begin(), tiles.end(), dst) == tiles.end()) tiles.push_back(dst);
+      }
+    }
+    if (tiles.empty()) {
+      diags_.error(g.loc,
+                   "layout=auto: '{}' is never copied whole into a shared tile, so there is no reader whose "
+                   "order to store it in; give it a layout, or none for row-major",
+                   name);
+      return std::nullopt;
+    }
+    if (static_cast<int64_t>(tile->size()) != static_cast<int64_t>(g.shape.size())) {
+      diags_.error(g.loc, "layout=auto: '{}' has rank {} but its tiles {} have rank {}", name, g.shape.size(),
+                   index_text(*tile), tile->size());
+      return std::nullopt;
+    }
+    // The loops that read the tiles: each reads a block of the loop's shape at a constant offset, element
+    // (i, j, ...) of the loop at (offset + (i, j, ...)), all blocks in one layout.
+    std::optional<Decision> block;
+    for (const auto& inf : inferences_) {
+      for (const auto& [p, binding] : inf->bindings()) {
+        bool ok = true;
+        binding.for_each_access([&](const BoundAccess& x) {
+          if (!x.memory || std::find(tiles.begin(), tiles.end(), x.access->tensor.get()) == tiles.end())
+            return true;
+          ok = reader(*p, binding, x, inf->loop_layout(p), *tile, name, block);
+          return ok;
+        });
+        if (!ok) return std::nullopt;
+      }
+    }
+    if (!block) {
+      diags_.error(
+          g.loc,
+          "layout=auto: no Parallel loop reads the shared tile '{}' that '{}' is copied into; the order "
+          "is derived from such a loop (give '{}' a layout otherwise)",
+          tiles.front()->name, name, name);
+      return std::nullopt;
+    }
+    const layout::Layout& lay = block->layout;
+    layout::Index blocks;
+    for (size_t d = 0; d < tile->size(); ++d) blocks.push_back((*tile)[d] / lay.shape()[d]);
+    // A replicated loop (mma.sync's a operand, held by the warps of a row alike) stores the first copy's
+    // order; the other copies' threads read the same words.
+    const layout::Layout readers = layout::compose(layout::local(blocks), layout::drop_replication(lay));
+    const int64_t slots = lay.num_locals();  // a thread's slots of one block
+    const int64_t vector = std::max<int64_t>(1, 128 / g.dtype.bits());
+    for (int64_t chunk = std::min(slots, vector); chunk >= 1; --chunk) {
+      if (slots % chunk != 0) continue;
+      try {
+        return Result{layout::thread_major(readers, chunk), tiles};
+      } catch (const Error&) {
+        // not a product of the innermost slot extents: a smaller chunk
+      }
+    }
+    diags_.error(g.loc,
+                 "layout=auto: the loop at {} reads '{}' in layout {}, which has no thread-major order",
+                 loc_text(block->loc), name, layout::print_layout(lay));
+    return std::nullopt;
+  }
+
+ private:
+  // One loop's access of a tile: checks it and records its layout in `block`; false after reporting.
+  bool reader(const ir::ParallelStmt& p, const ParallelBinding& binding, const BoundAccess& x,
+              const layout::Layout& loop, const layout::Index& tile, const std::string& name,
+              std::optional<Decision>& block) {
+    const std::string tensor = x.access->tensor->name;
+    const size_t rank = tile.size();
+    bool direct = x.dims.size() == rank && binding.shape.size() == rank;
+    for (size_t d = 0; direct && d < rank; ++d) {
+      const std::optional<int64_t> off = x.offsets[d] ? ir::as_const_int(x.offsets[d]) : int64_t{0};
+      direct = x.dims[d] == static_cast<int>(d) && off && *off % binding.shape[d] == 0 &&
+               tile[d] % binding.shape[d] == 0;
+    }
+    if (!direct) {
+      diags_.error(
+          x.access->loc,
+          "layout=auto: '{}' (a tile of '{}') is read here other than as a block of the loop's shape "
+          "at a constant offset, element (i, j, ...) of the loop at offset + (i, j, ...)",
+          tensor, name);
+      return false;
+    }
+    if (!block) {
+      block = Decision{loop, p.loc, ""};
+      return true;
+    }
+    if (block->layout == loop) return true;
+    diags_.error(
+        p.loc,
+        "layout=auto: this loop reads '{}' (a tile of '{}') in layout {}, but the loop at {} reads it in "
+        "{}; one order cannot serve both",
+        tensor, name, layout::print_layout(loop), loc_text(block->loc), layout::print_layout(block->layout));
+    return false;
+  }
+
+  static std::string index_text(const layout::Index& i) { return fmt::format("[{}]", fmt::join(i, ", ")); }
+
+  const Collect& c_;
+  const std::vector<std::unique_ptr<Inference>>& inferences_;
+  Diagnostics& diags_;
+};
+
 }  // namespace
 
 std::optional<ir::Program> infer_layouts(ir::Program program, Diagnostics& diags,
@@ -431,15 +598,32 @@ std::optional<ir::Program> infer_layouts(ir::Program program, Diagnostics& diags
   // The block's operators over its threads, then each hand-written region's over the region's own.
   Retype retype;
   bool any = false, ok = true;
+  std::vector<std::unique_ptr<Inference>> inferences;
   for (const auto& [region, set] : c.sets) {
     if (set.empty()) continue;
     any = true;
-    Inference inference(set, c.open_shared, region ? region->threads() : program.threads, target, diags);
-    if (!inference.run()) {
+    inferences.push_back(std::make_unique<Inference>(
+        set, c.open_shared, region ? region->threads() : program.threads, target, diags));
+    if (!inferences.back()->run()) {
       ok = false;
       continue;  // the other sets' errors too
     }
-    retype.add(inference);
+    retype.add(*inferences.back());
+  }
+  if (!ok) return std::nullopt;
+  // The layout=auto views last: their order follows the loops' layouts just decided. The tiles they fill
+  // take the same layout (as tiled_copy gives a tile filled from a laid-out view), so a copy moves bytes as
+  // they lie.
+  AutoLayout auto_layout(c, inferences, diags);
+  for (const auto& [view, g] : c.auto_views) {
+    std::optional<AutoLayout::Result> r = auto_layout.derive(view, *g);
+    if (!r) {
+      ok = false;
+      continue;
+    }
+    any = true;
+    retype.add(view, r->layout);
+    for (const ir::VarNode* t : r->tiles) retype.add(t, r->layout);
   }
   if (!ok) return std::nullopt;
   return any ? retype.mutate_program(program) : program;

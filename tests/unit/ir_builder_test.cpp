@@ -159,6 +159,18 @@ TEST(Builder, ViewsOfSharedAndGlobalTensors) {
   EXPECT_EQ(p.body.size(), 9u);
 }
 
+// view_global(..., auto_layout) is the text's `layout=auto`: the tile layer chooses the layout.
+TEST(Builder, AutoLayoutOfAGlobalView) {
+  ProgramBuilder pb("p");
+  Pointer ptr = pb.pointer_param("x_ptr", f16);
+  pb.grid({1});
+  Tensor g = pb.view_global("g", ptr, f16, {64, 256}, auto_layout);
+  EXPECT_FALSE(g.layout());
+  const std::string text = print_program(pb.build());
+  EXPECT_NE(text.find("g = ViewGlobal(x_ptr, dtype=f16, shape=[64, 256], layout=auto)"), std::string::npos)
+      << text;
+}
+
 TEST(Builder, ControlFlow) {
   ProgramBuilder pb("p");
   Scalar n = pb.scalar_param("n", DataType::i32());

@@ -196,6 +196,31 @@ TEST(IrInstDefs, EveryRowParsesPrintsAndRoundTrips) {
   }
 }
 
+// ViewGlobal's layout may be `auto` (the tile layer chooses it): it parses into the node's flag, prints and
+// parses back the same; no other layout parameter takes it, and it is not a name a program may define.
+TEST(IrInstDefs, AutoLayoutIsViewGlobalsOnly) {
+  auto p = parse(program_with("x = ViewGlobal(p, dtype=f32, shape=[4, 4], layout=auto)"));
+  ASSERT_TRUE(p.has_value());
+  const auto* v = p->body[1]->as<InstStmt>()->inst->as<ViewGlobalInst>();
+  ASSERT_NE(v, nullptr);
+  EXPECT_TRUE(v->auto_layout);
+  EXPECT_FALSE(v->layout.has_value());
+  const std::string printed = print_program(*p);
+  EXPECT_NE(printed.find("shape=[4, 4], layout=auto)"), std::string::npos) << printed;
+  auto again = parse(printed);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(print_program(*again), printed);
+  for (const char* bad : {"x = AllocateRegister(f32, layout=auto)",
+                          "x = ViewGlobal(p, dtype=f32, shape=[4, 4], strides=[4, 1], layout=auto)"}) {
+    Diagnostics diags;
+    EXPECT_FALSE(parse_program(program_with(bad), diags).has_value()) << bad;
+    EXPECT_TRUE(diags.has_errors()) << bad;
+  }
+  Diagnostics diags;
+  EXPECT_FALSE(parse_program("auto = local(2)\n", diags).has_value());
+  EXPECT_NE(diags.render("t", "").find("'auto' is a keyword"), std::string::npos) << diags.render("t", "");
+}
+
 std::vector<std::string> names(const std::vector<Var>& vars) {
   std::vector<std::string> out;
   for (const Var& v : vars) out.push_back(v->name);

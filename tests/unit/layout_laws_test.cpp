@@ -193,6 +193,30 @@ RC_GTEST_PROP(LayoutLaws, ThreadMajorStoresChunkAfterChunk, ()) {
   RC_ASSERT(thread_major(f) == thread_major(f, m));
 }
 
+// drop_replication(f) holds every element of f once, in the slot f holds it in: its threads are f's
+// threads whose replication digits are 0, so each (t, i) of f has one thread of the result holding f(t, i)
+// in slot i, and the result is f itself where f does not replicate.
+RC_GTEST_PROP(LayoutLaws, DropReplicationKeepsTheFirstCopy, ()) {
+  const int rank = *rc::gen::inRange(1, 4);
+  Layout f = (*gen_recipe(rank, 4, false)).build();
+  RC_PRE(small(f));
+  const Layout g = drop_replication(f);
+  RC_ASSERT(!g.is_replicated() && g.shape() == f.shape() && g.num_locals() == f.num_locals());
+  if (!f.is_replicated()) RC_ASSERT(g == f);
+  RC_ASSERT(f.num_threads() % g.num_threads() == 0);
+  std::set<Index> held;
+  for (int64_t t = 0; t < g.num_threads(); ++t)
+    for (int64_t i = 0; i < g.num_locals(); ++i) held.insert(g.map(t, i));
+  RC_ASSERT(static_cast<int64_t>(held.size()) == g.num_threads() * g.num_locals());  // each once
+  for (int64_t t = 0; t < f.num_threads(); ++t) {
+    for (int64_t i = 0; i < f.num_locals(); ++i) {
+      bool found = false;
+      for (int64_t u = 0; u < g.num_threads() && !found; ++u) found = g.map(u, i) == f.map(t, i);
+      RC_ASSERT(found);
+    }
+  }
+}
+
 TEST(LayoutLaws, TransposeOfThePrimitives) {
   // local(a, b) reads row-major, so its transpose reads column-major, and so on.
   EXPECT_EQ(transpose(local({2, 3})), column_local({3, 2}));

@@ -13,8 +13,10 @@
 #include "example_util.h"
 #include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/exec/gpu_runner.h"
+#include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/printer.h"
 #include "tilevm/ir/visitor.h"
+#include "tilevm/layout/layout_text.h"
 #include "tilevm/layout/tiled_storage.h"
 #include "tilevm/runtime/nvrtc.h"
 
@@ -347,16 +349,18 @@ void expect_dequant_gemm(const std::string& wtype, const std::map<std::string, s
   options.defines = defines;
   std::optional<ir::Program> p = ir::parse_program(source, diags, options);
   ASSERT_TRUE(p) << diags.render("dequant_gemm.tile", source);
-  // A weight stored in tiles of a layout (the program's WL: ViewGlobal(..., layout=WL)), packed by the
-  // host helper a user calls (layout::TiledStorage; padding codes 0).
-  for (const auto& [name, wl] : p->layouts)
-    if (name == "WL") w_bytes = layout::TiledStorage(wl, {n, k}).pack(wt.bits(), codes);
+  // A weight stored in tiles of a layout (ViewGlobal(..., layout=auto): the lowered program's choice), packed
+  // by the host helper a user calls (layout::TiledStorage; padding codes 0). On the GPU the program is
+  // lowered again for the device, which must choose the same (the test's target is the device's kind).
+  std::optional<ir::Program> lowered =
+      transform::lower(*p, diags, {.target = target, .verify_each_pass = true});
+  ASSERT_TRUE(lowered) << diags.render("dequant_gemm.tile", source);
+  for (const auto& [name, wl] : ir::pointer_layouts(*lowered))
+    if (name == "w_ptr") w_bytes = layout::TiledStorage(wl, {n, k}).pack(wt.bits(), codes);
   if (gpu) {
     ASSERT_TRUE(exec::run_on_gpu(*p, args, diags)) << diags.render("dequant_gemm.tile", source);
   } else {
-    p = transform::lower(*std::move(p), diags, {.target = target, .verify_each_pass = true});
-    ASSERT_TRUE(p) << diags.render("dequant_gemm.tile", source);
-    ASSERT_TRUE(interp::run_program(*p, args, diags)) << diags.render("dequant_gemm.tile", source);
+    ASSERT_TRUE(interp::run_program(*lowered, args, diags)) << diags.render("dequant_gemm.tile", source);
   }
   const int64_t groups = (k + group - 1) / group;
   std::vector<double> want(static_cast<size_t>(m * n));
@@ -423,12 +427,73 @@ TEST(TileParallel, DequantGemmOfPackedWeightsOnTheInterpreter) {
   expect_dequant_gemm("u4", {{"TMA", "True"}, {"WS", "True"}, {"BN", "128"}, {"BK", "64"}},
                       target::Target::h100_sxm(), 64, 256, 256, false, false,
                       "tile/dequant_gemm_rs_packed.tile");
-  // Two consumer warpgroups (the weights' order follows: WL's spatial(2, 1)).
+  // Two consumer warpgroups (the weights' order follows the fragment's spatial(2, 1)).
   expect_dequant_gemm(
       "u4", {{"TMA", "True"}, {"WS", "True"}, {"THREADS", "256"}, {"BN", "128"}, {"BM", "128"}},
       target::Target::h100_sxm(), 70, 136, 320, false, false, "tile/dequant_gemm_rs_packed.tile");
   expect_dequant_gemm("u3", {}, target::Target::generic_sm80(), 70, 136, 320, false, false,
                       "tile/dequant_gemm_rs_packed.tile");
+}
+
+// layout=auto: the order derived for the packed example's weights is thread_major of the fragment that
+// dequantizes them, one local digit per 64-column group (split_register_gemms' groups), in chunks of 16 bytes
+// -- for one consumer warpgroup exactly the order the example's author once wrote by hand. The shared tile
+// takes it too (the Copy moves bytes as they lie). An 8-bit type's chunks are 16 codes; on sm_80 the order
+// follows mma.sync's fragment instead.
+TEST(TileParallel, AutoLayoutIsTheOrderOfTheLoopThatReadsTheTile) {
+  const std::string source =
+      example_test::read_text(example_test::example_path("tile/dequant_gemm_rs_packed.tile"));
+  auto derived = [&](const std::map<std::string, std::string>& defines, const target::Target& target,
+                     const std::string& wtype = "u4") -> std::string {
+    std::string text = source;
+    const std::string view = "dtype=u4";
+    text.replace(text.find(view), view.size(), "dtype=" + wtype);
+    text.replace(text.find("u4* w_ptr"), 2, wtype);
+    text.replace(text.find("AllocateShared(u4"), 17, "AllocateShared(" + wtype);
+    Diagnostics diags;
+    ir::ParseOptions options;
+    options.defines = defines;
+    std::optional<ir::Program> p = ir::parse_program(text, diags, options), inferred;
+    if (p)
+      p = transform::lower(*std::move(p), diags,
+                           {.target = target,
+                            .verify_each_pass = true,
+                            .after_pass = [&](const std::string& pass, const ir::Program& after) {
+                              if (pass == "infer_layouts") inferred = after;
+                            }});
+    if (!p || !inferred) return diags.render("dequant_gemm_rs_packed.tile", text);
+    const auto layouts = ir::pointer_layouts(*p);
+    if (layouts.size() != 1 || layouts[0].first != "w_ptr") return "not one layout, for w_ptr";
+    // The shared tile the weights are copied into is in the same order (before pipeline_loops stages it).
+    struct Find : ir::IRVisitor {
+      std::optional<layout::Layout> sw;
+      void visit_inst_stmt(const ir::InstStmt& s) override {
+        if (const auto* a = s.inst->as<ir::AllocateSharedInst>(); a && s.results[0]->name == "sw")
+          sw = a->layout;
+      }
+    } find;
+    find.visit_program(*inferred);
+    if (!find.sw || !(*find.sw == layouts[0].second)) return "sw is not in w's order";
+    return layout::print_layout(layouts[0].second);
+  };
+  auto canonical = [](const std::string& text) { return layout::print_layout(layout::parse_layout(text)); };
+  const target::Target hopper = target::Target::for_arch("sm_90a");
+  EXPECT_EQ(derived({}, hopper),
+            canonical("thread_major(spatial(1, 1).local(1, 8).spatial(4, 1).column_local(2, 2).spatial(8, 4)"
+                      ".local(1, 2), chunk=32)"));
+  EXPECT_EQ(derived({{"THREADS", "256"}, {"BN", "128"}}, hopper),
+            canonical("thread_major(spatial(2, 1).local(1, 8).spatial(4, 1).column_local(2, 2).spatial(8, 4)"
+                      ".local(1, 2), chunk=32)"));
+  // Two 64-row blocks a thread: each group's chunks of both blocks before the next group's.
+  EXPECT_EQ(derived({{"BN", "128"}}, hopper),
+            canonical("thread_major(local(1, 2).local(2, 4).spatial(4, 1).column_local(2, 2).spatial(8, 4)"
+                      ".local(1, 2), chunk=32)"));
+  EXPECT_EQ(derived({}, hopper, "u8"),
+            canonical("thread_major(spatial(1, 1).local(1, 8).spatial(4, 1).column_local(2, 2).spatial(8, 4)"
+                      ".local(1, 2), chunk=16)"));
+  const std::string ampere = derived({}, target::Target::generic_sm80());
+  EXPECT_NE(ampere, derived({}, hopper));
+  EXPECT_EQ(layout::parse_layout(ampere).num_threads(), 1) << ampere;
 }
 
 // dequant_gemm_rs_groups.tile: two register-A Gemms a step, asynchronous on sm_90a; K ragged within the

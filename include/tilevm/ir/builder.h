@@ -205,6 +205,11 @@ struct LayoutArg {
   LayoutArg(const std::string& text) : LayoutArg(std::string_view(text)) {}  // NOLINT
 };
 
+// view_global's `layout=auto`: the tile layer stores the tensor in the order the kernel reads it and the
+// lowered program says which (docs/language.md, "Layouts the compiler chooses").
+struct AutoLayout {};
+inline constexpr AutoLayout auto_layout{};
+
 class ProgramBuilder;
 
 // The chain returned by if_: `b.if_(c, then).elif_(c2, body).else_(body)`. elif_ and else_ must follow
@@ -272,6 +277,8 @@ class ProgramBuilder {
                      const std::vector<Scalar>& shape, const std::vector<Scalar>& strides = {});
   Tensor view_global(const std::string& name, const Pointer& ptr, DataType dtype,
                      const std::vector<Scalar>& shape, const LayoutArg& layout);
+  Tensor view_global(const std::string& name, const Pointer& ptr, DataType dtype,
+                     const std::vector<Scalar>& shape, AutoLayout);
   Tensor allocate_global(const std::string& name, DataType dtype, const std::vector<Scalar>& shape,
                          const std::optional<layout::Layout>& layout = std::nullopt,
                          const std::optional<Scalar>& init = std::nullopt);

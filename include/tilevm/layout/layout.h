@@ -112,6 +112,11 @@ Layout thread_major(const Layout& f);
 // conflicts for 16-byte chunks). thread_major(f) is chunk = m. @throws tilevm::Error unless chunk divides m
 // and is a product of the innermost slot extents (one of them may split).
 Layout thread_major(const Layout& f, int64_t chunk);
+// f over the threads that hold the first copy of each element: its replication digits removed (fewer threads
+// where f replicates; f itself where it does not). Each element keeps its slot. What a memory order derived
+// from a replicated reader is built on (tile/infer_layouts.cpp, layout=auto): the other copies' threads read
+// the same addresses. @throws tilevm::Error for a swizzled f.
+Layout drop_replication(const Layout& f);
 // swizzle(f, dim=d, log_step=s); tilevm::Error unless f has rank 2, d is 0 or 1, s >= 0 and the extent of
 // dimension d is a power of two. A swizzle that moves nothing returns f itself.
 Layout make_swizzle(const Layout& f, int dim, int log_step = 0);

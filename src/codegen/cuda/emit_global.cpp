@@ -27,6 +27,7 @@ void Emitter::emit_view_global(const ir::InstStmt& s, const ir::ViewGlobalInst& 
   const ir::Var& var = s.results[0];
   const auto* ref = n.ptr->as<ir::VarRef>();
   if (!ref) unsupported(s, "ViewGlobal needs a pointer parameter");
+  if (n.auto_layout) unsupported(s, "layout=auto is chosen by lowering (transform::lower), not yet here");
   global_view_insts_[var.get()] = &n;
   MemTensor m;
   m.scope = ir::Scope::Global;

@@ -23,6 +23,10 @@ Param named(const char* name, ParamKind kind) {
 Param opt(const char* name, ParamKind kind) {
   return {name, kind, false, false, true, Access::None};
 }
+// ViewGlobal's layout=: a layout, or `auto` for the tile layer to choose.
+Param auto_layout_opt() {
+  return {"layout", K::Layout, false, false, true, Access::None, true};
+}
 // out=existing: the register tensor that receives the result instead of a new variable.
 Param out() {
   return {"out", K::TensorVar, false, true, true, Access::Write};
@@ -43,13 +47,14 @@ std::vector<InstDef> memory_and_control() {
       {.name = "ViewGlobal",
        .kind = InstKind::ViewGlobal,
        .params = {arg("ptr", K::Pointer, Access::Read), named("dtype", K::DType), named("shape", K::List),
-                  opt("strides", K::List), opt("layout", K::Layout)},
+                  opt("strides", K::List), auto_layout_opt()},
        .results = Results::One,
        .build = [](const InstArgs& a, SourceLoc l) -> Inst {
          if (a["strides"].present && a["layout"].present)
            fail("ViewGlobal takes strides= or layout=, not both");
          return std::make_shared<ViewGlobalInst>(a["ptr"].expr, a["dtype"].dtype, a["shape"].list,
-                                                 a["strides"].list, a["layout"].layout, l);
+                                                 a["strides"].list, a["layout"].layout, l,
+                                                 a["layout"].auto_layout);
        },
        .args =
            [](const InstNode& n, InstArgs& a) {
@@ -59,6 +64,7 @@ std::vector<InstDef> memory_and_control() {
              a["shape"].set(i.shape);
              if (!i.strides.empty()) a["strides"].set(i.strides);
              if (i.layout) a["layout"].set(*i.layout);
+             if (i.auto_layout) a["layout"].set_auto_layout();
            }},
       {.name = "AllocateGlobal",
        .kind = InstKind::AllocateGlobal,

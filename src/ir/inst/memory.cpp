@@ -11,7 +11,7 @@ void ViewGlobalInst::for_each_expr(const ExprFn& fn) const {
 
 Inst ViewGlobalInst::rewrite(const ExprMap& exprs, const VarMap&) const {
   return std::make_shared<ViewGlobalInst>(exprs(ptr), dtype, ir::rewrite(shape, exprs),
-                                          ir::rewrite(strides, exprs), layout, loc);
+                                          ir::rewrite(strides, exprs), layout, loc, auto_layout);
 }
 
 void AllocateGlobalInst::for_each_expr(const ExprFn& fn) const {

@@ -83,6 +83,15 @@ Stmt Parser::bind_instruction(const std::vector<Target>& targets, const Syn& cal
         b.dtype = bind_dtype(v);
         break;
       case ParamKind::Layout:
+        // `auto` is a keyword only where the parameter takes it (a named layout cannot be called auto).
+        if (v.kind == SynKind::Name && v.name == "auto") {
+          if (!p.takes_auto)
+            fail(v.loc, fmt::format("'{}' of {} cannot be auto: only ViewGlobal's layout is chosen by the "
+                                    "compiler (leave a fragment's or shared tile's layout out instead)",
+                                    p.name, n));
+          b.auto_layout = true;
+          break;
+        }
         b.layout = bind_layout(v);
         break;
       case ParamKind::List:

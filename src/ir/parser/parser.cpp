@@ -190,6 +190,7 @@ void Parser::bind_top_level(const Target& target, const SynPtr& value) {
   if (!top_level_names_.insert(target.name).second) {
     fail(target.loc, fmt::format("'{}' is already defined at the top level", target.name));
   }
+  if (target.name == "auto") fail(target.loc, "'auto' is a keyword (layout=auto), not a name to define");
   if (is_layout_syntax(*value)) {
     program_.layouts.emplace_back(target.name, bind_layout(*value));
     symbols_[target.name] = Symbol{Symbol::Kind::Layout, nullptr,

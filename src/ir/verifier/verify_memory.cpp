@@ -96,7 +96,7 @@ void Verifier::check_view_global(const ViewGlobalInst& n) {
   if (n.shape.empty()) diags_.error(n.loc, "ViewGlobal: the shape is empty");
   check_extents(*this, n.shape, n.loc, name);
   if (!n.strides.empty()) {
-    if (n.layout) diags_.error(n.loc, "ViewGlobal: give strides= or layout=, not both");
+    if (n.layout || n.auto_layout) diags_.error(n.loc, "ViewGlobal: give strides= or layout=, not both");
     if (n.strides.size() != n.shape.size())
       diags_.error(n.loc, "ViewGlobal: {} strides for a shape of rank {}", n.strides.size(), n.shape.size());
     for (size_t d = 0; d < n.strides.size(); ++d)

@@ -56,6 +56,7 @@ struct Param {
   bool keyword_only = false;   // only `name=value` in the text (out=)
   bool print_by_name = false;  // the printer writes `name=value` rather than the bare value
   Access access = Access::None;
+  bool takes_auto = false;  // a Layout that may be `auto` (ViewGlobal's: infer_layouts chooses it)
 };
 
 enum class Results {
@@ -83,6 +84,7 @@ struct ArgValue {
   Expr expr;                             // Scalar, Pointer
   DataType dtype = DataType::i32();      // DType
   std::optional<layout::Layout> layout;  // Layout
+  bool auto_layout = false;              // Layout: `auto` (a parameter that takes_auto)
   std::vector<Expr> list;                // List
   int64_t int_value = 0;                 // Int
   bool bool_value = false;               // Bool
@@ -108,6 +110,10 @@ struct ArgValue {
   void set(layout::Layout v) {
     present = true;
     layout = std::move(v);
+  }
+  void set_auto_layout() {
+    present = true;
+    auto_layout = true;
   }
   void set(std::vector<Expr> v) {
     present = true;

@@ -6,7 +6,9 @@
 namespace tilevm::ir {
 
 // g = ViewGlobal(ptr, dtype=, shape=[...], [strides=[...] | layout=]): a global tensor over existing memory,
-// row-major unless told.
+// row-major unless told. `layout=auto` leaves the (tiled) layout to the tile layer's infer_layouts, which
+// stores the tensor in the order the kernel reads it (docs/language.md "Layouts the compiler chooses"); the
+// lowered program has it resolved, so the later passes, the interpreter and the code generator never see it.
 struct ViewGlobalInst : InstNode {
   static constexpr InstKind kKind = InstKind::ViewGlobal;
   Expr ptr;  // a VarRef to a pointer parameter
@@ -14,14 +16,16 @@ struct ViewGlobalInst : InstNode {
   std::vector<Expr> shape;
   std::vector<Expr> strides;             // empty: row-major or `layout`
   std::optional<layout::Layout> layout;  // T = 1
+  bool auto_layout = false;              // `layout=auto`: `layout` is empty until infer_layouts
   ViewGlobalInst(Expr p, DataType d, std::vector<Expr> s, std::vector<Expr> st,
-                 std::optional<layout::Layout> lay, SourceLoc l = {})
+                 std::optional<layout::Layout> lay, SourceLoc l = {}, bool auto_lay = false)
       : InstNode(kKind, l),
         ptr(std::move(p)),
         dtype(d),
         shape(std::move(s)),
         strides(std::move(st)),
-        layout(std::move(lay)) {}
+        layout(std::move(lay)),
+        auto_layout(auto_lay) {}
   void for_each_expr(const ExprFn& fn) const override;
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
