@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python package on the GPU machine (bench/gpu.sh calls it when .gpu/wheels exists): installs the wheel of
-# bench/prepare_gpu_python.sh, runs the GPU tests (pytest -m gpu; none may skip) and the latency benchmark.
+# bench/prepare_gpu_python.sh, runs the GPU tests (pytest -m gpu; none may skip) and the benchmarks (the
+# quantized matmul's latency, the tile layer's kernels from PyTorch; PYTHON_BENCH=0 skips them).
 #   bash bench/gpu_python.sh [OUT_DIR]
 set -uo pipefail
 OUT=${1:-${OUT:-/tmp/tilevm-gpu-out}}
@@ -24,6 +25,9 @@ grep -qE "[0-9]+ skipped" "$OUT/python_gpu_tests.log" && { echo "gpu_python.sh: 
 if [ "${PYTHON_BENCH:-1}" != 0 ]; then
   echo "== python/benchmarks/qmatmul_latency.py"
   timeout "${BENCH_TIMEOUT:-300}" python3 python/benchmarks/qmatmul_latency.py 2>&1 | tee "$OUT/python_bench.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  echo "== python/benchmarks/tile_kernels.py"
+  timeout "${BENCH_TIMEOUT:-300}" python3 python/benchmarks/tile_kernels.py 2>&1 | tee "$OUT/python_tile_bench.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 # The end-to-end decoder layer (python/benchmarks/decoder_layer.py): minutes, so only when asked for.
