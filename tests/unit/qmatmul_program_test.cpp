@@ -391,6 +391,10 @@ std::vector<std::pair<Problem, uint32_t>> register_a_cases() {
   b.atype = DataType::bf16();
   cases.push_back({{b, rs_config(128, 2, 128, 4)}, 12104});
   cases.push_back({{problem(200, 136, 384, DataType::int_(8), 128), rs_config(128, 2, 64, 4)}, 12105});
+  // 256 rows over two warpgroups (the weights dequantized once per 256 rows), M ragged; 208 rows (the
+  // space's one block row at M = 200), 3-bit weights.
+  cases.push_back({{problem(257, 72, 256, DataType::uint(4), 128), rs_config(256, 2, 128, 3)}, 12111});
+  cases.push_back({{problem(200, 72, 256, DataType::uint(3), 128), rs_config(208, 2, 128, 3)}, 12112});
   // Decode (the space offers the form at every M): one row of a 16-row tile, split three ways; three rows
   // with zero points and one consumer.
   QMatmulConfig decode = rs_config(16, 2, 128, 4);
@@ -495,7 +499,8 @@ TEST(QMatmulProgram, RegisterAFormRules) {
   expect_error([&] { build_qmatmul(problem(16, 64, 256, DataType::f16(), 256), rs_config(16, 1, 128)); },
                "register A needs each thread's codes of a 64-column group in whole words, at most 8");
   expect_error([&] { build_qmatmul(problem(16, 64, 256, DataType::uint(4), 128), rs_config(256, 1, 128)); },
-               "register A needs block_m (256) of at most 128");
+               "register A over block_m 256 (more than 128) needs two consumer warpgroups (warps_n 8), got "
+               "warps_n 4");
   QMatmulConfig not_ws = wgmma_config(16, 1);
   not_ws.register_a = true;
   expect_error([&] { build_qmatmul(problem(16, 64, 256, DataType::uint(4), 128), not_ws); },

@@ -154,13 +154,17 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
             fmt::format("the warp-specialized form needs each thread's codes of a tile ({} words) a multiple "
                         "of 4 words (the codes' tile is copied as rows of 256 words)",
                         s.words_per_thread));
-      // The accumulator (block_m / 2 registers a thread) and up to three groups of weights within ptxas's
-      // 168 registers a thread at 384 threads: at block_m 256 it spilled 1.8 KB.
-      if (c.register_a && c.block_m > 128)
-        bad(
-            fmt::format("register A needs block_m ({}) of at most 128 (the accumulator and the weights in "
-                        "flight take the registers)",
-                        c.block_m));
+      // Past 128 rows (the accumulator is block_m / 2 registers a thread, 128 at 256 rows, within the
+      // consumers' 240 with no spill since the groups' codes load one group at a time), register A needs two
+      // consumer warpgroups: with one, each step's products wait on each other and 256 rows measured 2-5%
+      // slower than 128 (the H200, seventeenth session); with two, one warpgroup's products overlap the
+      // other's conversions, and the weights are dequantized once per 256 rows (docs/performance.md,
+      // nineteenth session: 8192 x 8192 at M = 512).
+      if (c.register_a && c.block_m > 128 && c.warps_n != 8)
+        bad(fmt::format(
+            "register A over block_m {} (more than 128) needs two consumer warpgroups (warps_n 8), "
+            "got warps_n {}",
+            c.block_m, c.warps_n));
       // Register A: each group's codes are loaded on their own, in whole words.
       const RegisterAGroups& g = s.register_a;
       if (c.register_a && !g.valid)
