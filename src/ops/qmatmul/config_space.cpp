@@ -165,8 +165,9 @@ std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
     }
   }
   // The wgmma form (sm_90a, every M): one block row of up to 256 tokens (a multiple of 16), and where that
-  // passes 128 also 128 (register A stops there, and at M = 256 two block rows fill twice the SMs: the H200's
-  // tuned 8192 x 8192 went from 65.4 us, bm256 _ws, to 61.7, bm128 _wsr); one or two warpgroups, 64
+  // passes 128 also 128 (at M = 256 two block rows fill twice the SMs: the H200's tuned 8192 x 8192 went
+  // from 65.4 us, bm256 _ws, to 61.7, bm128 _wsr; at M = 512 bm256 _wsr took 96.4 against 109.0 for bm128,
+  // docs/performance.md, nineteenth session); one or two warpgroups, 64
   // or 128 columns of K a step (256 per channel), 3 or 4 stages, every split, with and without warp
   // specialization, and warp-specialized with register A. Split-K also in 3: one block per SM leaves these
   // forms at the mercy of wave quantization, and 80 tiles (8192 x 10240 at M = 64) fill 132 SMs best three

@@ -10,7 +10,7 @@ namespace tilevm::ops {
 
 // Register A (QMatmulConfig::register_a): the columns of k in each group that a step converts and multiplies
 // on its own, the next group converting while the product of the one before runs; the step's last product
-// runs alone. 64 (a 128-byte swizzled activation tile), or 32 (64-byte) for 128 rows (the most it takes) over
+// runs alone. 64 (a 128-byte swizzled activation tile), or 32 (64-byte) for 128 rows or more over
 // two warpgroups, where the products are long enough for a quarter instead of half a step's products to run
 // alone to pay (and a thread's codes of 32 columns are whole words: even widths). Measured on the H200
 // (docs/performance.md, thirteenth session): 32 against 64 took 0.96-0.97 of the time at M = 128 with two

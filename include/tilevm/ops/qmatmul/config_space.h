@@ -27,11 +27,11 @@
 //             swapped (QMatmulConfig::swapped): warps of 32 columns, block_k = slice_k (128 or G), 3 or 4
 //             stages, every split; on the H100 these win every M = 1 decode shape.
 //   wgmma     on sm_90a targets, for every M, also the wgmma form (QMatmulConfig::wgmma): block_m the
-//             16-row multiple >= M (at most 256) and, where that passes 128, also 128 (the register-A form
-//             stops at 128, and two block rows fill twice the SMs); one or two warpgroups (block_n 64 or
-//             128), block_k = slice_k of 64 or 128 (256 per channel), 3 or 4 stages, every split and from M =
-//             32 3 (one block per SM: 80 tiles fill 132 SMs best in three); the mid batches' form (M = 64: 45
-//             us against 95 us for the mma.sync forms on the H200 at 8192 x 8192). Below M = 32 its
+//             16-row multiple >= M (at most 256) and, where that passes 128, also 128 (two block rows fill
+//             twice the SMs; register A past 128 rows needs two warpgroups); one or two warpgroups (block_n
+//             64 or 128), block_k = slice_k of 64 or 128 (256 per channel), 3 or 4 stages, every split and
+//             from M = 32 3 (one block per SM: 80 tiles fill 132 SMs best in three); the mid batches' form (M
+//             = 64: 45 us against 95 us for the mma.sync forms on the H200 at 8192 x 8192). Below M = 32 its
 //             register-A variant wins some decode shapes too (the H100 at M = 16, 14336 x 4096: 23.5 us
 //             against 34.0; docs/performance.md, fourteenth session).
 // Each candidate is then filtered by check_config (shared memory, thread limits, whole code words per

@@ -101,7 +101,7 @@ struct QMatmulConfig {
   // step's last product is retired before the loop goes on (docs/language.md, "a in registers"). No
   // dequantized tile in shared memory: no stores, no proxy fence, and no Synchronize a step (the consumers'
   // barrier of BarrierArrive stays). Every width of 1 to 8 bits, and 16-bit weights in groups of 32 (the
-  // codes are copied as rows of one warp's words of a group); block_m at most 128.
+  // codes are copied as rows of one warp's words of a group); block_m past 128 with two warpgroups only.
   // Named with the suffix "_wsr".
   bool register_a = false;
   // Stream-K (> 0, with register_a; StreamK below): a grid of at most this many blocks (fewer where equal
