@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 import tilevm
+from cuda_timing import median_replay_us
 
 HIDDEN, INTER, HEADS, KV_HEADS, HEAD_DIM = 8192, 28672, 64, 8, 128
 
@@ -123,16 +124,7 @@ def time_graph(fn, reps=50):
     with torch.cuda.graph(graph):
         fn()
     graph.replay()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000)
-    times.sort()
-    return times[len(times) // 2]
+    return median_replay_us(graph, 1, reps)
 
 
 def main():

@@ -9,11 +9,13 @@ Prints one line per case; docs/performance.md records the results.
 """
 
 import argparse
+import statistics
 import sys
 
 import torch
 
 import tilevm
+from cuda_timing import median_replay_us
 
 
 def bench(fn, graph_calls=20, reps=30):
@@ -26,14 +28,7 @@ def bench(fn, graph_calls=20, reps=30):
         for i in range(graph_calls):
             fn(i)
     graph.replay()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000 / graph_calls)
+    graph_us = median_replay_us(graph, graph_calls, reps)
     eager = []
     for _ in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -43,9 +38,7 @@ def bench(fn, graph_calls=20, reps=30):
         end.record()
         end.synchronize()
         eager.append(start.elapsed_time(end) * 1000 / graph_calls)
-    times.sort()
-    eager.sort()
-    return times[len(times) // 2], eager[len(eager) // 2]
+    return graph_us, statistics.median(eager)
 
 
 def main():

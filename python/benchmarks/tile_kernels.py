@@ -10,12 +10,12 @@ Prints one line per case; docs/performance.md records the results.
 """
 
 import pathlib
-import statistics
 
 import numpy as np
 import torch
 
 import tilevm
+from cuda_timing import median_replay_us
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "tile"
 
@@ -29,15 +29,7 @@ def graph_time(fn, calls=10, reps=30):
         for _ in range(calls):
             fn()
     graph.replay()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000 / calls)
-    return statistics.median(times)
+    return median_replay_us(graph, calls, reps)
 
 
 def main():
