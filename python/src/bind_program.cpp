@@ -51,10 +51,16 @@ struct Program {
   static Program parse(const std::string& source, const std::string& file,
                        const std::map<std::string, std::string>& defines, const std::string& arch) {
     target::Target target = target::Target::generic_sm80();
-    if (!arch.empty())
+    if (!arch.empty()) {
       target = target::Target::for_arch(arch);
-    else if (runtime::Device::available())
-      target = exec::device_target(runtime::Device::open(0).info());
+    } else if (runtime::Device::available()) {
+      // A GPU tilevm cannot target (before sm_80), or one the driver will not open, leaves the generic
+      // target: the kernel still runs on the interpreter, and a launch there says why it cannot.
+      try {
+        target = exec::device_target(runtime::Device::open(0).info());
+      } catch (const Error&) {
+      }
+    }
     Diagnostics diags;
     ir::ParseOptions options;
     options.defines = defines;
