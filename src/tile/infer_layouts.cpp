@@ -474,8 +474,9 @@ class AutoLayout {
           if (!inf->shared().count(dst)) continue;
           diags_.error(
               cp->loc,
-              "layout=auto: '{}' is copied into '{}', which a Gemm reads as a shared operand (in the "
-              "Gemm's own layout); the order of '{}' is derived from Parallel loops that read the tile",
+              "layout=auto: '{}' is copied into '{}', which another operator lays out (a Gemm's shared "
+              "operand, or a copy from a laid-out view); the order of '{}' is derived from Parallel loops "
+              "that read the tile",
               name, cp->dst.tensor->name, name);
           return std::nullopt;
         }
