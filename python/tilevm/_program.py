@@ -55,7 +55,7 @@ class Kernel:
 
     @property
     def text(self) -> str:
-        """The lowered program's canonical text (``tilevm print --after all``)."""
+        """The lowered program's canonical text (``tilevm print --after all --arch`` this kernel's ``arch``)."""
         return self._program.text
 
     @property
