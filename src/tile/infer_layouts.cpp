@@ -132,6 +132,7 @@ class Inference {
 
   const std::map<const ir::VarNode*, Decision>& decided() const { return decided_; }
   const std::map<const ir::ParallelStmt*, ParallelBinding>& bindings() const { return bindings_; }
+  const std::vector<const ir::ParallelStmt*>& parallels() const { return c_.parallels; }
   // Each Parallel loop's layout (all of them after a successful run).
   const layout::Layout& loop_layout(const ir::ParallelStmt* p) const { return loops_.at(p).layout; }
 
@@ -506,7 +507,8 @@ class AutoLayout {
     // (i, j, ...) of the loop at (offset + (i, j, ...)), all blocks in one layout.
     std::optional<Decision> block;
     for (const auto& inf : inferences_) {
-      for (const auto& [p, binding] : inf->bindings()) {
+      for (const ir::ParallelStmt* p : inf->parallels()) {  // in program order: the first reader is named
+        const ParallelBinding& binding = inf->bindings().at(p);
         bool ok = true;
         binding.for_each_access([&](const BoundAccess& x) {
           if (!x.memory || std::find(tiles.begin(), tiles.end(), x.access->tensor.get()) == tiles.end())
