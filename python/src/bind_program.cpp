@@ -160,6 +160,14 @@ struct GpuKernel {
   }
 };
 
+// Named layouts as (name, canonical text) pairs: Python builds its Layout objects from the text.
+std::vector<std::pair<std::string, std::string>> layout_texts(
+    const std::vector<std::pair<std::string, layout::Layout>>& layouts) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, l] : layouts) out.emplace_back(name, layout::print_layout(l));
+  return out;
+}
+
 }  // namespace
 
 void bind_program(nb::module_& m) {
@@ -172,20 +180,9 @@ void bind_program(nb::module_& m) {
       .def_prop_ro("name", [](const Program& p) { return p.program.name; })
       .def_prop_ro("params", &Program::params)
       .def_prop_ro("text", [](const Program& p) { return ir::print_program(p.program); })
-      .def_prop_ro("layouts",
-                   [](const Program& p) {
-                     std::vector<std::pair<std::string, std::string>> named;
-                     for (const auto& [name, l] : p.program.layouts)
-                       named.emplace_back(name, layout::print_layout(l));
-                     return named;
-                   })
+      .def_prop_ro("layouts", [](const Program& p) { return layout_texts(p.program.layouts); })
       .def_prop_ro("param_layouts",
-                   [](const Program& p) {
-                     std::vector<std::pair<std::string, std::string>> named;
-                     for (const auto& [name, l] : ir::pointer_layouts(p.program))
-                       named.emplace_back(name, layout::print_layout(l));
-                     return named;
-                   })
+                   [](const Program& p) { return layout_texts(ir::pointer_layouts(p.program)); })
       .def("run", &Program::run, nb::arg("buffers"), nb::arg("ints"), nb::arg("floats"), nb::arg("gpu"));
   nb::class_<GpuKernel>(m, "GpuKernel")
       .def_static("load", &GpuKernel::load, nb::arg("program"), nb::arg("device"))

@@ -34,6 +34,14 @@ bool is_fragment(const ir::Var& v) {
          !v->type.tensor->layout;
 }
 
+// Whether `cp` fills a whole open shared tile (no layout given, no slice) of its source's type: the tile a
+// laid-out global view's copy gives that view's layout (tiled_copy, layout=auto).
+bool fills_open_tile(const ir::CopyInst& cp,
+                     const std::map<const ir::VarNode*, const ir::AllocateSharedInst*>& open_shared) {
+  return open_shared.count(cp.dst.tensor.get()) && cp.dst.slices.empty() &&
+         cp.dst.type().dtype == cp.src.type().dtype;
+}
+
 // The tile operators, fragments and loops of one set of threads: the block outside warp-specialized regions,
 // or one hand-written `with Warpgroups(...)` region, whose fragments and loops are spread over its own
 // threads (a variable crosses no region boundary; the verifier holds that).
@@ -268,11 +276,9 @@ class Inference {
   // tile lays it out for itself afterwards.
   void tiled_copy(const ir::CopyInst& cp) {
     const ir::TensorType& src = cp.src.type();
-    const ir::VarNode* dst = cp.dst.tensor.get();
-    if (src.scope != ir::Scope::Global || !src.layout || !open_shared_.count(dst) || !cp.dst.slices.empty())
-      return;
-    if (cp.dst.type().dtype != src.dtype || cp.dst.type().static_shape() != src.layout->shape()) return;
-    shared_[dst] = *src.layout;
+    if (src.scope != ir::Scope::Global || !src.layout || !fills_open_tile(cp, open_shared_)) return;
+    if (cp.dst.type().static_shape() != src.layout->shape()) return;
+    shared_[cp.dst.tensor.get()] = *src.layout;
   }
 
   void strict_gemm(const ir::GemmInst& g) {
@@ -463,7 +469,7 @@ class AutoLayout {
         const auto* cp = op->as<ir::CopyInst>();
         if (!cp || cp->src.tensor.get() != view) continue;
         const ir::VarNode* dst = cp->dst.tensor.get();
-        if (!c_.open_shared.count(dst) || !cp->dst.slices.empty() || cp->dst.type().dtype != g.dtype) {
+        if (!fills_open_tile(*cp, c_.open_shared)) {
           diags_.error(
               cp->loc,
               "layout=auto: this Copy of '{}' fills '{}', which is not a whole shared tile of {} without "

@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "codegen_test_util.h"
+#include "sanitized.h"
 #include "tilevm/codegen/cuda/codegen.h"
 #include "tilevm/runtime/nvrtc.h"
 #include "tilevm/support/error.h"
@@ -21,11 +22,7 @@ TEST(CodegenCompile, EveryProgramForSm80AndSm90) {
   if (!runtime::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available";
   const auto programs = codegen_test::verifying_programs();
   ASSERT_GE(programs.size(), 5u);
-#if defined(__SANITIZE_ADDRESS__)
-  const size_t compile_every = 4;
-#else
-  const size_t compile_every = 1;
-#endif
+  const size_t compile_every = test::under_asan<size_t>(4, 1);
   size_t index = 0;
   for (const auto& path : programs) {
     const bool compile = index++ % compile_every == 0;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "example_util.h"
+#include "sanitized.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/parser.h"
 #include "tilevm/ir/verifier.h"
@@ -66,11 +67,7 @@ TEST(PipelineFuzz, MutatedExamplesGetDiagnosticsNotCrashes) {
   int parsed = 0, verified = 0, ran = 0, iterations = 0;
   // Under AddressSanitizer (scripts/test-sanitizers.sh) the interpreter runs some 12 times slower and 1500
   // mutants took 426 s of CTest's 600; 500 keep every stage reached there.
-#if defined(__SANITIZE_ADDRESS__)
-  const int kMutants = 500;
-#else
-  const int kMutants = 1500;
-#endif
+  const int kMutants = test::under_asan(500, 1500);
   for (; iterations < kMutants; ++iterations) {
     const std::string& seed = sources[rng() % sources.size()];
     std::string text = mutate(seed, words_of(seed), rng);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "qmatmul_test_util.h"
+#include "sanitized.h"
 
 #include <algorithm>
 #include <cmath>
@@ -307,11 +308,7 @@ int64_t ws_block_k(DataType w) {
 TEST(QMatmulProgram, WarpSpecializedForm) {
   // The interpreter runs the regions under 7 schedules; under AddressSanitizer (some 12 times slower) every
   // third type is enough.
-#if defined(__SANITIZE_ADDRESS__)
-  const int every = 3;
-#else
-  const int every = 1;
-#endif
+  const int every = test::under_asan(3, 1);
   int index = 0;
   for (DataType w : weight_types()) {
     if (!qmatmul_weight_fits(w, kF16) || index++ % every != 0) continue;
@@ -431,11 +428,7 @@ std::vector<std::pair<Problem, uint32_t>> register_a_cases() {
 
 TEST(QMatmulProgram, RegisterAForm) {
   const std::vector<std::pair<Problem, uint32_t>> cases = register_a_cases();
-#if defined(__SANITIZE_ADDRESS__)
-  const size_t every = 3;  // as WarpSpecializedForm
-#else
-  const size_t every = 1;
-#endif
+  const size_t every = test::under_asan<size_t>(3, 1);  // as WarpSpecializedForm
   for (size_t i = 0; i < cases.size(); i += every) {
     const auto& [p, seed] = cases[i];
     SCOPED_TRACE(p.problem.key() + " " + p.config.name());

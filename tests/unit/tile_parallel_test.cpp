@@ -27,6 +27,13 @@ using example_test::expect_f16_near;
 using example_test::poisoned;
 using example_test::random_f16;
 
+// A dequantize-GEMM example with its weight type u4 replaced by `wtype` everywhere.
+std::string with_weight_type(std::string source, const std::string& wtype) {
+  for (size_t at = source.find("u4"); at != std::string::npos; at = source.find("u4", at + wtype.size()))
+    source.replace(at, 2, wtype);
+  return source;
+}
+
 // `source` parsed and lowered (verified after every pass); a test failure with the diagnostics if not.
 std::optional<ir::Program> lowered_text(const std::string& source, const std::string& name,
                                         const std::map<std::string, std::string>& defines = {},
@@ -304,8 +311,7 @@ void expect_dequant_gemm(const std::string& wtype, const std::map<std::string, s
     ASSERT_NE(at, std::string::npos) << "the example no longer has " << from;
     source.replace(at, from.size(), to);
   }
-  for (size_t at = source.find("u4"); at != std::string::npos; at = source.find("u4", at + wtype.size()))
-    source.replace(at, 2, wtype);
+  source = with_weight_type(source, wtype);
   if (in_registers) {
     const std::string shared = "sb = AllocateShared(f16, shape=[BN, BK])";
     const size_t at = source.find(shared);
@@ -445,11 +451,7 @@ TEST(TileParallel, AutoLayoutIsTheOrderOfTheLoopThatReadsTheTile) {
       example_test::read_text(example_test::example_path("tile/dequant_gemm_rs_packed.tile"));
   auto derived = [&](const std::map<std::string, std::string>& defines, const target::Target& target,
                      const std::string& wtype = "u4") -> std::string {
-    std::string text = source;
-    const std::string view = "dtype=u4";
-    text.replace(text.find(view), view.size(), "dtype=" + wtype);
-    text.replace(text.find("u4* w_ptr"), 2, wtype);
-    text.replace(text.find("AllocateShared(u4"), 17, "AllocateShared(" + wtype);
+    const std::string text = with_weight_type(source, wtype);
     Diagnostics diags;
     ir::ParseOptions options;
     options.defines = defines;

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "interp_test_util.h"
+#include "sanitized.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/parser.h"
@@ -238,12 +239,7 @@ Outcome run_case(const Case& c, int stages, const std::vector<uint8_t>& a, const
 
 int case_count() {
   if (const char* n = std::getenv("TILEVM_TILE_CASES"); n && *n) return std::max(1, std::atoi(n));
-#if defined(__SANITIZE_ADDRESS__)
-  return 200;  // the interpreter runs some 12 times slower under AddressSanitizer
-               // (scripts/test-sanitizers.sh)
-#else
-  return 1000;
-#endif
+  return test::under_asan(200, 1000);
 }
 
 TEST(TileRandomPrograms, PipelinedEqualsUnpipelinedAndTheProduct) {
