@@ -3,9 +3,10 @@
 // the template to compare configurations in one short GPU call, and to measure the cost model against the
 // device. (The measurements of record come from `tilevm bench`.)
 //
-//   tilevm_qmatmul_sweep [--m M,...] WTYPE CONFIG...
+//   tilevm_qmatmul_sweep [--m M,...] [--shapes KxN,...] WTYPE CONFIG...
 //       e.g. tilevm_qmatmul_sweep u4 bm16_bn256_bk128_sk128_w1x8_s4_k8 (M = 1 and 16 unless --m says)
-//   tilevm_qmatmul_sweep --space [--m M,...] WTYPE          (M = 32, 64 and 128 unless --m says)
+//   tilevm_qmatmul_sweep --space [--m M,...] [--shapes KxN,...] WTYPE  (M = 32, 64 and 128 unless --m
+//   says)
 //       every configuration of the tuner's space (less dequant_gemm) for each shape and M, compiled on all
 //       cores, timed, and printed beside the cost model's estimate: one line
 //       "space WTYPE M K N CONFIG MEASURED_US MODEL_US" each (bench/cost_model_regret.py reads them)
@@ -65,35 +66,49 @@ ops::QMatmulProblem problem(DataType w, int64_t M, int64_t K, int64_t N) {
 
 }  // namespace
 
+// The positive numbers of a list such as "32,64" (separators `seps`), or none where one is not a number.
+std::vector<int64_t> parse_numbers(const std::string& list, const std::string& seps) {
+  std::vector<int64_t> out;
+  for (size_t at = 0; at <= list.size();) {
+    const size_t end = std::min(list.find_first_of(seps, at), list.size());
+    int64_t v = end > at && end - at <= 6 ? 0 : -1;
+    for (size_t i = at; i < end && v >= 0; ++i)
+      v = list[i] >= '0' && list[i] <= '9' ? v * 10 + (list[i] - '0') : -1;
+    if (v <= 0 || v > 1 << 20) return {};
+    out.push_back(v);
+    at = end + 1;
+  }
+  return out;
+}
+
 int main(int argc, char** argv) {
   std::vector<int64_t> ms;
+  // The 70B layers, then (at the end, so that bench/profile.sh's launch indices hold) 8B's; --shapes
+  // K1xN1,... replaces them.
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{8192, 8192}, {8192, 57344}, {28672, 8192},
+                                                     {4096, 4096}, {4096, 28672}, {14336, 4096}};
   bool space = false;
-  while (argc >= 2 && (std::string(argv[1]) == "--m" || std::string(argv[1]) == "--space")) {
-    if (std::string(argv[1]) == "--space") {
+  while (argc >= 2) {
+    const std::string flag = argv[1];
+    if (flag == "--space") {
       space = true;
       ++argv;
       --argc;
       continue;
     }
-    if (argc < 3) break;
-    ms.clear();
-    const std::string list = argv[2];
-    for (size_t at = 0; at < list.size();) {
-      const size_t comma = std::min(list.find(',', at), list.size());
-      int64_t m = comma > at && comma - at <= 5 ? 0 : -1;
-      for (size_t i = at; i < comma && m >= 0; ++i)
-        m = list[i] >= '0' && list[i] <= '9' ? m * 10 + (list[i] - '0') : -1;
-      if (m <= 0 || m > 65536) {
-        std::fprintf(stderr, "tilevm_qmatmul_sweep: --m takes positive numbers, e.g. 32,64 (got %s)\n",
-                     list.c_str());
-        return 2;
-      }
-      ms.push_back(m);
-      at = comma + 1;
-    }
-    if (ms.empty()) {
-      std::fprintf(stderr, "tilevm_qmatmul_sweep: --m takes positive numbers, e.g. 32,64 (got none)\n");
+    if ((flag != "--m" && flag != "--shapes") || argc < 3) break;
+    const std::vector<int64_t> numbers = parse_numbers(argv[2], flag == "--m" ? "," : ",x");
+    if (numbers.empty() || (flag == "--shapes" && numbers.size() % 2 != 0)) {
+      std::fprintf(stderr, "tilevm_qmatmul_sweep: %s takes %s (got %s)\n", flag.c_str(),
+                   flag == "--m" ? "positive numbers, e.g. 32,64" : "shapes K x N, e.g. 8192x10240,4096x4096",
+                   argv[2]);
       return 2;
+    }
+    if (flag == "--m") {
+      ms = numbers;
+    } else {
+      shapes.clear();
+      for (size_t i = 0; i < numbers.size(); i += 2) shapes.emplace_back(numbers[i], numbers[i + 1]);
     }
     argv += 2;
     argc -= 2;
@@ -102,8 +117,8 @@ int main(int argc, char** argv) {
   if (ms.empty()) ms = space ? std::vector<int64_t>{32, 64, 128} : std::vector<int64_t>{1, 16};
   if (argc < (space ? 2 : 3)) {
     std::fprintf(stderr,
-                 "usage: tilevm_qmatmul_sweep [--m M,...] WTYPE CONFIG...\n"
-                 "       tilevm_qmatmul_sweep --space [--m M,...] WTYPE\n");
+                 "usage: tilevm_qmatmul_sweep [--m M,...] [--shapes KxN,...] WTYPE CONFIG...\n"
+                 "       tilevm_qmatmul_sweep --space [--m M,...] [--shapes KxN,...] WTYPE\n");
     return 2;
   }
   try {
@@ -112,9 +127,6 @@ int main(int argc, char** argv) {
     const target::Target target = exec::device_target(dev.info());
     std::printf("%s, %s, %d SMs\n", dev.info().name.c_str(), dev.arch().c_str(), dev.info().sm_count);
     const DataType w = DataType::parse(argv[1]);
-    // The 70B layers, then (at the end, so that bench/profile.sh's launch indices hold) 8B's.
-    const std::vector<std::pair<int64_t, int64_t>> shapes = {{8192, 8192}, {8192, 57344}, {28672, 8192},
-                                                             {4096, 4096}, {4096, 28672}, {14336, 4096}};
     for (auto [K, N] : shapes) {
       for (int64_t M : ms) {
         const ops::QMatmulProblem p = problem(w, M, K, N);

@@ -290,6 +290,8 @@ TEST(QMatmulProgram, WgmmaForm) {
   QMatmulProblem b = problem(17, 100, 512, DataType::uint(4), 128);
   b.atype = DataType::bf16();
   check({b, split}, 4104, true);
+  // 80 rows (a wave-balanced block_m of the space, config_space.cpp), two block rows, the second ragged.
+  check({problem(100, 72, 256, DataType::uint(4), 128), wgmma_config(80, 1)}, 4107, true);
 }
 
 // The warp-specialized wgmma form (a TMA producer warpgroup, consumers on full/empty barriers): the block_k
@@ -341,6 +343,8 @@ TEST(QMatmulProgram, WarpSpecializedForm) {
   z2.zero_point = true;
   check({z2, ws_config(32, 2, 64)}, 5106, true);
   check({problem(9, 64, 256, kF16, 128), ws_config(16, 1, 64)}, 5107, false);
+  // A wave-balanced block of 176 rows (config_space.cpp), the second block row ragged.
+  check({problem(200, 72, 256, DataType::uint(4), 128), ws_config(176, 2, 64)}, 5108, true);
 }
 
 // Register A (wgmma's RS form, "_wsr"): the warp-specialized form with each column group of the tile (64, or
@@ -392,6 +396,12 @@ std::vector<std::pair<Problem, uint32_t>> register_a_cases() {
   // space's one block row at M = 200), 3-bit weights.
   cases.push_back({{problem(257, 72, 256, DataType::uint(4), 128), rs_config(256, 2, 128, 3)}, 12111});
   cases.push_back({{problem(200, 72, 256, DataType::uint(3), 128), rs_config(208, 2, 128, 3)}, 12112});
+  // The space's wave-balanced rows (config_space.cpp): 176, two block rows, the second ragged (124 rows);
+  // 192 as stream-K over five blocks (four tiles of three k-tiles).
+  cases.push_back({{problem(300, 72, 256, DataType::uint(4), 128), rs_config(176, 2, 128, 3)}, 12113});
+  QMatmulConfig balanced_stream = rs_config(192, 2, 128, 3);
+  balanced_stream.stream_k = 5;
+  cases.push_back({{problem(200, 136, 384, DataType::uint(4), 128), balanced_stream}, 12114});
   // Decode (the space offers the form at every M): one row of a 16-row tile, split three ways; three rows
   // with zero points and one consumer.
   QMatmulConfig decode = rs_config(16, 2, 128, 4);
@@ -428,7 +438,7 @@ std::vector<std::pair<Problem, uint32_t>> register_a_cases() {
 
 TEST(QMatmulProgram, RegisterAForm) {
   const std::vector<std::pair<Problem, uint32_t>> cases = register_a_cases();
-  const size_t every = test::under_asan<size_t>(3, 1);  // as WarpSpecializedForm
+  const size_t every = test::under_asan<size_t>(5, 1);  // the longest test under the sanitizer
   for (size_t i = 0; i < cases.size(); i += every) {
     const auto& [p, seed] = cases[i];
     SCOPED_TRACE(p.problem.key() + " " + p.config.name());

@@ -239,7 +239,7 @@ Outcome run_case(const Case& c, int stages, const std::vector<uint8_t>& a, const
 
 int case_count() {
   if (const char* n = std::getenv("TILEVM_TILE_CASES"); n && *n) return std::max(1, std::atoi(n));
-  return test::under_asan(200, 1000);
+  return test::under_asan(120, 1000);
 }
 
 TEST(TileRandomPrograms, PipelinedEqualsUnpipelinedAndTheProduct) {

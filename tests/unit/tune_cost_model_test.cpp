@@ -321,6 +321,35 @@ TEST(TuneCostModel, StreamKWhereTheTilesFillTheSmsBadly) {
       EXPECT_EQ(c.stream_k, 0) << c.name();
 }
 
+// Past M = 128 the model's first pick on the H200 at the blocks of rows measured fastest there (docs/
+// performance.md, twentieth session; _wsr over two warpgroups, us): 8192 x 10240 at M = 512 in blocks of 176
+// rows, which fill two waves (123.3 against 138.1 for 256 rows as stream-K and 151.6 for 128 unsplit); 8192
+// x 8192 at M = 384 in 192 (67.7 against 100.3 for 128), but 8192 x 10240 at M = 384 in 128 (103.0 against
+// 130.8 for 192: 160 tiles of 192 rows are two waves); 8192 x 8192 at M = 256 in 128 unsplit, not 256 split
+// in two (53.3 against 77.9: the space has no split of register A over more than 128 rows); M = 1024 on 8192
+// x 8192 in 256 rows (194.6 against cuBLAS's 179.3), and M = 4096 dequantize-then-cuBLAS (764.0 against 824.7
+// for 256 rows, whose waves each read A from DRAM again).
+TEST(TuneCostModel, BlockRowsPastOneTwentyEight) {
+  const target::Target t = target::Target::h200();
+  const Model model{t, {}};
+  auto best = [&](int64_t m, int64_t n) {
+    const QMatmulProblem p = problem(m, n, 8192);
+    return prune(p, ops::qmatmul_config_space(p, {.target = &t}), model, 1).at(0);
+  };
+  auto rows = [&](int64_t m, int64_t n) {
+    const QMatmulConfig c = best(m, n);
+    EXPECT_TRUE(c.register_a && c.split_k == 1) << c.name();
+    return c.block_m;
+  };
+  EXPECT_EQ(rows(512, 10240), 176);
+  EXPECT_EQ(rows(384, 8192), 192);
+  EXPECT_EQ(rows(384, 10240), 128);
+  EXPECT_EQ(rows(256, 8192), 128);
+  EXPECT_EQ(best(256, 8192).stream_k, 0);
+  EXPECT_EQ(rows(1024, 8192), 256);
+  EXPECT_TRUE(best(4096, 8192).dequant_gemm) << best(4096, 8192).name();
+}
+
 // Two stages of cp.async leave each step's copy exposed: on the H100 at 8192 x 57344 the two-warp blocks
 // took 1.14 x (M = 8) and 1.25 x (M = 16) of their time with three, where the model had them equal and
 // picked two stages at M = 16.

@@ -1,6 +1,7 @@
 // The declared configuration space of the quantized matmul (config_space.h has the rules and why).
 #include "tilevm/ops/qmatmul/config_space.h"
 
+#include "tilevm/ops/qmatmul/cost_model.h"
 #include "tilevm/support/int_math.h"
 
 #include <algorithm>
@@ -110,6 +111,29 @@ bool one_warp_too_many(const QMatmulProblem& p, const target::Target& target) {
   return ceil_div(p.n, 32) > 4 * static_cast<int64_t>(target.sm_count);
 }
 
+// The block_m (a multiple of 16 up to 256) whose tiles fill the SMs best with block_n columns: the least
+// time on the busiest SM, waves x (block_m + knee) with one block an SM (as the wgmma forms run), the larger
+// on a tie. It counts the rows padded past M too; the knee is register A's (QMatmulCalibration::
+// rs_rows_knee: a block of N rows takes time as N + knee), without which thin blocks would win on rows alone.
+// 80 column tiles (8192 x 10240 with 128 columns) at M = 512 take 176: three block rows, 240 tiles in two
+// waves (2 x 242), where 256 rows run two waves (2 x 322) and 128 three (3 x 194); on the H200 123.9 us
+// against 172.0 and 151.6 (docs/performance.md, twentieth session).
+int64_t wave_balanced_block_m(const QMatmulProblem& p, int64_t block_n, int64_t sms) {
+  const int64_t tiles_n = ceil_div(p.n, block_n);
+  const double knee = QMatmulCalibration{}.rs_rows_knee;
+  int64_t best = 256;
+  double best_cost = -1;
+  for (int64_t bm = 256; bm >= 16; bm -= 16) {
+    const double cost =
+        static_cast<double>(ceil_div(ceil_div(p.m, bm) * tiles_n, sms)) * (static_cast<double>(bm) + knee);
+    if (best_cost < 0 || cost < best_cost) {
+      best = bm;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
@@ -167,25 +191,30 @@ std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
   // The wgmma form (sm_90a, every M): one block row of up to 256 tokens (a multiple of 16), and where that
   // passes 128 also 128 (at M = 256 two block rows fill twice the SMs: the H200's tuned 8192 x 8192 went
   // from 65.4 us, bm256 _ws, to 61.7, bm128 _wsr; at M = 512 bm256 _wsr took 96.4 against 109.0 for bm128,
-  // docs/performance.md, nineteenth session); one or two warpgroups, 64
-  // or 128 columns of K a step (256 per channel), 3 or 4 stages, every split, with and without warp
-  // specialization, and warp-specialized with register A. Split-K also in 3: one block per SM leaves these
-  // forms at the mercy of wave quantization, and 80 tiles (8192 x 10240 at M = 64) fill 132 SMs best three
-  // ways (the H200: 40.3 us against 45.6 unsplit and 50.5 in two; on six other layers 3 never won, and the
-  // model did not pick it there). Register A also as stream-K, which fills the SMs whatever the tile count:
-  // on the H200 at M = 32 to 128 it took 0.87 to 0.99 of the best of splits 1 to 3 on 14336 x 4096, 4096 x
-  // 4096 and 8192 x 57344, but 1.04 to 1.16 on 8192 x 8192 and 28672 x 8192, where two splits of 64 tiles
-  // fill 128 SMs (docs/performance.md, fifteenth session); the model ranks it with the splits and timing
-  // decides. Neither split 3 nor stream-K below M = 32: there the model, which rates register A too well at
-  // decode, took bm16 _wsr in three over the mma.sync forms, which measured faster (the H200 at 8192 x
-  // 10240: 30.9 us against 23.1 at M = 1, 31.2 against 27.1 at M = 16). check_config drops what does not
-  // apply (zero points are fine; the f32 path and groups below block_k are not).
+  // docs/performance.md, nineteenth session), and above M = 128 the block_m whose tiles fill the SMs' waves
+  // best (wave_balanced_block_m: 176 rows on 8192 x 10240 at M = 512); one or two warpgroups, 64 or 128
+  // columns of K a step (256 per channel), 3 or 4 stages, every split, with and without warp specialization,
+  // and warp-specialized with register A. Split-K also in 3: one block per SM leaves these forms at the mercy
+  // of wave quantization, and 80 tiles (8192 x 10240 at M = 64) fill 132 SMs best three ways (the H200: 40.3
+  // us against 45.6 unsplit and 50.5 in two; on six other layers 3 never won, and the model did not pick it
+  // there). Register A also as stream-K, which fills the SMs whatever the tile count: on the H200 at M = 32
+  // to 128 it took 0.87 to 0.99 of the best of splits 1 to 3 on 14336 x 4096, 4096 x 4096 and 8192 x 57344,
+  // but 1.04 to 1.16 on 8192 x 8192 and 28672 x 8192, where two splits of 64 tiles fill 128 SMs
+  // (docs/performance.md, fifteenth session); the model ranks it with the splits and timing decides. Neither
+  // split 3 nor stream-K below M = 32: there the model, which rates register A too well at decode, took bm16
+  // _wsr in three over the mma.sync forms, which measured faster (the H200 at 8192 x 10240: 30.9 us
+  // against 23.1 at M = 1, 31.2 against 27.1 at M = 16). check_config drops what does not apply (zero points
+  // are fine; the f32 path and groups below block_k are not).
   if (target.features.wgmma) {
     const int64_t rows = std::min<int64_t>(256, (p.m + 15) / 16 * 16);
-    std::vector<int64_t> wgmma_block_ms{rows};
-    if (rows > 128) wgmma_block_ms.push_back(128);
-    for (int64_t bm : wgmma_block_ms)
-      for (int64_t wg = 1; wg <= 2; ++wg)
+    for (int64_t wg = 1; wg <= 2; ++wg) {
+      std::vector<int64_t> wgmma_block_ms{rows};
+      if (rows > 128) wgmma_block_ms.push_back(128);
+      if (const int64_t balanced = wave_balanced_block_m(p, 64 * wg, target.sm_count);
+          p.m > 128 &&
+          std::find(wgmma_block_ms.begin(), wgmma_block_ms.end(), balanced) == wgmma_block_ms.end())
+        wgmma_block_ms.push_back(balanced);
+      for (int64_t bm : wgmma_block_ms)
         for (int64_t bk : {64, 128, 256}) {
           QMatmulConfig c;
           c.wgmma = true;
@@ -202,11 +231,16 @@ std::vector<QMatmulConfig> qmatmul_config_space(const QMatmulProblem& problem,
             for (int form = 0; form < 3; ++form) {
               c.warp_specialized = form > 0;
               c.register_a = form == 2;
-              add_splits(p, target, c, 16, false, space, /*three=*/p.m >= 32);
+              // Register A over more than 128 rows unsplit: its splits measured 1.05 to 1.46 x the time
+              // of bm128 unsplit or stream-K on three layers at M = 256 (the H200: 77.9 against 53.3 us on
+              // 8192 x 8192, split 2; docs/performance.md, twentieth session), where the model rated them
+              // faster. Stream-K over such blocks stays (239.3 us at M = 1024 on 8192 x 10240, the best).
+              add_splits(p, target, c, c.register_a && bm > 128 ? 1 : 16, false, space, /*three=*/p.m >= 32);
               if (c.register_a && p.m >= 32) add_stream_k(p, target, c, space);
             }
           }
         }
+    }
   }
   if (options.dequant_gemm) space.push_back(QMatmulConfig{.dequant_gemm = true});
   return space;

@@ -135,7 +135,11 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   // Rates per SM. A block's warps share the SM's 4 sub-partitions: fewer than 4 resident warps leave
   // tensor cores and ALUs idle.
   const double sms = r.sm_count;
-  const double mma_per_sm = r.mma_tflops * 1e12 / sms * (c.register_a ? calibration.rs_mma_rate : 1.0);
+  // Register A's rate, and past 128 rows its growth with wgmma's N (QMatmulCalibration::rs_rows_knee).
+  const auto rows_rate = [&](double rows) { return rows / (rows + calibration.rs_rows_knee); };
+  const double rs_rate =
+      calibration.rs_mma_rate * std::max(1.0, rows_rate(static_cast<double>(c.block_m)) / rows_rate(128));
+  const double mma_per_sm = r.mma_tflops * 1e12 / sms * (c.register_a ? rs_rate : 1.0);
   const double alu_per_sm = r.fma_tflops * 1e12 / 2 / sms;  // lane operations per second
   const double dram_bw = r.dram_gbps * 1e9, l2_bw = r.l2_gbps * 1e9, sm_dram_bw = r.sm_dram_gbps * 1e9;
   const double latency = r.dram_latency_ns * 1e-9;
@@ -181,10 +185,14 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   const double warp_rate = calibration.warp_weights_per_ns * 1e9,
                sm_rate = calibration.sm_weights_per_ns * 1e9;
 
-  // Stream-K's blocks read k-tiles scattered over K, where a split's all read one k-tile of every column;
+  // Stream-K's blocks read k-tiles scattered over K, where a split's all read one k-tile of every column
+  // (more so past 128 rows: stream_k_wide_step_cost);
   // two stages of cp.async leave each step's copy exposed.
-  const double step_cost = (stream ? calibration.stream_k_step_cost : 1.0) *
-                           (!c.wgmma && c.stages == 2 ? calibration.two_stage_cost : 1.0);
+  const double wide = std::clamp(static_cast<double>(c.block_m - 128) / 128, 0.0, 1.0);
+  const double stream_cost = calibration.stream_k_step_cost +
+                             wide * (calibration.stream_k_wide_step_cost - calibration.stream_k_step_cost);
+  const double step_cost =
+      (stream ? stream_cost : 1.0) * (!c.wgmma && c.stages == 2 ? calibration.two_stage_cost : 1.0);
   struct Sums {
     double dram = 0, dram_latency = 0, l2 = 0, mma = 0, alu = 0, issue = 0, fill = 0, total = 0;
   } sums;
@@ -235,6 +243,11 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   if (stream)
     tail += static_cast<double>(partial_tiles) / static_cast<double>(sk.blocks) *
             (2 * latency + tile_bytes / (l2_bw / sms));
+  // Where A does not fit in half of L2, each wave of the wgmma forms (one block an SM, all of a wave's blocks
+  // on the same k-step) reads A again from DRAM, and that read does not hide behind the tensor cores: on the
+  // H200 bm256 _wsr took 103 us a wave at M = 4096 on 8192 x 8192 (8 waves, 824.7 us) against 88 at M = 512,
+  // the 15 us that A's 64 MB take at 4.3 TB/s (docs/performance.md, twentieth session).
+  if (c.wgmma && a_reads > 1) tail += a * a_reads / dram_bw;
   const double seconds = launch + sums.total + tail;
   e.seconds = seconds;
 

@@ -74,12 +74,22 @@ struct QMatmulCalibration {
   // says 474 (M = 256 and 512 on five layers, bm128 _wsr; docs/performance.md, fourteenth session). The
   // shared-A forms stay at 1: _ws measured 457 to 512.
   double rs_mma_rate = 1.25;
+  // Past 128 rows (wgmma's N) the rate grows as N / (N + rs_rows_knee), relative to 128: each product of
+  // 64 x N x 16 pays a fixed issue cost that more columns amortize. Fitted to the H200 at 8192 x 8192 (one
+  // wave of blocks, K = 8192): 661 TFLOP/s at 128 rows and 778-800 at 256, which is cuBLAS f16's rate there
+  // (docs/performance.md, twentieth session); at 256 the factor is 1.2, which puts the model's 256-row block
+  // at the target's gemm_tflops.
+  double rs_rows_knee = 66;
   // Stream-K's steady state relative to split-K's (QMatmulConfig::stream_k): at each step the blocks of a
   // split read one k-tile of every column (a contiguous run of the transformed weight and one row of
   // scales), stream-K's read k-tiles scattered over K. Measured on the H200 where both make the same runs
   // (8192 x 8192 at M = 32 and 64: 128 blocks of 32 k-tiles, split 2 or stream-K): 1.09 to 1.10 of the
-  // split's time (docs/performance.md, fifteenth session).
+  // split's time (docs/performance.md, fifteenth session); 1.10 also at 128 rows on 8192 x 57344. Past 128
+  // rows it grows: on the H200 at M = 256 to 1024 on three layers stream-K took 1.22 (176 rows) and 1.29 to
+  // 1.33 (256 rows) x what its k-tiles cost in the unsplit blocks of the same run (docs/performance.md,
+  // twentieth session): stream_k_wide_step_cost at 256 rows, linear from 128.
   double stream_k_step_cost = 1.1;
+  double stream_k_wide_step_cost = 1.3;
   // Two stages in the mma.sync forms, relative to three: the step waits for the copy issued one step before,
   // where a third stage hides it. Where the bytes in flight over the whole GPU are enough either way (the
   // measured shape: 896 blocks), the rest of the model ranked 2 and 3 stages equal. (The wgmma forms are
