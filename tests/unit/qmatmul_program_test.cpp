@@ -343,8 +343,10 @@ TEST(QMatmulProgram, WarpSpecializedForm) {
   z2.zero_point = true;
   check({z2, ws_config(32, 2, 64)}, 5106, true);
   check({problem(9, 64, 256, kF16, 128), ws_config(16, 1, 64)}, 5107, false);
-  // A wave-balanced block of 176 rows (config_space.cpp), the second block row ragged.
-  check({problem(200, 72, 256, DataType::uint(4), 128), ws_config(176, 2, 64)}, 5108, true);
+  // A wave-balanced block of 176 rows (config_space.cpp), the second block row ragged (not under the
+  // sanitizer: 352 rows of a block are its longest case there, and the other cases cover the same code).
+  if (!test::kAddressSanitizer)
+    check({problem(200, 72, 256, DataType::uint(4), 128), ws_config(176, 2, 64)}, 5108, true);
 }
 
 // Register A (wgmma's RS form, "_wsr"): the warp-specialized form with each column group of the tile (64, or
@@ -398,10 +400,10 @@ std::vector<std::pair<Problem, uint32_t>> register_a_cases() {
   cases.push_back({{problem(200, 72, 256, DataType::uint(3), 128), rs_config(208, 2, 128, 3)}, 12112});
   // The space's wave-balanced rows (config_space.cpp): 176, two block rows, the second ragged (124 rows);
   // 192 as stream-K over five blocks (four tiles of three k-tiles).
-  cases.push_back({{problem(300, 72, 256, DataType::uint(4), 128), rs_config(176, 2, 128, 3)}, 12113});
+  cases.push_back({{problem(300, 72, 256, DataType::uint(4), 128), rs_config(176, 2, 128, 3)}, 12122});
   QMatmulConfig balanced_stream = rs_config(192, 2, 128, 3);
   balanced_stream.stream_k = 5;
-  cases.push_back({{problem(200, 136, 384, DataType::uint(4), 128), balanced_stream}, 12114});
+  cases.push_back({{problem(200, 136, 384, DataType::uint(4), 128), balanced_stream}, 12123});
   // Decode (the space offers the form at every M): one row of a 16-row tile, split three ways; three rows
   // with zero points and one consumer.
   QMatmulConfig decode = rs_config(16, 2, 128, 4);

@@ -117,7 +117,7 @@ TEST(TuneVerify, TheVerificationProblemKeepsTheProgramsStructure) {
 // there too (the warp-specialized form's pick failed the whole problem on the GPU when n became 300).
 TEST(TuneVerify, EveryConfigurationOfTheSpaceFitsTheVerificationProblem) {
   const target::Target h100 = target::Target::h100_sxm();
-  for (int64_t m : {1, 16, 64, 256, 4096})
+  for (int64_t m : {1, 16, 64, 256, 384, 512, 4096})  // 384 and 512: the wave-balanced block heights
     for (auto [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{8192, 8192, 128},
                            {57344, 8192, 128},
                            {8192, 28672, 64},
