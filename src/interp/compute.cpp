@@ -179,8 +179,7 @@ RegPtr Machine::elementwise(const ir::ElementwiseInst& n, DataType dtype) {
                                : *ir::compare(n.op, vals[0].i[k], vals[1].i[k]);
       out->codes[k] = r ? 1 : 0;
     }
-  } else if (any_float || n.op == ElementwiseOp::Exp || n.op == ElementwiseOp::Exp2 ||
-             n.op == ElementwiseOp::Log || n.op == ElementwiseOp::Sqrt || n.op == ElementwiseOp::Rsqrt) {
+  } else if (any_float || ir::is_float_only(n.op)) {
     for (size_t k = 0; k < N; ++k) {
       const double x = as_double(0, k);
       const double y = n.args.size() > 1 ? as_double(1, k) : 0.0;
@@ -227,6 +226,12 @@ RegPtr Machine::elementwise(const ir::ElementwiseInst& n, DataType dtype) {
           break;
         case ElementwiseOp::Rsqrt:
           r = 1.0 / std::sqrt(x);
+          break;
+        case ElementwiseOp::Erf:
+          r = std::erf(x);
+          break;
+        case ElementwiseOp::Tanh:
+          r = std::tanh(x);
           break;
         default:
           break;

@@ -82,7 +82,7 @@ ElementExpr rewrite(const ElementExpr& e, const ExprMap& exprs, const VarMap& va
 namespace {
 
 // The functions of a Parallel body, by the names the text gives them (the infix operators are the rest).
-constexpr std::array<std::pair<ElementwiseOp, const char*>, 11> kFunctions{{
+constexpr std::array<std::pair<ElementwiseOp, const char*>, 13> kFunctions{{
     {ElementwiseOp::Max, "max"},
     {ElementwiseOp::Min, "min"},
     {ElementwiseOp::Abs, "abs"},
@@ -91,6 +91,8 @@ constexpr std::array<std::pair<ElementwiseOp, const char*>, 11> kFunctions{{
     {ElementwiseOp::Log, "log"},
     {ElementwiseOp::Sqrt, "sqrt"},
     {ElementwiseOp::Rsqrt, "rsqrt"},
+    {ElementwiseOp::Erf, "erf"},
+    {ElementwiseOp::Tanh, "tanh"},
     {ElementwiseOp::Where, "where"},
     {ElementwiseOp::Fma, "fma"},
     {ElementwiseOp::Mod, "fmod"},
@@ -214,6 +216,13 @@ const char* element_function_name(ElementwiseOp op) {
   for (const auto& [o, name] : kFunctions)
     if (o == op) return name;
   return to_string(op);
+}
+
+std::string element_function_list() {
+  std::string s;
+  for (size_t k = 0; k < kFunctions.size(); ++k)
+    s += fmt::format("{}{}", k == 0 ? "" : k + 1 == kFunctions.size() ? " and " : ", ", kFunctions[k].second);
+  return s;
 }
 
 bool element_function(std::string_view name, ElementwiseOp* op) {

@@ -58,19 +58,6 @@ DataType wider(DataType a, DataType b) {
   return ir::binary_result_type(ir::BinaryOp::Add, a, b);
 }
 
-bool float_only(ElementwiseOp op) {
-  switch (op) {
-    case ElementwiseOp::Exp:
-    case ElementwiseOp::Exp2:
-    case ElementwiseOp::Log:
-    case ElementwiseOp::Sqrt:
-    case ElementwiseOp::Rsqrt:
-      return true;
-    default:
-      return false;
-  }
-}
-
 class Lowering : public ThreadsMutator {
  public:
   Lowering(int64_t threads, Diagnostics& diags) : ThreadsMutator(threads), diags_(diags) {}
@@ -326,7 +313,7 @@ class Lowering : public ThreadsMutator {
       return std::nullopt;
     }
     if (!dtype) dtype = DataType::f32();  // Where of two scalars by a tile condition
-    if ((float_scalar || float_only(o)) && !dtype->is_float()) dtype = DataType::f32();
+    if ((float_scalar || ir::is_float_only(o)) && !dtype->is_float()) dtype = DataType::f32();
     if (o == ElementwiseOp::Fma && dtype->bits() < 32) dtype = DataType::f32();
     // A scalar converts to the tiles' dtype in the instruction (an integer scalar into a float one).
     std::vector<ir::Operand> operands;

@@ -102,6 +102,17 @@ TEST(InterpCompute, CastComparisonsWhere) {
             (std::vector<double>{2, 2, 3, 4}));
 }
 
+// Erf and Tanh: in double, rounded once to the tensor's type (f32 here), like Exp; float operands only.
+TEST(InterpCompute, ErfAndTanh) {
+  const std::vector<double> x{-2.0, -0.5, 0.0, 1.25};
+  const std::vector<double> e = compute4("f32", x, "    r = Erf(x)\n");
+  const std::vector<double> t = compute4("f32", x, "    r = Tanh(x)\n");
+  for (size_t k = 0; k < x.size(); ++k) {
+    EXPECT_EQ(e[k], static_cast<double>(static_cast<float>(std::erf(x[k])))) << x[k];
+    EXPECT_EQ(t[k], static_cast<double>(static_cast<float>(std::tanh(x[k])))) << x[k];
+  }
+}
+
 TEST(InterpCompute, ReduceAcrossThreadsReachesEveryReplica) {
   // spatial(4) reduced along dim 0: every thread holds the sum.
   EXPECT_EQ(compute4("f32", {1, 2, 3, 4.5}, "    s = ReduceSum(x, dim=0, keepdim=True)\n    r = Add(x, s)\n"),

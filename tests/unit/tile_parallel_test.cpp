@@ -127,10 +127,20 @@ TEST(TileParallel, RmsNormOnTheInterpreter) {
   expect_rms_norm(5, 100, 128, false);  // the mean divides by n, not by the tile width
 }
 
-// The fused epilogue on both Gemm forms: mma.sync fragments (sm_80) and the wgmma accumulator (sm_90a).
-// gpu: on the device (the target is the device's); else on the interpreter for `target`.
-void expect_gemm_bias_relu(const std::map<std::string, std::string>& defines, const target::Target& target,
-                           int64_t m, int64_t n, int64_t k, bool gpu = false) {
+// The fused epilogues on both Gemm forms: mma.sync fragments (sm_80) and the wgmma accumulator (sm_90a), of
+// gemm_bias_relu.tile and gemm_bias_gelu.tile (`act` the activation on doubles). gpu: on the device (the
+// target is the device's); else on the interpreter for `target`.
+struct Epilogue {
+  const char* file;
+  double (*act)(double);
+};
+const Epilogue kRelu{"tile/gemm_bias_relu.tile", [](double x) { return std::max(x, 0.0); }};
+const Epilogue kGelu{"tile/gemm_bias_gelu.tile",
+                     [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }};
+
+void expect_gemm_bias_act(const Epilogue& epilogue, const std::map<std::string, std::string>& defines,
+                          const target::Target& target, int64_t m, int64_t n, int64_t k, bool gpu = false) {
+  SCOPED_TRACE(epilogue.file);
   example_test::F16Matrix a = random_f16(m * k, 21), b = random_f16(n * k, 22), bias = random_f16(n, 23);
   std::vector<uint8_t> c = poisoned(m * n * 2);
   interp::Arguments args;
@@ -140,16 +150,15 @@ void expect_gemm_bias_relu(const std::map<std::string, std::string>& defines, co
   args.scalars["K"] = interp::ScalarValue{false, k, 0.0};
   Diagnostics diags;
   if (gpu) {
-    const std::string source =
-        example_test::read_text(example_test::example_path("tile/gemm_bias_relu.tile"));
+    const std::string source = example_test::read_text(example_test::example_path(epilogue.file));
     ir::ParseOptions options;
     options.defines = defines;
     std::optional<ir::Program> p = ir::parse_program(source, diags, options);
-    ASSERT_TRUE(p && exec::run_on_gpu(*p, args, diags)) << diags.render("gemm_bias_relu.tile", "");
+    ASSERT_TRUE(p && exec::run_on_gpu(*p, args, diags)) << diags.render(epilogue.file, "");
   } else {
-    std::optional<ir::Program> p = lowered("tile/gemm_bias_relu.tile", defines, target);
+    std::optional<ir::Program> p = lowered(epilogue.file, defines, target);
     ASSERT_TRUE(p);
-    ASSERT_TRUE(interp::run_program(*p, args, diags)) << diags.render("gemm_bias_relu.tile", "");
+    ASSERT_TRUE(interp::run_program(*p, args, diags)) << diags.render(epilogue.file, "");
   }
   std::vector<double> want(static_cast<size_t>(m * n));
   for (int64_t i = 0; i < m; ++i) {
@@ -157,20 +166,22 @@ void expect_gemm_bias_relu(const std::map<std::string, std::string>& defines, co
       double s = bias.values[static_cast<size_t>(j)];
       for (int64_t kk = 0; kk < k; ++kk)
         s += a.values[static_cast<size_t>(i * k + kk)] * b.values[static_cast<size_t>(j * k + kk)];
-      want[static_cast<size_t>(i * n + j)] = std::max(s, 0.0);
+      want[static_cast<size_t>(i * n + j)] = epilogue.act(s);
     }
   }
   // f32 sums in the tensor cores' order, then one rounding to f16.
   expect_f16_near(c, want, n, 1e-5 * static_cast<double>(k));
 }
 
-TEST(TileParallel, GemmBiasReluOnMmaSync) {
-  expect_gemm_bias_relu({{"BM", "64"}, {"BN", "64"}, {"BK", "32"}, {"STAGES", "2"}},
-                        target::Target::generic_sm80(), 70, 72, 64);
+TEST(TileParallel, GemmBiasEpiloguesOnMmaSync) {
+  for (const Epilogue& e : {kRelu, kGelu})
+    expect_gemm_bias_act(e, {{"BM", "64"}, {"BN", "64"}, {"BK", "32"}, {"STAGES", "2"}},
+                         target::Target::generic_sm80(), 70, 72, 64);
 }
 
-TEST(TileParallel, GemmBiasReluOnWgmma) {
-  expect_gemm_bias_relu({{"BN", "64"}, {"STAGES", "2"}}, target::Target::h100_sxm(), 130, 72, 128);
+TEST(TileParallel, GemmBiasEpiloguesOnWgmma) {
+  for (const Epilogue& e : {kRelu, kGelu})
+    expect_gemm_bias_act(e, {{"BN", "64"}, {"STAGES", "2"}}, target::Target::h100_sxm(), 130, 72, 128);
 }
 
 // Loop variables as values (Iota tiles): a causal mask shifted by a kernel argument, a float ramp along the
@@ -282,7 +293,8 @@ TEST(TileParallel, MixedIntegersComputeAsTheLanguageSays) {
 }
 
 TEST(TileParallel, TextRoundTrips) {
-  for (const char* name : {"tile/softmax.tile", "tile/rms_norm.tile", "tile/gemm_bias_relu.tile"}) {
+  for (const char* name :
+       {"tile/softmax.tile", "tile/rms_norm.tile", "tile/gemm_bias_relu.tile", "tile/gemm_bias_gelu.tile"}) {
     SCOPED_TRACE(name);
     const std::string source = example_test::read_text(example_test::example_path(name));
     Diagnostics diags;
@@ -754,7 +766,8 @@ TEST(TileParallelGpu, KernelsOnTheDevice) {
   expect_softmax(333, 1000, 1024, true);
   expect_rms_norm(333, 1024, 1024, true);
   expect_rms_norm(333, 1000, 1024, true);
-  expect_gemm_bias_relu({}, target::Target::h100_sxm(), 333, 520, 264, true);
+  for (const Epilogue& e : {kRelu, kGelu})
+    expect_gemm_bias_act(e, {}, target::Target::h100_sxm(), 333, 520, 264, true);
   for (const char* wtype : {"u4", "u3", "f6e3m2"}) {
     SCOPED_TRACE(wtype);
     expect_dequant_gemm(wtype, {}, target::Target::h100_sxm(), 333, 520, 384, true);

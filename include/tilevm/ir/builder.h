@@ -343,6 +343,8 @@ class ProgramBuilder {
   Tensor log(const Dest& d, const Arg& a) { return elementwise(d, ElementwiseOp::Log, {a}); }
   Tensor sqrt(const Dest& d, const Arg& a) { return elementwise(d, ElementwiseOp::Sqrt, {a}); }
   Tensor rsqrt(const Dest& d, const Arg& a) { return elementwise(d, ElementwiseOp::Rsqrt, {a}); }
+  Tensor erf(const Dest& d, const Arg& a) { return elementwise(d, ElementwiseOp::Erf, {a}); }
+  Tensor tanh(const Dest& d, const Arg& a) { return elementwise(d, ElementwiseOp::Tanh, {a}); }
   Tensor lt(const Dest& d, const Arg& a, const Arg& b) { return elementwise(d, ElementwiseOp::Lt, {a, b}); }
   Tensor le(const Dest& d, const Arg& a, const Arg& b) { return elementwise(d, ElementwiseOp::Le, {a, b}); }
   Tensor gt(const Dest& d, const Arg& a, const Arg& b) { return elementwise(d, ElementwiseOp::Gt, {a, b}); }

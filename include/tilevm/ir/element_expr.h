@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "tilevm/ir/inst/elementwise.h"
@@ -69,5 +70,7 @@ std::optional<ElementwiseOp> element_binary_op(BinaryOp op);
 // The function name of an op in a Parallel body ("exp", "max", "where", ...), and back (false if none).
 const char* element_function_name(ElementwiseOp op);
 bool element_function(std::string_view name, ElementwiseOp* op);
+// Every function name, as a sentence: "max, min, ... and fmod" (for diagnostics).
+std::string element_function_list();
 
 }  // namespace tilevm::ir

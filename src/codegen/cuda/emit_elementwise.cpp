@@ -92,8 +92,7 @@ void Emitter::emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst&
     close();
     return;
   }
-  const bool float_math = any_float || n.op == Op::Exp || n.op == Op::Exp2 || n.op == Op::Log ||
-                          n.op == Op::Sqrt || n.op == Op::Rsqrt;
+  const bool float_math = any_float || ir::is_float_only(n.op);
   note(s, fmt::format("per slot, in {}",
                       float_math || (ir::is_comparison(n.op) && any_float) ? "double" : "64-bit integers"));
   open("");
@@ -188,6 +187,12 @@ void Emitter::emit_elementwise(const ir::InstStmt& s, const ir::ElementwiseInst&
         break;
       case Op::Rsqrt:
         r = "__ddiv_rn(1.0, __dsqrt_rn(x))";
+        break;
+      case Op::Erf:
+        r = "erf(x)";
+        break;
+      case Op::Tanh:
+        r = "tanh(x)";
         break;
       case Op::Fma:
         r = "__fma_rn(x, y, z)";

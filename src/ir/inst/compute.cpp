@@ -29,6 +29,10 @@ bool is_comparison(ElementwiseOp op) {
   return op >= ElementwiseOp::Lt && op <= ElementwiseOp::Ne;
 }
 
+bool is_float_only(ElementwiseOp op) {
+  return op >= ElementwiseOp::Exp && op <= ElementwiseOp::Tanh;
+}
+
 void ElementwiseInst::for_each_expr(const ExprFn& fn) const {
   for (const Operand& a : args) ir::for_each_expr(a, fn);
 }

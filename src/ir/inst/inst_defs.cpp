@@ -368,6 +368,8 @@ std::vector<InstDef> elementwise() {
       {Op::Log, "Log", unary},
       {Op::Sqrt, "Sqrt", unary},
       {Op::Rsqrt, "Rsqrt", unary},
+      {Op::Erf, "Erf", unary},
+      {Op::Tanh, "Tanh", unary},
       {Op::Lt, "Lt", binary},
       {Op::Le, "Le", binary},
       {Op::Gt, "Gt", binary},

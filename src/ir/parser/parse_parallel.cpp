@@ -70,9 +70,8 @@ ElementExpr Parser::bind_element(const Syn& syn) {
     case SynKind::Call: {
       ElementwiseOp op;
       if (!element_function(syn.name, &op))
-        fail(syn.loc, fmt::format("unknown function '{}' in a Parallel body; it calls max, min, abs, exp, "
-                                  "exp2, log, sqrt, rsqrt, where, fma and fmod",
-                                  syn.name));
+        fail(syn.loc, fmt::format("unknown function '{}' in a Parallel body; it calls {}", syn.name,
+                                  element_function_list()));
       if (static_cast<int>(syn.args.size()) != arity(op))
         fail(syn.loc, fmt::format("{} takes {} arguments, got {}", syn.name, arity(op), syn.args.size()));
       std::vector<ElementExpr> args;

@@ -254,6 +254,8 @@ void Verifier::check_elementwise(const ElementwiseInst& n) {
     case ElementwiseOp::Log:
     case ElementwiseOp::Sqrt:
     case ElementwiseOp::Rsqrt:
+    case ElementwiseOp::Erf:
+    case ElementwiseOp::Tanh:
       if (!v.is_float()) {
         diags_.error(n.loc, "{} needs a float tensor, {} is {}; Cast it first", name, operand_name(n.args[0]),
                      v.name());

@@ -19,7 +19,9 @@ enum class ElementwiseOp {
   Exp2,
   Log,
   Sqrt,
-  Rsqrt,  // unary
+  Rsqrt,
+  Erf,
+  Tanh,  // unary
   Lt,
   Le,
   Gt,
@@ -35,6 +37,9 @@ inline constexpr ElementwiseOp kLastElementwiseOp = ElementwiseOp::Fma;
 const char* to_string(ElementwiseOp op);
 int arity(ElementwiseOp op);  // 1, 2 or 3
 bool is_comparison(ElementwiseOp op);
+// The transcendental ops (Exp, Exp2, Log, Sqrt, Rsqrt, Erf, Tanh): float operands only, computed in double
+// and rounded once to the result's type.
+bool is_float_only(ElementwiseOp op);
 
 // r = Op(a[, b[, c]]): operands are register tensors or scalars (which broadcast); a size-1 dimension of a
 // tensor operand broadcasts when the layouts allow it. The result has the broadcast shape and the layout of
