@@ -249,20 +249,12 @@ void Verifier::check_elementwise(const ElementwiseInst& n) {
       // A scalar operand converts to that type first (as for Add), so f32 Fma(x, y, 0.1) adds the f32
       // nearest 0.1: the interpreter, the native path and the double path all do.
       break;
-    case ElementwiseOp::Exp:
-    case ElementwiseOp::Exp2:
-    case ElementwiseOp::Log:
-    case ElementwiseOp::Sqrt:
-    case ElementwiseOp::Rsqrt:
-    case ElementwiseOp::Erf:
-    case ElementwiseOp::Tanh:
-      if (!v.is_float()) {
+    default:
+      if (is_float_only(n.op) && !v.is_float()) {
         diags_.error(n.loc, "{} needs a float tensor, {} is {}; Cast it first", name, operand_name(n.args[0]),
                      v.name());
         ok = false;
       }
-      break;
-    default:
       break;
   }
   const DataType result_dtype = is_comparison(n.op) ? DataType::boolean() : v;

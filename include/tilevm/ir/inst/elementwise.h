@@ -15,7 +15,7 @@ enum class ElementwiseOp {
   Min,  // binary
   Neg,
   Abs,
-  Exp,
+  Exp,  // Exp to Tanh: is_float_only (a range: keep them together)
   Exp2,
   Log,
   Sqrt,
