@@ -2,8 +2,9 @@
 // wgmma.m64n256k16, DotAsyncWait(1)) against a double-precision product on fresh random matrices, the output
 // poisoned with NaN first; shapes with one and several blocks and K from one step to more than the pipeline
 // holds. The same program with a synchronous Dot of the shared tiles (wgmma waited at once) too, and the
-// interpreter on the smallest shape; and the warp-specialized version of the GEMM. Skipped (and reported)
-// without a GPU.
+// interpreter on the smallest shape; the warp-specialized version of the GEMM, its persistent form and the
+// ping-pong one.
+// Skipped (and reported) without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,17 +42,20 @@ ir::Program gemm_program(bool synchronous, const char* file = "gemm_f16_wgmma.ti
   return *p;
 }
 
-void check_gemm(const ir::Program& p, int m, int n, int k, bool with_interpreter) {
-  SCOPED_TRACE(fmt::format("M = {}, N = {}, K = {}", m, n, k));
+// `blocks` > 0: the persistent GEMM's BLOCKS.
+void check_gemm(const ir::Program& p, int m, int n, int k, bool with_interpreter, int blocks = 0) {
+  SCOPED_TRACE(fmt::format("M = {}, N = {}, K = {}, BLOCKS = {}", m, n, k, blocks));
   ops::GemmData gpu = ops::random_gemm_data(m, n, k, static_cast<uint32_t>(20261126 + m + n + k));
   ops::GemmData cpu = gpu;
   interp::Arguments gpu_args = gpu.args();
+  if (blocks > 0) gpu_args.scalars["BLOCKS"] = interp::ScalarValue{false, blocks, 0.0};
   Diagnostics gd;
   ASSERT_TRUE(exec::run_on_gpu(p, gpu_args, gd)) << gd.render("gemm_f16_wgmma.tile", "");
   // f32 accumulation of K products of f16 values, then one rounding to f16.
   EXPECT_EQ(ops::gemm_mismatch(gpu, gpu.c, std::ldexp(1.0, -10), 1e-5 * k), "");
   if (with_interpreter) {
     interp::Arguments cpu_args = cpu.args();
+    if (blocks > 0) cpu_args.scalars["BLOCKS"] = interp::ScalarValue{false, blocks, 0.0};
     Diagnostics cd;
     ASSERT_TRUE(interp::run_program(p, cpu_args, cd)) << cd.render("gemm_f16_wgmma.tile", "");
     // The interpreter sums exactly and rounds once; the tensor cores round their f32 partial sums: one f16
@@ -85,6 +89,30 @@ TEST(WgmmaGpu, WarpSpecializedGemm) {
   check_gemm(p, 128, 256, 64, true);
   check_gemm(p, 200, 600, 520, false);
   check_gemm(p, 384, 768, 1024, false);
+}
+
+// examples/gemm_f16_persistent.tile: the warp-specialized GEMM on fewer blocks than tiles, each block's
+// pipeline running on from one tile into the next: one tile, nine tiles over two and four blocks, a block for
+// every tile, and 256 tiles over 132 blocks.
+TEST(WgmmaGpu, PersistentGemm) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const ir::Program p = gemm_program(false, "gemm_f16_persistent.tile");
+  check_gemm(p, 128, 256, 64, true, 1);
+  check_gemm(p, 300, 600, 520, false, 2);
+  check_gemm(p, 384, 768, 1024, false, 4);
+  check_gemm(p, 1000, 1000, 1000, false, 132);
+  check_gemm(p, 2048, 4096, 256, false, 132);
+}
+
+// examples/gemm_f16_pingpong.tile: the persistent GEMM whose two consumer warpgroups take alternate tiles
+// (one tile: the second warpgroup idle; eight and seven tiles per block; 256 tiles over 132 blocks).
+TEST(WgmmaGpu, PingPongGemm) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const ir::Program p = gemm_program(false, "gemm_f16_pingpong.tile");
+  check_gemm(p, 128, 128, 64, true, 1);
+  check_gemm(p, 300, 600, 520, false, 2);
+  check_gemm(p, 384, 768, 1024, false, 4);
+  check_gemm(p, 2048, 2048, 256, false, 132);
 }
 
 }  // namespace

@@ -21,7 +21,9 @@ namespace tilevm::ops {
 
 namespace detail {
 extern const char* const kGemmProgramText;
-}
+extern const char* const kGemmPersistentProgramText;
+extern const char* const kGemmPingPongProgramText;
+}  // namespace detail
 
 namespace {
 
@@ -31,6 +33,20 @@ void check_config(const GemmConfig& c) {
   if (c.bn % 8 != 0 || c.bn < 8 || c.bn > 256) fail("gemm: BN = {} is not a multiple of 8 up to 256", c.bn);
   if (c.stages < 2 || c.stages > 8) fail("gemm: STAGES = {} is not 2 to 8", c.stages);
   if (c.group < 1) fail("gemm: GROUP = {} is not positive", c.group);
+  if (c.form == GemmForm::PingPong && c.bm > 128)
+    fail("gemm: BM = {} is more than one warpgroup holds in the ping-pong kernel (64 or 128)", c.bm);
+}
+
+const char* form_suffix(GemmForm form) {
+  switch (form) {
+    case GemmForm::Tiles:
+      return "";
+    case GemmForm::Persistent:
+      return "_p";
+    case GemmForm::PingPong:
+      return "_pp";
+  }
+  return "";
 }
 
 }  // namespace
@@ -40,25 +56,53 @@ std::string GemmProblem::key() const {
 }
 
 std::string GemmConfig::name() const {
-  return fmt::format("bm{}_bn{}_s{}_g{}", bm, bn, stages, group);
+  return fmt::format("bm{}_bn{}_s{}_g{}{}", bm, bn, stages, group, form_suffix(form));
 }
 
 GemmConfig GemmConfig::parse(const std::string& name) {
   GemmConfig c;
+  for (GemmForm form : {GemmForm::Persistent, GemmForm::PingPong}) {
+    const std::string suffix = form_suffix(form);
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      c.form = form;
+  }
   if (std::sscanf(name.c_str(), "bm%d_bn%d_s%d_g%d", &c.bm, &c.bn, &c.stages, &c.group) != 4 ||
       c.name() != name)
-    fail("'{}' is not a GEMM configuration (expected e.g. bm128_bn256_s4_g8)", name);
+    fail(
+        "'{}' is not a GEMM configuration (expected e.g. bm128_bn256_s4_g8, or with _p for the persistent "
+        "kernel, _pp for the ping-pong one)",
+        name);
   check_config(c);
   return c;
 }
 
-const std::string& gemm_program_text() {
-  static const std::string text = detail::kGemmProgramText;
-  return text;
+const std::string& gemm_program_text(GemmForm form) {
+  static const std::string tiles = detail::kGemmProgramText;
+  static const std::string persistent = detail::kGemmPersistentProgramText;
+  static const std::string pingpong = detail::kGemmPingPongProgramText;
+  return form == GemmForm::Persistent ? persistent : form == GemmForm::PingPong ? pingpong : tiles;
+}
+
+const char* gemm_program_file(GemmForm form) {
+  return form == GemmForm::Persistent ? "examples/gemm_f16_persistent.tile"
+         : form == GemmForm::PingPong ? "examples/gemm_f16_pingpong.tile"
+                                      : "examples/gemm_f16_wgmma.tile";
+}
+
+int gemm_consumer_registers(const GemmConfig& c) {
+  // The producer warpgroup keeps 40 registers a thread; the consumer warpgroups (BM / 64 of them, or the
+  // ping-pong kernel's two) share the rest of the SM's 64K (setmaxnreg counts in multiples of 8), at most
+  // 232 each.
+  const int consumers = c.form == GemmForm::PingPong ? 2 : c.bm / 64;
+  const int per_thread = (65536 / 128 - 40) / consumers;
+  return std::min(232, per_thread / 8 * 8);
 }
 
 int64_t gemm_shared_bytes(const GemmConfig& c) {
-  return static_cast<int64_t>(c.stages) * (c.bm + c.bn) * 64 * 2 + 16 * ((8 * c.stages + 15) / 16);
+  // The stages, then full and empty (8 bytes a stage each) and the ping-pong kernel's two turn barriers,
+  // each array 16-byte aligned.
+  const int64_t barriers = 2 * 16 * ((8 * c.stages + 15) / 16) + (c.form == GemmForm::PingPong ? 16 : 0);
+  return static_cast<int64_t>(c.stages) * (c.bm + c.bn) * 64 * 2 + barriers;
 }
 
 ir::Program build_gemm(const GemmConfig& config) {
@@ -68,10 +112,13 @@ ir::Program build_gemm(const GemmConfig& config) {
                      {"BN", std::to_string(config.bn)},
                      {"STAGES", std::to_string(config.stages)},
                      {"GROUP", std::to_string(config.group)}};
+  if (config.form != GemmForm::Tiles)
+    options.defines["REGS"] = std::to_string(gemm_consumer_registers(config));
+  const std::string& text = gemm_program_text(config.form);
   Diagnostics diags;
-  std::optional<ir::Program> p = ir::parse_program(gemm_program_text(), diags, options);
+  std::optional<ir::Program> p = ir::parse_program(text, diags, options);
   if (!p || diags.has_errors())
-    fail("gemm {}: {}", config.name(), diags.render("examples/gemm_f16_wgmma.tile", gemm_program_text()));
+    fail("gemm {}: {}", config.name(), diags.render(gemm_program_file(config.form), text));
   return *std::move(p);
 }
 
@@ -88,16 +135,24 @@ std::vector<GemmConfig> GemmTemplate::space(const GemmProblem&, const target::Ta
   if (!target.features.wgmma) return out;
   for (int bm : {64, 128, 192, 256})
     for (int bn : {64, 128, 192, 256})
-      for (int stages : {2, 3, 4, 5, 6}) {
-        const GemmConfig c{bm, bn, stages, 8};
-        // Registers: BN / 2 f32 accumulators per thread plus about 40 for addresses and the loop, for every
-        // thread of the block in the SM's register file (bm256_bn256 fails in ptxas: 128 + 40 > 65536 / 512).
-        const int64_t threads = bm / 64 * 128;
-        if (gemm_shared_bytes(c) > target.shared_per_block ||
-            (bn / 2 + 40) * threads > target.registers_per_sm)
-          continue;
-        out.push_back(c);
-      }
+      for (int stages : {2, 3, 4, 5, 6})
+        for (GemmForm form : {GemmForm::Tiles, GemmForm::Persistent, GemmForm::PingPong}) {
+          const GemmConfig c{bm, bn, stages, 8, form};
+          // Registers: a consumer thread's f32 accumulators (BN / 2 where BM / 64 warpgroups share a tile,
+          // BM BN / 128 where one warpgroup holds it) plus about 40 for addresses and the loop, within what
+          // ptxas gives each thread of the block (bm256_bn256 fails: 128 + 40 > 65536 / 512; ptxas
+          // allocates for the launch's count even where setmaxnreg raises it: ping-pong 128 x 192, 192 + 40
+          // over 168, spills) and what setmaxnreg gives a consumer beside its producer warpgroup.
+          if (form == GemmForm::PingPong && bm > 128) continue;
+          const int64_t threads =
+              form == GemmForm::PingPong ? 384 : (bm / 64 + (form != GemmForm::Tiles)) * 128;
+          const int64_t per_thread = std::min<int64_t>(255, target.registers_per_sm / threads / 8 * 8);
+          const int accumulators = form == GemmForm::PingPong ? bm * bn / 128 : bn / 2;
+          if (gemm_shared_bytes(c) > target.shared_per_block || accumulators + 40 > per_thread ||
+              (form != GemmForm::Tiles && accumulators + 40 > gemm_consumer_registers(c)))
+            continue;
+          out.push_back(c);
+        }
   return out;
 }
 
@@ -114,25 +169,39 @@ exec::CompiledProgram GemmTemplate::compile(const GemmProblem&, const GemmConfig
   return exec::compile_program(build_gemm(config), target);
 }
 
-// Waves of tiles over the SMs, each tile at the chip's GEMM rate per SM, plus its first stage's latency;
-// the tiles' operand traffic against L2 (A and B re-read once per tile column and row). Rough; it ranks.
+// Waves of tiles over the SMs, each tile at the chip's GEMM rate per SM, plus what a tile costs with the
+// tensor cores idle; the tiles' operand traffic against L2 (A and B re-read once per tile column and row).
+// Rough; it ranks. Calibrated on the H200 (docs/performance.md, twenty-first session): the ping-pong
+// kernel's 128 x 128 tiles run at the rate of 128 x 256 tiles shared by two warpgroups, and its epilogues
+// hide behind the other warpgroup's products, which measured 10% faster at 4096^3 and level at 8192^3.
 tune::CostEstimate GemmTemplate::estimate(const GemmProblem& p, const GemmConfig& c,
                                           const target::Target& target) const {
   tune::CostEstimate e;
   const int64_t tm = (p.m + c.bm - 1) / c.bm, tn = (p.n + c.bn - 1) / c.bn;
-  e.blocks = tm * tn;
+  const bool persistent = c.form != GemmForm::Tiles;
+  e.blocks = persistent ? std::min<int64_t>(tm * tn, target.sm_count) : tm * tn;
   e.blocks_per_sm = 1;
-  e.threads = c.bm / 64 * 128;
-  e.waves = (e.blocks + target.sm_count - 1) / target.sm_count;
+  e.threads = c.form == GemmForm::PingPong ? 384 : (c.bm / 64 + (persistent ? 1 : 0)) * 128;
+  // Tiles on the busiest SM: a wave each for one tile per block, the same count walked by a persistent
+  // block.
+  e.waves = (tm * tn + target.sm_count - 1) / target.sm_count;
   e.mma_flops =
       2.0 * static_cast<double>(tm * c.bm) * static_cast<double>(tn * c.bn) * static_cast<double>(p.k);
-  // Small tiles reach less of the tensor cores' rate: per K step a block reads (BM + BN) rows of shared
-  // memory for BM x BN products, and 128 x 256 (BM BN / (BM + BN) = 85) is what reaches cuBLAS's rate on the
-  // H200 (docs/performance.md); fewer than 3 stages leave the copies exposed.
+  // Small tiles reach less of the tensor cores' rate: per K step a warpgroup reads its rows of A and the
+  // tile's rows of B from shared memory; 128 x 256 shared by two warpgroups (BM BN / (BM + BN) = 85) is
+  // what reaches cuBLAS's rate on the H200, and so does one warpgroup's 128 x 128 (64) in the ping-pong
+  // kernel. Fewer than 3 stages leave the copies exposed, and less than 192 KiB in flight some of their
+  // latency (ping-pong 128 x 128: 4 stages, 128 KiB, 2-8% slower than 6).
   const double intensity = static_cast<double>(c.bm) * c.bn / (c.bm + c.bn);
-  const double efficiency = std::min(1.0, intensity / 85.0) * std::min(1.0, c.stages / 3.0);
+  const double knee = c.form == GemmForm::PingPong ? 64.0 : 85.0;
+  const double in_flight = static_cast<double>(c.stages) * (c.bm + c.bn) * 64 * 2;
+  const double efficiency = std::min(1.0, intensity / knee) * std::min(1.0, c.stages / 3.0) *
+                            (1.0 - 0.2 * std::max(0.0, 1.0 - in_flight / (192.0 * 1024)));
   const double per_sm = target.gemm_tflops * 1e12 / target.sm_count * efficiency;
-  const double tile_seconds = 2.0 * c.bm * c.bn * static_cast<double>(p.k) / per_sm;
+  // The epilogue (the tile cast and stored with the tensor cores idle): about 1 us for 128 x 256, except
+  // where the other ping-pong warpgroup multiplies meanwhile.
+  const double epilogue = c.form == GemmForm::PingPong ? 0.0 : 1e-6 * c.bm * c.bn / (128.0 * 256.0);
+  const double tile_seconds = 2.0 * c.bm * c.bn * static_cast<double>(p.k) / per_sm + epilogue;
   e.l2_bytes = 2.0 * (static_cast<double>(p.m) * p.k * tn + static_cast<double>(p.n) * p.k * tm);
   e.dram_bytes = 2.0 * (static_cast<double>(p.m) * p.k + static_cast<double>(p.n) * p.k +
                         static_cast<double>(p.m) * p.n);
@@ -165,7 +234,13 @@ class GemmTimer : public tune::Timer<exec::CompiledProgram> {
   }
   double time(const exec::CompiledProgram& compiled, int repeats) override {
     const exec::GpuProgram g = exec::GpuProgram::load(device_, compiled);
-    const exec::ProgramArgs args = gemm_args(problem_, a_.device_ptr(), b_.device_ptr(), c_.device_ptr());
+    // The compiled program says which kernel it is: the persistent ones take BLOCKS.
+    GemmConfig kind;
+    if (std::any_of(compiled.program.params.begin(), compiled.program.params.end(),
+                    [](const ir::Var& v) { return v->name == "BLOCKS"; }))
+      kind.form = GemmForm::Persistent;
+    const exec::ProgramArgs args =
+        gemm_args(problem_, kind, device_.info().sm_count, a_.device_ptr(), b_.device_ptr(), c_.device_ptr());
     tune::TimingOptions options;
     options.warmup = 2;
     options.repeats = repeats;
@@ -195,9 +270,12 @@ bool GemmTemplate::check(const runtime::Device&, const GemmProblem&, const GemmC
   const int m = 2 * config.bm + 24, n = 2 * config.bn + 40, k = 64 * (config.stages + 2) + 32;
   GemmData data = random_gemm_data(m, n, k, static_cast<uint32_t>(m * 31 + n * 7 + k));
   interp::Arguments args = data.args();
+  // Four blocks for the nine tiles: a persistent kernel's blocks take two or three tiles each, so that its
+  // pipeline runs on across tiles (and both ping-pong consumers take some).
+  if (config.form != GemmForm::Tiles) args.scalars["BLOCKS"] = interp::ScalarValue{false, 4, 0.0};
   Diagnostics diags;
   if (!exec::run_on_gpu(build_gemm(config), args, diags)) {
-    *why = diags.render("examples/gemm_f16_wgmma.tile", gemm_program_text());
+    *why = diags.render(gemm_program_file(config.form), gemm_program_text(config.form));
     return false;
   }
   // f32 accumulation of K products of f16 values, then one rounding to f16.
@@ -214,10 +292,12 @@ GemmTuneResult autotune_gemm(const runtime::Device& device, const GemmProblem& p
   return tune::autotune(GemmTemplate(), device, problem, options);
 }
 
-exec::ProgramArgs gemm_args(const GemmProblem& p, std::uint64_t a, std::uint64_t b, std::uint64_t c) {
+exec::ProgramArgs gemm_args(const GemmProblem& p, const GemmConfig& config, int sm_count, std::uint64_t a,
+                            std::uint64_t b, std::uint64_t c) {
   exec::ProgramArgs args;
   args.pointers = {{"a_ptr", a}, {"b_ptr", b}, {"c_ptr", c}};
   args.scalars = {{"M", p.m}, {"N", p.n}, {"K", p.k}};
+  if (config.form != GemmForm::Tiles) args.scalars["BLOCKS"] = std::max(1, sm_count);
   return args;
 }
 

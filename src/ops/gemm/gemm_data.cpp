@@ -49,11 +49,19 @@ GemmData random_gemm_data(int64_t m, int64_t n, int64_t k, uint32_t seed) {
 }
 
 std::string gemm_mismatch(const GemmData& d, const std::vector<uint8_t>& c, double rel, double abs) {
+  // The operands decoded once (a decode per multiply-add made a 2048^3 check take minutes).
+  auto decoded = [](const std::vector<uint8_t>& codes) {
+    std::vector<double> out(codes.size() / 2);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = f16_at(codes, i);
+    return out;
+  };
+  const std::vector<double> a = decoded(d.a), b = decoded(d.b);
   for (int64_t i = 0; i < d.m; ++i)
     for (int64_t j = 0; j < d.n; ++j) {
+      const double* row = &a[static_cast<size_t>(i * d.k)];
+      const double* col = &b[static_cast<size_t>(j * d.k)];
       double ref = 0;
-      for (int64_t x = 0; x < d.k; ++x)
-        ref += f16_at(d.a, static_cast<size_t>(i * d.k + x)) * f16_at(d.b, static_cast<size_t>(j * d.k + x));
+      for (int64_t x = 0; x < d.k; ++x) ref += row[x] * col[x];
       const double got = f16_at(c, static_cast<size_t>(i * d.n + j));
       if (!(std::abs(got - ref) <= std::abs(ref) * rel + abs))
         return fmt::format("C[{}, {}] = {}, the product is {} (M, N, K = {}, {}, {})", i, j, got, ref, d.m,

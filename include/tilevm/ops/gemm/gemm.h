@@ -8,6 +8,14 @@
 //   STAGES  TMA stages in flight (2 to 6, as shared memory allows)
 //   GROUP   rows of tiles taken together, so that the blocks in flight share A and B in L2
 //
+// Three kernels (GemmForm), each an example's text:
+//   tiles       examples/gemm_f16_wgmma.tile: a block per tile, BM / 64 warpgroups issue TMA and wgmma
+//   persistent  examples/gemm_f16_persistent.tile (name ends `_p`): at most one block per SM walks its tiles,
+//               a TMA producer warpgroup and BM / 64 consumer warpgroups that share each tile
+//   ping-pong   examples/gemm_f16_pingpong.tile (name ends `_pp`): persistent, and its two consumer
+//               warpgroups take alternate tiles, each a whole BM x BN tile (BM 64 or 128), so that one
+//               stores its tile while the other multiplies (the fastest at 4096^3, docs/performance.md)
+//
 //   GemmTuneResult r = autotune_gemm(device, {.m = 4096, .n = 8192, .k = 8192});
 //   exec::CompiledProgram c = GemmTemplate().compile(problem, r.config, exec::device_target(device.info()));
 #pragma once
@@ -29,16 +37,22 @@ struct GemmProblem {
   std::string key() const;  // "gemm_m4096_n8192_k8192_f16"
 };
 
+enum class GemmForm { Tiles, Persistent, PingPong };
+
 struct GemmConfig {
   int bm = 128, bn = 256, stages = 4, group = 8;
-  std::string name() const;  // "bm128_bn256_s4_g8"
+  GemmForm form = GemmForm::Tiles;
+  std::string name() const;  // "bm128_bn256_s4_g8", "bm128_bn256_s4_g8_p", "bm128_bn128_s6_g8_pp"
   // @throws tilevm::Error naming what is malformed.
   static GemmConfig parse(const std::string& name);
   bool operator==(const GemmConfig&) const = default;
 };
 
-// The example's source text and its name, as built into the library.
-const std::string& gemm_program_text();
+// The examples' source text and file name, as built into the library.
+const std::string& gemm_program_text(GemmForm form = GemmForm::Tiles);
+const char* gemm_program_file(GemmForm form = GemmForm::Tiles);
+// A persistent or ping-pong kernel's registers per consumer thread (its REGS; setmaxnreg).
+int gemm_consumer_registers(const GemmConfig& config);
 // The program of one configuration, parsed (not lowered). @throws tilevm::Error on an invalid configuration.
 ir::Program build_gemm(const GemmConfig& config);
 // Shared bytes a configuration plans: STAGES (BM + BN) x 64 f16 tiles and the barriers.
@@ -47,7 +61,7 @@ int64_t gemm_shared_bytes(const GemmConfig& config);
 class GemmTemplate : public tune::KernelTemplate<GemmProblem, GemmConfig, exec::CompiledProgram> {
  public:
   std::string name() const override { return "gemm_f16_wgmma"; }
-  int revision() const override { return 1; }
+  int revision() const override { return 2; }  // 2: the persistent and ping-pong kernels
   std::string key(const GemmProblem& problem) const override;
   std::vector<GemmConfig> space(const GemmProblem& problem, const target::Target& target) const override;
   std::string config_name(const GemmConfig& config) const override { return config.name(); }
@@ -68,7 +82,9 @@ using GemmTuneResult = tune::TuneResult<GemmConfig>;
 GemmTuneResult autotune_gemm(const runtime::Device& device, const GemmProblem& problem,
                              const tune::TuneOptions& options = {});
 
-// Launch arguments of the program for device buffers a [m, k], b [n, k], c [m, n].
-exec::ProgramArgs gemm_args(const GemmProblem& problem, std::uint64_t a, std::uint64_t b, std::uint64_t c);
+// Launch arguments of the program for device buffers a [m, k], b [n, k], c [m, n]; a persistent or
+// ping-pong configuration's BLOCKS is `sm_count` (one block per SM).
+exec::ProgramArgs gemm_args(const GemmProblem& problem, const GemmConfig& config, int sm_count,
+                            std::uint64_t a, std::uint64_t b, std::uint64_t c);
 
 }  // namespace tilevm::ops
