@@ -58,8 +58,11 @@ constexpr GpuRow kGpus[] = {
     {"h100", "H100 SXM", "sm_90a", 132, 2048, 32, 227, 228, 50, 65536, 255, 3160, 10000, 474, 722, 60, 72,
      1.98},
     // H200 SXM 141 GB (sm_90a). H200 data sheet: the H100 SXM's GH100 with HBM3e at 4800 GB/s; the same SMs,
-    // shared memory, L2 and tensor-core rates. Read stream measured here: 4300 GB/s (about 1.4 x the H100).
-    {"h200", "H200", "sm_90a", 132, 2048, 32, 227, 228, 50, 65536, 255, 4300, 11000, 474, 722, 60, 0, 1.98},
+    // shared memory, L2 and tensor-core peaks. Measured here: a read stream 4300 GB/s (about 1.4 x the H100);
+    // the tensor cores sustain more than on the H100 (the clock holds higher under load): cuBLAS f16 750-780
+    // TFLOP/s on the large GEMMs, register-A wgmma 661 at 128 rows where the H100 gave 545-672
+    // (docs/performance.md, twentieth and twenty-first sessions): mma_tflops and gemm_tflops scaled to that.
+    {"h200", "H200", "sm_90a", 132, 2048, 32, 227, 228, 50, 65536, 255, 4300, 11000, 529, 760, 60, 0, 1.98},
     // L40S (AD102, sm_89). L40S data sheet (2023): 142 SMs (18176 CUDA cores, 128 per SM) at 2520 MHz boost,
     // 48 MB L2, GDDR6 864 GB/s, f16 tensor cores 362 TFLOP/s dense with f32 accumulation, f32 91.6
     // TFLOP/s. Compute capability 8.9 (CUDA Programming Guide): 100 KB shared memory per SM (99 KB per

@@ -40,6 +40,7 @@ TEST(TargetTarget, ResidentBlocks) {
   EXPECT_EQ(t.resident_blocks(1024, 255, 0), 0);  // 256 registers x 1024 threads do not fit
 }
 
+// And tensor cores that sustain more (measured: the clock holds higher under load).
 TEST(TargetTarget, H200IsAnH100WithFasterMemory) {
   const Target h100 = Target::h100_sxm(), h200 = Target::h200();
   EXPECT_EQ(h200.arch, "sm_90a");
@@ -47,7 +48,8 @@ TEST(TargetTarget, H200IsAnH100WithFasterMemory) {
   EXPECT_EQ(h200.shared_per_block, h100.shared_per_block);
   EXPECT_DOUBLE_EQ(h200.dram_gbps, 4300);
   EXPECT_GT(h200.l2_gbps, h100.l2_gbps);
-  EXPECT_NEAR(h200.mma_tflops, h100.mma_tflops, 1e-9);
+  EXPECT_GT(h200.mma_tflops, h100.mma_tflops);
+  EXPECT_GT(h200.gemm_tflops, h100.gemm_tflops);
 }
 
 TEST(TargetTarget, GenericSm80) {
