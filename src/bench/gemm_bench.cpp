@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 
+#include "tilevm/ops/gemm/gemm.h"
 #include "tilevm/runtime/cublas.h"
 #include "tilevm/support/error.h"
 #include "tilevm/type/convert.h"
@@ -94,9 +95,7 @@ GemmBenchResult bench_gemm(const runtime::Device& device, const exec::GpuProgram
   const runtime::DeviceBuffer& b = buffers.at("b_ptr");
   const runtime::DeviceBuffer& c = buffers.at("c_ptr");
   args.scalars = {{"M", m}, {"N", n}, {"K", k}};
-  // A persistent kernel's grid: one block per SM (examples/gemm_f16_persistent.tile).
-  for (const ir::Var& p : program.compiled().program.params)
-    if (p->name == "BLOCKS" && !p->type.is_pointer()) args.scalars["BLOCKS"] = device.info().sm_count;
+  ops::bind_gemm_blocks(program.compiled().program, device.info().sm_count, args);
   const runtime::Stream stream = device.create_stream();
   program.launch(stream, args);  // fails here, untimed, if the launch cannot
   stream.synchronize();

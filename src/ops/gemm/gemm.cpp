@@ -37,16 +37,37 @@ void check_config(const GemmConfig& c) {
     fail("gemm: BM = {} is more than one warpgroup holds in the ping-pong kernel (64 or 128)", c.bm);
 }
 
-const char* form_suffix(GemmForm form) {
-  switch (form) {
-    case GemmForm::Tiles:
-      return "";
-    case GemmForm::Persistent:
-      return "_p";
-    case GemmForm::PingPong:
-      return "_pp";
-  }
-  return "";
+// What differs between the kernels: the name's suffix, the example (file and built-in text).
+struct FormInfo {
+  GemmForm form;
+  const char* suffix;
+  const char* file;
+  const char* text;
+};
+const FormInfo& form_info(GemmForm form) {
+  static const FormInfo forms[] = {
+      {GemmForm::Tiles, "", "examples/gemm_f16_wgmma.tile", detail::kGemmProgramText},
+      {GemmForm::Persistent, "_p", "examples/gemm_f16_persistent.tile", detail::kGemmPersistentProgramText},
+      {GemmForm::PingPong, "_pp", "examples/gemm_f16_pingpong.tile", detail::kGemmPingPongProgramText},
+  };
+  return forms[static_cast<int>(form)];
+}
+
+// The consumer warpgroups: BM / 64 sharing each tile, or the ping-pong kernel's two, each with its own.
+int consumers(const GemmConfig& c) {
+  return c.form == GemmForm::PingPong ? 2 : c.bm / 64;
+}
+
+// The block's threads: the consumers, and the persistent kernels' producer warpgroup.
+int64_t block_threads(const GemmConfig& c) {
+  return (consumers(c) + (c.form == GemmForm::Tiles ? 0 : 1)) * int64_t{128};
+}
+
+// Registers of a persistent kernel's consumer thread (its REGS, setmaxnreg): the producer warpgroup keeps
+// 40 a thread and the consumers share the rest of the SM's 64K (in multiples of 8), at most 232 each.
+int consumer_registers(const GemmConfig& c) {
+  const int per_thread = (65536 / 128 - 40) / consumers(c);
+  return std::min(232, per_thread / 8 * 8);
 }
 
 }  // namespace
@@ -56,13 +77,13 @@ std::string GemmProblem::key() const {
 }
 
 std::string GemmConfig::name() const {
-  return fmt::format("bm{}_bn{}_s{}_g{}{}", bm, bn, stages, group, form_suffix(form));
+  return fmt::format("bm{}_bn{}_s{}_g{}{}", bm, bn, stages, group, form_info(form).suffix);
 }
 
 GemmConfig GemmConfig::parse(const std::string& name) {
   GemmConfig c;
   for (GemmForm form : {GemmForm::Persistent, GemmForm::PingPong}) {
-    const std::string suffix = form_suffix(form);
+    const std::string suffix = form_info(form).suffix;
     if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
       c.form = form;
   }
@@ -76,26 +97,12 @@ GemmConfig GemmConfig::parse(const std::string& name) {
   return c;
 }
 
-const std::string& gemm_program_text(GemmForm form) {
-  static const std::string tiles = detail::kGemmProgramText;
-  static const std::string persistent = detail::kGemmPersistentProgramText;
-  static const std::string pingpong = detail::kGemmPingPongProgramText;
-  return form == GemmForm::Persistent ? persistent : form == GemmForm::PingPong ? pingpong : tiles;
+const char* gemm_program_text(GemmForm form) {
+  return form_info(form).text;
 }
 
 const char* gemm_program_file(GemmForm form) {
-  return form == GemmForm::Persistent ? "examples/gemm_f16_persistent.tile"
-         : form == GemmForm::PingPong ? "examples/gemm_f16_pingpong.tile"
-                                      : "examples/gemm_f16_wgmma.tile";
-}
-
-int gemm_consumer_registers(const GemmConfig& c) {
-  // The producer warpgroup keeps 40 registers a thread; the consumer warpgroups (BM / 64 of them, or the
-  // ping-pong kernel's two) share the rest of the SM's 64K (setmaxnreg counts in multiples of 8), at most
-  // 232 each.
-  const int consumers = c.form == GemmForm::PingPong ? 2 : c.bm / 64;
-  const int per_thread = (65536 / 128 - 40) / consumers;
-  return std::min(232, per_thread / 8 * 8);
+  return form_info(form).file;
 }
 
 int64_t gemm_shared_bytes(const GemmConfig& c) {
@@ -112,9 +119,8 @@ ir::Program build_gemm(const GemmConfig& config) {
                      {"BN", std::to_string(config.bn)},
                      {"STAGES", std::to_string(config.stages)},
                      {"GROUP", std::to_string(config.group)}};
-  if (config.form != GemmForm::Tiles)
-    options.defines["REGS"] = std::to_string(gemm_consumer_registers(config));
-  const std::string& text = gemm_program_text(config.form);
+  if (config.form != GemmForm::Tiles) options.defines["REGS"] = std::to_string(consumer_registers(config));
+  const std::string text = gemm_program_text(config.form);
   Diagnostics diags;
   std::optional<ir::Program> p = ir::parse_program(text, diags, options);
   if (!p || diags.has_errors())
@@ -143,13 +149,14 @@ std::vector<GemmConfig> GemmTemplate::space(const GemmProblem&, const target::Ta
           // ptxas gives each thread of the block (bm256_bn256 fails: 128 + 40 > 65536 / 512; ptxas
           // allocates for the launch's count even where setmaxnreg raises it: ping-pong 128 x 192, 192 + 40
           // over 168, spills) and what setmaxnreg gives a consumer beside its producer warpgroup.
-          if (form == GemmForm::PingPong && bm > 128) continue;
-          const int64_t threads =
-              form == GemmForm::PingPong ? 384 : (bm / 64 + (form != GemmForm::Tiles)) * 128;
-          const int64_t per_thread = std::min<int64_t>(255, target.registers_per_sm / threads / 8 * 8);
-          const int accumulators = form == GemmForm::PingPong ? bm * bn / 128 : bn / 2;
+          if (form == GemmForm::PingPong && bm > 128) continue;  // check_config's rule
+          const int64_t per_thread =
+              std::min<int64_t>(255, target.registers_per_sm / block_threads(c) / 8 * 8);
+          // The tile's f32 accumulators over the threads that hold it: BM / 64 warpgroups, or one warpgroup
+          // in the ping-pong kernel.
+          const int accumulators = bm * bn / 128 / (form == GemmForm::PingPong ? 1 : bm / 64);
           if (gemm_shared_bytes(c) > target.shared_per_block || accumulators + 40 > per_thread ||
-              (form != GemmForm::Tiles && accumulators + 40 > gemm_consumer_registers(c)))
+              (form != GemmForm::Tiles && accumulators + 40 > consumer_registers(c)))
             continue;
           out.push_back(c);
         }
@@ -181,7 +188,7 @@ tune::CostEstimate GemmTemplate::estimate(const GemmProblem& p, const GemmConfig
   const bool persistent = c.form != GemmForm::Tiles;
   e.blocks = persistent ? std::min<int64_t>(tm * tn, target.sm_count) : tm * tn;
   e.blocks_per_sm = 1;
-  e.threads = c.form == GemmForm::PingPong ? 384 : (c.bm / 64 + (persistent ? 1 : 0)) * 128;
+  e.threads = block_threads(c);
   // Tiles on the busiest SM: a wave each for one tile per block, the same count walked by a persistent
   // block.
   e.waves = (tm * tn + target.sm_count - 1) / target.sm_count;
@@ -238,13 +245,8 @@ class GemmTimer : public tune::Timer<exec::CompiledProgram> {
   }
   double time(const exec::CompiledProgram& compiled, int repeats) override {
     const exec::GpuProgram g = exec::GpuProgram::load(device_, compiled);
-    // The compiled program says which kernel it is: the persistent ones take BLOCKS.
-    GemmConfig kind;
-    if (std::any_of(compiled.program.params.begin(), compiled.program.params.end(),
-                    [](const ir::Var& v) { return v->name == "BLOCKS"; }))
-      kind.form = GemmForm::Persistent;
-    const exec::ProgramArgs args =
-        gemm_args(problem_, kind, device_.info().sm_count, a_.device_ptr(), b_.device_ptr(), c_.device_ptr());
+    const exec::ProgramArgs args = gemm_args(problem_, compiled.program, device_.info().sm_count,
+                                             a_.device_ptr(), b_.device_ptr(), c_.device_ptr());
     tune::TimingOptions options;
     options.warmup = 2;
     options.repeats = repeats;
@@ -296,12 +298,17 @@ GemmTuneResult autotune_gemm(const runtime::Device& device, const GemmProblem& p
   return tune::autotune(GemmTemplate(), device, problem, options);
 }
 
-exec::ProgramArgs gemm_args(const GemmProblem& p, const GemmConfig& config, int sm_count, std::uint64_t a,
+void bind_gemm_blocks(const ir::Program& program, int sm_count, exec::ProgramArgs& args) {
+  for (const ir::Var& p : program.params)
+    if (p->name == "BLOCKS" && !p->type.is_pointer()) args.scalars["BLOCKS"] = std::max(1, sm_count);
+}
+
+exec::ProgramArgs gemm_args(const GemmProblem& p, const ir::Program& program, int sm_count, std::uint64_t a,
                             std::uint64_t b, std::uint64_t c) {
   exec::ProgramArgs args;
   args.pointers = {{"a_ptr", a}, {"b_ptr", b}, {"c_ptr", c}};
   args.scalars = {{"M", p.m}, {"N", p.n}, {"K", p.k}};
-  if (config.form != GemmForm::Tiles) args.scalars["BLOCKS"] = std::max(1, sm_count);
+  bind_gemm_blocks(program, sm_count, args);
   return args;
 }
 

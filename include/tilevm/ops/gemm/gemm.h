@@ -49,10 +49,8 @@ struct GemmConfig {
 };
 
 // The examples' source text and file name, as built into the library.
-const std::string& gemm_program_text(GemmForm form = GemmForm::Tiles);
+const char* gemm_program_text(GemmForm form = GemmForm::Tiles);
 const char* gemm_program_file(GemmForm form = GemmForm::Tiles);
-// A persistent or ping-pong kernel's registers per consumer thread (its REGS; setmaxnreg).
-int gemm_consumer_registers(const GemmConfig& config);
 // The program of one configuration, parsed (not lowered). @throws tilevm::Error on an invalid configuration.
 ir::Program build_gemm(const GemmConfig& config);
 // Shared bytes a configuration plans: STAGES (BM + BN) x 64 f16 tiles and the barriers.
@@ -82,9 +80,11 @@ using GemmTuneResult = tune::TuneResult<GemmConfig>;
 GemmTuneResult autotune_gemm(const runtime::Device& device, const GemmProblem& problem,
                              const tune::TuneOptions& options = {});
 
-// Launch arguments of the program for device buffers a [m, k], b [n, k], c [m, n]; a persistent or
-// ping-pong configuration's BLOCKS is `sm_count` (one block per SM).
-exec::ProgramArgs gemm_args(const GemmProblem& problem, const GemmConfig& config, int sm_count,
+// A persistent GEMM program (one with a scalar parameter BLOCKS, the grid's bound) runs one block per SM:
+// sets BLOCKS to `sm_count` where `program` takes it (also for `tilevm bench --gemm FILE`).
+void bind_gemm_blocks(const ir::Program& program, int sm_count, exec::ProgramArgs& args);
+// Launch arguments of `program` for device buffers a [m, k], b [n, k], c [m, n] (bind_gemm_blocks too).
+exec::ProgramArgs gemm_args(const GemmProblem& problem, const ir::Program& program, int sm_count,
                             std::uint64_t a, std::uint64_t b, std::uint64_t c);
 
 }  // namespace tilevm::ops
