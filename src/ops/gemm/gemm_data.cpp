@@ -58,8 +58,9 @@ std::string gemm_mismatch(const GemmData& d, const std::vector<uint8_t>& c, doub
   const std::vector<double> a = decoded(d.a), b = decoded(d.b);
   for (int64_t i = 0; i < d.m; ++i)
     for (int64_t j = 0; j < d.n; ++j) {
-      const double* row = &a[static_cast<size_t>(i * d.k)];
-      const double* col = &b[static_cast<size_t>(j * d.k)];
+      // data() + offset, not &a[...]: with K = 0 the vectors are empty and indexing them is undefined.
+      const double* row = a.data() + i * d.k;
+      const double* col = b.data() + j * d.k;
       double ref = 0;
       for (int64_t x = 0; x < d.k; ++x) ref += row[x] * col[x];
       const double got = f16_at(c, static_cast<size_t>(i * d.n + j));
