@@ -46,7 +46,7 @@ for w in ${BENCH-decode dtypes prefill}; do
   extra=${BENCH_ARGS:-}
   if [ "$w" = tile ]; then
     # The tile layer's GEMMs beside their hand-written counterparts, on the GEMM workloads with cuBLAS.
-    for f in examples/gemm_f16_wgmma.tile examples/gemm_f16_pingpong.tile examples/tile/gemm_f16.tile examples/tile/gemm_bias_relu.tile \
+    for f in examples/gemm_f16_wgmma.tile examples/gemm_f16_pingpong.tile examples/gemm_f16_pingpong_cluster.tile examples/tile/gemm_f16.tile examples/tile/gemm_bias_relu.tile \
              examples/tile/dequant_gemm.tile examples/tile/dequant_gemm_rs.tile \
              examples/tile/dequant_gemm_rs_groups.tile examples/tile/dequant_gemm_rs_packed.tile; do
       name=$(basename "$f" .tile)

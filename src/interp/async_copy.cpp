@@ -16,27 +16,40 @@ void Machine::copy_async(const ir::CopyAsyncInst& n) {
 size_t Machine::issue_copy(const ir::TensorArg& dst_arg, const ir::TensorArg& src_arg,
                            const ir::InstNode& n) {
   SharedBuffer& s = shared_operand(dst_arg);
+  return record_copy(s, read_copy_tile(s, dst_arg, src_arg, n), n);
+}
+
+Machine::CopyTile Machine::read_copy_tile(const SharedBuffer& s, const ir::TensorArg& dst_arg,
+                                          const ir::TensorArg& src_arg, const ir::InstNode& n) {
   GlobalTensor& g = global_operand(src_arg);
-  const std::string what = n.name();
   if (s.dtype != g.dtype) {
-    raise(n.loc, "{} from global '{}' of {} into shared '{}' of {}", what, g.name, g.dtype.name(), s.name,
+    raise(n.loc, "{} from global '{}' of {} into shared '{}' of {}", n.name(), g.name, g.dtype.name(), s.name,
           s.dtype.name());
   }
   // The tile is the destination view, copied from the source view at its origin.
   const MemView dv = resolve_view(dst_arg, s.table->shape);
   Index tile;
   for (int d : dv.kept) tile.push_back(s.table->shape[static_cast<size_t>(d)]);
-  const std::vector<int64_t> dst = shared_addresses(dst_arg, s, tile, {}, "write");
+  CopyTile t;
+  t.offsets = shared_addresses(dst_arg, s, tile, {}, "write");
   const std::vector<int64_t> src = global_addresses(src_arg, g, tile, {});
-  charge_steps(static_cast<int64_t>(dst.size()));
+  charge_steps(static_cast<int64_t>(t.offsets.size()));
+  t.bytes = packed_bytes(s.dtype, static_cast<int64_t>(t.offsets.size()));
+  t.codes.reserve(src.size());
+  for (int64_t a : src) t.codes.push_back(a < 0 ? 0 : read_global(g, a, n.loc));
+  return t;
+}
+
+size_t Machine::record_copy(SharedBuffer& s, const CopyTile& tile, const ir::InstNode& n) {
+  const std::string what = n.name();
   PendingCopy copy;
   copy.dst = &s;
   copy.loc = current_loc_ptr_;
-  copy.bytes = packed_bytes(s.dtype, static_cast<int64_t>(dst.size()));
-  copy.writes.reserve(dst.size());
+  copy.bytes = tile.bytes;
+  copy.writes.reserve(tile.offsets.size());
   const auto id = static_cast<int32_t>(copies_.size());
-  for (size_t l = 0; l < dst.size(); ++l) {
-    const int64_t off = dst[l];
+  for (size_t l = 0; l < tile.offsets.size(); ++l) {
+    const int64_t off = tile.offsets[l];
     const int32_t pending = s.pending[static_cast<size_t>(off)];
     if (pending >= 0) {
       const PendingCopy& other = copies_[static_cast<size_t>(pending)];
@@ -46,7 +59,7 @@ size_t Machine::issue_copy(const ir::TensorArg& dst_arg, const ir::TensorArg& sr
     check_not_dot_operand(s, off, n.loc);
     check_not_store_source(s, off, n.loc);
     if (options_.check_races) check_async_issue(s, off, n.loc, what);
-    copy.writes.emplace_back(off, src[l] < 0 ? 0 : read_global(g, src[l], n.loc));
+    copy.writes.emplace_back(off, tile.codes[l]);
     s.pending[static_cast<size_t>(off)] = id;
   }
   copies_.push_back(std::move(copy));

@@ -55,6 +55,22 @@ Machine::Machine(const ir::Program& program, Arguments& args, const RunOptions& 
     total_blocks_ *= g;
   }
   threads_ = program.threads;
+  if (!program.cluster.empty()) {
+    clustered_ = true;
+    cluster_.assign(grid_.size(), 1);
+    for (size_t d = 0; d < program.cluster.size() && d < grid_.size(); ++d) cluster_[d] = program.cluster[d];
+    for (size_t d = 0; d < grid_.size(); ++d) {
+      // The launch of a grid that clusters do not tile fails (cudaErrorInvalidClusterSize).
+      if (cluster_[d] < 1 || grid_[d] % cluster_[d] != 0)
+        raise(
+            program.loc,
+            "the grid {} does not divide into clusters of {}: extent {} in dimension {} is not a multiple of "
+            "{} (the GPU would refuse the launch)",
+            format_index(grid_), format_index(cluster_), grid_[d], "xyz"[d], cluster_[d]);
+      cluster_blocks_ *= cluster_[d];
+    }
+    first_barrier_actor_ = static_cast<uint16_t>(cluster_blocks_ * kActorsPerBlock);
+  }
 }
 
 void Machine::run() {
@@ -62,6 +78,35 @@ void Machine::run() {
   int64_t last =
       options_.num_blocks < 0 ? total_blocks_ : std::min(total_blocks_, first + options_.num_blocks);
   try {
+    if (clustered_) {
+      // Cluster by cluster (x fastest), each with its blocks together; one runs when any of its blocks'
+      // linear indices is among the selected.
+      const int64_t clusters = total_blocks_ / cluster_blocks_;
+      for (int64_t n = 0; n < clusters; ++n) {
+        const int64_t linear = options_.reverse_blocks ? clusters - 1 - n : n;
+        Index origin(grid_.size());
+        int64_t rest = linear;
+        bool selected = false;
+        for (size_t d = 0; d < grid_.size(); ++d) {
+          const int64_t along = grid_[d] / cluster_[d];
+          origin[d] = rest % along * cluster_[d];
+          rest /= along;
+        }
+        for (int64_t r = 0; r < cluster_blocks_ && !selected; ++r) {
+          int64_t b = 0, stride = 1, q = r;
+          for (size_t d = 0; d < grid_.size(); ++d) {
+            b += (origin[d] + q % cluster_[d]) * stride;
+            q /= cluster_[d];
+            stride *= grid_[d];
+          }
+          selected = b >= first && b < last;
+        }
+        if (selected) run_cluster(linear);
+      }
+      launch_finished_ = true;
+      finish_launch(first == 0 && last == total_blocks_);
+      return;
+    }
     for (int64_t n = first; n < last; ++n) {
       const int64_t linear = options_.reverse_blocks ? first + last - 1 - n : n;
       // The first grid dimension varies fastest (CUDA's blockIdx.x order).
@@ -103,6 +148,10 @@ void Machine::run_block(const Index& block) {
   sync_epoch_ = clock_[0];
   barrier_actors_.clear();
   exec_block(program_.body);
+  check_block_end();
+}
+
+void Machine::check_block_end() {
   // A block that ends with a DotAsync in flight: its accumulator is never complete (and the GPU would run
   // the next block's code into registers the tensor cores still write).
   for (const AsyncIssues::Entry& d : dots_.entries())
@@ -123,6 +172,13 @@ void Machine::run_block(const Index& block) {
             "the block ends with this CopyTma still in flight: no BarrierWait waited for the phase of {}[{}] "
             "it completes on",
             c.barrier->name, c.barrier_index);
+  // Nor before another block's arrival on its barriers (the memory may be the next block's by then).
+  for (const Access& a : remote_arrivals_)
+    if (!happened_before(a, -1))
+      raise(*a.loc,
+            "the cluster's block {} may end before this arrival on its barrier: nothing orders the arrival "
+            "before its end (the block must wait for the phase it completes before it ends)",
+            format_index(block_index_));
 }
 
 Flow Machine::exec_block(const ir::Block& block) {
@@ -342,6 +398,9 @@ Flow Machine::exec_inst(const ir::InstStmt& s) {
       break;
     case ir::InstKind::StoreTmaWait:
       store_tma_wait(*inst.as<ir::StoreTmaWaitInst>());
+      break;
+    case ir::InstKind::ClusterSync:
+      cluster_sync();
       break;
     case ir::InstKind::CopyAsync:
       copy_async(*inst.as<ir::CopyAsyncInst>());

@@ -95,7 +95,10 @@ using RegPtr = std::shared_ptr<RegTensor>;
 // An actor is one sequential strand of the block's execution: the block itself (actor 0), a region of the
 // section that runs (1 to kMaxRegions), or the copy engine of one barrier (kFirstBarrierActor and up: a
 // CopyTma's data lands as that actor's write). Each actor's epochs grow (Machine::fresh_epoch); a vector
-// clock says, per actor, the epoch before which its accesses happened before the current point.
+// clock says, per actor, the epoch before which its accesses happened before the current point. The blocks
+// of a thread-block cluster run together and share one numbering: the block of rank r is actor
+// r * kActorsPerBlock and its regions follow it; the barriers' copy engines come after every block's
+// (Machine::first_barrier_actor_).
 struct Access {
   uint32_t epoch = 0;
   int32_t thread = -1;  // a thread of the block (regions' threads counted from the block's first), kSeveral,
@@ -106,8 +109,9 @@ struct Access {
 inline constexpr int32_t kSeveral = -2;
 inline constexpr int32_t kAsync = -3;  // the async-copy unit (every thread)
 inline constexpr int kMaxRegions = 8;  // 1024 threads: 8 warpgroups
-inline constexpr int kFirstBarrierActor = kMaxRegions + 1;
-using Clock = std::vector<uint32_t>;  // by actor; a missing entry is 0
+inline constexpr int kActorsPerBlock = kMaxRegions + 1;
+inline constexpr int kFirstBarrierActor = kActorsPerBlock;  // without clusters
+using Clock = std::vector<uint32_t>;                        // by actor; a missing entry is 0
 
 // Per element of a shared tensor: the last write, and the reads that no later access is known to follow
 // (usually one record: reads by one actor merge, and a read that follows another replaces it).
@@ -134,6 +138,10 @@ struct BarrierState {
 
 struct SharedBuffer {
   std::string name;
+  // The AllocateShared or AllocateBarrier that made it (another block of the cluster names its own tensor
+  // of the same allocation), and when: a block of the cluster may reach it only after that.
+  const ir::InstNode* allocation = nullptr;
+  Access allocated;
   DataType dtype = DataType::f32();
   const LayoutTable* table = nullptr;  // memory layout: shape and offset_of
   std::vector<uint8_t> bytes;          // packed storage, indexed by storage offset
@@ -244,7 +252,8 @@ std::string format_code(DataType type, uint64_t code);
 void join_clock(Clock& into, const Clock& from);
 
 // One strand of the block's execution while another runs: the machine's per-strand members, which
-// Machine::swap_strand exchanges with this copy, and the strand's scheduling state.
+// Machine::swap_strand exchanges with this copy, and the strand's scheduling state. With clusters every
+// block of the cluster is a strand too (`block_strand`), and its sections' regions are strands beside it.
 struct Strand {
   std::unordered_map<const ir::VarNode*, Value> env;
   SourceLoc loc;
@@ -259,10 +268,40 @@ struct Strand {
   // Scheduling (never swapped): the strand's region; a blocked strand waits in a BarrierWait for the phase
   // of parity `wait_parity` of barrier `wait_index` of `wait_buffer`.
   const ir::RegionStmt* stmt = nullptr;
-  enum class State { Ready, Blocked, Finished } state = State::Ready;
-  SharedBuffer* wait_buffer = nullptr;
+  // InSection: a block strand whose section's regions run (`open_regions` of them not finished).
+  enum class State { Ready, Blocked, InSection, Finished } state = State::Ready;
+  SharedBuffer* wait_buffer = nullptr;  // null while blocked in a ClusterSync
   int64_t wait_index = 0, wait_parity = 0;
+  int64_t wait_generation = 0;  // ClusterSync: the cluster barrier's phase it waits to complete
   SourceLoc wait_loc;
+  // Clusters: the block's rank in its cluster, whether this is the block's own strand, the block strand
+  // whose section a region belongs to.
+  int block = 0;
+  bool block_strand = false;
+  int parent = -1;
+  int open_regions = 0;
+};
+
+// What one block of a cluster owns while another block's strand holds the machine (Machine::swap_block
+// exchanges it with the machine's members). Without clusters the one block's state stays in the machine.
+struct BlockState {
+  Index block_index;
+  int rank = 0;
+  uint16_t actor_base = 0;
+  bool ended = false;
+  std::vector<std::unique_ptr<SharedBuffer>> shared;
+  int64_t shared_bytes = 0;
+  std::vector<PendingCopy> copies;
+  AsyncIssues dots, stores;
+  std::map<const ir::VarNode*, int64_t> dot_register_operands;
+  std::vector<GlobalBuffer*> tma_stored_buffers;
+  std::map<const ir::InstNode*, SharedBuffer*> last_allocation;
+  int64_t block_linear = 0;
+  uint32_t block_tickets = 0;
+  std::unordered_map<int64_t, uint32_t> block_seen;
+  // Arrivals of other blocks on this block's barriers: each must happen before the block ends (its shared
+  // memory, the barriers among it, is gone after that).
+  std::vector<Access> remote_arrivals;
 };
 
 // One run of the program under one schedule (executor.cpp): errors go to `diags`, with their notes.
@@ -297,6 +336,9 @@ class Machine {
  private:
   // Statements (executor.cpp).
   void run_block(const Index& block);
+  // What a block may not end with (in-flight DotAsync, StoreTma, CopyTma; with clusters, other blocks'
+  // arrivals not ordered before the end).
+  void check_block_end();
   Flow exec_block(const ir::Block& block);
   Flow exec_stmt(const ir::Stmt& s);
   Flow exec_inst(const ir::InstStmt& s);
@@ -394,6 +436,8 @@ class Machine {
   // The barrier an operand names (b[i]): its state, and its buffer and index through the out-parameters.
   BarrierState& barrier_operand(const ir::TensorArg& arg, SharedBuffer** buffer, int64_t* index);
   void barrier_arrive(const ir::BarrierArriveInst& n);
+  // An arrival on barrier i of b, which belongs to the block whose state the machine holds.
+  void arrive_on(SharedBuffer& b, int64_t i, int64_t tx, SourceLoc loc);
   void barrier_wait(const ir::BarrierWaitInst& n);
   void copy_tma(const ir::CopyTmaInst& n);
   // The tensor map's rules for a global view (contiguous rows, 16-byte strides), which the GPU would reject
@@ -446,10 +490,55 @@ class Machine {
   // Hands the baton from the running strand `from` (which must have stored its state) to `to`.
   void hand_over(int from, int to);
   [[noreturn]] void raise_deadlock(int current);
-  // The bytes of CopyTma copies in flight that complete on barrier i of b.
-  int64_t inflight_bytes(const SharedBuffer* b, int64_t i) const;
+  // The bytes of CopyTma copies in flight that complete on barrier i of b, a barrier of the cluster's block
+  // of rank `rank` (-1: the block whose state the machine holds).
+  int64_t inflight_bytes(const SharedBuffer* b, int64_t i, int rank = -1) const;
   // A wait phase's text for messages: "empty[0] (parity 0): phase 0 still needs 1 arrival".
-  std::string waiting_text(const SharedBuffer& b, int64_t i, int64_t parity) const;
+  std::string waiting_text(const SharedBuffer& b, int64_t i, int64_t parity, int rank = -1) const;
+  // What a strand waits for, for a deadlock's message.
+  std::string strand_text(const Strand& s) const;
+  std::string strand_wait_text(const Strand& s) const;
+
+  // Thread-block clusters (clusters.cpp): the blocks of a cluster run together, each a strand of one
+  // Section beside its regions; the machine holds the state of the block whose strand runs, the others'
+  // wait in blocks_.
+  void run_cluster(int64_t first_block_of_cluster);
+  void block_main(size_t index);
+  void swap_block(BlockState& b);
+  void park_block(int rank) {
+    if (clustered_) swap_block(blocks_[static_cast<size_t>(rank)]);
+  }
+  // Runs `fn` with the state of the cluster's block `rank` in the machine (the running strand's own
+  // variables, clock and location stay): an arrival on its barrier, a multicast copy into its shared memory.
+  template <typename Fn>
+  void with_block(int rank, Fn&& fn);
+  // Inside with_block: the running strand's block's tensor `mine` as the other block holds it (the same
+  // allocation), which must have been allocated before this point; `what` names the instruction.
+  SharedBuffer& in_block(const SharedBuffer& mine, const char* what);
+  void run_section_in_cluster(const ir::Block& block, size_t first, size_t end);
+  void cluster_sync();
+  // Passes the baton from the running strand to `next` and takes it back.
+  void pass_baton(int next);
+  uint16_t block_actor(uint16_t actor) const {
+    return actor < first_barrier_actor_ ? static_cast<uint16_t>(actor - actor % kActorsPerBlock) : actor;
+  }
+  std::string actor_text(const Access& a) const;
+  const Index& block_index_of(int rank) const {
+    return rank == rank_ ? block_index_ : blocks_[static_cast<size_t>(rank)].block_index;
+  }
+
+  // Reads the tile of a copy (CopyAsync, CopyTma) when it is issued: the destination's storage offsets in
+  // `dst` (a tensor of the running strand's block; a multicast writes the same offsets of the others') and
+  // the codes.
+  struct CopyTile {
+    std::vector<int64_t> offsets;
+    std::vector<uint64_t> codes;
+    int64_t bytes = 0;
+  };
+  CopyTile read_copy_tile(const SharedBuffer& s, const ir::TensorArg& dst, const ir::TensorArg& src,
+                          const ir::InstNode& n);
+  // Records the tile's pending writes into `s` (of the block whose state the machine holds).
+  size_t record_copy(SharedBuffer& s, const CopyTile& tile, const ir::InstNode& n);
 
   // Compute (compute.cpp, reduce_dot.cpp).
   RegPtr elementwise(const ir::ElementwiseInst& n, DataType dtype);  // dtype: the result's
@@ -544,10 +633,47 @@ class Machine {
   std::vector<const ir::RegionStmt*> actor_regions_;
   std::vector<std::pair<const SharedBuffer*, int64_t>> barrier_actors_;
 
-  // Regions: how they take turns, and the section running (null outside one).
+  // Regions: how they take turns, and the section running (null outside one; with clusters, the cluster's
+  // strands for the whole run of the cluster).
   Schedule schedule_;
   uint64_t rng_state_ = 0;
   std::shared_ptr<Section> section_;  // (shared_ptr: Section is complete in regions.cpp only)
+
+  // Clusters (clusters.cpp). Per block (swap_block): the block's rank, its first actor, whether it has
+  // ended, the other blocks' arrivals on its barriers. Per cluster: the parked blocks, the cluster
+  // barrier's arrivals (ClusterSync) and the clocks of its arrivals and of its last completed phase.
+  int rank_ = 0;
+  uint16_t actor_base_ = 0;
+  bool block_ended_ = false;
+  std::vector<Access> remote_arrivals_;
+  bool clustered_ = false;
+  Index cluster_;  // one extent per grid dimension
+  int64_t cluster_blocks_ = 1;
+  uint16_t first_barrier_actor_ = kFirstBarrierActor;
+  std::vector<BlockState> blocks_;
+  int64_t sync_generation_ = 0, sync_arrived_ = 0;
+  Clock sync_arrivals_, sync_completed_;
 };
+
+template <typename Fn>
+void Machine::with_block(int rank, Fn&& fn) {
+  if (rank == rank_) {
+    fn();
+    return;
+  }
+  const int me = rank_;
+  swap_block(blocks_[static_cast<size_t>(me)]);
+  swap_block(blocks_[static_cast<size_t>(rank)]);
+  // Back to the running strand's block on the way out, an error's too (its note names that block).
+  struct Restore {
+    Machine* m;
+    int rank, me;
+    ~Restore() {
+      m->swap_block(m->blocks_[static_cast<size_t>(rank)]);
+      m->swap_block(m->blocks_[static_cast<size_t>(me)]);
+    }
+  } restore{this, rank, me};
+  fn();
+}
 
 }  // namespace tilevm::interp::detail

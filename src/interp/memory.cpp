@@ -342,6 +342,8 @@ Value Machine::allocate_shared(const ir::AllocateSharedInst& n, const ir::Var& v
       last != last_allocation_.end() && !last->second->store_seq.empty())
     s->store_seq = last->second->store_seq;
   last_allocation_[&n] = s.get();
+  s->allocation = &n;
+  s->allocated = Access{epoch(), kSeveral, actor_, current_loc_ptr_};
   s->name = var->name;
   s->dtype = n.dtype;
   s->table = &layouts_.get_memory(*t.layout);

@@ -37,13 +37,13 @@ uint32_t entry(const Clock& c, uint16_t actor) {
   return actor < c.size() ? c[actor] : 0;
 }
 
-std::string actor_text(const Access& a) {
+}  // namespace
+
+std::string Machine::actor_text(const Access& a) const {
   if (a.thread == kSeveral) return "several threads";
-  if (a.thread == kAsync) return a.actor >= kFirstBarrierActor ? "a CopyTma" : "a CopyAsync";
+  if (a.thread == kAsync) return a.actor >= first_barrier_actor_ ? "a CopyTma" : "a CopyAsync";
   return fmt::format("thread {}", a.thread);
 }
-
-}  // namespace
 
 void join_clock(Clock& into, const Clock& from) {
   if (into.size() < from.size()) into.resize(from.size(), 0);
@@ -56,7 +56,8 @@ std::string Machine::shared_element(const SharedBuffer& s, int64_t offset) const
 
 bool Machine::happened_before(const Access& a, int32_t thread) const {
   if (a.thread == -1) return true;  // no access
-  if (thread >= 0 && a.thread == thread) return true;
+  // (Thread numbers are the block's: with clusters, the same number in another block is another thread.)
+  if (thread >= 0 && a.thread == thread && block_actor(a.actor) == block_actor(actor_)) return true;
   if (a.actor == actor_) return a.epoch < sync_epoch_;
   return a.epoch < entry(clock_, a.actor);
 }
@@ -66,13 +67,19 @@ std::string Machine::race_text(const Access& a, const char* verb) const {
   const std::string who = actor_text(a);
   if (a.actor == actor_)
     return fmt::format("{} {} it at {} with no Synchronize() in between", who, verb, where(a.loc));
-  if (a.actor >= kFirstBarrierActor) {
-    const auto& [b, i] = barrier_actors_[static_cast<size_t>(a.actor - kFirstBarrierActor)];
+  if (a.actor >= first_barrier_actor_) {
+    const auto& [b, i] = barrier_actors_[static_cast<size_t>(a.actor - first_barrier_actor_)];
     return fmt::format(
         "{} issued at {} {} it, landing with a phase of {}[{}] that this {} has not waited for", who,
         where(a.loc), verb, b->name, i, region_ ? "region" : "block");
   }
-  if (a.actor == 0)
+  if (block_actor(a.actor) != block_actor(actor_)) {
+    return fmt::format(
+        "{} of the cluster's block {} {} it at {}, and nothing orders the two (a barrier phase it arrived on "
+        "that this strand waited for, or a ClusterSync() between)",
+        who, format_index(block_index_of(a.actor / kActorsPerBlock)), verb, where(a.loc));
+  }
+  if (a.actor == block_actor(actor_))
     return fmt::format("{} {} it at {} before the section, with no Synchronize() before the section", who,
                        verb, where(a.loc));
   const ir::RegionStmt* r = a.actor < actor_regions_.size() ? actor_regions_[a.actor] : nullptr;
@@ -178,7 +185,7 @@ void Machine::check_async_issue(SharedBuffer& s, int64_t offset, const SourceLoc
 void Machine::check_async_proxy_read(const SharedBuffer& s, int64_t offset, const SourceLoc& loc,
                                      const char* what, const char* reader) {
   const Access& w = s.meta[static_cast<size_t>(offset)].write;
-  const bool by_tma = w.thread == kAsync && w.actor >= kFirstBarrierActor;
+  const bool by_tma = w.thread == kAsync && w.actor >= first_barrier_actor_;
   if (w.thread == -1 || by_tma) return;
   // The first Synchronize() of `actor` after the write, unless a new strand took the number first; known
   // here at its own epoch (it is a barrier after the fence).
@@ -193,14 +200,14 @@ void Machine::check_async_proxy_read(const SharedBuffer& s, int64_t offset, cons
   // A region's writes are also fenced by a Synchronize() of the whole block after its section: every thread
   // runs it, the region's among them (epochs only grow, so a block event after the write is after the
   // section).
-  if (fenced_by(w.actor) || (w.actor != 0 && fenced_by(0))) return;
+  if (fenced_by(w.actor) || (w.actor != block_actor(w.actor) && fenced_by(block_actor(w.actor)))) return;
   raise(
       loc,
       "{} reads shared '{}' element {}, written at {} with no Synchronize() of the writing {} after it that "
       "happens before this read: the threads' writes reach {} only through the proxy fence of a "
       "Synchronize() of the threads that wrote",
       what, s.name, shared_element(s, offset), w.loc ? loc_text(*w.loc) : std::string("?"),
-      w.actor == 0 ? "block" : "region", reader);
+      w.actor == block_actor(w.actor) ? "block" : "region", reader);
 }
 
 void Machine::record_tma_write(SharedBuffer& s, int64_t offset, uint16_t actor, uint32_t at,

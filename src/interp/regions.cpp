@@ -13,42 +13,16 @@
 //
 // The machine's per-strand members (variables, location, thread count and numbering, CopyAsync groups, the
 // race checker's actor and clock) are swapped in when a strand takes the baton and out when it passes it.
-#include <condition_variable>
-#include <exception>
-#include <mutex>
-#include <thread>
-
 #include <fmt/format.h>
 
-#include "machine.h"
+#include "section.h"
 
 namespace tilevm::interp::detail {
 
-struct Section {
-  std::vector<Strand> strands;
-  std::vector<std::thread> threads;
-  std::mutex mutex;
-  std::condition_variable cv;
-  int running = -1;  // the strand that holds the baton; -1: the block's thread (the section is over)
-  bool cancel = false;
-  std::exception_ptr error;
-};
-
 namespace {
-
-// Unwinds a strand whose section stopped on another strand's error.
-struct Cancelled {};
 
 std::string region_text(const ir::RegionStmt& r) {
   return fmt::format("Warpgroups({}, {})", r.first, r.stop);
-}
-
-// splitmix64: a fixed generator, so that random:N is the same schedule on every platform.
-uint64_t next_random(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
 }
 
 }  // namespace
@@ -73,9 +47,10 @@ void Machine::run_section(const ir::Block& block, size_t first, size_t end) {
   const size_t n = end - first;
   if (n > static_cast<size_t>(kMaxRegions))
     raise(block[first]->loc, "a section of {} regions; a block has at most {} warpgroups", n, kMaxRegions);
+  if (clustered_) return run_section_in_cluster(block, first, end);
   auto section = std::make_shared<Section>();
   section->strands.resize(n);
-  actor_regions_.assign(kMaxRegions + 1, nullptr);
+  actor_regions_.assign(first_barrier_actor_, nullptr);
   for (size_t k = 0; k < n; ++k) {
     const auto& r = *block[first + k]->as<ir::RegionStmt>();
     Strand& s = section->strands[k];
@@ -147,14 +122,22 @@ void Machine::strand_main(size_t index) {
       sec.cv.wait(lock, [&] { return sec.running == me || sec.cancel; });
       if (sec.cancel) throw Cancelled{};
     }
-    swap_strand(sec.strands[index]);
+    Strand& mine = sec.strands[index];
+    park_block(mine.block);  // (with clusters: the region's block's state into the machine)
+    swap_strand(mine);
     exec_block(region_->body);  // the verifier allows no return, Exit() or break out of a region
-    swap_strand(sec.strands[index]);
-    sec.strands[index].state = Strand::State::Finished;
+    swap_strand(mine);
+    mine.state = Strand::State::Finished;
+    // The last region of a block's section in a cluster: the block goes on.
+    if (mine.parent >= 0) {
+      Strand& parent = sec.strands[static_cast<size_t>(mine.parent)];
+      if (--parent.open_regions == 0) parent.state = Strand::State::Ready;
+    }
     const int next = pick_next(me, false, std::nullopt);
     bool all_finished = true;
     for (const Strand& s : sec.strands) all_finished &= s.state == Strand::State::Finished;
     if (next < 0 && !all_finished) raise_deadlock(me);
+    park_block(mine.block);
     {
       std::lock_guard<std::mutex> lock(sec.mutex);
       sec.running = next;  // -1 when all have finished: back to the block
@@ -187,13 +170,15 @@ bool Machine::can_go_on(const Strand& s) const {
     case Strand::State::Ready:
       return true;
     case Strand::State::Finished:
+    case Strand::State::InSection:
       return false;
     case Strand::State::Blocked: {
+      if (!s.wait_buffer) return sync_generation_ > s.wait_generation;  // ClusterSync
       const BarrierState& st = s.wait_buffer->barriers[static_cast<size_t>(s.wait_index)];
       // Its phase has completed, or can complete now (or its copies bring too many bytes, which the wait
       // reports when it runs).
       return st.phase % 2 != s.wait_parity ||
-             (st.pending == 0 && inflight_bytes(s.wait_buffer, s.wait_index) >= st.tx);
+             (st.pending == 0 && inflight_bytes(s.wait_buffer, s.wait_index, s.block) >= st.tx);
     }
   }
   return false;
@@ -236,16 +221,26 @@ int Machine::pick_next(int current, bool current_may_go_on, std::optional<Point>
   return -1;
 }
 
+void Machine::pass_baton(int next) {
+  Section& sec = *section_;
+  const int me = sec.running;
+  Strand& mine = sec.strands[static_cast<size_t>(me)];
+  swap_strand(mine);
+  park_block(mine.block);
+  hand_over(me, next);
+  park_block(mine.block);
+  swap_strand(mine);
+}
+
 void Machine::schedule_point(Point p) {
-  if (!section_ || !region_) return;
+  // Without clusters, a section's regions take turns (the block's own strand runs alone); with them, every
+  // strand of the cluster.
+  if (!section_ || (!region_ && !clustered_)) return;
   Section& sec = *section_;
   const int me = sec.running;
   const int next = pick_next(me, true, p);
   if (next == me || next < 0) return;
-  Strand& mine = sec.strands[static_cast<size_t>(me)];
-  swap_strand(mine);
-  hand_over(me, next);
-  swap_strand(mine);
+  pass_baton(next);
 }
 
 void Machine::block_on(SharedBuffer& b, int64_t index, int64_t parity, SourceLoc loc) {
@@ -259,15 +254,28 @@ void Machine::block_on(SharedBuffer& b, int64_t index, int64_t parity, SourceLoc
   mine.wait_loc = loc;
   const int next = pick_next(me, false, std::nullopt);
   if (next < 0) raise_deadlock(me);
-  swap_strand(mine);
-  hand_over(me, next);
-  swap_strand(mine);
+  pass_baton(next);
   mine.state = Strand::State::Ready;
+}
+
+// "the region Warpgroups(0, 1)", "the block"; with clusters, with the block's index.
+std::string Machine::strand_text(const Strand& s) const {
+  std::string who = s.block_strand ? std::string("the block") : "the region " + region_text(*s.stmt);
+  if (!clustered_) return who;
+  return fmt::format("{} {}{}", who, s.block_strand ? "" : "of block ",
+                     format_index(block_index_of(s.block)));
+}
+
+std::string Machine::strand_wait_text(const Strand& s) const {
+  if (!s.wait_buffer)
+    return fmt::format("ClusterSync() ({} of the cluster's {} blocks have arrived)", sync_arrived_,
+                       cluster_blocks_);
+  return waiting_text(*s.wait_buffer, s.wait_index, s.wait_parity, s.block);
 }
 
 void Machine::raise_deadlock(int current) {
   const Section& sec = *section_;
-  // Reported at the running strand's wait when it blocks, else at the first blocked region's.
+  // Reported at the running strand's wait when it blocks, else at the first blocked strand's.
   int at = current;
   if (sec.strands[static_cast<size_t>(at)].state != Strand::State::Blocked)
     for (size_t k = 0; k < sec.strands.size(); ++k)
@@ -279,18 +287,19 @@ void Machine::raise_deadlock(int current) {
   RunError e;
   e.loc = s.wait_loc;
   e.message = fmt::format(
-      "deadlock: the region {} waits here on {}, and every other region of the section has finished or "
-      "waits too (the GPU would hang)",
-      region_text(*s.stmt), waiting_text(*s.wait_buffer, s.wait_index, s.wait_parity));
+      "deadlock: {} waits here on {}, and every other {} has finished or waits too (the GPU would hang)",
+      strand_text(s), strand_wait_text(s),
+      clustered_ ? "block and region of the cluster" : "region of the section");
   for (size_t k = 0; k < sec.strands.size(); ++k) {
     if (static_cast<int>(k) == at) continue;
     const Strand& o = sec.strands[k];
     if (o.state == Strand::State::Blocked)
       e.notes.emplace_back(o.wait_loc,
-                           fmt::format("the region {} waits here on {}", region_text(*o.stmt),
-                                       waiting_text(*o.wait_buffer, o.wait_index, o.wait_parity)));
-    else
-      e.notes.emplace_back(o.stmt->loc, fmt::format("the region {} has finished", region_text(*o.stmt)));
+                           fmt::format("{} waits here on {}", strand_text(o), strand_wait_text(o)));
+    else if (o.state == Strand::State::Finished && !o.block_strand)
+      e.notes.emplace_back(o.stmt->loc, fmt::format("{} has finished", strand_text(o)));
+    else if (o.state == Strand::State::Finished)
+      e.notes.emplace_back(program_.loc, fmt::format("{} has ended", strand_text(o)));
   }
   throw e;
 }

@@ -116,7 +116,8 @@ struct Run {
 // another block's stores in the same launch without one) passes in one order only. Its results must match
 // too, unless blocks add atomically (float sums in another order may round apart).
 bool run_program(const ir::Program& program, Arguments& args, Diagnostics& diags, const RunOptions& options) {
-  const bool regions = has_regions(program);
+  // (The blocks of a cluster take turns like regions.)
+  const bool regions = has_regions(program) || !program.cluster.empty();
   const std::vector<Schedule> schedules = !regions                    ? std::vector<Schedule>{Schedule{}}
                                           : options.schedules.empty() ? Schedule::standard()
                                                                       : options.schedules;

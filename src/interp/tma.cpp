@@ -48,23 +48,28 @@ std::string missing_text(const BarrierState& st, int64_t inflight) {
 
 }  // namespace
 
-int64_t Machine::inflight_bytes(const SharedBuffer* b, int64_t i) const {
+int64_t Machine::inflight_bytes(const SharedBuffer* b, int64_t i, int rank) const {
   int64_t bytes = 0;
-  for (const PendingCopy& c : copies_)
+  const std::vector<PendingCopy>& copies =
+      rank < 0 || rank == rank_ ? copies_ : blocks_[static_cast<size_t>(rank)].copies;
+  for (const PendingCopy& c : copies)
     if (!c.landed && c.barrier == b && c.barrier_index == i) bytes += c.bytes;
   return bytes;
 }
 
-std::string Machine::waiting_text(const SharedBuffer& b, int64_t i, int64_t parity) const {
+std::string Machine::waiting_text(const SharedBuffer& b, int64_t i, int64_t parity, int rank) const {
   const BarrierState& st = b.barriers[static_cast<size_t>(i)];
   return fmt::format("{} (parity {}), whose phase {} still needs {}", barrier_text(b, i), parity, st.phase,
-                     missing_text(st, inflight_bytes(&b, i)));
+                     missing_text(st, inflight_bytes(&b, i, rank)));
 }
 
 Value Machine::allocate_barrier(const ir::AllocateBarrierInst& n, const ir::Var& var) {
   const ir::TensorType& t = *var->type.tensor;
   auto s = std::make_unique<SharedBuffer>();
   s->name = var->name;
+  s->allocation = &n;
+  s->allocated = Access{epoch(), kSeveral, actor_, current_loc_ptr_};
+  last_allocation_[&n] = s.get();
   s->dtype = DataType::uint(64);
   s->table = &layouts_.get_memory(*t.layout);
   const int64_t size = s->table->elements;
@@ -76,7 +81,7 @@ Value Machine::allocate_barrier(const ir::AllocateBarrierInst& n, const ir::Var&
   s->barriers.assign(static_cast<size_t>(size), BarrierState{n.count, 0, n.count, 0});
   for (int64_t i = 0; i < size; ++i) {  // each barrier's copy engine is an actor of the race checker
     s->barriers[static_cast<size_t>(i)].actor =
-        static_cast<uint16_t>(kFirstBarrierActor + barrier_actors_.size());
+        static_cast<uint16_t>(first_barrier_actor_ + barrier_actors_.size());
     barrier_actors_.emplace_back(s.get(), i);
   }
   Value v;
@@ -101,41 +106,62 @@ BarrierState& Machine::barrier_operand(const ir::TensorArg& arg, SharedBuffer** 
 void Machine::barrier_arrive(const ir::BarrierArriveInst& n) {
   SharedBuffer* b = nullptr;
   int64_t i = 0;
-  BarrierState& st = barrier_operand(n.barrier, &b, &i);
+  barrier_operand(n.barrier, &b, &i);
   const int64_t tx = n.tx ? eval_int(n.tx, "the tx byte count") : 0;
   if (tx < 0) raise(n.loc, "BarrierArrive: tx is {} bytes; it must not be negative", tx);
+  // The arrival stands for the strand's earlier instructions (epochs before the new one): a wait on this
+  // phase follows them.
+  const Access arrival{epoch(), kSeveral, actor_, current_loc_ptr_};
+  clock_[actor_] = fresh_epoch();
+  if (!n.rank) {
+    arrive_on(*b, i, tx, n.loc);
+  } else {
+    const int64_t rank = eval_int(n.rank, "the rank");
+    if (!clustered_ || rank < 0 || rank >= cluster_blocks_)
+      raise(n.loc, "BarrierArrive: rank {} is not a block of the cluster, which has {}", rank,
+            cluster_blocks_);
+    if (rank == rank_) {
+      arrive_on(*b, i, tx, n.loc);
+    } else {
+      with_block(static_cast<int>(rank), [&] {
+        SharedBuffer& theirs = in_block(*b, "BarrierArrive");
+        arrive_on(theirs, i, tx, n.loc);
+        remote_arrivals_.push_back(arrival);
+      });
+    }
+  }
+  schedule_point(Point::Barrier);
+}
+
+void Machine::arrive_on(SharedBuffer& buffer, int64_t i, int64_t tx, SourceLoc loc) {
+  SharedBuffer* b = &buffer;
+  BarrierState& st = b->barriers[static_cast<size_t>(i)];
   if (st.pending == 0) {
-    raise(n.loc,
+    raise(loc,
           "BarrierArrive on {} whose phase {} already has its {} arrival{} and waits only for {} bytes of "
           "copies: on the GPU this arrival would count toward phase {} or {} depending on when they land; "
           "BarrierWait for phase {} first",
           barrier_text(*b, i), st.phase, st.count, st.count == 1 ? "" : "s", st.tx, st.phase, st.phase + 1,
           st.phase);
   }
-  // The arrival stands for the strand's earlier instructions: a wait on this phase follows them.
-  clock_[actor_] = fresh_epoch();
   join_clock(st.arrived, clock_);
   --st.pending;
   st.tx += tx;
-  if (st.pending > 0 || st.tx > 0) {
-    schedule_point(Point::Barrier);
-    return;
-  }
+  if (st.pending > 0 || st.tx > 0) return;
   // Every arrival is in and no announced bytes are missing: the phase completes now, unless a copy on it is
   // still in flight (it would then complete on the next phase).
   for (const PendingCopy& c : copies_) {
     if (c.landed || c.barrier != b || c.barrier_index != i) continue;
-    raise(n.loc,
+    raise(loc,
           "phase {} of barrier {} completes here with the CopyTma issued at {} still in flight: the arrivals "
           "announced {} bytes fewer than the copies bring (BarrierArrive tx=)",
           st.phase, barrier_text(*b, i), loc_text(*c.loc), c.bytes);
   }
   if (st.tx < 0) {
-    raise(n.loc, "phase {} of barrier {}: its copies brought {} bytes more than its arrivals announced (tx=)",
+    raise(loc, "phase {} of barrier {}: its copies brought {} bytes more than its arrivals announced (tx=)",
           st.phase, barrier_text(*b, i), -st.tx);
   }
   complete_phase(st, fresh_epoch());
-  schedule_point(Point::Barrier);
 }
 
 void Machine::barrier_wait(const ir::BarrierWaitInst& n) {
@@ -152,7 +178,7 @@ void Machine::barrier_wait(const ir::BarrierWaitInst& n) {
   while (st.phase % 2 == parity) {
     inflight = inflight_bytes(b, i);
     if (st.pending == 0 && inflight >= st.tx) break;
-    if (!section_ || !region_) {
+    if (!section_ || (!region_ && !clustered_)) {
       if (inflight > st.tx)
         raise(n.loc,
               "BarrierWait on {}: phase {}'s copies brought {} bytes more than its arrivals announced (tx=), "
@@ -189,10 +215,34 @@ void Machine::copy_tma(const ir::CopyTmaInst& n) {
   int64_t i = 0;
   barrier_operand(n.barrier, &b, &i);
   check_tensor_map_rules(global_operand(n.src), n);
-  PendingCopy& c = copies_[issue_copy(n.dst, n.src, n)];
-  c.barrier = b;
-  c.barrier_index = i;
-  c.group = INT64_MAX;  // never a CopyAsync group
+  SharedBuffer& s = shared_operand(n.dst);
+  const CopyTile tile = read_copy_tile(s, n.dst, n.src, n);
+  // Lands in `dst`, completing on `bar`, of the block whose state the machine holds.
+  auto issue = [&](SharedBuffer& dst, SharedBuffer& bar) {
+    PendingCopy& c = copies_[record_copy(dst, tile, n)];
+    c.barrier = &bar;
+    c.barrier_index = i;
+    c.group = INT64_MAX;  // never a CopyAsync group
+  };
+  if (!n.multicast) {
+    issue(s, *b);
+  } else {
+    const int64_t mask = eval_int(n.multicast, "the multicast mask");
+    if (!clustered_ || mask < 1 || mask >= (int64_t{1} << cluster_blocks_))
+      raise(n.loc, "CopyTma: multicast mask {} names no block or blocks past the cluster's {}", mask,
+            cluster_blocks_);
+    for (int r = 0; r < cluster_blocks_; ++r) {
+      if (!(mask >> r & 1)) continue;
+      if (r == rank_) {
+        issue(s, *b);
+        continue;
+      }
+      with_block(r, [&] {
+        SharedBuffer& tile = in_block(s, "CopyTma");  // (the tile's allocation is checked first)
+        issue(tile, in_block(*b, "CopyTma"));
+      });
+    }
+  }
   schedule_point(Point::Barrier);
 }
 

@@ -195,6 +195,12 @@ void ProgramBuilder::grid(const std::vector<Scalar>& extents) {
   grid_set_ = true;
 }
 
+void ProgramBuilder::cluster(std::vector<int64_t> extents) {
+  for (int64_t c : extents)
+    if (c < 1) fail("a cluster extent must be positive, got {}", c);
+  program_.cluster = std::move(extents);
+}
+
 void ProgramBuilder::threads(int count) {
   if (count < 0) fail("threads must be positive, got {}", count);
   program_.threads = count;
@@ -551,10 +557,14 @@ Tensor ProgramBuilder::allocate_barrier(const std::string& name, int64_t count, 
       emit(std::make_shared<AllocateBarrierInst>(count, std::vector<Expr>{Scalar(n).expr()}), {name}).at(0));
 }
 
-void ProgramBuilder::barrier_arrive(const TensorRef& barrier, const std::optional<Scalar>& tx) {
+void ProgramBuilder::barrier_arrive(const TensorRef& barrier, const std::optional<Scalar>& tx,
+                                    const std::optional<Scalar>& rank) {
   check_ref(barrier, "the barrier of BarrierArrive", Scope::Barrier);
   if (tx) check_expr(tx->expr(), "the tx byte count");
-  emit(std::make_shared<BarrierArriveInst>(barrier.arg(), tx ? tx->expr() : Expr()), {});
+  if (rank) check_expr(rank->expr(), "the rank");
+  emit(std::make_shared<BarrierArriveInst>(barrier.arg(), tx ? tx->expr() : Expr(), SourceLoc{},
+                                           rank ? rank->expr() : Expr()),
+       {});
 }
 
 void ProgramBuilder::barrier_wait(const TensorRef& barrier, const Scalar& parity) {
@@ -563,11 +573,15 @@ void ProgramBuilder::barrier_wait(const TensorRef& barrier, const Scalar& parity
   emit(std::make_shared<BarrierWaitInst>(barrier.arg(), parity.expr()), {});
 }
 
-void ProgramBuilder::copy_tma(const TensorRef& dst, const TensorRef& src, const TensorRef& barrier) {
+void ProgramBuilder::copy_tma(const TensorRef& dst, const TensorRef& src, const TensorRef& barrier,
+                              const std::optional<Scalar>& multicast) {
   check_ref(dst, "the destination of CopyTma", Scope::Shared);
   check_ref(src, "the source of CopyTma", Scope::Global);
   check_ref(barrier, "the barrier of CopyTma", Scope::Barrier);
-  emit(std::make_shared<CopyTmaInst>(dst.arg(), src.arg(), barrier.arg()), {});
+  if (multicast) check_expr(multicast->expr(), "the multicast mask");
+  emit(std::make_shared<CopyTmaInst>(dst.arg(), src.arg(), barrier.arg(), SourceLoc{},
+                                     multicast ? multicast->expr() : Expr()),
+       {});
 }
 
 void ProgramBuilder::copy_async_commit_group() {
@@ -670,6 +684,10 @@ Tensor ProgramBuilder::reduce(const Dest& dest, ReduceOp op, const TensorRef& sr
 
 void ProgramBuilder::synchronize() {
   emit(std::make_shared<SynchronizeInst>(), {});
+}
+
+void ProgramBuilder::cluster_sync() {
+  emit(std::make_shared<ClusterSyncInst>(), {});
 }
 
 void ProgramBuilder::exit() {

@@ -241,6 +241,7 @@ std::optional<std::vector<ValueType>> infer_result_types(const InstNode& inst, i
         return out_or(n.out, register_tensor(c->dtype, *c->layout));
       }
       case InstKind::Synchronize:
+      case InstKind::ClusterSync:
       case InstKind::Exit:
       case InstKind::Print:
       case InstKind::StoreGlobal:

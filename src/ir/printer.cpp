@@ -125,7 +125,11 @@ class ProgramPrinter {
       params += fmt::format("{}{} {}", params.empty() ? "" : ", ", to_string(v->type), v->name);
       scalar_[v->name] = v->type.is_scalar();
     }
-    std::string threads = p_.threads > 0 ? fmt::format("[threads={}]", p_.threads) : "";
+    std::vector<std::string> attributes;
+    if (p_.threads > 0) attributes.push_back(fmt::format("threads={}", p_.threads));
+    if (p_.cluster.size() == 1) attributes.push_back(fmt::format("cluster={}", p_.cluster[0]));
+    if (p_.cluster.size() > 1) attributes.push_back(fmt::format("cluster=[{}]", fmt::join(p_.cluster, ", ")));
+    const std::string threads = attributes.empty() ? "" : fmt::format("[{}]", fmt::join(attributes, ", "));
     // What the lowering passes recorded prints as trailing comments, which the parser skips
     // (docs/language.md, "Lowered programs").
     std::string planned =

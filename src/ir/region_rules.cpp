@@ -18,6 +18,8 @@ RegionBan region_ban(const Stmt& s) {
     case InstKind::FreeShared:
     case InstKind::AllocateBarrier:
       return RegionBan::Allocation;
+    case InstKind::ClusterSync:
+      return RegionBan::ClusterSync;
     default:
       return RegionBan::None;
   }
@@ -35,6 +37,8 @@ const char* region_ban_text(RegionBan ban) {
       return "a shared tensor or barrier allocated or freed";
     case RegionBan::Region:
       return "a warp-specialized region of its own";
+    case RegionBan::ClusterSync:
+      return "a ClusterSync()";
   }
   return "";
 }

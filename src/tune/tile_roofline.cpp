@@ -289,6 +289,7 @@ class BlockWalker {
         return;
       }
       case ir::InstKind::Synchronize:
+      case ir::InstKind::ClusterSync:
       case ir::InstKind::BarrierWait:
       case ir::InstKind::CopyAsyncWaitGroup:
       case ir::InstKind::DotAsyncWait:

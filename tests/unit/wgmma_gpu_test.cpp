@@ -115,5 +115,17 @@ TEST(WgmmaGpu, PingPongGemm) {
   check_gemm(p, 2048, 2048, 256, false, 132);
 }
 
+// examples/gemm_f16_pingpong_cluster.tile: the ping-pong GEMM in clusters of two blocks sharing each B tile
+// through TMA multicast (one cluster with a pair of tile rows, the second block's past M; two and three
+// clusters over uneven pairs; 66 clusters).
+TEST(WgmmaGpu, PingPongClusterGemm) {
+  if (!exec::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const ir::Program p = gemm_program(false, "gemm_f16_pingpong_cluster.tile");
+  check_gemm(p, 128, 128, 64, true, 2);
+  check_gemm(p, 300, 600, 520, false, 4);
+  check_gemm(p, 384, 768, 1024, false, 6);
+  check_gemm(p, 2048, 2048, 256, false, 132);
+}
+
 }  // namespace
 }  // namespace tilevm

@@ -240,6 +240,7 @@ class ProgramBuilder {
   Scalar scalar_param(const std::string& name, DataType type);
   void grid(const std::vector<Scalar>& extents);  // 1 to 3 extents
   void threads(int count);                        // [threads=T]; 0 (default) lets the verifier infer it
+  void cluster(std::vector<int64_t> extents);     // [cluster=[...]]: thread-block clusters
 
   // ---- Scalars ----
   // `name = value` (or `name: dtype = value`): a new scalar variable.
@@ -302,9 +303,13 @@ class ProgramBuilder {
   void copy_async_wait_group(const Scalar& n);
   // Barriers and TMA copies (ir/inst/tma.h, sm_90): `count` arrivals per phase, n barriers.
   Tensor allocate_barrier(const std::string& name, int64_t count, int64_t n);
-  void barrier_arrive(const TensorRef& barrier, const std::optional<Scalar>& tx = std::nullopt);
+  // rank=: the barrier of the cluster's block of that rank.
+  void barrier_arrive(const TensorRef& barrier, const std::optional<Scalar>& tx = std::nullopt,
+                      const std::optional<Scalar>& rank = std::nullopt);
   void barrier_wait(const TensorRef& barrier, const Scalar& parity);
-  void copy_tma(const TensorRef& dst, const TensorRef& src, const TensorRef& barrier);
+  // multicast=: a mask of the cluster's block ranks that receive the tile.
+  void copy_tma(const TensorRef& dst, const TensorRef& src, const TensorRef& barrier,
+                const std::optional<Scalar>& multicast = std::nullopt);
   // The TMA store of a shared tile into a global view, and the wait that retires all but `pending` of them.
   void store_tma(const TensorRef& src, const TensorRef& dst);
   void store_tma_wait(int64_t pending);
@@ -365,6 +370,7 @@ class ProgramBuilder {
     return reduce(d, ReduceOp::Min, src, dim, keepdim);
   }
   void synchronize();
+  void cluster_sync();
   void exit();
   void print(const Arg& value);
 

@@ -19,8 +19,11 @@ namespace tilevm::ir {
 
 struct Program {
   std::string name;
-  std::vector<Expr> grid;   // 1 to 3 extents; may use scalar parameters
-  int threads = 0;          // threads per block; 0 until transform::infer_threads sets it from the layouts
+  std::vector<Expr> grid;  // 1 to 3 extents; may use scalar parameters
+  int threads = 0;         // threads per block; 0 until transform::infer_threads sets it from the layouts
+  // [cluster=...]: the thread-block cluster's extent in each grid dimension (at most the grid's rank; the
+  // missing ones are 1). Empty: no clusters.
+  std::vector<int64_t> cluster;
   std::vector<Var> params;  // pointers (global memory) and scalars, in launch order
   Block body;
   // Named layouts of the source, in order, for printing (`layout_c = local(2, 1)...`).

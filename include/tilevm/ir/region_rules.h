@@ -10,16 +10,18 @@ namespace tilevm::ir {
 
 enum class RegionBan {
   None,
-  Return,      // `return`: a region ends only at its end (the block waits for every region)
-  Exit,        // Exit(): the same
-  Allocation,  // AllocateShared, FreeShared, AllocateBarrier: the whole block allocates, before its regions
-  Region,      // a region inside a region: regions do not nest
+  Return,       // `return`: a region ends only at its end (the block waits for every region)
+  Exit,         // Exit(): the same
+  Allocation,   // AllocateShared, FreeShared, AllocateBarrier: the whole block allocates, before its regions
+  Region,       // a region inside a region: regions do not nest
+  ClusterSync,  // ClusterSync(): every thread of every block of the cluster takes part
 };
 
 // The rule `s` itself breaks inside a region (not its nested statements), or None.
 RegionBan region_ban(const Stmt& s);
 // "a return", "an Exit()", "a shared tensor or barrier allocated or freed", "a warp-specialized region of
-// its own" (for a sentence such as "the kernel has X, which a region cannot hold"); "" for None.
+// its own", "a ClusterSync()" (for a sentence such as "the kernel has X, which a region cannot hold"); "" for
+// None.
 const char* region_ban_text(RegionBan ban);
 
 }  // namespace tilevm::ir

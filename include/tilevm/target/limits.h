@@ -9,6 +9,9 @@
 namespace tilevm::target {
 
 inline constexpr int64_t kMaxThreadsPerBlock = 1024;
+// The blocks of a thread-block cluster that every sm_90 GPU launches (more needs
+// cudaFuncAttributeNonPortableClusterSizeAllowed, which the runtime does not set).
+inline constexpr int64_t kMaxClusterBlocks = 8;
 inline constexpr int64_t kMaxSharedPerBlock = 227 * 1024;  // sm_90's opt-in maximum, the largest
 // Whether `elements` of `bits` each fit in a block's shared memory. The checks that tabulate a shared
 // layout element by element ask first: a tensor past this was refused where it was allocated.

@@ -92,7 +92,33 @@ void Emitter::emit_allocate_barrier(const ir::InstStmt& s, const ir::AllocateBar
 void Emitter::emit_barrier_arrive(const ir::InstStmt& s, const ir::BarrierArriveInst& n) {
   require_hopper(s);
   const std::string addr = barrier_address(n.barrier);
-  if (arrival_warps_.count(n.barrier.tensor.get())) {
+  const bool per_warp = arrival_warps_.count(n.barrier.tensor.get()) > 0;
+  if (n.rank) {
+    // Another block's barrier (the same offset in its shared memory, mapa's address in the cluster's
+    // window), released at cluster scope so that what this block did before (reading a stage the other
+    // block's producer will overwrite) is ordered before the other block's wait.
+    line(per_warp ? "__syncwarp();  // this warp's part of the arrival"
+                  : "__syncthreads();  // the block's arrival: every thread's earlier instructions are done");
+    open(per_warp ? "if ((t & 31) == 0)" : "if (t == 0)");
+    line("unsigned tv_remote;");
+    line(
+        fmt::format("asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(tv_remote) : \"r\"({}), "
+                    "\"r\"((unsigned)({})));",
+                    addr, int_expr(n.rank).text));
+    if (n.tx)
+      line(
+          fmt::format("asm volatile(\"mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%0], "
+                      "%1;\" :: \"r\"(tv_remote), \"r\"((unsigned)({})) : \"memory\");",
+                      int_expr(n.tx).text));
+    else
+      line(
+          "asm volatile(\"mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\" :: \"r\"(tv_remote) "
+          ": "
+          "\"memory\");");
+    close();
+    return;
+  }
+  if (per_warp) {
     line("__syncwarp();  // this warp's part of the arrival: its threads' earlier instructions are done");
     line(fmt::format(
         "if ((t & 31) == 0) asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"({}) "
@@ -228,6 +254,18 @@ void Emitter::emit_copy_tma(const ir::InstStmt& s, const ir::CopyTmaInst& c) {
   require_hopper(s);
   if (mem(c.src.tensor).layout) return emit_bulk_copy(s, c);
   const TmaOperands t = tma_operands(s, c.dst, c.src);
+  if (c.multicast) {
+    // The same tile into the same offset of each masked block's shared memory, completing on its barrier.
+    const auto [coords, operands] = t.coordinates(4);
+    line(fmt::format(
+        "if (t == 0) asm "
+        "volatile(\"cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::"
+        "bytes.multicast::cluster [%0], [%1, {{{}}}], [%2], %3;\" :: \"r\"({}), \"l\"((unsigned long "
+        "long)&{}), "
+        "\"r\"({}), \"h\"((unsigned short)({})){} : \"memory\");",
+        t.rank, coords, t.shared, t.map, barrier_address(c.barrier), int_expr(c.multicast).text, operands));
+    return;
+  }
   const auto [coords, operands] = t.coordinates(3);
   line(fmt::format(
       "if (t == 0) asm "
@@ -254,6 +292,14 @@ void Emitter::emit_store_tma(const ir::InstStmt& s, const ir::StoreTmaInst& c) {
       t.rank, coords, t.map, t.shared, operands));
   line("asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\");");
   close();
+}
+
+// Every thread of every block of the cluster arrives and waits (release, then acquire: the blocks'
+// earlier shared-memory writes and barrier initializations are visible to the others after it).
+void Emitter::emit_cluster_sync(const ir::InstStmt& s) {
+  require_hopper(s);
+  line("asm volatile(\"barrier.cluster.arrive.release.aligned;\" ::: \"memory\");");
+  line("asm volatile(\"barrier.cluster.wait.acquire.aligned;\" ::: \"memory\");");
 }
 
 void Emitter::emit_store_tma_wait(const ir::InstStmt& s, const ir::StoreTmaWaitInst& n) {

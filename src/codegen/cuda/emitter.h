@@ -249,6 +249,7 @@ class Emitter {
   TmaOperands tma_operands(const ir::InstStmt& s, const ir::TensorArg& tile, const ir::TensorArg& global);
   void emit_store_tma(const ir::InstStmt& s, const ir::StoreTmaInst& n);
   void emit_store_tma_wait(const ir::InstStmt& s, const ir::StoreTmaWaitInst& n);
+  void emit_cluster_sync(const ir::InstStmt& s);
   std::string tensor_map(const ir::ViewGlobalInst* view, const std::vector<int64_t>& box, int swizzle);
   // The shared-window address of one barrier (b[i]) as a C expression.
   std::string barrier_address(const ir::TensorArg& arg);

@@ -2,6 +2,7 @@
 // blocks open no scopes, so every variable lives for the whole kernel), scalars, control flow, and the
 // dispatch of instructions to their family's emitter.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "emitter.h"
 #include "tilevm/ir/printer.h"
@@ -353,6 +354,9 @@ void Emitter::emit_inst(const ir::InstStmt& s) {
     case ir::InstKind::StoreTmaWait:
       emit_store_tma_wait(s, *n.as<ir::StoreTmaWaitInst>());
       return;
+    case ir::InstKind::ClusterSync:
+      emit_cluster_sync(s);
+      return;
     case ir::InstKind::AllocateRegister:
       emit_allocate_register(s, *n.as<ir::AllocateRegisterInst>());
       return;
@@ -448,8 +452,15 @@ EmittedKernel Emitter::run() {
   out << cuda_prelude() << "\n";
   for (const auto& [name, code] : helper_functions_) out << code << "\n";
   // setmaxnreg takes effect only under a register cap at entry: one block per SM.
-  out << "extern \"C\" __global__ void __launch_bounds__(" << threads_ << (uses_setmaxnreg() ? ", 1" : "")
-      << ") " << k.kernel_name << "(";
+  // A cluster's extents are the kernel's own attribute: a plain launch runs it in clusters.
+  std::string cluster;
+  if (!program_.cluster.empty()) {
+    std::vector<int64_t> extents = program_.cluster;
+    extents.resize(3, 1);
+    cluster = fmt::format("__cluster_dims__({}) ", fmt::join(extents, ", "));
+  }
+  out << "extern \"C\" __global__ void " << cluster << "__launch_bounds__(" << threads_
+      << (uses_setmaxnreg() ? ", 1" : "") << ") " << k.kernel_name << "(";
   for (size_t i = 0; i < params.size(); ++i) out << (i ? ", " : "") << params[i];
   out << ") {\n";
   // 1024: a swizzled TMA or wgmma tile is planned at a multiple of the swizzle's period (8 rows of 128 B).
@@ -478,6 +489,9 @@ void Emitter::check_target_limits(const EmittedKernel& k) const {
         "for element-wise paths); {} ({}) allows at most {}",
         program_.name, k.dynamic_shared_bytes, planned_bytes_, scratch_bytes_, target.arch, target.name,
         target.shared_per_block);
+  if (!program_.cluster.empty() && !target.features.hopper)
+    fail("program '{}' runs in thread-block clusters, which need sm_90 or newer; the target is {} ({})",
+         program_.name, target.arch, target.name);
 }
 
 EmittedKernel emit_cuda(const ir::Program& program, const EmitOptions& options) {

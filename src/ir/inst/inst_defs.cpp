@@ -452,15 +452,16 @@ std::vector<InstDef> barriers_and_tma() {
            }},
       {.name = "BarrierArrive",
        .kind = InstKind::BarrierArrive,
-       .params = {arg("barrier", K::Tensor, Access::Read), opt("tx", K::Scalar)},
+       .params = {arg("barrier", K::Tensor, Access::Read), opt("tx", K::Scalar), opt("rank", K::Scalar)},
        .build = [](const InstArgs& a, SourceLoc l) -> Inst {
-         return std::make_shared<BarrierArriveInst>(a["barrier"].tensor, a["tx"].expr, l);
+         return std::make_shared<BarrierArriveInst>(a["barrier"].tensor, a["tx"].expr, l, a["rank"].expr);
        },
        .args =
            [](const InstNode& n, InstArgs& a) {
              const auto& i = node<BarrierArriveInst>(n);
              a["barrier"].set(i.barrier);
              if (i.tx) a["tx"].set(i.tx);
+             if (i.rank) a["rank"].set(i.rank);
            }},
       {.name = "BarrierWait",
        .kind = InstKind::BarrierWait,
@@ -478,9 +479,11 @@ std::vector<InstDef> barriers_and_tma() {
        .kind = InstKind::CopyTma,
        .params = {arg("dst", K::Tensor, Access::AsyncWrite),
                   arg("src", K::Tensor, Access::Read),
-                  {"barrier", K::Tensor, true, false, true, Access::Read}},
+                  {"barrier", K::Tensor, true, false, true, Access::Read},
+                  opt("multicast", K::Scalar)},
        .build = [](const InstArgs& a, SourceLoc l) -> Inst {
-         return std::make_shared<CopyTmaInst>(a["dst"].tensor, a["src"].tensor, a["barrier"].tensor, l);
+         return std::make_shared<CopyTmaInst>(a["dst"].tensor, a["src"].tensor, a["barrier"].tensor, l,
+                                              a["multicast"].expr);
        },
        .args =
            [](const InstNode& n, InstArgs& a) {
@@ -488,7 +491,13 @@ std::vector<InstDef> barriers_and_tma() {
              a["dst"].set(i.dst);
              a["src"].set(i.src);
              a["barrier"].set(i.barrier);
+             if (i.multicast) a["multicast"].set(i.multicast);
            }},
+      {.name = "ClusterSync",
+       .kind = InstKind::ClusterSync,
+       .effects = {.barrier = true},
+       .build = [](const InstArgs&, SourceLoc l) -> Inst { return std::make_shared<ClusterSyncInst>(l); },
+       .args = [](const InstNode&, InstArgs&) {}},
       {.name = "StoreTma",
        .kind = InstKind::StoreTma,
        .params = {arg("src", K::Tensor, Access::Read), arg("dst", K::Tensor, Access::Write)},

@@ -11,10 +11,12 @@ Inst AllocateBarrierInst::rewrite(const ExprMap& exprs, const VarMap&) const {
 void BarrierArriveInst::for_each_expr(const ExprFn& fn) const {
   ir::for_each_expr(barrier, fn);
   if (tx) fn(tx);
+  if (rank) fn(rank);
 }
 
 Inst BarrierArriveInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
-  return std::make_shared<BarrierArriveInst>(ir::rewrite(barrier, exprs, vars), tx ? exprs(tx) : Expr(), loc);
+  return std::make_shared<BarrierArriveInst>(ir::rewrite(barrier, exprs, vars), tx ? exprs(tx) : Expr(), loc,
+                                             rank ? exprs(rank) : Expr());
 }
 
 void BarrierWaitInst::for_each_expr(const ExprFn& fn) const {
@@ -30,11 +32,13 @@ void CopyTmaInst::for_each_expr(const ExprFn& fn) const {
   ir::for_each_expr(dst, fn);
   ir::for_each_expr(src, fn);
   ir::for_each_expr(barrier, fn);
+  if (multicast) fn(multicast);
 }
 
 Inst CopyTmaInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
   return std::make_shared<CopyTmaInst>(ir::rewrite(dst, exprs, vars), ir::rewrite(src, exprs, vars),
-                                       ir::rewrite(barrier, exprs, vars), loc);
+                                       ir::rewrite(barrier, exprs, vars), loc,
+                                       multicast ? exprs(multicast) : Expr());
 }
 
 void StoreTmaInst::for_each_expr(const ExprFn& fn) const {
@@ -44,6 +48,10 @@ void StoreTmaInst::for_each_expr(const ExprFn& fn) const {
 
 Inst StoreTmaInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
   return std::make_shared<StoreTmaInst>(ir::rewrite(src, exprs, vars), ir::rewrite(dst, exprs, vars), loc);
+}
+
+Inst ClusterSyncInst::rewrite(const ExprMap&, const VarMap&) const {
+  return std::make_shared<ClusterSyncInst>(loc);
 }
 
 Inst StoreTmaWaitInst::rewrite(const ExprMap&, const VarMap&) const {

@@ -221,7 +221,8 @@ void Parser::bind_top_level(const Target& target, const SynPtr& value) {
   program_.constants.emplace_back(target.name, constant);
 }
 
-// def NAME<grid, ...>[threads=T](params): block. The grid may use the parameters, which come after it, so
+// def NAME<grid, ...>[threads=T, cluster=C](params): block, each attribute optional, in any order (C is
+// one extent or a list, one per grid dimension). The grid may use the parameters, which come after it, so
 // it is bound once they are defined.
 void Parser::parse_def() {
   program_.loc = cur().loc;
@@ -241,19 +242,23 @@ void Parser::parse_def() {
     if (grid.size() > 3) fail(open, fmt::format("a grid has 1 to 3 dimensions, got {}", grid.size()));
     if (is_punct("[")) {
       advance();
-      expect_keyword("threads");
-      expect_punct("=");
-      SynPtr threads = parse_expr();
-      expect_punct("]");
-      int64_t t = bind_const_int(*threads, "threads");
-      if (t < 1) fail(threads->loc, fmt::format("threads must be positive, got {}", t));
-      if (t > target::kMaxThreadsPerBlock) {
-        // Reported without aborting the header, so that the parameters are still defined for the body.
-        report(threads->loc, fmt::format("threads={} is more than a GPU block can have ({})", t,
-                                         target::kMaxThreadsPerBlock));
-        t = target::kMaxThreadsPerBlock;
+      while (true) {
+        const Token key = cur();
+        if (is_keyword("threads")) {
+          advance();
+          expect_punct("=");
+          parse_threads_attribute();
+        } else if (is_keyword("cluster")) {
+          advance();
+          expect_punct("=");
+          parse_cluster_attribute(key.loc);
+        } else {
+          fail(key.loc, fmt::format("expected threads= or cluster=, got '{}'", key.text));
+        }
+        if (!is_punct(",")) break;
+        advance();
       }
-      program_.threads = static_cast<int>(t);
+      expect_punct("]");
     }
     expect_punct("(");
     parse_params();
@@ -267,6 +272,50 @@ void Parser::parse_def() {
     return;
   }
   program_.body = parse_block();
+}
+
+void Parser::parse_threads_attribute() {
+  SynPtr threads = parse_expr();
+  int64_t t = bind_const_int(*threads, "threads");
+  if (t < 1) fail(threads->loc, fmt::format("threads must be positive, got {}", t));
+  if (t > target::kMaxThreadsPerBlock) {
+    // Reported without aborting the header, so that the parameters are still defined for the body.
+    report(threads->loc,
+           fmt::format("threads={} is more than a GPU block can have ({})", t, target::kMaxThreadsPerBlock));
+    t = target::kMaxThreadsPerBlock;
+  }
+  program_.threads = static_cast<int>(t);
+}
+
+// cluster=C or cluster=[Cx, Cy, Cz]: constants, at most one per grid dimension, at most 8 blocks in all (the
+// cluster size every Hopper GPU launches; more needs a non-portable launch attribute).
+void Parser::parse_cluster_attribute(SourceLoc at) {
+  std::vector<SynPtr> extents;
+  if (is_punct("[")) {
+    advance();
+    extents.push_back(parse_expr());
+    while (is_punct(",")) {
+      advance();
+      extents.push_back(parse_expr());
+    }
+    expect_punct("]");
+  } else {
+    extents.push_back(parse_expr());
+  }
+  if (extents.size() > static_cast<size_t>(grid_rank_))
+    report(at,
+           fmt::format("cluster= has {} extents but the grid has {} dimensions", extents.size(), grid_rank_));
+  int64_t blocks = 1;
+  program_.cluster.clear();
+  for (const SynPtr& e : extents) {
+    const int64_t c = bind_const_int(*e, "a cluster extent");
+    if (c < 1) fail(e->loc, fmt::format("a cluster extent must be positive, got {}", c));
+    blocks *= std::min<int64_t>(c, 1 << 20);
+    program_.cluster.push_back(c);
+  }
+  if (blocks > target::kMaxClusterBlocks)
+    report(at, fmt::format("a cluster of {} blocks; a GPU launches clusters of at most {}", blocks,
+                           target::kMaxClusterBlocks));
 }
 
 // `f16* a_ptr, i32 n`

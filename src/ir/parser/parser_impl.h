@@ -96,6 +96,8 @@ class Parser {
   void parse_top_level_statement();
   void bind_top_level(const Target& target, const SynPtr& value);
   void parse_def();
+  void parse_threads_attribute();
+  void parse_cluster_attribute(SourceLoc at);
   void parse_params();
   Block parse_block();
   Block parse_indented_block();

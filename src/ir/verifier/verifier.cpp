@@ -152,6 +152,21 @@ bool Verifier::run() {
   if (p.grid.empty() || p.grid.size() > 3)
     diags_.error(p.loc, "the grid has {} dimensions; it must have 1 to 3", p.grid.size());
   for (size_t k = 0; k < p.grid.size(); ++k) check_grid_expr(p.grid[k], p.loc, static_cast<int>(k));
+  // Clusters (the parser checks its own; a builder's program is checked here). Whether the grid divides
+  // into clusters is known at launch.
+  if (!p.cluster.empty()) {
+    int64_t blocks = 1;
+    for (int64_t c : p.cluster) {
+      if (c < 1) diags_.error(p.loc, "a cluster extent must be positive, got {}", c);
+      blocks *= std::clamp<int64_t>(c, 1, 1 << 20);
+    }
+    if (p.cluster.size() > p.grid.size())
+      diags_.error(p.loc, "the cluster has {} extents but the grid has {} dimensions", p.cluster.size(),
+                   p.grid.size());
+    if (blocks > target::kMaxClusterBlocks)
+      diags_.error(p.loc, "a cluster of {} blocks; a GPU launches clusters of at most {}", blocks,
+                   target::kMaxClusterBlocks);
+  }
 
   check_block(p.body);
 

@@ -105,6 +105,8 @@ class Verifier {
   void check_wait_group(const CopyAsyncWaitGroupInst& n);
   void check_allocate_barrier(const AllocateBarrierInst& n);
   void check_barrier_arrive(const BarrierArriveInst& n);
+  bool check_cluster_use(const InstNode& n, const char* what);
+  void check_cluster_ranks(const Expr& e, const InstNode& n, bool mask);
   void check_barrier_wait(const BarrierWaitInst& n);
   void check_copy_tma(const CopyTmaInst& n);
   void check_store_tma(const StoreTmaInst& n);

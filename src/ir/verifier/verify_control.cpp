@@ -160,6 +160,9 @@ void Verifier::check_stmt(const Stmt& s) {
           case InstKind::StoreTmaWait:
             check_store_tma_wait(*inst.as<StoreTmaWaitInst>());
             break;
+          case InstKind::ClusterSync:
+            check_cluster_use(inst, "ClusterSync()");
+            break;
           case InstKind::AllocateRegister:
             check_allocate_register(*inst.as<AllocateRegisterInst>());
             break;

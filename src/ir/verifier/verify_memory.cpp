@@ -400,8 +400,35 @@ bool Verifier::check_barrier_operand(const TensorArg& arg, const InstNode& inst)
   return true;
 }
 
+// What needs a thread-block cluster: the program's header must declare one.
+bool Verifier::check_cluster_use(const InstNode& n, const char* what) {
+  if (!program_.cluster.empty()) return true;
+  diags_.error(n.loc, "{} needs a thread-block cluster: declare one in the header ([cluster=2])", what);
+  return false;
+}
+
+// A block rank (rank=) or a mask of ranks (multicast=) within the cluster: an integer, and when constant,
+// of the cluster's blocks.
+void Verifier::check_cluster_ranks(const Expr& e, const InstNode& n, bool mask) {
+  const char* what = mask ? "multicast" : "rank";
+  if (!check_cluster_use(n, mask ? "multicast=" : "rank=")) return;
+  check_int_expr(e, n.loc, fmt::format("{}: {}", n.name(), what));
+  int64_t blocks = 1;
+  for (int64_t c : program_.cluster) blocks *= c;
+  const auto c = as_const_int(e);
+  if (!c) return;
+  if (!mask && (*c < 0 || *c >= blocks))
+    diags_.error(pick(e->loc, n.loc), "{}: rank {} is not a block of the cluster of {} blocks", n.name(), *c,
+                 blocks);
+  if (mask && (*c < 1 || *c >= (int64_t{1} << blocks)))
+    diags_.error(pick(e->loc, n.loc),
+                 "{}: multicast mask {} names no block or blocks past the cluster's {} (bits 0 to {})",
+                 n.name(), *c, blocks, blocks - 1);
+}
+
 void Verifier::check_barrier_arrive(const BarrierArriveInst& n) {
   check_barrier_operand(n.barrier, n);
+  if (n.rank) check_cluster_ranks(n.rank, n, false);
   if (!n.tx) return;
   check_int_expr(n.tx, n.loc, "BarrierArrive: tx");
   if (const auto c = as_const_int(n.tx); c && (*c < 0 || *c > kMaxBarrierCount))
@@ -422,11 +449,17 @@ void Verifier::check_barrier_wait(const BarrierWaitInst& n) {
 
 void Verifier::check_copy_tma(const CopyTmaInst& n) {
   check_barrier_operand(n.barrier, n);
+  if (n.multicast) check_cluster_ranks(n.multicast, n, true);
   const TensorType* src =
       n.src.tensor && n.src.tensor->type.is_tensor() ? n.src.tensor->type.tensor.get() : nullptr;
-  if (src && src->scope == Scope::Global && src->layout)
+  if (src && src->scope == Scope::Global && src->layout) {
+    if (n.multicast)
+      diags_.error(pick(n.multicast->loc, n.loc),
+                   "CopyTma: a tile of the tiled global '{}' is one bulk copy of its bytes, which cannot "
+                   "multicast; view it without layout= to multicast through a tensor map",
+                   n.src.tensor->name);
     check_bulk_tile(n);
-  else
+  } else
     check_tma_tile(n, n.dst, n.src, false);
 }
 

@@ -177,6 +177,12 @@ void Verifier::check_in_region(const Stmt& s) {
                    "before its regions",
                    s->as<InstStmt>()->inst->name(), where);
       return;
+    case RegionBan::ClusterSync:
+      diags_.error(s->loc,
+                   "ClusterSync() inside {}: every thread of every block of the cluster takes part, so it "
+                   "belongs to the block, outside its regions",
+                   where);
+      return;
   }
 }
 

@@ -23,9 +23,15 @@ namespace detail {
 extern const char* const kGemmProgramText;
 extern const char* const kGemmPersistentProgramText;
 extern const char* const kGemmPingPongProgramText;
+extern const char* const kGemmPingPongClusterProgramText;
 }  // namespace detail
 
 namespace {
+
+// The ping-pong kernels: two consumer warpgroups, each with a whole tile.
+bool ping_pong(const GemmConfig& c) {
+  return c.form == GemmForm::PingPong || c.form == GemmForm::PingPongCluster;
+}
 
 void check_config(const GemmConfig& c) {
   if (c.bm % 64 != 0 || c.bm < 64 || c.bm > 256)
@@ -33,7 +39,7 @@ void check_config(const GemmConfig& c) {
   if (c.bn % 8 != 0 || c.bn < 8 || c.bn > 256) fail("gemm: BN = {} is not a multiple of 8 up to 256", c.bn);
   if (c.stages < 2 || c.stages > 8) fail("gemm: STAGES = {} is not 2 to 8", c.stages);
   if (c.group < 1) fail("gemm: GROUP = {} is not positive", c.group);
-  if (c.form == GemmForm::PingPong && c.bm > 128)
+  if (ping_pong(c) && c.bm > 128)
     fail("gemm: BM = {} is more than one warpgroup holds in the ping-pong kernel (64 or 128)", c.bm);
 }
 
@@ -49,13 +55,15 @@ const FormInfo& form_info(GemmForm form) {
       {GemmForm::Tiles, "", "examples/gemm_f16_wgmma.tile", detail::kGemmProgramText},
       {GemmForm::Persistent, "_p", "examples/gemm_f16_persistent.tile", detail::kGemmPersistentProgramText},
       {GemmForm::PingPong, "_pp", "examples/gemm_f16_pingpong.tile", detail::kGemmPingPongProgramText},
+      {GemmForm::PingPongCluster, "_ppc", "examples/gemm_f16_pingpong_cluster.tile",
+       detail::kGemmPingPongClusterProgramText},
   };
   return forms[static_cast<int>(form)];
 }
 
 // The consumer warpgroups: BM / 64 sharing each tile, or the ping-pong kernel's two, each with its own.
 int consumers(const GemmConfig& c) {
-  return c.form == GemmForm::PingPong ? 2 : c.bm / 64;
+  return ping_pong(c) ? 2 : c.bm / 64;
 }
 
 // The block's threads: the consumers, and the persistent kernels' producer warpgroup.
@@ -82,7 +90,7 @@ std::string GemmConfig::name() const {
 
 GemmConfig GemmConfig::parse(const std::string& name) {
   GemmConfig c;
-  for (GemmForm form : {GemmForm::Persistent, GemmForm::PingPong}) {
+  for (GemmForm form : {GemmForm::Persistent, GemmForm::PingPong, GemmForm::PingPongCluster}) {
     const std::string suffix = form_info(form).suffix;
     if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
       c.form = form;
@@ -91,7 +99,7 @@ GemmConfig GemmConfig::parse(const std::string& name) {
       c.name() != name)
     fail(
         "'{}' is not a GEMM configuration (expected e.g. bm128_bn256_s4_g8, or with _p for the persistent "
-        "kernel, _pp for the ping-pong one)",
+        "kernel, _pp for the ping-pong one, _ppc for it in clusters)",
         name);
   check_config(c);
   return c;
@@ -108,7 +116,7 @@ const char* gemm_program_file(GemmForm form) {
 int64_t gemm_shared_bytes(const GemmConfig& c) {
   // The stages, then full and empty (8 bytes a stage each) and the ping-pong kernel's two turn barriers,
   // each array 16-byte aligned.
-  const int64_t barriers = 2 * 16 * ((8 * c.stages + 15) / 16) + (c.form == GemmForm::PingPong ? 16 : 0);
+  const int64_t barriers = 2 * 16 * ((8 * c.stages + 15) / 16) + (ping_pong(c) ? 16 : 0);
   return static_cast<int64_t>(c.stages) * (c.bm + c.bn) * 64 * 2 + barriers;
 }
 
@@ -142,19 +150,20 @@ std::vector<GemmConfig> GemmTemplate::space(const GemmProblem&, const target::Ta
   for (int bm : {64, 128, 192, 256})
     for (int bn : {64, 128, 192, 256})
       for (int stages : {2, 3, 4, 5, 6})
-        for (GemmForm form : {GemmForm::Tiles, GemmForm::Persistent, GemmForm::PingPong}) {
+        for (GemmForm form :
+             {GemmForm::Tiles, GemmForm::Persistent, GemmForm::PingPong, GemmForm::PingPongCluster}) {
           const GemmConfig c{bm, bn, stages, 8, form};
           // Registers: a consumer thread's f32 accumulators (BN / 2 where BM / 64 warpgroups share a tile,
           // BM BN / 128 where one warpgroup holds it) plus about 40 for addresses and the loop, within what
           // ptxas gives each thread of the block (bm256_bn256 fails: 128 + 40 > 65536 / 512; ptxas
           // allocates for the launch's count even where setmaxnreg raises it: ping-pong 128 x 192, 192 + 40
           // over 168, spills) and what setmaxnreg gives a consumer beside its producer warpgroup.
-          if (form == GemmForm::PingPong && bm > 128) continue;  // check_config's rule
+          if (ping_pong(c) && bm > 128) continue;  // check_config's rule
           const int64_t per_thread =
               std::min<int64_t>(255, target.registers_per_sm / block_threads(c) / 8 * 8);
           // The tile's f32 accumulators over the threads that hold it: BM / 64 warpgroups, or one warpgroup
           // in the ping-pong kernel.
-          const int accumulators = bm * bn / 128 / (form == GemmForm::PingPong ? 1 : bm / 64);
+          const int accumulators = bm * bn / 128 / (ping_pong(c) ? 1 : bm / 64);
           if (gemm_shared_bytes(c) > target.shared_per_block || accumulators + 40 > per_thread ||
               (form != GemmForm::Tiles && accumulators + 40 > consumer_registers(c)))
             continue;
@@ -190,8 +199,13 @@ tune::CostEstimate GemmTemplate::estimate(const GemmProblem& p, const GemmConfig
   e.blocks_per_sm = 1;
   e.threads = block_threads(c);
   // Tiles on the busiest SM: a wave each for one tile per block, the same count walked by a persistent
-  // block.
+  // block. In clusters of two, pairs of tiles over pairs of SMs (an odd tile row leaves a block idle).
   e.waves = (tm * tn + target.sm_count - 1) / target.sm_count;
+  if (c.form == GemmForm::PingPongCluster) {
+    const int64_t pairs = (tm + 1) / 2 * tn, clusters = std::max<int64_t>(1, target.sm_count / 2);
+    e.blocks = 2 * std::min(pairs, clusters);
+    e.waves = (pairs + clusters - 1) / clusters;
+  }
   e.mma_flops =
       2.0 * static_cast<double>(tm * c.bm) * static_cast<double>(tn * c.bn) * static_cast<double>(p.k);
   // Small tiles reach less of the tensor cores' rate: per K step a warpgroup reads its rows of A and the
@@ -201,19 +215,21 @@ tune::CostEstimate GemmTemplate::estimate(const GemmProblem& p, const GemmConfig
   // copies exposed, and less than 192 KiB in flight some of their latency (ping-pong 128 x 128: 4 stages, 128
   // KiB, 2-8% slower than 6).
   const double intensity = static_cast<double>(c.bm) * c.bn / (c.bm + c.bn);
-  const double knee = c.form == GemmForm::PingPong ? 64.0 : 85.0;
+  const double knee = ping_pong(c) ? 64.0 : 85.0;
   const double in_flight = static_cast<double>(c.stages) * (c.bm + c.bn) * 64 * 2;
   // Where BM / 64 warpgroups share a tile, their best (128 x 256) reached 702 TFLOP/s at 8192^3 where cuBLAS
   // reached 755: 0.93 of the target's rate.
-  const double shared_tile = c.form == GemmForm::PingPong ? 1.0 : 0.93;
+  const double shared_tile = ping_pong(c) ? 1.0 : 0.93;
   const double efficiency = shared_tile * std::min(1.0, intensity / knee) * std::min(1.0, c.stages / 3.0) *
                             (1.0 - 0.2 * std::max(0.0, 1.0 - in_flight / (192.0 * 1024)));
   const double per_sm = target.gemm_tflops * 1e12 / target.sm_count * efficiency;
   // The epilogue (the tile cast and stored with the tensor cores idle): about 1 us for 128 x 256, except
   // where the other ping-pong warpgroup multiplies meanwhile.
-  const double epilogue = c.form == GemmForm::PingPong ? 0.0 : 1e-6 * c.bm * c.bn / (128.0 * 256.0);
+  const double epilogue = ping_pong(c) ? 0.0 : 1e-6 * c.bm * c.bn / (128.0 * 256.0);
   const double tile_seconds = 2.0 * c.bm * c.bn * static_cast<double>(p.k) / per_sm + epilogue;
-  e.l2_bytes = 2.0 * (static_cast<double>(p.m) * p.k * tn + static_cast<double>(p.n) * p.k * tm);
+  // B read once per tile row, or per pair of tile rows where a cluster of two multicasts it.
+  const double b_rows = c.form == GemmForm::PingPongCluster ? std::ceil(tm / 2.0) : static_cast<double>(tm);
+  e.l2_bytes = 2.0 * (static_cast<double>(p.m) * p.k * tn + static_cast<double>(p.n) * p.k * b_rows);
   e.dram_bytes = 2.0 * (static_cast<double>(p.m) * p.k + static_cast<double>(p.n) * p.k +
                         static_cast<double>(p.m) * p.n);
   const double compute = static_cast<double>(e.waves) * tile_seconds;

@@ -51,6 +51,7 @@ enum class InstKind {
   CopyTma,
   StoreTma,
   StoreTmaWait,
+  ClusterSync,
   // register_tensor.h
   AllocateRegister,
   Iota,

@@ -1,6 +1,7 @@
 // Hopper's asynchronous copies and the shared-memory barriers they complete on (sm_90; docs/language.md
 // section 5, "Barriers and TMA copies"): AllocateBarrier, BarrierArrive, BarrierWait, CopyTma, StoreTma,
-// StoreTmaWait.
+// StoreTmaWait; and the thread-block cluster's (section 5, "Clusters"): ClusterSync, CopyTma's multicast=,
+// BarrierArrive's rank=.
 //
 // A barrier (an mbarrier) counts block-level arrivals and bytes. Each phase completes when `count` arrivals
 // have happened and the bytes the arrivals announced (tx=) have landed; the barrier then starts its next
@@ -27,14 +28,16 @@ struct AllocateBarrierInst : InstNode {
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
-// BarrierArrive(b[i], [tx=bytes]): one arrival of the block on barrier b[i], announcing `bytes` (default 0)
-// that copies completing on it will bring in the current phase.
+// BarrierArrive(b[i], [tx=bytes], [rank=r]): one arrival of the block on barrier b[i], announcing `bytes`
+// (default 0) that copies completing on it will bring in the current phase. With rank=, the arrival is on
+// barrier b[i] of the cluster's block of that rank (its own b, the same AllocateBarrier's).
 struct BarrierArriveInst : InstNode {
   static constexpr InstKind kKind = InstKind::BarrierArrive;
   TensorArg barrier;
-  Expr tx;  // null: 0
-  BarrierArriveInst(TensorArg b, Expr t, SourceLoc l = {})
-      : InstNode(kKind, l), barrier(std::move(b)), tx(std::move(t)) {}
+  Expr tx;    // null: 0
+  Expr rank;  // null: the block's own barrier
+  BarrierArriveInst(TensorArg b, Expr t, SourceLoc l = {}, Expr r = {})
+      : InstNode(kKind, l), barrier(std::move(b)), tx(std::move(t)), rank(std::move(r)) {}
   void for_each_expr(const ExprFn& fn) const override;
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
@@ -51,16 +54,23 @@ struct BarrierWaitInst : InstNode {
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
 
-// CopyTma(s, g, barrier=b[i]): copy the shared tile `s` (its whole view, stored row-major) from the global
-// view `g` at its origin with the tensor-memory accelerator; elements outside g are filled with 0. The copy
-// completes on b[i], counting the tile's bytes against the bytes the current phase's arrivals announced.
+// CopyTma(s, g, barrier=b[i], [multicast=mask]): copy the shared tile `s` (its whole view, stored row-major)
+// from the global view `g` at its origin with the tensor-memory accelerator; elements outside g are filled
+// with 0. The copy completes on b[i], counting the tile's bytes against the bytes the current phase's
+// arrivals announced. With multicast=, the tile lands in `s` and completes on b[i] of every block of the
+// cluster whose rank is a bit of the mask (the issuing block's only if its own bit is set).
 struct CopyTmaInst : InstNode {
   static constexpr InstKind kKind = InstKind::CopyTma;
   TensorArg dst;      // shared
   TensorArg src;      // global
   TensorArg barrier;  // one barrier
-  CopyTmaInst(TensorArg d, TensorArg s, TensorArg b, SourceLoc l = {})
-      : InstNode(kKind, l), dst(std::move(d)), src(std::move(s)), barrier(std::move(b)) {}
+  Expr multicast;     // null: the issuing block only
+  CopyTmaInst(TensorArg d, TensorArg s, TensorArg b, SourceLoc l = {}, Expr m = {})
+      : InstNode(kKind, l),
+        dst(std::move(d)),
+        src(std::move(s)),
+        barrier(std::move(b)),
+        multicast(std::move(m)) {}
   void for_each_expr(const ExprFn& fn) const override;
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };
@@ -87,6 +97,17 @@ struct StoreTmaWaitInst : InstNode {
   static constexpr InstKind kKind = InstKind::StoreTmaWait;
   int64_t pending = 0;
   StoreTmaWaitInst(int64_t n, SourceLoc l = {}) : InstNode(kKind, l), pending(n) {}
+  void for_each_expr(const ExprFn&) const override {}
+  Inst rewrite(const ExprMap&, const VarMap&) const override;
+};
+
+// ClusterSync(): every thread of every block of the cluster arrives, then waits until all have arrived
+// (barrier.cluster arrive with release, wait with acquire): what each block did before it, its shared
+// memory and barriers initialized among it, happens before what any block of the cluster does after it.
+// Block level only (not in a region).
+struct ClusterSyncInst : InstNode {
+  static constexpr InstKind kKind = InstKind::ClusterSync;
+  explicit ClusterSyncInst(SourceLoc l = {}) : InstNode(kKind, l) {}
   void for_each_expr(const ExprFn&) const override {}
   Inst rewrite(const ExprMap&, const VarMap&) const override;
 };

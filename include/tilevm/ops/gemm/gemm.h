@@ -15,6 +15,9 @@
 //   ping-pong   examples/gemm_f16_pingpong.tile (name ends `_pp`): persistent, and its two consumer
 //               warpgroups take alternate tiles, each a whole BM x BN tile (BM 64 or 128), so that one
 //               stores its tile while the other multiplies (the fastest at 4096^3, docs/performance.md)
+//   ping-pong in clusters  examples/gemm_f16_pingpong_cluster.tile (`_ppc`): the ping-pong kernel in clusters
+//               of two blocks on vertically adjacent tiles, which share each B tile through TMA multicast
+//               (a quarter less L2 traffic at 128 x 128)
 //
 //   GemmTuneResult r = autotune_gemm(device, {.m = 4096, .n = 8192, .k = 8192});
 //   exec::CompiledProgram c = GemmTemplate().compile(problem, r.config, exec::device_target(device.info()));
@@ -37,7 +40,7 @@ struct GemmProblem {
   std::string key() const;  // "gemm_m4096_n8192_k8192_f16"
 };
 
-enum class GemmForm { Tiles, Persistent, PingPong };
+enum class GemmForm { Tiles, Persistent, PingPong, PingPongCluster };
 
 struct GemmConfig {
   int bm = 128, bn = 256, stages = 4, group = 8;
@@ -59,7 +62,7 @@ int64_t gemm_shared_bytes(const GemmConfig& config);
 class GemmTemplate : public tune::KernelTemplate<GemmProblem, GemmConfig, exec::CompiledProgram> {
  public:
   std::string name() const override { return "gemm_f16_wgmma"; }
-  int revision() const override { return 2; }  // 2: the persistent and ping-pong kernels
+  int revision() const override { return 3; }  // 2: the persistent and ping-pong kernels; 3: in clusters
   std::string key(const GemmProblem& problem) const override;
   std::vector<GemmConfig> space(const GemmProblem& problem, const target::Target& target) const override;
   std::string config_name(const GemmConfig& config) const override { return config.name(); }
