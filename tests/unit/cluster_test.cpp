@@ -59,7 +59,7 @@ TEST(Cluster, HeaderParsesPrintsAndRoundTrips) {
 
 TEST(Cluster, BadHeadersAreLocatedErrors) {
   EXPECT_NE(errors_of("def k<2>[threads=32, cluster=0](f32* p):\n    pass\n")
-                .find("test.tile:1:31: error: a cluster extent must be positive, got 0"),
+                .find("test.tile:1:30: error: a cluster extent must be positive, got 0"),
             std::string::npos);
   EXPECT_NE(errors_of("def k<4, 4>[threads=32, cluster=[4, 4]](f32* p):\n    pass\n")
                 .find("a cluster of 16 blocks; a GPU launches clusters of at most 8"),
