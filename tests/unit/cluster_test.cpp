@@ -1,8 +1,8 @@
 // Thread-block clusters (docs/language.md section 5, "Clusters"): the header's cluster= and its checks,
 // ClusterSync(), CopyTma's multicast= and BarrierArrive's rank= through the verifier, the interpreter (the
 // blocks of a cluster run together; tests/golden/run/cluster_*.tile has the mistakes it reports) and the
-// emitter. That the emitted code compiles is codegen_compile_test.cpp's (every golden program); ClusterGpu runs
-// the multicast program on the device against the interpreter.
+// emitter. That the emitted code compiles is codegen_compile_test.cpp's (every golden program); ClusterGpu
+// runs the multicast program on the device against the interpreter.
 #include <gtest/gtest.h>
 
 #include "interp_test_util.h"

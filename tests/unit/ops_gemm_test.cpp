@@ -82,8 +82,8 @@ TEST(OpsGemm, CostModelTakesSmallTilesForSmallProblems) {
   const target::Target h200 = target::Target::h200();
   for (const GemmProblem square : {GemmProblem{4096, 4096, 4096}, GemmProblem{8192, 8192, 8192}}) {
     const GemmConfig pick = tune::prune(kernel, square, kernel.space(square, h200), h200, 1).at(0);
-    EXPECT_TRUE((pick.form == GemmForm::PingPong || pick.form == GemmForm::PingPongCluster) && pick.bm == 128 &&
-                pick.bn == 128 && pick.stages >= 5)
+    EXPECT_TRUE((pick.form == GemmForm::PingPong || pick.form == GemmForm::PingPongCluster) &&
+                pick.bm == 128 && pick.bn == 128 && pick.stages >= 5)
         << square.key() << ": " << pick.name();
   }
 }
@@ -103,10 +103,10 @@ TEST(OpsGemm, SmallConfigurationOnTheInterpreter) {
 
 // The persistent kernels on two blocks for nine tiles (five and four each; the ping-pong consumers three and
 // two of a block's five; in clusters, one cluster of two blocks for the three pairs of tile rows, the
-// second block's last row past M), K over two tiles of two stages: the interpreter runs the producer and consumers
-// under every schedule, checks each barrier phase and shared-memory access, and the product is within one
-// f16 rounding plus the f32 accumulator's roundings after each of the four K steps (partial sums below 10:
-// a few 1e-6 absolute).
+// second block's last row past M), K over two tiles of two stages: the interpreter runs the producer and
+// consumers under every schedule, checks each barrier phase and shared-memory access, and the product is
+// within one f16 rounding plus the f32 accumulator's roundings after each of the four K steps (partial sums
+// below 10: a few 1e-6 absolute).
 TEST(OpsGemm, PersistentConfigurationsOnTheInterpreter) {
   for (GemmForm form : {GemmForm::Persistent, GemmForm::PingPong, GemmForm::PingPongCluster}) {
     const GemmConfig c{64, 64, 2, 2, form};
@@ -170,11 +170,11 @@ TEST(OpsGemm, PingPongWithoutTheTurnDeadlocks) {
 // that has ended (on the GPU its shared memory may be another block's by then), or one that nothing orders
 // before that block's end.
 TEST(OpsGemm, ClusterKernelWithoutTheProducerTailReportsTheLateArrival) {
-  const std::string report = report_without(
-      GemmForm::PingPongCluster,
-      "        for n in range(mine * steps, mine * steps + STAGES):\n"
-      "            BarrierWait(empty[n % STAGES], parity=(n / STAGES + 1) % 2)\n",
-      256, 128, 256);
+  const std::string report =
+      report_without(GemmForm::PingPongCluster,
+                     "        for n in range(mine * steps, mine * steps + STAGES):\n"
+                     "            BarrierWait(empty[n % STAGES], parity=(n / STAGES + 1) % 2)\n",
+                     256, 128, 256);
   EXPECT_TRUE(report.find("which has ended") != std::string::npos ||
               report.find("may end before this arrival") != std::string::npos)
       << report;
