@@ -91,84 +91,10 @@ void Machine::run_cluster(int64_t cluster) {
   saved_block.rank = -1;
   swap_block(saved_block);
   section_ = std::move(section);
-  Section& sec = *section_;
-  const int n = static_cast<int>(cluster_blocks_);
-  const int first = schedule_.policy == Schedule::Policy::Reverse ? n - 1
-                    : schedule_.policy == Schedule::Policy::Random
-                        ? static_cast<int>(next_random(rng_state_) % n)
-                        : 0;
-  try {
-    // Every block's thread exists before the first takes the baton: a block's section adds threads.
-    for (int k = 0; k < n; ++k) sec.threads.emplace_back([this, k] { block_main(static_cast<size_t>(k)); });
-    {
-      std::lock_guard<std::mutex> lock(sec.mutex);
-      sec.running = first;
-    }
-    sec.cv.notify_all();
-  } catch (...) {  // no thread for a block (resources): stop the ones that started
-    {
-      std::lock_guard<std::mutex> lock(sec.mutex);
-      sec.cancel = true;
-    }
-    sec.cv.notify_all();
-    for (std::thread& t : sec.threads) t.join();
-    section_.reset();
-    throw;
-  }
-  {
-    std::unique_lock<std::mutex> lock(sec.mutex);
-    sec.cv.wait(lock, [&] { return sec.running == -1; });
-  }
-  for (std::thread& t : sec.threads) t.join();
-  if (sec.error) {
-    // The machine keeps the failed strand's state (its block, for the error's note).
-    std::exception_ptr error = sec.error;
-    section_.reset();
-    std::rethrow_exception(error);
-  }
+  run_strands([this](size_t k) { strand_main(k); });
   swap_block(saved_block);
   swap_strand(saved_strand);
   section_.reset();
-}
-
-void Machine::block_main(size_t index) {
-  Section& sec = *section_;
-  const int me = static_cast<int>(index);
-  try {
-    {
-      std::unique_lock<std::mutex> lock(sec.mutex);
-      sec.cv.wait(lock, [&] { return sec.running == me || sec.cancel; });
-      if (sec.cancel) throw Cancelled{};
-    }
-    Strand& mine = sec.strands[index];
-    park_block(mine.block);  // in: the block's state into the machine
-    swap_strand(mine);
-    exec_block(program_.body);
-    check_block_end();
-    block_ended_ = true;
-    swap_strand(mine);
-    mine.state = Strand::State::Finished;
-    const int next = pick_next(me, false, std::nullopt);
-    bool all_finished = true;
-    for (const Strand& s : sec.strands) all_finished &= s.state == Strand::State::Finished;
-    if (next < 0 && !all_finished) raise_deadlock(me);  // (the block's state still in: the error's note)
-    park_block(mine.block);
-    {
-      std::lock_guard<std::mutex> lock(sec.mutex);
-      sec.running = next;  // -1 when every block has ended: back to run_cluster
-    }
-    sec.cv.notify_all();
-  } catch (const Cancelled&) {
-    // Another strand failed; its error is the cluster's.
-  } catch (...) {
-    {
-      std::lock_guard<std::mutex> lock(sec.mutex);
-      if (!sec.error) sec.error = std::current_exception();
-      sec.cancel = true;
-      sec.running = -1;
-    }
-    sec.cv.notify_all();
-  }
 }
 
 void Machine::run_section_in_cluster(const ir::Block& block, size_t first, size_t end) {
@@ -178,26 +104,10 @@ void Machine::run_section_in_cluster(const ir::Block& block, size_t first, size_
   std::vector<size_t> regions;
   for (int k = 1; k < kActorsPerBlock; ++k) actor_regions_[actor_base_ + static_cast<size_t>(k)] = nullptr;
   for (size_t k = 0; k < n; ++k) {
-    const auto& r = *block[first + k]->as<ir::RegionStmt>();
     regions.push_back(sec.strands.size());
-    Strand& s = sec.strands.emplace_back();
-    // As in run_section: the block's variables and clock, a fresh epoch of the region's own actor.
-    s.env = env_;
-    s.loc = r.loc;
-    s.loc_ptr = &r.loc;
-    s.threads = r.threads();
-    s.first_thread = r.first_thread();
-    s.actor = static_cast<uint16_t>(actor_base_ + 1 + k);
-    s.clock = clock_;
-    if (s.clock.size() <= s.actor) s.clock.resize(s.actor + 1u, 0);
-    s.clock[s.actor] = fresh_epoch();
-    s.sync_epoch = s.clock[s.actor];
-    record_fence_event(s.actor, s.sync_epoch, true);
-    s.region = &r;
-    s.stmt = &r;
-    s.block = rank_;
+    Strand& s = sec.strands.emplace_back(
+        region_strand(*block[first + k]->as<ir::RegionStmt>(), static_cast<uint16_t>(actor_base_ + 1 + k)));
     s.parent = me;
-    actor_regions_[s.actor] = &r;
   }
   Strand& parent = sec.strands[static_cast<size_t>(me)];
   parent.open_regions = static_cast<int>(n);

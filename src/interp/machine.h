@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -476,6 +477,7 @@ class Machine {
   // Warp-specialized regions (regions.cpp).
   // Runs the section of statements [first, end) of `block`, every one a RegionStmt.
   void run_section(const ir::Block& block, size_t first, size_t end);
+  // A strand's thread: waits for the baton, runs its region (or, with clusters, its whole block), ends.
   void strand_main(size_t index);
   void swap_strand(Strand& s);
   // The points where a schedule may hand the baton to another region.
@@ -503,7 +505,6 @@ class Machine {
   // Section beside its regions; the machine holds the state of the block whose strand runs, the others'
   // wait in blocks_.
   void run_cluster(int64_t first_block_of_cluster);
-  void block_main(size_t index);
   void swap_block(BlockState& b);
   void park_block(int rank) {
     if (clustered_) swap_block(blocks_[static_cast<size_t>(rank)]);
@@ -516,6 +517,11 @@ class Machine {
   // allocation), which must have been allocated before this point; `what` names the instruction.
   SharedBuffer& in_block(const SharedBuffer& mine, const char* what);
   void run_section_in_cluster(const ir::Block& block, size_t first, size_t end);
+  // A region's strand, starting from the running block strand's state, as actor `actor`.
+  Strand region_strand(const ir::RegionStmt& r, uint16_t actor);
+  // Starts a thread running `main(k)` for each strand of section_, gives the first (by the schedule) the
+  // baton, and returns when the strands have ended (rethrowing the error that stopped them).
+  void run_strands(const std::function<void(size_t)>& main);
   void cluster_sync();
   // Passes the baton from the running strand to `next` and takes it back.
   void pass_baton(int next);

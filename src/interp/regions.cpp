@@ -49,39 +49,64 @@ void Machine::run_section(const ir::Block& block, size_t first, size_t end) {
     raise(block[first]->loc, "a section of {} regions; a block has at most {} warpgroups", n, kMaxRegions);
   if (clustered_) return run_section_in_cluster(block, first, end);
   auto section = std::make_shared<Section>();
-  section->strands.resize(n);
   actor_regions_.assign(first_barrier_actor_, nullptr);
-  for (size_t k = 0; k < n; ++k) {
-    const auto& r = *block[first + k]->as<ir::RegionStmt>();
-    Strand& s = section->strands[k];
-    // A region starts from the block's variables and clock: what the block did before the section without
-    // a Synchronize() is concurrent with it, as on the GPU (the regions' branch is no barrier).
-    s.env = env_;
-    s.loc = r.loc;
-    s.loc_ptr = &r.loc;
-    s.threads = r.threads();
-    s.first_thread = r.first_thread();
-    s.actor = static_cast<uint16_t>(1 + k);
-    s.clock = clock_;
-    if (s.clock.size() <= s.actor) s.clock.resize(s.actor + 1u, 0);
-    s.clock[s.actor] = fresh_epoch();
-    s.sync_epoch = s.clock[s.actor];
-    record_fence_event(s.actor, s.sync_epoch, true);
-    s.region = &r;
-    s.stmt = &r;
-    actor_regions_[s.actor] = &r;
-  }
+  for (size_t k = 0; k < n; ++k)
+    section->strands.push_back(
+        region_strand(*block[first + k]->as<ir::RegionStmt>(), static_cast<uint16_t>(1 + k)));
   section_ = std::move(section);
   Section& sec = *section_;
   Strand block_state;
   swap_strand(block_state);  // the block's state waits here until the section ends
-  const int last = static_cast<int>(n) - 1;
-  sec.running = schedule_.policy == Schedule::Policy::Reverse  ? last
-                : schedule_.policy == Schedule::Policy::Random ? static_cast<int>(next_random(rng_state_) % n)
-                                                               : 0;
+  run_strands([this](size_t k) { strand_main(k); });
+  swap_strand(block_state);
+  // The block goes on when every region has finished: everything they did happens before what follows.
+  for (Strand& s : sec.strands) {
+    s.clock[s.actor] = fresh_epoch();
+    join_clock(clock_, s.clock);
+  }
+  clock_[actor_] = fresh_epoch();
+  sync_epoch_ = clock_[actor_];
+  section_.reset();
+}
+
+Strand Machine::region_strand(const ir::RegionStmt& r, uint16_t actor) {
+  // A region starts from the block's variables and clock: what the block did before the section without a
+  // Synchronize() is concurrent with it, as on the GPU (the regions' branch is no barrier).
+  Strand s;
+  s.env = env_;
+  s.loc = r.loc;
+  s.loc_ptr = &r.loc;
+  s.threads = r.threads();
+  s.first_thread = r.first_thread();
+  s.actor = actor;
+  s.clock = clock_;
+  if (s.clock.size() <= s.actor) s.clock.resize(s.actor + 1u, 0);
+  s.clock[s.actor] = fresh_epoch();
+  s.sync_epoch = s.clock[s.actor];
+  record_fence_event(s.actor, s.sync_epoch, true);
+  s.region = &r;
+  s.stmt = &r;
+  s.block = rank_ < 0 ? 0 : rank_;
+  actor_regions_[s.actor] = &r;
+  return s;
+}
+
+void Machine::run_strands(const std::function<void(size_t)>& main) {
+  Section& sec = *section_;
+  const int n = static_cast<int>(sec.strands.size());
+  const int first = schedule_.policy == Schedule::Policy::Reverse ? n - 1
+                    : schedule_.policy == Schedule::Policy::Random
+                        ? static_cast<int>(next_random(rng_state_) % n)
+                        : 0;
   try {
-    for (size_t k = 0; k < n; ++k) sec.threads.emplace_back([this, k] { strand_main(k); });
-  } catch (...) {  // no thread for a region (resources): stop the ones that started
+    // Every thread exists before the first strand takes the baton (a block strand's section adds threads).
+    for (int k = 0; k < n; ++k) sec.threads.emplace_back([&main, k] { main(static_cast<size_t>(k)); });
+    {
+      std::lock_guard<std::mutex> lock(sec.mutex);
+      sec.running = first;
+    }
+    sec.cv.notify_all();
+  } catch (...) {  // no thread for a strand (resources): stop the ones that started
     {
       std::lock_guard<std::mutex> lock(sec.mutex);
       sec.cancel = true;
@@ -97,20 +122,11 @@ void Machine::run_section(const ir::Block& block, size_t first, size_t end) {
   }
   for (std::thread& t : sec.threads) t.join();
   if (sec.error) {
-    // The machine keeps the failed strand's state (its location, for errors that carry none).
+    // The machine keeps the failed strand's state (its location and block, for errors that carry none).
     std::exception_ptr error = sec.error;
     section_.reset();
     std::rethrow_exception(error);
   }
-  swap_strand(block_state);
-  // The block goes on when every region has finished: everything they did happens before what follows.
-  for (Strand& s : sec.strands) {
-    s.clock[s.actor] = fresh_epoch();
-    join_clock(clock_, s.clock);
-  }
-  clock_[actor_] = fresh_epoch();
-  sync_epoch_ = clock_[actor_];
-  section_.reset();
 }
 
 void Machine::strand_main(size_t index) {
@@ -123,9 +139,15 @@ void Machine::strand_main(size_t index) {
       if (sec.cancel) throw Cancelled{};
     }
     Strand& mine = sec.strands[index];
-    park_block(mine.block);  // (with clusters: the region's block's state into the machine)
+    park_block(mine.block);  // (with clusters: the strand's block's state into the machine)
     swap_strand(mine);
-    exec_block(region_->body);  // the verifier allows no return, Exit() or break out of a region
+    if (mine.block_strand) {  // a block of a cluster (clusters.cpp)
+      exec_block(program_.body);
+      check_block_end();
+      block_ended_ = true;
+    } else {
+      exec_block(region_->body);  // the verifier allows no return, Exit() or break out of a region
+    }
     swap_strand(mine);
     mine.state = Strand::State::Finished;
     // The last region of a block's section in a cluster: the block goes on.
@@ -136,11 +158,11 @@ void Machine::strand_main(size_t index) {
     const int next = pick_next(me, false, std::nullopt);
     bool all_finished = true;
     for (const Strand& s : sec.strands) all_finished &= s.state == Strand::State::Finished;
-    if (next < 0 && !all_finished) raise_deadlock(me);
+    if (next < 0 && !all_finished) raise_deadlock(me);  // (the block's state still in: the error's note)
     park_block(mine.block);
     {
       std::lock_guard<std::mutex> lock(sec.mutex);
-      sec.running = next;  // -1 when all have finished: back to the block
+      sec.running = next;  // -1 when all have finished: back to the block (with clusters, to run_cluster)
     }
     sec.cv.notify_all();
   } catch (const Cancelled&) {

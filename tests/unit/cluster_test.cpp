@@ -57,42 +57,38 @@ TEST(Cluster, HeaderParsesPrintsAndRoundTrips) {
             (std::vector<int64_t>{2}));
 }
 
+// The program's diagnostics hold `message` (printed when they do not).
+void expect_diagnostic(const std::string& text, const std::string& message) {
+  const std::string e = errors_of(text);
+  EXPECT_NE(e.find(message), std::string::npos) << "expected '" << message << "' in:\n" << e;
+}
+
 TEST(Cluster, BadHeadersAreLocatedErrors) {
-  EXPECT_NE(errors_of("def k<2>[threads=32, cluster=0](f32* p):\n    pass\n")
-                .find("test.tile:1:30: error: a cluster extent must be positive, got 0"),
-            std::string::npos);
-  EXPECT_NE(errors_of("def k<4, 4>[threads=32, cluster=[4, 4]](f32* p):\n    pass\n")
-                .find("a cluster of 16 blocks; a GPU launches clusters of at most 8"),
-            std::string::npos);
-  EXPECT_NE(errors_of("def k<4>[threads=32, cluster=[2, 2]](f32* p):\n    pass\n")
-                .find("cluster= has 2 extents but the grid has 1 dimensions"),
-            std::string::npos);
-  EXPECT_NE(errors_of("def k<4>[threads=32, clusters=2](f32* p):\n    pass\n")
-                .find("expected threads= or cluster=, got 'clusters'"),
-            std::string::npos);
+  expect_diagnostic("def k<2>[threads=32, cluster=0](f32* p):\n    pass\n",
+                    "test.tile:1:30: error: a cluster extent must be positive, got 0");
+  expect_diagnostic("def k<4, 4>[threads=32, cluster=[4, 4]](f32* p):\n    pass\n",
+                    "a cluster of 16 blocks; a GPU launches clusters of at most 8");
+  expect_diagnostic("def k<4>[threads=32, cluster=[2, 2]](f32* p):\n    pass\n",
+                    "cluster= has 2 extents but the grid has 1 dimensions");
+  expect_diagnostic("def k<4>[threads=32, clusters=2](f32* p):\n    pass\n",
+                    "expected threads= or cluster=, got 'clusters'");
 }
 
 TEST(Cluster, TheVerifierChecksWhatNeedsACluster) {
-  EXPECT_NE(errors_of("def k<2>[threads=32](f32* p):\n    ClusterSync()\n")
-                .find("test.tile:2:5: error: ClusterSync() needs a thread-block cluster: declare one in the "
-                      "header ([cluster=2])"),
-            std::string::npos);
-  std::string e = errors_of(multicast_program("4"));
-  EXPECT_NE(e.find("multicast mask 4 names no block or blocks past the cluster's 2 (bits 0 to 1)"),
-            std::string::npos)
-      << e;
-  e = errors_of(
+  expect_diagnostic(
+      "def k<2>[threads=32](f32* p):\n    ClusterSync()\n",
+      "test.tile:2:5: error: ClusterSync() needs a thread-block cluster: declare one in the header "
+      "([cluster=2])");
+  expect_diagnostic(multicast_program("4"),
+                    "multicast mask 4 names no block or blocks past the cluster's 2 (bits 0 to 1)");
+  expect_diagnostic(
       "def k<2>[threads=32, cluster=2](f32* p):\n    b = AllocateBarrier(count=1, shape=[1])\n"
-      "    BarrierArrive(b[0], rank=2)\n");
-  EXPECT_NE(e.find("test.tile:3:30: error: BarrierArrive: rank 2 is not a block of the cluster of 2 blocks"),
-            std::string::npos)
-      << e;
-  e = errors_of(
+      "    BarrierArrive(b[0], rank=2)\n",
+      "test.tile:3:30: error: BarrierArrive: rank 2 is not a block of the cluster of 2 blocks");
+  expect_diagnostic(
       "def k<2>[threads=256, cluster=2](f32* p):\n    with Warpgroups(0, 1):\n        ClusterSync()\n"
-      "    with Warpgroups(1, 2):\n        pass\n");
-  EXPECT_NE(e.find("test.tile:3:9: error: ClusterSync() inside the region Warpgroups(0, 1)"),
-            std::string::npos)
-      << e;
+      "    with Warpgroups(1, 2):\n        pass\n",
+      "test.tile:3:9: error: ClusterSync() inside the region Warpgroups(0, 1)");
 }
 
 TEST(Cluster, MulticastReachesEveryBlockOfTheCluster) {
