@@ -535,12 +535,14 @@ void Machine::check_init(const RegTensor& r, const ir::TensorArg& arg) {
 }  // namespace detail
 
 bool detail::run_schedule(const ir::Program& program, Arguments& args, Diagnostics& diags,
-                          const RunOptions& options, const Schedule& schedule) {
+                          const RunOptions& options, const Schedule& schedule, int64_t& steps) {
   std::unique_ptr<detail::Machine> machine;
   SourceLoc loc;
   try {
     machine = std::make_unique<detail::Machine>(program, args, options, schedule);
+    machine->start_steps(steps);
     machine->run();
+    steps = machine->steps();
     return true;
   } catch (const detail::RunError& e) {
     loc = e.loc;

@@ -306,8 +306,11 @@ struct BlockState {
 };
 
 // One run of the program under one schedule (executor.cpp): errors go to `diags`, with their notes.
+// `steps`: the steps of RunOptions::max_steps that earlier runs of the same launch took, on return with
+// this run's added, so that the budget bounds the whole launch (seven schedules' runs for a program with
+// regions), not each run.
 bool run_schedule(const ir::Program& program, Arguments& args, Diagnostics& diags, const RunOptions& options,
-                  const Schedule& schedule);
+                  const Schedule& schedule, int64_t& steps);
 
 // A section while it runs: one strand per region, each on its own OS thread, and the baton that lets one of
 // them run at a time (the machine is handed over, never shared, so the run is deterministic).
@@ -328,6 +331,9 @@ class Machine {
   SourceLoc current_loc() const { return current_loc_; }
   bool multi_block() const { return total_blocks_ > 1; }
   bool launch_finished() const { return launch_finished_; }
+  // The steps taken (charge_steps), counting from those of the launch's earlier runs (start_steps).
+  int64_t steps() const { return steps_; }
+  void start_steps(int64_t steps) { steps_ = steps; }
 
   // Scalars (scalar_eval.cpp).
   ScalarValue eval(const ir::Expr& e);
@@ -607,7 +613,7 @@ class Machine {
   int64_t total_blocks_ = 1;
   Index block_index_;
   uint64_t exec_ = 0;  // counts instruction executions
-  int64_t steps_ = 0;  // charge_steps: the work done so far, over every block (and schedule)
+  int64_t steps_ = 0;  // charge_steps: the work done so far, over every block and every schedule's run
 
   // Per strand (swap_strand): the block's, or the running region's. env_, open_group_ and committed_groups_
   // above are too.

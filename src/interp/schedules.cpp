@@ -136,10 +136,11 @@ bool run_program(const ir::Program& program, Arguments& args, Diagnostics& diags
                 fmt::format("under the schedule {} of the regions (tilevm run --schedule {} runs only it)",
                             r.schedule.name(), r.schedule.name()));
   };
+  int64_t steps = 0;  // RunOptions::max_steps bounds all the runs together
   auto run = [&](const Run& r, Arguments& a, const RunOptions& o) {
     RunOptions with = o;
     with.reverse_blocks = r.reversed;
-    if (detail::run_schedule(program, a, diags, with, r.schedule)) return true;
+    if (detail::run_schedule(program, a, diags, with, r.schedule, steps)) return true;
     note(r);
     return false;
   };

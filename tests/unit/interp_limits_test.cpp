@@ -122,6 +122,29 @@ TEST(InterpLimits, AStepBudgetCutsOffARunThatWouldNotEnd) {
   EXPECT_TRUE(run(testing::parse_verified(dot), {}, {}, budget).ok);
 }
 
+// A program with regions runs once per schedule (seven runs); the budget bounds them together. Each run
+// of this one takes about 1000 steps, so 2000 let one run finish but not the seven (each run had its own
+// budget once, and a fuzzer's input with regions took seven times the time the budget was meant to allow).
+TEST(InterpLimits, TheStepBudgetBoundsAllTheSchedulesRunsTogether) {
+  const std::string regions =
+      "def k<1>[threads=256](i32 n):\n"
+      "    with Warpgroups(0, 1):\n"
+      "        for i in range(n):\n"
+      "            x: i32 = i\n"
+      "    with Warpgroups(1, 2):\n"
+      "        pass\n";
+  RunOptions budget;
+  budget.max_steps = 2000;
+  RunOptions one_schedule = budget;
+  one_schedule.schedules = {Schedule{}};
+  const ir::Program program = testing::parse_verified(regions);
+  EXPECT_TRUE(run(program, {}, {{"n", testing::int_arg(400)}}, one_schedule).ok);
+  const auto all = run(program, {}, {{"n", testing::int_arg(400)}}, budget);
+  EXPECT_NE(all.errors.find("more than 2000 steps, its budget"), std::string::npos) << all.errors;
+  budget.max_steps = 20000;
+  EXPECT_TRUE(run(program, {}, {{"n", testing::int_arg(400)}}, budget).ok);
+}
+
 // A range whose next value passes the i64 range ends there, as range() does; the value once wrapped around
 // into the range, and the loop never ended.
 TEST(InterpLimits, ALoopEndsAtTheEndOfTheIntegerRange) {

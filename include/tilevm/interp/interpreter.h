@@ -70,7 +70,8 @@ struct RunOptions {
   // reported at the allocation with what it would need, instead of exhausting the machine.
   int64_t max_memory = kDefaultMaxMemory;
   static constexpr int64_t kDefaultMaxMemory = int64_t{4} << 30;
-  // The most work the run may do, in steps (0: no limit). A step is one statement executed, or one element
+  // The most work the run may do, in steps (0: no limit), over all its blocks and, for a program with
+  // regions, all its schedules' runs together. A step is one statement executed, or one element
   // that an instruction reads, writes or allocates (a Dot also counts its multiply-adds), so the count grows
   // with the time the run takes, whether the program loops long or computes on large tiles. A run past it
   // stops with an error at the instruction it reached: a program that would never end (a fuzzer's input, a
