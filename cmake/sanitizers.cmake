@@ -1,9 +1,10 @@
 # Sanitizer and fuzzing builds, each in its own build directory (README.md, "Fuzzing and sanitizers").
 #
 #   -DTILEVM_SANITIZE=ON   AddressSanitizer + UndefinedBehaviorSanitizer over the library, the tools and the
-#                          tests (build-asan; scripts/test-sanitizers.sh). Any report aborts the test.
-#   -DTILEVM_FUZZ=ON       the libFuzzer targets of fuzz/ (clang only; build-fuzz; scripts/fuzz.sh): the whole
-#                          library is compiled with the fuzzer's coverage instrumentation and both sanitizers.
+#                          tests, with g++ (e.g. build-asan). Any report aborts the test.
+#   -DTILEVM_FUZZ=ON       the same with clang, plus the fuzzer's coverage instrumentation in every object and
+#                          the libFuzzer targets of fuzz/ (build-fuzz): scripts/test-sanitizers.sh runs the
+#                          tests there and then scripts/fuzz.sh, so CI compiles the library once for both.
 #
 # The flags apply to every target of the directory, so that no code a sanitizer should see is left out.
 option(TILEVM_SANITIZE "build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)

@@ -21,7 +21,7 @@ if ! command -v clang++ >/dev/null; then
   echo "fuzz: clang++ is not installed (scripts/install-deps.sh installs it)" >&2
   exit 1
 fi
-cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DTILEVM_FUZZ=ON -DTILEVM_BUILD_TESTS=OFF >/dev/null
+cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DTILEVM_FUZZ=ON >/dev/null
 cmake --build "$build" --target tilevm_fuzz_targets
 
 # Seed corpora, made fresh each run from the inputs of the examples and the golden tests.

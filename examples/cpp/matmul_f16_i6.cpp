@@ -33,7 +33,8 @@ inline ir::Program build_matmul_f16_i6(int64_t m = 64, int64_t n = 64, int64_t k
   Tensor gb = pb.view_global("gb", b_ptr, u8, {K / BK, N / BN, BK * BN * 6 / 8});
   Tensor gc = pb.view_global("gc", c_ptr, f16, {M, N});
   Tensor acc = pb.allocate_register("acc", f32, layout_c, 0.0);
-  pb.for_range("bk", K / BK, [&](Scalar bk) {
+  // bi and bj by name in the capture: clang 14 (the sanitizer build) cannot capture structured bindings.
+  pb.for_range("bk", K / BK, [&, bi = bi, bj = bj](Scalar bk) {
     Tensor a = pb.load_global("a", ga, layout_a, {bi * BM, bk * BK});
     Tensor b_bytes = pb.load_global("b_bytes", gb, layout_b_bytes, {bk, bj, 0});
     Tensor b = pb.view("b", b_bytes, i6, layout_b);

@@ -115,6 +115,9 @@ Phase Graph::combined_phase(const std::vector<int>& inputs, OpKind kind) const {
   return phase;
 }
 
+// The callers compute the phase from op.inputs before the call: in append(std::move(op), ...,
+// combined_phase(op.inputs, ...)) the order of evaluation is the compiler's, and clang moved op first (an
+// empty input list, every operator loop-invariant), which its UndefinedBehaviorSanitizer found.
 int Graph::append(Op op, const Shape& shape, const std::string& name, Phase phase) {
   if (!allowed_at(op.kind, level_))
     fail("{} is not an operator of a {} graph", op_name(op.kind), level_name(level_));
@@ -154,7 +157,8 @@ int Graph::unary(OpKind kind, int x, const std::string& name) {
   Op op;
   op.kind = kind;
   op.inputs = {x};
-  return append(std::move(op), tensors_[x].shape, name, combined_phase(op.inputs, kind));
+  const Phase phase = combined_phase(op.inputs, kind);
+  return append(std::move(op), tensors_[x].shape, name, phase);
 }
 
 int Graph::binary(OpKind kind, int a, int b, const std::string& name) {
@@ -180,7 +184,8 @@ int Graph::binary(OpKind kind, int a, int b, const std::string& name) {
   Op op;
   op.kind = kind;
   op.inputs = {a, b};
-  return append(std::move(op), out, name, combined_phase(op.inputs, kind));
+  const Phase phase = combined_phase(op.inputs, kind);
+  return append(std::move(op), out, name, phase);
 }
 
 int Graph::sum(int x, int dim, const std::string& name) {
@@ -192,7 +197,8 @@ int Graph::sum(int x, int dim, const std::string& name) {
   op.kind = OpKind::Sum;
   op.inputs = {x};
   op.dim = dim;
-  return append(std::move(op), out, name, combined_phase(op.inputs, OpKind::Sum));
+  const Phase phase = combined_phase(op.inputs, OpKind::Sum);
+  return append(std::move(op), out, name, phase);
 }
 
 int Graph::concat(int a, int b, int dim, const std::string& name) {
@@ -212,7 +218,8 @@ int Graph::concat(int a, int b, int dim, const std::string& name) {
   op.kind = OpKind::Concat;
   op.inputs = {a, b};
   op.dim = dim;
-  return append(std::move(op), out, name, combined_phase(op.inputs, OpKind::Concat));
+  const Phase phase = combined_phase(op.inputs, OpKind::Concat);
+  return append(std::move(op), out, name, phase);
 }
 
 int Graph::rms_norm(int x, const Constant& eps, const std::string& name) {

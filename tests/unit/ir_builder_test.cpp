@@ -41,7 +41,7 @@ TEST(Builder, Figure2StatementsAndTypes) {
   Tensor ga = pb.view_global("ga", a_ptr, f16, {64, 64});
   Tensor gb = pb.view_global("gb", b_ptr, u8, {4, 8, 96});
   Tensor acc = pb.allocate_register("acc", f32, layout_c(), 0.0);
-  pb.for_range("k", 4, [&](Scalar k) {
+  pb.for_range("k", 4, [&, bi = bi, bj = bj](Scalar k) {  // clang 14: no captured structured bindings
     Tensor a = pb.load_global("a", ga, layout_a(), {bi * 16, k * 16});
     Tensor bytes = pb.load_global("b_bytes", gb, layout::parse_layout("local(3).spatial(32)"), {k, bj, 0});
     Tensor b = pb.view("b", bytes, i6, layout_b());
