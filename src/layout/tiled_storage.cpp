@@ -56,27 +56,50 @@ int64_t TiledStorage::offset(const Index& index) const {
   return tile * tile_elements() + offsets_[static_cast<size_t>(within)];
 }
 
-std::vector<uint8_t> TiledStorage::pack(int bits, std::span<const uint64_t> codes) const {
-  if (bits < 1 || bits > 64) fail("codes of {} bits: the widths are 1 to 64", bits);
+int64_t TiledStorage::elements() const {
   int64_t count = 1;
   for (int64_t e : shape_) count *= e;  // fits: at most size_
+  return count;
+}
+
+std::vector<uint8_t> TiledStorage::pack(int bits, std::span<const uint64_t> codes) const {
+  if (bits < 1 || bits > 64) fail("codes of {} bits: the widths are 1 to 64", bits);
+  const int64_t count = elements();
   if (static_cast<int64_t>(codes.size()) != count)
     fail("{} codes given for a tensor of shape [{}] ({} elements)", codes.size(), fmt::join(shape_, ", "),
          count);
   std::vector<uint8_t> out(static_cast<size_t>(packed_bytes(bits, size_)), 0);
   const uint64_t limit = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
-  Index index(shape_.size(), 0);
-  for (int64_t k = 0; k < count; ++k) {
+  for_each_element([&](int64_t k, const Index& index) {
     const uint64_t code = codes[static_cast<size_t>(k)];
     if (code > limit)
       fail("code {} of element [{}] does not fit in {} bits", code, fmt::join(index, ", "), bits);
     set_code(out.data(), bits, offset(index), code);
+  });
+  return out;
+}
+
+std::vector<uint64_t> TiledStorage::unpack(int bits, std::span<const uint8_t> bytes) const {
+  if (bits < 1 || bits > 64) fail("codes of {} bits: the widths are 1 to 64", bits);
+  const int64_t need = packed_bytes(bits, size_);
+  if (static_cast<int64_t>(bytes.size()) < need)
+    fail("{} bytes given for a tiled tensor of shape [{}] that takes {} ({} tiles of {} {}-bit elements)",
+         bytes.size(), fmt::join(shape_, ", "), need, size_ / tile_elements(), tile_elements(), bits);
+  std::vector<uint64_t> codes;
+  for_each_element(
+      [&](int64_t, const Index& index) { codes.push_back(get_code(bytes.data(), bits, offset(index))); });
+  return codes;
+}
+
+void TiledStorage::for_each_element(const std::function<void(int64_t, const Index&)>& fn) const {
+  Index index(shape_.size(), 0);
+  for (int64_t k = 0, count = elements(); k < count; ++k) {
+    fn(k, index);
     for (size_t d = shape_.size(); d-- > 0;) {  // the next index, row-major
       if (++index[d] < shape_[d]) break;
       index[d] = 0;
     }
   }
-  return out;
 }
 
 }  // namespace tilevm::layout

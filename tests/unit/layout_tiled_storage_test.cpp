@@ -75,6 +75,25 @@ def k<1>[threads=1](u4* w_ptr, u4* out_ptr):
   }
 }
 
+// unpack (tilevm run --pack's --out) reads back what pack wrote, for sub-byte and wide codes, ragged shapes
+// and a thread-major order; the padding is not read.
+TEST(LayoutTiledStorage, UnpackReadsBackWhatPackWrote) {
+  std::mt19937_64 rng(7);
+  for (const char* text :
+       {"local(2, 2)", "thread_major(spatial(2, 1).local(1, 4).spatial(2, 4).local(1, 2), chunk=4)"})
+    for (int bits : {1, 3, 4, 8, 16, 64})
+      for (const Index& shape : {Index{4, 16}, Index{5, 19}, Index{1, 1}}) {
+        const TiledStorage s(parse_layout(text), shape);
+        std::vector<uint64_t> codes(static_cast<size_t>(s.elements()));
+        for (uint64_t& c : codes) c = bits == 64 ? rng() : rng() % (uint64_t{1} << bits);
+        std::vector<uint8_t> bytes = s.pack(bits, codes);
+        EXPECT_EQ(s.unpack(bits, bytes), codes) << text << " " << bits << " bits";
+      }
+  const TiledStorage s(parse_layout("local(2, 2)"), {3, 4});
+  expect_error([&] { (void)s.unpack(4, std::vector<uint8_t>(7)); },
+               "7 bytes given for a tiled tensor of shape [3, 4] that takes 8 (4 tiles of 4 4-bit elements)");
+}
+
 TEST(LayoutTiledStorage, BadLayoutsShapesAndCodesAreErrors) {
   expect_error(
       [&] {

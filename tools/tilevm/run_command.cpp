@@ -1,5 +1,6 @@
 // tilevm run FILE.tile [--interp|--gpu] [-D NAME=VALUE]... [--arg NAME=VALUE]... [--in NAME=FILE.npy]...
-//                      [--out NAME=FILE.npy]... [--max-memory BYTES] [--max-steps N] [--schedule NAME]...
+//                      [--out NAME=FILE.npy]... [--pack NAME]... [--max-memory BYTES] [--max-steps N]
+//                      [--schedule NAME]...
 //
 // Parses and lowers the program (transform/lower.h, which verifies it first), then runs it (docs/language.md
 // section 6). Every pointer parameter needs --in NAME=FILE.npy: its content is the buffer's initial content
@@ -10,6 +11,10 @@
 // Print() output goes to stdout. --max-memory is the interpreter's budget (interp::RunOptions::max_memory)
 // and the largest --in file; --max-steps its work budget (interp::RunOptions::max_steps; no limit by
 // default). A scalar outside its parameter's type is refused with the type's range.
+// --pack NAME: NAME's --in file holds the tensor's elements, shaped like it, in row-major order (one code a
+// byte for the sub-byte types), and the run stores them in the tiles of the view that reads NAME (its
+// `layout=`, or the one the compiler chose for `layout=auto`, which the host cannot know); its --out file is
+// unpacked back to that form. Python does the same with Kernel.param_layouts[NAME].pack_tiled.
 // --schedule (in-order, reverse, round-robin, random:N; repeatable) runs a program with warp-specialized
 // regions under those schedules only, on the interpreter (interp::Schedule; the default explores
 // Schedule::standard()).
@@ -36,11 +41,14 @@
 #include "tilevm/exec/npy.h"
 #include "tilevm/interp/interpreter.h"
 #include "tilevm/ir/parser.h"
+#include "tilevm/ir/program.h"
+#include "tilevm/layout/tiled_storage.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/support/diagnostics.h"
 #include "tilevm/support/error.h"
 #include "tilevm/target/target.h"
 #include "tilevm/transform/lower.h"
+#include "tilevm/type/packing.h"
 
 namespace tilevm::cli {
 
@@ -50,7 +58,7 @@ struct RunRequest {
   std::string file;
   bool interp = false;
   bool gpu = false;
-  std::vector<std::string> defines, args, ins, outs;
+  std::vector<std::string> defines, args, ins, outs, packs;
   std::string max_memory;
   int64_t max_steps = 0;
   std::vector<std::string> schedules;
@@ -236,6 +244,21 @@ void run(const RunRequest& req) {
       throw UsageError(fmt::format("--out {}: '{}' is not a pointer parameter given with --in", name, name));
     }
   }
+  // --pack NAME: the storage of the tiled view that reads NAME.
+  std::map<std::string, layout::Layout> tile_layouts;
+  for (auto& [name, tile] : ir::pointer_layouts(*program)) tile_layouts.emplace(name, std::move(tile));
+  std::map<std::string, layout::Layout> packs;
+  for (const std::string& name : req.packs) {
+    if (!in_files.count(name))
+      throw UsageError(
+          fmt::format("--pack {}: give the tensor's elements with --in {}=FILE.npy", name, name));
+    auto it = tile_layouts.find(name);
+    if (it == tile_layouts.end())
+      throw UsageError(fmt::format(
+          "--pack {}: no tiled view reads '{}' (a ViewGlobal with layout=), so its bytes are used as given",
+          name, name));
+    packs.emplace(name, it->second);
+  }
   for (const ir::Var& p : program->params) {
     if (p->type.is_pointer() && !in_files.count(p->name)) {
       throw UsageError(
@@ -258,6 +281,20 @@ void run(const RunRequest& req) {
     }
     arrays[name] = std::move(a);
   }
+  std::map<std::string, layout::TiledStorage> storages;
+  for (const auto& [name, tile] : packs) {
+    npy::Array& a = arrays[name];
+    const int bits = (*find_param(*program, name))->type.dtype.bits();
+    try {
+      const layout::TiledStorage& storage =
+          storages.try_emplace(name, tile, a.shape.empty() ? layout::Index{1} : a.shape).first->second;
+      std::vector<uint64_t> codes(static_cast<size_t>(a.count()));
+      for (size_t k = 0; k < codes.size(); ++k) codes[k] = get_code(a.data.data(), a.item_size() * 8, k);
+      a.data = storage.pack(bits, codes);
+    } catch (const Error& e) {
+      fail("--pack {} (--in {}={}): {}", name, name, in_files.at(name), e.what());
+    }
+  }
   for (auto& [name, a] : arrays) args.buffers[name] = &a.data;
 
   options.print_stream = &std::cout;
@@ -269,7 +306,16 @@ void run(const RunRequest& req) {
     throw ExitStatus{1};  // the diagnostics are the report
   }
   std::cout.flush();
-  for (const auto& [name, file] : out_files) npy::write(file, arrays[name]);
+  for (const auto& [name, file] : out_files) {
+    npy::Array& a = arrays[name];
+    if (auto it = storages.find(name); it != storages.end()) {  // back to one element per array element
+      const std::vector<uint64_t> codes =
+          it->second.unpack((*find_param(*program, name))->type.dtype.bits(), a.data);
+      a.data.assign(codes.size() * static_cast<size_t>(a.item_size()), 0);
+      for (size_t k = 0; k < codes.size(); ++k) set_code(a.data.data(), a.item_size() * 8, k, codes[k]);
+    }
+    npy::write(file, a);
+  }
 }
 
 }  // namespace
@@ -288,6 +334,9 @@ void add_run_command(CLI::App& app) {
   command->add_option("--arg", req->args, "a scalar parameter: NAME=VALUE");
   command->add_option("--in", req->ins, "a pointer parameter's initial content: NAME=FILE.npy");
   command->add_option("--out", req->outs, "save a pointer parameter's buffer after the run: NAME=FILE.npy");
+  command->add_option("--pack", req->packs,
+                      "NAME's --in file holds its elements in row-major order: store them in the tiles its "
+                      "view reads (layout=, or the one layout=auto chose); --out NAME unpacks them");
   command->add_option("--max-memory", req->max_memory,
                       "the interpreter's memory budget, e.g. 8G (default 4G; also the largest --in file)");
   command->add_option("--max-steps", req->max_steps,

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -29,6 +30,7 @@ class TiledStorage {
   const Index& shape() const { return shape_; }
   const Index& grid() const { return grid_; }  // tiles along each dimension
   int64_t tile_elements() const { return static_cast<int64_t>(offsets_.size()); }
+  int64_t elements() const;  // the tensor's, the product of shape
   // Elements the memory holds: every tile whole, the edge tiles' padding included.
   int64_t size() const { return size_; }
   // The element offset of `index`. @pre index inside shape.
@@ -38,8 +40,14 @@ class TiledStorage {
   // codes, given in row-major order, one per element of shape; the padding of the edge tiles is 0.
   // tilevm::Error when the count is not the shape's or a code does not fit in `bits`.
   std::vector<uint8_t> pack(int bits, std::span<const uint64_t> codes) const;
+  // pack's inverse: the codes of the tensor's elements in row-major order, read from the storage's bytes
+  // (`tilevm run --pack`'s --out). tilevm::Error when `bytes` is shorter than the storage.
+  std::vector<uint64_t> unpack(int bits, std::span<const uint8_t> bytes) const;
 
  private:
+  // fn(k, index) for the k-th element in row-major order.
+  void for_each_element(const std::function<void(int64_t, const Index&)>& fn) const;
+
   Index shape_, tile_, grid_;
   std::vector<int64_t> offsets_;  // the storage offset of each element of a tile, row-major
   int64_t size_ = 0;
