@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "tilevm/support/error.h"
+#include "tilevm/tile/tile_layouts.h"
 
 namespace tilevm::superopt {
 
@@ -577,8 +578,29 @@ class BlockWriter {
         }
         return;
       }
-      case OpKind::Concat:
-        refuse(i, "concat is not lowered yet");
+      case OpKind::Concat: {
+        // A shared tile of the result, each operand written into its part by a Parallel loop over the
+        // operand: b's part starts where a's ends along the dimension.
+        const int dim = op.dim - lead(out);
+        Val v = new_shared(decl->name, oshape, feeds_matmul(out));
+        int64_t at = 0;
+        for (int in : op.inputs) {
+          const Shape xs = shape_of(i, in);
+          if (val(in).kind == Val::Kind::Scalar) refuse(i, "it concatenates a constant");
+          const Val x = loop_operands(i, {in}, xs)[0];
+          std::vector<std::string> idx;
+          for (size_t d = 0; d < xs.size(); ++d) {
+            const std::string var = xs[d] == 1 ? "0" : loop_var(static_cast<int>(d));
+            idx.push_back(static_cast<int>(d) != dim || at == 0 ? var
+                          : var == "0"                          ? std::to_string(at)
+                                                                : fmt::format("{} + {}", at, var));
+          }
+          parallel(i, phase, xs, fmt::format("{}[{}]", v.name, list_text(idx)), access(x));
+          at += xs[static_cast<size_t>(dim)];
+        }
+        val(out) = v;
+        return;
+      }
       default:
         refuse(i, "not a block-graph operator");
     }
@@ -608,6 +630,16 @@ int threads_for(const Graph& block, int most) {
   for (int warps = std::max(most / 32, 1); warps > 1; --warps) {
     bool fits = true;
     for (const Op& op : block.ops()) {
+      if (op.kind == OpKind::Concat) {
+        // Each operand's part is written by a Parallel loop over the operand's tile, which the tile layer
+        // lays out in coalesced runs (tile::copy_layout) of f16 or f32: a narrow part takes fewer threads.
+        for (int id : op.inputs) {
+          const Shape& s = block.tensor(id).shape;
+          const layout::Index tile(s.end() - 2, s.end());
+          fits = fits && tile::copy_layout(tile, DataType::f16(), 32 * warps, nullptr) &&
+                 tile::copy_layout(tile, DataType::f32(), 32 * warps, nullptr);
+        }
+      }
       if (op.kind != OpKind::Matmul) continue;
       const Shape& c = block.tensor(op.outputs[0]).shape;
       bool some = false;
@@ -653,6 +685,8 @@ Graph op_block(const Op& op, const std::vector<Shape>& shapes, const Partition& 
     result = b.accum(b.binary(op.kind, xs[0], xs[1]), kReplica);
   } else if (op.kind == OpKind::Sum) {
     result = b.accum(b.sum(xs[0], op.dim), kReplica);
+  } else if (op.kind == OpKind::Concat) {
+    result = b.accum(b.concat(xs[0], xs[1], op.dim), kReplica);
   } else {  // RmsNorm: x / sqrt(sum(x * x over the last dimension) * (1/n) + eps)
     const int x = b.accum(xs[0], kReplica);
     const int ss = b.sum(b.unary(OpKind::Square, x), last);
@@ -689,11 +723,11 @@ Partition partition2(const Op& op, const std::vector<Shape>& shapes, const Shape
     p.omap = {p.grid[0] > 1 ? 0 : kReplica, p.grid[1] > 1 ? 1 : kReplica, kReplica};
     return p;
   }
-  // Blocks of whole rows of the dimension a sum keeps (else 0), as many as fit row_elements but at least 2
-  // (a reduction over a row must leave a fragment of more than one element).
-  const int rows = op.kind == OpKind::Sum ? 1 - op.dim : 0;
+  // Blocks of whole rows of the dimension a sum or a concat keeps (else 0), as many as fit row_elements but
+  // at least 2 (a reduction over a row must leave a fragment of more than one element).
+  const int rows = op.kind == OpKind::Sum || op.kind == OpKind::Concat ? 1 - op.dim : 0;
   const int64_t extent = out[static_cast<size_t>(rows)];
-  int64_t width = 1;  // a row's elements in the widest operand (a sum's input)
+  int64_t width = out[static_cast<size_t>(1 - rows)];  // a row's elements in the widest tensor
   for (const Shape& s : shapes) width = std::max(width, s[static_cast<size_t>(1 - rows)]);
   int64_t per_block =
       largest_divisor(extent, std::max<int64_t>(2, o.row_elements / std::max<int64_t>(width, 1)));
@@ -718,17 +752,17 @@ Graph wrap_tensor_op(const Graph& k, const Op& op, const TileLowerOptions& o) {
       fail("cannot lower {} to a tile program: operand {}; the lowering handles rank 2 and 3", what,
            shape_text(s));
   const bool lowered = is_unary(op.kind) || is_elementwise_binary(op.kind) || op.kind == OpKind::Matmul ||
-                       op.kind == OpKind::Sum || op.kind == OpKind::RmsNorm;
+                       op.kind == OpKind::Sum || op.kind == OpKind::RmsNorm || op.kind == OpKind::Concat;
   if (!lowered) fail("cannot lower {} to a tile program: {} is not lowered yet", what, op_name(op.kind));
   if (out.size() == 2) return op_block(op, shapes, partition2(op, shapes, out, 1, o));
-  if (op.kind == OpKind::Sum && op.dim == 0)
+  if ((op.kind == OpKind::Sum || op.kind == OpKind::Concat) && op.dim == 0)
     fail(
-        "cannot lower {} to a tile program: a sum over the leading dimension of a rank-3 tensor is not "
+        "cannot lower {} to a tile program: a {} over the leading dimension of a rank-3 tensor is not "
         "lowered yet",
-        what);
-  // The slice's problem, one dimension down: a sum's dimension too.
+        what, op_name(op.kind));
+  // The slice's problem, one dimension down: a sum's or a concat's dimension too.
   Op slice_op = op;
-  if (op.kind == OpKind::Sum) slice_op.dim = op.dim - 1;
+  if (op.kind == OpKind::Sum || op.kind == OpKind::Concat) slice_op.dim = op.dim - 1;
   std::vector<Shape> slices;
   for (const Shape& s : shapes) slices.push_back({s[1], s[2]});
   const Partition q = partition2(slice_op, slices, {out[1], out[2]}, out[0], o);

@@ -435,8 +435,67 @@ TEST(SuperoptLower, Refusals) {
   EXPECT_EQ(
       message("kernel f {\n  input X [2, 2, 16, 16]\n  Y = exp(X)\n  output Y\n}\n"),
       "cannot lower exp 'Y' to a tile program: it is [2, 2, 16, 16]; the lowering handles rank 2 and 3");
-  EXPECT_EQ(message("kernel f {\n  input X [16, 16]\n  Y = concat(X, X) dim=0\n  output Y\n}\n"),
-            "cannot lower concat 'Y' to a tile program: concat is not lowered yet");
+  EXPECT_EQ(message("kernel f {\n  input X [2, 16, 16]\n  Y = concat(X, X) dim=0\n  output Y\n}\n"),
+            "cannot lower concat 'Y' to a tile program: a concat over the leading dimension of a rank-3 "
+            "tensor is not lowered yet");
+}
+
+// concat, op by op (blocks of whole rows of the kept dimension, each operand written into its part) and in a
+// graph-defined kernel (the concatenation of two tiles feeding a Gemm: [X1 X2] @ W as one product).
+TEST(SuperoptLower, Concat) {
+  const Graph rows = parse_graph(R"(kernel f {
+  input A [16, 32]
+  input B [16, 96]
+  C = concat(A, B) dim=1
+  D = exp(C)
+  output D
+}
+)");
+  expect_checked(rows, rows);
+  const Graph columns = parse_graph(R"(kernel f {
+  input A [8, 32]
+  input B [24, 32]
+  C = concat(A, B) dim=0
+  output C
+}
+)");
+  expect_checked(columns, columns);
+  const Graph slices = parse_graph(R"(kernel f {
+  input A [2, 16, 16]
+  input B [2, 16, 48]
+  C = concat(A, B) dim=2
+  output C
+}
+)");
+  expect_checked(slices, slices);
+  const Graph program = parse_graph(R"(kernel p {
+  input X1 [32, 16]
+  input X2 [32, 16]
+  input W [32, 32]
+  X = concat(X1, X2) dim=1
+  Y = matmul(X, W)
+  output Y
+}
+)");
+  const Graph fused = parse_graph(R"(kernel p_fused {
+  input X1 [32, 16]
+  input X2 [32, 16]
+  input W [32, 32]
+  (Y) = block(X1, X2, W) grid=[2, 1] loop=1 {
+    x1 = iter(X1) imap=[0, -, -] fmap=-
+    x2 = iter(X2) imap=[0, -, -] fmap=-
+    w = iter(W) imap=[-, -, -] fmap=-
+    x = concat(x1, x2) dim=1
+    y = matmul(x, w)
+    acc = accum(y) fmap=-
+    Ys = save(acc) omap=[0, -, -]
+  }
+  output Y
+}
+)");
+  ASSERT_EQ(lower_to_tile(fused).kernels.size(), 1u);
+  expect_checked(program, fused);
+  expect_checked(program, program, {.tile_m = 16, .tile_n = 32, .tile_k = 16});
 }
 
 // The same kernels on the device (lowered for it: on sm_90a the Gemms may take wgmma), checked against the
