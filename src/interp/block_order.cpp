@@ -9,6 +9,7 @@
 // block w's k-th. A store by w made before its (t + 1)-th ticket is visible here when block_seen_[w] > t.
 // TakeTicket is release and acquire at once: the counter's clock joins the block's and the block's the
 // counter's (a block that takes a ticket later sees everything the earlier takers stored before theirs).
+// A ClusterSync() is a ticket every block of the cluster takes, on the cluster barrier (clusters.cpp).
 // Atomic adds by different blocks need no order among themselves; a plain access after them does. A store
 // of the value the element already holds is no access at all here (blocks that store the same result).
 // A store is also checked against the last block that read the byte (write after read), in the buffers the
@@ -94,10 +95,11 @@ void Machine::check_block_order(const GlobalTensor& g, int64_t address, bool wri
     raise(loc,
           "block {} {} global '{}' element at offset {}, which block {} {} at {}, and no ticket orders the "
           "two: the blocks of a launch run concurrently and in any order, and a block sees another's global "
-          "stores only after a TakeTicket from a counter that the other took a ticket from after storing "
+          "stores only after a TakeTicket from a counter that the other took a ticket from after storing{} "
           "(docs/language.md, \"Extension: tickets\")",
           block_text(block_linear_), write ? (atomic ? "adds to" : "writes") : "reads", g.name, address,
-          block_text(w.block), verb, w.loc ? loc_text(*w.loc) : std::string("?"));
+          block_text(w.block), verb, w.loc ? loc_text(*w.loc) : std::string("?"),
+          clustered_ ? ", or a ClusterSync() both took after it in one cluster" : "");
   };
   auto check = [&](uint32_t index) {
     const BlockWrite& w = block_writes_[index - 1];

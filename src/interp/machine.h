@@ -653,7 +653,9 @@ class Machine {
 
   // Clusters (clusters.cpp). Per block (swap_block): the block's rank, its first actor, whether it has
   // ended, the other blocks' arrivals on its barriers. Per cluster: the parked blocks, the cluster
-  // barrier's arrivals (ClusterSync) and the clocks of its arrivals and of its last completed phase.
+  // barrier's arrivals (ClusterSync) and the clocks of its arrivals and of its last completed phase, and
+  // the same for the blocks' global stores (block_order.cpp: a ClusterSync is a ticket every block of the
+  // cluster takes).
   int rank_ = 0;
   uint16_t actor_base_ = 0;
   bool block_ended_ = false;
@@ -665,6 +667,7 @@ class Machine {
   std::vector<BlockState> blocks_;
   int64_t sync_generation_ = 0, sync_arrived_ = 0;
   Clock sync_arrivals_, sync_completed_;
+  std::unordered_map<int64_t, uint32_t> sync_block_arrivals_, sync_block_completed_;
 };
 
 template <typename Fn>

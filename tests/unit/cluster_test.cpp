@@ -112,6 +112,44 @@ TEST(Cluster, MulticastReachesEveryBlockOfTheCluster) {
         }
 }
 
+// A ClusterSync() orders the blocks' global stores (barrier.cluster's release and acquire), as a ticket
+// would: each block stores its row of x into w, and after the sync reads its partner's row back. Without the
+// sync the block-order checker reports the read (or, under a schedule that runs the reader first, the store
+// after it) as unordered.
+TEST(Cluster, ClusterSyncOrdersGlobalStoresBetweenTheBlocks) {
+  auto program = [](const std::string& sync) {
+    return "def swap<4>[threads=32, cluster=2](f32* x_ptr, f32* w_ptr, f32* y_ptr):\n"
+           "    b = BlockIndices()\n"
+           "    partner = b + 1 - 2 * (b % 2)\n"
+           "    gx = ViewGlobal(x_ptr, dtype=f32, shape=[4, 32])\n"
+           "    gw = ViewGlobal(w_ptr, dtype=f32, shape=[4, 32])\n"
+           "    gy = ViewGlobal(y_ptr, dtype=f32, shape=[4, 32])\n"
+           "    x = LoadGlobal(gx[b, :], layout=spatial(32))\n"
+           "    StoreGlobal(x, gw[b, :])\n" +
+           sync +
+           "    z = LoadGlobal(gw[partner, :], layout=spatial(32))\n"
+           "    StoreGlobal(z, gy[b, :])\n";
+  };
+  std::vector<double> xs;
+  for (int i = 0; i < 4 * 32; ++i) xs.push_back(i * 0.5 - 7);
+  std::vector<uint8_t> x = interp::testing::pack_values(DataType::f32(), xs);
+  std::vector<uint8_t> w(4 * 32 * 4, 0), y(4 * 32 * 4, 0xFF);
+  const interp::testing::RunResult r =
+      run(parse_verified(program("    ClusterSync()\n")), {{"x_ptr", &x}, {"w_ptr", &w}, {"y_ptr", &y}});
+  ASSERT_TRUE(r.ok) << r.errors << r.notes;
+  const std::vector<double> got = interp::testing::unpack_values(DataType::f32(), y, 4 * 32);
+  for (int b = 0; b < 4; ++b)
+    for (int j = 0; j < 32; ++j)
+      ASSERT_EQ(got[static_cast<size_t>(b * 32 + j)], xs[static_cast<size_t>((b ^ 1) * 32 + j)])
+          << b << ", " << j;
+  const interp::testing::RunResult unordered =
+      run(parse_verified(program("")), {{"x_ptr", &x}, {"w_ptr", &w}, {"y_ptr", &y}});
+  EXPECT_FALSE(unordered.ok);
+  EXPECT_NE(unordered.errors.find("global 'w_ptr' element at offset"), std::string::npos) << unordered.errors;
+  EXPECT_NE(unordered.errors.find("or a ClusterSync() both took after it in one cluster"), std::string::npos)
+      << unordered.errors;
+}
+
 TEST(Cluster, AMaskWithoutTheOtherBlockLeavesItsBarrierShort) {
   // Each block multicasts only to itself: neither gets the other's half, and both wait forever.
   std::vector<uint8_t> x(48 * 16 * 2, 0), y(4 * 3 * 8 * 16 * 2, 0);
