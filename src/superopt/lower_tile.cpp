@@ -624,21 +624,22 @@ class BlockWriter {
   std::string top_, pre_, loop_, post_;  // allocations; before, in and after the loop
 };
 
-// The most threads, up to `most`, that split every matmul of the block graph into mma.m16n8k16 tiles: warps
-// wm x wn with M a multiple of 16 wm and N of 8 wn (the tile layer's condition, tile/tile_layouts.h).
+// The most threads, up to `most`, that split every matmul of the block graph into mma.m16n8k16 tiles (warps
+// wm x wn with M a multiple of 16 wm and N of 8 wn: the tile layer's condition, tile/tile_layouts.h) and
+// spread over every tile a loop or a copy moves.
 int threads_for(const Graph& block, int most) {
   for (int warps = std::max(most / 32, 1); warps > 1; --warps) {
     bool fits = true;
     for (const Op& op : block.ops()) {
-      if (op.kind == OpKind::Concat) {
-        // Each operand's part is written by a Parallel loop over the operand's tile, which the tile layer
-        // lays out in coalesced runs (tile::copy_layout) of f16 or f32: a narrow part takes fewer threads.
-        for (int id : op.inputs) {
-          const Shape& s = block.tensor(id).shape;
-          const layout::Index tile(s.end() - 2, s.end());
-          fits = fits && tile::copy_layout(tile, DataType::f16(), 32 * warps, nullptr) &&
-                 tile::copy_layout(tile, DataType::f32(), 32 * warps, nullptr);
-        }
+      // A tile wide in both dimensions is moved or computed by a Copy or a Parallel loop over it (an
+      // element-wise op, a part of a concat, a save), which the tile layer lays out in coalesced runs of f16
+      // or f32 (tile::copy_layout): a tile of few runs ([16, 24], [16, 96] of f16) takes fewer threads.
+      for (int id : op.outputs) {
+        const Shape& s = block.tensor(id).shape;
+        if (s.size() < 2 || s[s.size() - 2] == 1 || s.back() == 1) continue;
+        const layout::Index tile(s.end() - 2, s.end());
+        fits = fits && tile::copy_layout(tile, DataType::f16(), 32 * warps, nullptr) &&
+               tile::copy_layout(tile, DataType::f32(), 32 * warps, nullptr);
       }
       if (op.kind != OpKind::Matmul) continue;
       const Shape& c = block.tensor(op.outputs[0]).shape;

@@ -468,6 +468,18 @@ TEST(SuperoptLower, Concat) {
 }
 )");
   expect_checked(slices, slices);
+  // Rows of 96 (12 runs of 8 f16, which 128 threads do not spread over): the block takes 64 threads.
+  const Graph wide = parse_graph(R"(kernel f {
+  input A [16, 32]
+  input B [16, 64]
+  C = concat(A, B) dim=1
+  D = exp(C)
+  output D
+}
+)");
+  expect_checked(wide, wide);
+  EXPECT_NE(lower_to_tile(wide).kernels[1].source.find("[threads=64]"), std::string::npos)
+      << lower_to_tile(wide).kernels[1].source;
   const Graph program = parse_graph(R"(kernel p {
   input X1 [32, 16]
   input X2 [32, 16]
