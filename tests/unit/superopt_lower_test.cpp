@@ -1,6 +1,7 @@
 // Lowering kernel graphs to tile programs and checking them numerically on the interpreter: graph-defined
 // kernels (the fused RMSNorm + Linear, the graphs the search finds), the op-by-op kernels of tensor programs,
 // and the refusals.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "superopt_test_util.h"
@@ -443,40 +444,20 @@ TEST(SuperoptLower, Refusals) {
 // concat, op by op (blocks of whole rows of the kept dimension, each operand written into its part) and in a
 // graph-defined kernel (the concatenation of two tiles feeding a Gemm: [X1 X2] @ W as one product).
 TEST(SuperoptLower, Concat) {
-  const Graph rows = parse_graph(R"(kernel f {
-  input A [16, 32]
-  input B [16, 96]
-  C = concat(A, B) dim=1
-  D = exp(C)
-  output D
-}
-)");
+  // concat(A, B) dim=DIM of inputs of shapes SA and SB, and exp of it where `exp`.
+  auto concat = [](const std::string& sa, const std::string& sb, int dim, bool exp) {
+    return parse_graph(
+        fmt::format("kernel f {{\n  input A {}\n  input B {}\n  C = concat(A, B) dim={}\n{}  output {}\n}}\n",
+                    sa, sb, dim, exp ? "  D = exp(C)\n" : "", exp ? "D" : "C"));
+  };
+  const Graph rows = concat("[16, 32]", "[16, 96]", 1, true);
   expect_checked(rows, rows);
-  const Graph columns = parse_graph(R"(kernel f {
-  input A [8, 32]
-  input B [24, 32]
-  C = concat(A, B) dim=0
-  output C
-}
-)");
+  const Graph columns = concat("[8, 32]", "[24, 32]", 0, false);
   expect_checked(columns, columns);
-  const Graph slices = parse_graph(R"(kernel f {
-  input A [2, 16, 16]
-  input B [2, 16, 48]
-  C = concat(A, B) dim=2
-  output C
-}
-)");
+  const Graph slices = concat("[2, 16, 16]", "[2, 16, 48]", 2, false);
   expect_checked(slices, slices);
   // Rows of 96 (12 runs of 8 f16, which 128 threads do not spread over): the block takes 64 threads.
-  const Graph wide = parse_graph(R"(kernel f {
-  input A [16, 32]
-  input B [16, 64]
-  C = concat(A, B) dim=1
-  D = exp(C)
-  output D
-}
-)");
+  const Graph wide = concat("[16, 32]", "[16, 64]", 1, true);
   expect_checked(wide, wide);
   EXPECT_NE(lower_to_tile(wide).kernels[1].source.find("[threads=64]"), std::string::npos)
       << lower_to_tile(wide).kernels[1].source;
