@@ -448,7 +448,8 @@ class Retype : public ir::IRMutator {
 // order those loops read it: thread_major(local(tile / block) . L, chunk). A thread then reads its elements
 // of a block as runs of consecutive words, and a warp's runs lie side by side. The chunk is the largest that
 // divides a thread's slots of one block and spans at most 16 bytes (one vector load): the dequantize-GEMM's
-// hand-written order (examples/tile/dequant_gemm_rs_packed.tile's history) is this rule's result.
+// hand-written order (examples/tile/dequant_gemm_rs_packed.tile's history) is this rule's result. Tiles
+// that a Gemm lays out instead (its shared operands) give the view their layout.
 class AutoLayout {
  public:
   AutoLayout(const Collect& c, const std::vector<std::unique_ptr<Inference>>& inferences, Diagnostics& diags)
@@ -464,6 +465,9 @@ class AutoLayout {
     // The copies of the view's tiles into open shared tiles.
     std::vector<const ir::VarNode*> tiles;
     std::optional<layout::Index> tile;
+    // The layout another operator gave the tiles (a Gemm's shared operand): the view is then stored in it.
+    std::optional<Decision> operand;
+    bool loop_read = false;  // some tile is open after the inferences: loops read it
     for (const auto& [region, set] : c_.sets) {
       for (const ir::Inst& op : set.ops) {
         const auto* cp = op->as<ir::CopyInst>();
@@ -477,14 +481,29 @@ class AutoLayout {
               name, cp->dst.tensor->name, g.dtype.name(), name);
           return std::nullopt;
         }
+        bool laid_out = false;
         for (const auto& inf : inferences_) {
-          if (!inf->shared().count(dst)) continue;
+          const auto it = inf->shared().find(dst);
+          if (it == inf->shared().end()) continue;
+          laid_out = true;
+          if (operand && !(operand->layout == it->second)) {
+            diags_.error(
+                cp->loc,
+                "layout=auto: '{}' is copied into '{}' of layout {}, but also into a tile of layout {} "
+                "(at {}); one order cannot serve both",
+                name, cp->dst.tensor->name, layout::print_layout(it->second),
+                layout::print_layout(operand->layout), loc_text(operand->loc));
+            return std::nullopt;
+          }
+          operand = Decision{it->second, cp->loc, cp->dst.tensor->name};
+        }
+        loop_read = loop_read || !laid_out;
+        if (operand && loop_read) {
           diags_.error(
               cp->loc,
-              "layout=auto: '{}' is copied into '{}', which another operator lays out (a Gemm's shared "
-              "operand, or a copy from a laid-out view); the order of '{}' is derived from Parallel loops "
-              "that read the tile",
-              name, cp->dst.tensor->name, name);
+              "layout=auto: '{}' is copied into '{}' (at {}), which another operator lays out (a Gemm's "
+              "shared operand), and into tiles that Parallel loops read; one order cannot serve both",
+              name, operand->what, loc_text(operand->loc));
           return std::nullopt;
         }
         const layout::Index shape = *cp->dst.type().static_shape();
@@ -509,6 +528,10 @@ class AutoLayout {
                    index_text(*tile), tile->size());
       return std::nullopt;
     }
+    // Tiles a Gemm lays out (its swizzled shared operand): the view is stored tile after tile in that
+    // layout, so a copy moves a tile's bytes as they lie (a bulk copy with tma=True, 16-byte cp.async
+    // chunks otherwise) and the host packs the tensor in the layout the kernel names.
+    if (operand) return Result{operand->layout, tiles};
     // The loops that read the tiles: each reads a block of the loop's shape at a constant offset, element
     // (i, j, ...) of the loop at (offset + (i, j, ...)), all blocks in one layout.
     std::optional<Decision> block;

@@ -10,7 +10,10 @@
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/ir/inst/all.h"
 #include "tilevm/ir/visitor.h"
+#include "tilevm/layout/layout_text.h"
+#include "tilevm/layout/tiled_storage.h"
 #include "tilevm/ops/gemm/gemm_data.h"
+#include "tilevm/type/packing.h"
 
 namespace tilevm::tile {
 namespace {
@@ -26,10 +29,12 @@ std::map<std::string, int> count_instructions(const ir::Program& p) {
   return c.by_name;
 }
 
-// examples/tile/gemm_f16.tile lowered for `target`.
+// examples/tile/gemm_f16.tile lowered for `target` (B's view given `b_layout`, e.g. ", layout=auto").
 std::optional<ir::Program> lowered(const std::map<std::string, std::string>& defines,
-                                   const target::Target& target) {
-  const std::string source = example_test::read_text(example_test::example_path("tile/gemm_f16.tile"));
+                                   const target::Target& target, const std::string& b_layout = "") {
+  std::string source = example_test::read_text(example_test::example_path("tile/gemm_f16.tile"));
+  const std::string view = "b = ViewGlobal(b_ptr, dtype=f16, shape=[N, K]";
+  source.replace(source.find(view), view.size(), view + b_layout);
   Diagnostics diags;
   ir::ParseOptions options;
   options.defines = defines;
@@ -110,6 +115,41 @@ TEST(TileGemm, WarpSpecializedOnTheInterpreter) {
   ASSERT_TRUE(sm80);
   EXPECT_EQ(sm80->threads, 256);
   EXPECT_EQ(count_instructions(*sm80)["CopyTma"], 0);
+}
+
+// layout=auto on B's view, whose tiles only the Gemm reads: B is stored tile after tile in the layout the
+// Gemm gave its shared operand (the swizzled rows), so each copy moves a tile's bytes as they lie (on
+// sm_90a one bulk copy, without a tensor map). The host packs B in the layout the kernel names; the product
+// is the same, on a ragged shape, for mma.sync, wgmma and the warp-specialized form.
+TEST(TileGemm, AutoLayoutOfTheWeightsIsTheGemmOperandsLayout) {
+  const struct {
+    target::Target target;
+    std::map<std::string, std::string> defines;
+  } cases[] = {{target::Target::generic_sm80(), kSmall},
+               {target::Target::h100_sxm(), kSmall},
+               {target::Target::h100_sxm(), {{"WS", "True"}}}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.target.name + (c.defines.count("WS") ? " WS" : ""));
+    std::optional<ir::Program> p = lowered(c.defines, c.target, ", layout=auto");
+    ASSERT_TRUE(p);
+    const auto layouts = ir::pointer_layouts(*p);
+    ASSERT_EQ(layouts.size(), 1u);
+    ASSERT_EQ(layouts[0].first, "b_ptr");
+    // Rows of BK f16 in 16-byte chunks, swizzled (two rows of 4 chunks share a 128-byte line when BK = 32).
+    EXPECT_EQ(layout::print_layout(layouts[0].second),
+              c.defines.count("BK") ? "swizzle(local(64, 4), dim=1, log_step=1).local(1, 8)"
+                                    : "swizzle(local(256, 8), dim=1).local(1, 8)");
+    ops::GemmData data = ops::random_gemm_data(100, 136, 200, 11);
+    const layout::TiledStorage storage(layouts[0].second, {data.n, data.k});
+    std::vector<uint64_t> codes(static_cast<size_t>(data.n * data.k));
+    for (size_t e = 0; e < codes.size(); ++e) codes[e] = get_code(data.b.data(), 16, static_cast<int64_t>(e));
+    std::vector<uint8_t> packed = storage.pack(16, codes);
+    interp::Arguments args = data.args();
+    args.buffers["b_ptr"] = &packed;
+    Diagnostics diags;
+    ASSERT_TRUE(interp::run_program(*p, args, diags)) << diags.render("gemm_f16.tile", "");
+    EXPECT_EQ(ops::gemm_mismatch(data, data.c, std::ldexp(1.0, -10), std::ldexp(1.0, -24)), "");
+  }
 }
 
 TEST(TileGemm, LoweredProgramHasNoTileOperators) {
