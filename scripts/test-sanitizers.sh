@@ -41,6 +41,13 @@ sweeps=(
   'SuperoptMutation\.' golden/superopt/search_softmax ExecViewBounds.TheDifferentialTestProgramsPass
   OpsGemm.PersistentConfigurationsOnTheInterpreter LayoutHolds.AgreesWithTheDefinitionOnMixedRadices
 )
+# A name that matches no test (a renamed sweep) would leave the sweep in, unnoticed: fail instead.
+for s in "${sweeps[@]}"; do
+  if ! ctest --test-dir "$build" -N -R "$s" | grep -q 'Test *#'; then
+    echo "test-sanitizers: no test matches the sweep '$s' (renamed? update the list here)" >&2
+    exit 1
+  fi
+done
 exclude="^(install/|format/)|$(IFS='|'; echo "${sweeps[*]}")"
 start=$(date +%s)
 ctest --test-dir "$build" -LE gpu -E "$exclude" --output-on-failure -j2

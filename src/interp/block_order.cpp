@@ -188,12 +188,20 @@ ScalarValue Machine::take_ticket(const ir::TakeTicketInst& n) {
   c.modulo = modulo;
   ++c.taken;
   if (tracks_block_order()) {
-    block_seen_[block_linear_] = ++block_tickets_;
-    for (const auto& [block, k] : block_seen_) c.clock[block] = std::max(c.clock[block], k);
-    for (const auto& [block, k] : c.clock)
-      if (block != block_linear_) block_seen_[block] = std::max(block_seen_[block], k);
+    release_block_stores(c.clock);
+    acquire_block_stores(c.clock);
   }
   return ScalarValue{false, v, 0.0};
+}
+
+void Machine::release_block_stores(std::unordered_map<int64_t, uint32_t>& clock) {
+  block_seen_[block_linear_] = ++block_tickets_;
+  for (const auto& [block, k] : block_seen_) clock[block] = std::max(clock[block], k);
+}
+
+void Machine::acquire_block_stores(const std::unordered_map<int64_t, uint32_t>& clock) {
+  for (const auto& [block, k] : clock)
+    if (block != block_linear_) block_seen_[block] = std::max(block_seen_[block], k);
 }
 
 void Machine::finish_launch(bool every_block_ran) {

@@ -143,11 +143,7 @@ void Machine::cluster_sync() {
   join_clock(sync_arrivals_, clock_);
   // Its global stores too (barrier.cluster.arrive.release / wait.acquire): the arrival is a ticket the block
   // takes, and the wait sees every block's stores before theirs, as TakeTicket's counter does.
-  if (tracks_block_order()) {
-    block_seen_[block_linear_] = ++block_tickets_;
-    for (const auto& [block, k] : block_seen_)
-      sync_block_arrivals_[block] = std::max(sync_block_arrivals_[block], k);
-  }
+  if (tracks_block_order()) release_block_stores(sync_block_arrivals_);
   if (++sync_arrived_ == cluster_blocks_) {
     sync_arrived_ = 0;
     ++sync_generation_;
@@ -167,8 +163,7 @@ void Machine::cluster_sync() {
   }
   // (A later phase cannot complete before this block arrives at it: sync_completed_ is this phase's.)
   join_clock(clock_, sync_completed_);
-  for (const auto& [block, k] : sync_block_completed_)
-    if (block != block_linear_) block_seen_[block] = std::max(block_seen_[block], k);
+  if (tracks_block_order()) acquire_block_stores(sync_block_completed_);
   clock_[actor_] = fresh_epoch();
   sync_epoch_ = clock_[actor_];  // all the block's threads waited too
   schedule_point(Point::Barrier);

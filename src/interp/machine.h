@@ -412,6 +412,11 @@ class Machine {
   void mark_written_buffers();  // GlobalBuffer::track_reads of the pointer parameters the program may write
   void finish_launch(bool every_block_ran);
   bool tracks_block_order() const { return options_.check_races && multi_block(); }
+  // A ticket (TakeTicket, or a ClusterSync's arrival): the running block's global stores so far join
+  // `clock`, and those of the blocks it saw; its later stores are not in it.
+  void release_block_stores(std::unordered_map<int64_t, uint32_t>& clock);
+  // The other side: from here on the running block sees the stores `clock` holds.
+  void acquire_block_stores(const std::unordered_map<int64_t, uint32_t>& clock);
   bool launch_finished_ = false;  // every selected block has run
   int64_t block_linear_ = 0;
   uint32_t block_tickets_ = 0;  // tickets the running block has taken

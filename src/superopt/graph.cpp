@@ -115,9 +115,14 @@ Phase Graph::combined_phase(const std::vector<int>& inputs, OpKind kind) const {
   return phase;
 }
 
-// The callers compute the phase from op.inputs before the call: in append(std::move(op), ...,
-// combined_phase(op.inputs, ...)) the order of evaluation is the compiler's, and clang moved op first (an
-// empty input list, every operator loop-invariant), which its UndefinedBehaviorSanitizer found.
+// The phase its inputs give (combined_phase), computed here from the op: a caller that wrote
+// append(std::move(op), ..., combined_phase(op.inputs, ...)) left the order of the two to the compiler, and
+// clang moved op first (an empty input list, every operator loop-invariant; its UBSan found it).
+int Graph::append(Op op, const Shape& shape, const std::string& name) {
+  const Phase phase = combined_phase(op.inputs, op.kind);
+  return append(std::move(op), shape, name, phase);
+}
+
 int Graph::append(Op op, const Shape& shape, const std::string& name, Phase phase) {
   if (!allowed_at(op.kind, level_))
     fail("{} is not an operator of a {} graph", op_name(op.kind), level_name(level_));
@@ -157,8 +162,7 @@ int Graph::unary(OpKind kind, int x, const std::string& name) {
   Op op;
   op.kind = kind;
   op.inputs = {x};
-  const Phase phase = combined_phase(op.inputs, kind);
-  return append(std::move(op), tensors_[x].shape, name, phase);
+  return append(std::move(op), tensors_[x].shape, name);
 }
 
 int Graph::binary(OpKind kind, int a, int b, const std::string& name) {
@@ -184,8 +188,7 @@ int Graph::binary(OpKind kind, int a, int b, const std::string& name) {
   Op op;
   op.kind = kind;
   op.inputs = {a, b};
-  const Phase phase = combined_phase(op.inputs, kind);
-  return append(std::move(op), out, name, phase);
+  return append(std::move(op), out, name);
 }
 
 int Graph::sum(int x, int dim, const std::string& name) {
@@ -197,8 +200,7 @@ int Graph::sum(int x, int dim, const std::string& name) {
   op.kind = OpKind::Sum;
   op.inputs = {x};
   op.dim = dim;
-  const Phase phase = combined_phase(op.inputs, OpKind::Sum);
-  return append(std::move(op), out, name, phase);
+  return append(std::move(op), out, name);
 }
 
 int Graph::concat(int a, int b, int dim, const std::string& name) {
@@ -218,8 +220,7 @@ int Graph::concat(int a, int b, int dim, const std::string& name) {
   op.kind = OpKind::Concat;
   op.inputs = {a, b};
   op.dim = dim;
-  const Phase phase = combined_phase(op.inputs, OpKind::Concat);
-  return append(std::move(op), out, name, phase);
+  return append(std::move(op), out, name);
 }
 
 int Graph::rms_norm(int x, const Constant& eps, const std::string& name) {

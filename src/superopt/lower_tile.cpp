@@ -260,6 +260,21 @@ class BlockWriter {
     return "";
   }
 
+  // The index at which a Parallel loop over `part` (variables i<d> for its wide dimensions) writes the
+  // element of a larger tile whose part starts at `start` along `dim` ("": at 0): concat's operands, a
+  // concatenating accumulator's iterations.
+  static std::vector<std::string> part_index(const Shape& part, int dim, const std::string& start) {
+    std::vector<std::string> idx;
+    for (size_t d = 0; d < part.size(); ++d) {
+      const std::string v = part[d] == 1 ? "" : loop_var(static_cast<int>(d));
+      if (static_cast<int>(d) == dim && !start.empty())
+        idx.push_back(v.empty() ? start : fmt::format("{} + {}", start, v));
+      else
+        idx.push_back(v.empty() ? "0" : v);
+    }
+    return idx;
+  }
+
   // `for i0, i1 in Parallel(...):` over the wide dimensions of `shape`, with one assignment.
   void parallel(int op_index, Phase phase, const Shape& shape, const std::string& target,
                 const std::string& expr) {
@@ -521,15 +536,10 @@ class BlockWriter {
         // Concatenation: iteration `it` writes its part at it * extent along fmap.
         if (x.kind == Val::Kind::Scalar) refuse(i, "it concatenates a constant");
         Val acc = new_shared(decl->name, oshape, feeds_matmul(out));
-        std::vector<std::string> idx;
-        for (size_t d = 0; d < xs.size(); ++d) {
-          const std::string v = xs[d] == 1 ? "" : loop_var(static_cast<int>(d));
-          if (static_cast<int>(d) == fmap)
-            idx.push_back(v.empty() ? "it" : fmt::format("it * {} + {}", xs[d], v));
-          else
-            idx.push_back(v.empty() ? "0" : v);
-        }
-        parallel(i, Phase::Loop, xs, fmt::format("{}[{}]", acc.name, list_text(idx)), access(x));
+        const std::string start =
+            xs[static_cast<size_t>(fmap)] == 1 ? "it" : fmt::format("it * {}", xs[static_cast<size_t>(fmap)]);
+        parallel(i, Phase::Loop, xs, fmt::format("{}[{}]", acc.name, list_text(part_index(xs, fmap, start))),
+                 access(x));
         val(out) = acc;
         return;
       }
@@ -588,14 +598,9 @@ class BlockWriter {
           const Shape xs = shape_of(i, in);
           if (val(in).kind == Val::Kind::Scalar) refuse(i, "it concatenates a constant");
           const Val x = loop_operands(i, {in}, xs)[0];
-          std::vector<std::string> idx;
-          for (size_t d = 0; d < xs.size(); ++d) {
-            const std::string var = xs[d] == 1 ? "0" : loop_var(static_cast<int>(d));
-            idx.push_back(static_cast<int>(d) != dim || at == 0 ? var
-                          : var == "0"                          ? std::to_string(at)
-                                                                : fmt::format("{} + {}", at, var));
-          }
-          parallel(i, phase, xs, fmt::format("{}[{}]", v.name, list_text(idx)), access(x));
+          const std::string start = at == 0 ? "" : std::to_string(at);
+          parallel(i, phase, xs, fmt::format("{}[{}]", v.name, list_text(part_index(xs, dim, start))),
+                   access(x));
           at += xs[static_cast<size_t>(dim)];
         }
         val(out) = v;

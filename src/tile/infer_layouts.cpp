@@ -465,7 +465,8 @@ class AutoLayout {
     // The copies of the view's tiles into open shared tiles.
     std::vector<const ir::VarNode*> tiles;
     std::optional<layout::Index> tile;
-    // The layout another operator gave the tiles (a Gemm's shared operand): the view is then stored in it.
+    // The layout another operator gave the tiles (a Gemm's shared operand; what: the tile's name): the view
+    // is then stored in it.
     std::optional<Decision> operand;
     bool loop_read = false;  // some tile is open after the inferences: loops read it
     for (const auto& [region, set] : c_.sets) {

@@ -120,6 +120,8 @@ class Graph {
  private:
   explicit Graph(Level level) : level_(level) {}
   int append(Op op, const Shape& shape, const std::string& name, Phase phase);
+  // With the phase its inputs give (combined_phase).
+  int append(Op op, const Shape& shape, const std::string& name);
   // Adds a Block or Thread op with its body, one output per output of the body.
   std::vector<int> attach(OpKind kind, std::vector<int> operands, Graph child,
                           const std::vector<std::string>& names, Phase phase);
