@@ -78,12 +78,12 @@ TEST(OpsGemm, CostModelTakesSmallTilesForSmallProblems) {
   // Measured on the H200 (docs/performance.md): at 4096^3 and 8192^3 the ping-pong kernel's 128 x 128 tiles
   // with six stages, 198.6 us against 221.1 for the warp-specialized 128 x 256 and 213.7 for four stages at
   // 4096^3 (the model, L2-bound there, does not tell five stages from six). Its form in clusters, which
-  // reads a quarter less from L2, ranks first where the L2 binds (not yet measured).
+  // reads a quarter less from L2, measured 198.9 and 1572.0 us against 198.7 and 1542.3 (2026-11-29): the
+  // model ranks it below.
   const target::Target h200 = target::Target::h200();
   for (const GemmProblem square : {GemmProblem{4096, 4096, 4096}, GemmProblem{8192, 8192, 8192}}) {
     const GemmConfig pick = tune::prune(kernel, square, kernel.space(square, h200), h200, 1).at(0);
-    EXPECT_TRUE((pick.form == GemmForm::PingPong || pick.form == GemmForm::PingPongCluster) &&
-                pick.bm == 128 && pick.bn == 128 && pick.stages >= 5)
+    EXPECT_TRUE(pick.form == GemmForm::PingPong && pick.bm == 128 && pick.bn == 128 && pick.stages >= 5)
         << square.key() << ": " << pick.name();
   }
 }

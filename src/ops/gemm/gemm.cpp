@@ -187,9 +187,12 @@ exec::CompiledProgram GemmTemplate::compile(const GemmProblem&, const GemmConfig
 
 // Waves of tiles over the SMs, each tile at the chip's GEMM rate per SM, plus what a tile costs with the
 // tensor cores idle; the tiles' operand traffic against L2 (A and B re-read once per tile column and row).
-// Rough; it ranks. Calibrated on the H200 (docs/performance.md, twenty-first session): the ping-pong
-// kernel's 128 x 128 tiles run at the rate of 128 x 256 tiles shared by two warpgroups, and its epilogues
-// hide behind the other warpgroup's products, which measured 10% faster at 4096^3 and level at 8192^3.
+// Rough; it ranks. Calibrated on the H200 (docs/performance.md, twenty-first session and 2026-11-29): the
+// ping-pong kernel's 128 x 128 tiles run at about the rate of 128 x 256 tiles shared by two warpgroups,
+// and its epilogues hide behind the other warpgroup's products, which measured 10% faster at 4096^3 and
+// level at 8192^3. Its form in clusters reads a quarter less from L2 and measured 0-6% slower than it on
+// every shape, so the L2 term does not bind the ping-pong kernel; what clusters cost is the coupling (each
+// stage waits for the releases of both blocks).
 tune::CostEstimate GemmTemplate::estimate(const GemmProblem& p, const GemmConfig& c,
                                           const target::Target& target) const {
   tune::CostEstimate e;
@@ -218,9 +221,12 @@ tune::CostEstimate GemmTemplate::estimate(const GemmProblem& p, const GemmConfig
   const double knee = ping_pong(c) ? 64.0 : 85.0;
   const double in_flight = static_cast<double>(c.stages) * (c.bm + c.bn) * 64 * 2;
   // Where BM / 64 warpgroups share a tile, their best (128 x 256) reached 702 TFLOP/s at 8192^3 where cuBLAS
-  // reached 755: 0.93 of the target's rate.
-  const double shared_tile = ping_pong(c) ? 1.0 : 0.93;
-  const double efficiency = shared_tile * std::min(1.0, intensity / knee) * std::min(1.0, c.stages / 3.0) *
+  // reached 755: 0.93 of the target's rate. The ping-pong kernel's 128 x 128 tiles: 0.94 at 4096^3, 0.97 at
+  // 8192^3 (a block's 8 and 32 tiles against the time). Clusters of two: 0.97 of that (the coupling).
+  const double shared_tile = ping_pong(c) ? 0.95 : 0.93;
+  const double coupling = c.form == GemmForm::PingPongCluster ? 0.97 : 1.0;
+  const double efficiency = shared_tile * coupling * std::min(1.0, intensity / knee) *
+                            std::min(1.0, c.stages / 3.0) *
                             (1.0 - 0.2 * std::max(0.0, 1.0 - in_flight / (192.0 * 1024)));
   const double per_sm = target.gemm_tflops * 1e12 / target.sm_count * efficiency;
   // The epilogue (the tile cast and stored with the tensor cores idle): about 1 us for 128 x 256, except
