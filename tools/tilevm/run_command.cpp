@@ -35,13 +35,18 @@
 #include <string>
 #include <vector>
 
+#include <fmt/ranges.h>
+
 #include "commands.h"
 #include "tilevm/exec/device_target.h"
 #include "tilevm/exec/gpu_runner.h"
 #include "tilevm/exec/npy.h"
 #include "tilevm/interp/interpreter.h"
+#include "tilevm/interp/scalar_eval.h"
+#include "tilevm/ir/inst/memory_global.h"
 #include "tilevm/ir/parser.h"
 #include "tilevm/ir/program.h"
+#include "tilevm/ir/visitor.h"
 #include "tilevm/layout/tiled_storage.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/support/diagnostics.h"
@@ -104,6 +109,43 @@ const ir::Var* find_param(const ir::Program& p, const std::string& name) {
   for (const ir::Var& v : p.params)
     if (v->name == name) return &v;
   return nullptr;
+}
+
+// The shape of the tiled view that reads pointer parameter `name` (its first ViewGlobal with a layout), with
+// the scalar arguments' values; nullopt where a dimension reads something other than the parameters (a
+// value the kernel computes), which the host cannot know before the run.
+std::optional<layout::Index> tiled_view_shape(const ir::Program& program, const std::string& name,
+                                              const interp::Arguments& args) {
+  struct Find : ir::IRVisitor {
+    const std::string& name;
+    const ir::ViewGlobalInst* view = nullptr;
+    explicit Find(const std::string& n) : name(n) {}
+    void visit_inst(const ir::Inst& inst) override {
+      const auto* v = inst->as<ir::ViewGlobalInst>();
+      const auto* ref = v && v->layout && v->ptr ? v->ptr->as<ir::VarRef>() : nullptr;
+      if (!view && ref && ref->var->name == name) view = v;
+      ir::IRVisitor::visit_inst(inst);
+    }
+  } find(name);
+  find.visit_program(program);
+  if (!find.view) return std::nullopt;
+  struct Unknown {};
+  layout::Index shape;
+  try {
+    for (const ir::Expr& e : find.view->shape) {
+      const interp::ScalarValue v = interp::eval_scalar(e, [&](const ir::Var& var, SourceLoc) {
+        auto it = args.scalars.find(var->name);
+        if (it == args.scalars.end() || !find_param(program, var->name)) throw Unknown{};
+        return it->second;
+      });
+      shape.push_back(v.is_float ? static_cast<int64_t>(v.f) : v.i);
+    }
+  } catch (const Unknown&) {
+    return std::nullopt;
+  } catch (const interp::ScalarEvalError&) {
+    return std::nullopt;  // the run reports it where it happens
+  }
+  return shape;
 }
 
 // Whether the integer -magnitude (negative) or +magnitude fits the integer type.
@@ -285,6 +327,12 @@ void run(const RunRequest& req) {
   for (const auto& [name, tile] : packs) {
     npy::Array& a = arrays[name];
     const int bits = (*find_param(*program, name))->type.dtype.bits();
+    // The file must be shaped like the view, not only hold as many elements: a transposed [K, N] file
+    // would pack into the tiles without complaint and the kernel would read every element at another place.
+    if (const std::optional<layout::Index> view = tiled_view_shape(*program, name, args);
+        view && !a.shape.empty() && a.shape != *view)
+      fail("--pack {} (--in {}={}): the file's shape [{}] is not the shape [{}] of the view that reads '{}'",
+           name, name, in_files.at(name), fmt::join(a.shape, ", "), fmt::join(*view, ", "), name);
     try {
       const layout::TiledStorage& storage =
           storages.try_emplace(name, tile, a.shape.empty() ? layout::Index{1} : a.shape).first->second;
