@@ -1,0 +1,1 @@
+check error_layout_auto_two_gemms.tile
