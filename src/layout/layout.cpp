@@ -1,6 +1,7 @@
 #include "tilevm/layout/layout.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/ranges.h>
 
@@ -57,6 +58,59 @@ bool same_factor(const Layout::Factor& a, const Layout::Factor& b) {
   }
   return false;
 }
+
+// f(t, i) as a row-major offset into the layout's shape, without allocating: map adds up, per dimension,
+// each factor's index times the extents of the factors inside it, so the offset is a sum of one term per
+// factor, c_k(t_k, i_k), over the factor's own digits of t and i (the innermost factor takes the low
+// digits). Each term is tabulated over its factor's T_k x m_k pairs, which are few (a swizzle's inner
+// tile, a handful of modes) where the layout's own T x m are many. What operator== enumerates when the
+// factor lists differ: a swizzled shared tile compared with the candidates of the TMA and wgmma checks.
+class OffsetMap {
+ public:
+  // nullopt where one factor alone would need more than `limit` entries (at most the layout's T x m, the
+  // product of the factors' own).
+  static std::optional<OffsetMap> build(const Layout& layout, int64_t limit) {
+    OffsetMap out;
+    const Index& shape = layout.shape();
+    const int rank = layout.rank();
+    Index stride(static_cast<size_t>(rank), 1), scale(static_cast<size_t>(rank), 1);
+    for (int d = rank - 1; d > 0; --d) stride[d - 1] = stride[d] * shape[d];
+    const auto& factors = layout.factors();
+    for (auto it = factors.rbegin(); it != factors.rend(); ++it) {
+      const int64_t tf = factor_threads(*it), mf = factor_locals(*it);
+      if (tf * mf > limit) return std::nullopt;
+      Term term{tf, mf, std::vector<int64_t>(static_cast<size_t>(tf * mf))};
+      for (int64_t t = 0; t < tf; ++t)
+        for (int64_t i = 0; i < mf; ++i) {
+          const Index part = factor_map(*it, t, i, rank);
+          int64_t offset = 0;
+          for (int d = 0; d < rank; ++d) offset += part[d] * scale[d] * stride[d];
+          term.table[static_cast<size_t>(t * mf + i)] = offset;
+        }
+      out.terms_.push_back(std::move(term));  // innermost first
+      const Index& s = factor_shape(*it);
+      const int first = rank - static_cast<int>(s.size());
+      for (int d = first; d < rank; ++d) scale[d] *= s[d - first];
+    }
+    return out;
+  }
+  int64_t operator()(int64_t t, int64_t i) const {
+    int64_t offset = 0;
+    for (const Term& term : terms_) {
+      offset += term.table[static_cast<size_t>(t % term.threads * term.locals + i % term.locals)];
+      t /= term.threads;
+      i /= term.locals;
+    }
+    return offset;
+  }
+
+ private:
+  struct Term {
+    int64_t threads, locals;
+    std::vector<int64_t> table;  // [t * locals + i]
+  };
+  std::vector<Term> terms_;
+};
 
 }  // namespace
 
@@ -185,10 +239,30 @@ bool Layout::operator==(const Layout& other) const {
   if (factors_.size() == other.factors_.size() &&
       std::equal(factors_.begin(), factors_.end(), other.factors_.begin(), same_factor))
     return true;
+  // Same shape, so equal offsets are equal indices. A factor of more than 2^22 pairs (a table of 32 MiB)
+  // is left to map, which needs no memory.
+  constexpr int64_t kLargestTable = int64_t{1} << 22;
+  const std::optional<OffsetMap> mine = OffsetMap::build(*this, kLargestTable),
+                                 theirs = OffsetMap::build(other, kLargestTable);
+  if (mine && theirs) {
+    for (int64_t t = 0; t < num_threads_; ++t)
+      for (int64_t i = 0; i < num_locals_; ++i)
+        if ((*mine)(t, i) != (*theirs)(t, i)) return false;
+    return true;
+  }
   for (int64_t t = 0; t < num_threads_; ++t)
     for (int64_t i = 0; i < num_locals_; ++i)
       if (map(t, i) != other.map(t, i)) return false;
   return true;
+}
+
+std::vector<int64_t> row_major_offsets(const Layout& f) {
+  const OffsetMap offsets = *OffsetMap::build(f, f.num_threads() * f.num_locals());
+  std::vector<int64_t> out(static_cast<size_t>(f.num_threads() * f.num_locals()));
+  size_t k = 0;
+  for (int64_t t = 0; t < f.num_threads(); ++t)
+    for (int64_t i = 0; i < f.num_locals(); ++i) out[k++] = offsets(t, i);
+  return out;
 }
 
 Layout compose(const Layout& f, const Layout& g) {

@@ -180,12 +180,8 @@ std::optional<WgmmaSharedForm> find_operand_form(const Layout& lay, int elem_bit
   }
   // The storage offset of every logical element, by row-major linear index.
   std::vector<int64_t> offset_of(static_cast<size_t>(lay.num_locals()));
-  for (int64_t o = 0; o < lay.num_locals(); ++o) {
-    const layout::Index idx = lay.map(0, o);
-    int64_t l = 0;
-    for (size_t d = 0; d < idx.size(); ++d) l = l * full[d] + idx[d];
-    offset_of[static_cast<size_t>(l)] = o;
-  }
+  const std::vector<int64_t> element_at = layout::row_major_offsets(lay);  // the inverse: offset o's element
+  for (int64_t o = 0; o < lay.num_locals(); ++o) offset_of[static_cast<size_t>(element_at[o])] = o;
   const int64_t tile = rows * cols, tiles = tile > 0 ? lay.num_locals() / tile : 0;
   const std::optional<WgmmaSharedForm> form = wgmma_k_major_form(
       [&](int64_t r, int64_t k) { return offset_of[static_cast<size_t>(r * cols + k)] - offset_of[0]; }, rows,

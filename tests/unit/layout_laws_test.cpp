@@ -341,6 +341,36 @@ RC_GTEST_PROP(LayoutLaws, EqualityIsEqualityOfMaps, ()) {
   if (a.mode_form() && b.mode_form()) RC_ASSERT((*a.mode_form() == *b.mode_form()) == same_map);
 }
 
+// Equal maps from different factor lists, where operator== cannot decide on the factors and tabulates
+// (row_major_offsets' per-factor tables): eight-row swizzle blocks stacked, against one swizzle over all the
+// rows, agree where the XOR reads only a row's low three bits (c << s <= 8), and the comparison must say so
+// either way, also under a thread layout composed outside.
+RC_GTEST_PROP(LayoutLaws, EqualityOfSwizzlesFromDifferentFactors, ()) {
+  const int64_t r = *rc::gen::inRange(1, 9), c = int64_t{1} << *rc::gen::inRange(1, 4);
+  const int s = *rc::gen::inRange(0, 3);
+  const Layout outer =
+      *rc::gen::element(local({1, 1}), spatial({2, 1}), compose(spatial({1, 2}), local({2, 1})));
+  const Layout a = compose(outer, compose(local({r, 1}), make_swizzle(local({8, c}), 1, s)));
+  const Layout b = compose(outer, make_swizzle(local({8 * r, c}), 1, s));
+  RC_ASSERT((a == b) == (table(a) == table(b)));
+  if ((c << s) <= 8) RC_ASSERT(a == b);
+}
+
+// row_major_offsets(f)[t * m + i] is f(t, i) as a row-major offset in f's shape.
+RC_GTEST_PROP(LayoutLaws, RowMajorOffsetsAreTheMap, ()) {
+  Layout f = (*gen_recipe(*rc::gen::inRange(1, 4), 3)).build();
+  RC_PRE(small(f));
+  const std::vector<int64_t> offsets = row_major_offsets(f);
+  RC_ASSERT(offsets.size() == static_cast<size_t>(f.num_threads() * f.num_locals()));
+  for (int64_t t = 0; t < f.num_threads(); ++t)
+    for (int64_t i = 0; i < f.num_locals(); ++i) {
+      const Index e = f.map(t, i);
+      int64_t linear = 0;
+      for (int d = 0; d < f.rank(); ++d) linear = linear * f.shape()[d] + e[d];
+      RC_ASSERT(offsets[static_cast<size_t>(t * f.num_locals() + i)] == linear);
+    }
+}
+
 RC_GTEST_PROP(LayoutLaws, OwnersInvertTheMap, ()) {
   Layout f = (*gen_recipe(*rc::gen::inRange(1, 4), 3)).build();
   RC_PRE(small(f));

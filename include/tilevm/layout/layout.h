@@ -88,6 +88,10 @@ class Layout {
   friend Layout insert_dim(const Layout&, int);
 };
 
+// The row-major offset in f's shape of f(t, i) for every (t, i), at [t * m + i]: what code that tabulates a
+// whole layout needs, in one pass over small per-factor tables instead of an allocating map per element.
+std::vector<int64_t> row_major_offsets(const Layout& f);
+
 // f.g: h(t, i) = f(t / T_g, i / m_g) * S_g + g(t % T_g, i % m_g), ranks broadcast by prepending 1s.
 Layout compose(const Layout& f, const Layout& g);
 // The f with compose(f, g) == h; tilevm::Error (naming the shapes and the reason) when there is none.
