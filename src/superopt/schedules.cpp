@@ -284,6 +284,7 @@ SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, 
     total.stats.states += r.stats.states;
     total.stats.pruned += r.stats.pruned;
     total.stats.over_memory += r.stats.over_memory;
+    total.stats.over_memory_budget += r.stats.over_memory_budget;
     total.stats.candidates += r.stats.candidates;
     total.stats.verified += r.stats.verified;
     total.stats.stopped = total.stats.stopped || r.stats.stopped;

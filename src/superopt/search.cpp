@@ -297,6 +297,10 @@ class BlockSearch {
         kernel.block_op(operands, std::move(candidate), {program_.tensor(program_.outputs()[0]).name});
     kernel.add_output(outs[0]);
     ++result_.stats.candidates;
+    if (limits_.max_memory_bytes > 0 && verification_bytes(program_, kernel) > limits_.max_memory_bytes) {
+      ++result_.stats.over_memory_budget;
+      return;
+    }
     VerifyResult r =
         verify_equivalent(program_, kernel, {.trials = limits_.verify_trials, .seed = limits_.seed});
     if (r.verdict == Verdict::Equivalent) {

@@ -10,6 +10,7 @@
 #include "degree_algebra.h"
 #include "evaluator.h"
 #include "field_algebra.h"
+#include "tilevm/support/file_io.h"
 
 namespace tilevm::superopt {
 
@@ -181,9 +182,33 @@ void check_lax(const Graph& graph) {
   check_lax_graph(graph, {});
 }
 
+namespace {
+
+int64_t evaluated_elements(const Graph& g) {
+  int64_t n = 0;
+  for (const TensorDecl& t : g.tensors()) n += element_count(t.shape);
+  for (const Graph& child : g.children()) n += evaluated_elements(child);
+  return n;
+}
+
+}  // namespace
+
+int64_t verification_bytes(const Graph& a, const Graph& b) {
+  constexpr int64_t kValueBytes = std::max(sizeof(FieldValue), sizeof(DegreeValue));
+  return (evaluated_elements(a) + evaluated_elements(b)) * kValueBytes;
+}
+
 VerifyResult verify_equivalent(const Graph& a, const Graph& b, const VerifyOptions& options) {
   if (options.trials < 1) fail("the verifier needs at least one trial, got {}", options.trials);
   check_compatible(a, b);
+  if (options.max_memory_bytes > 0) {
+    const int64_t need = verification_bytes(a, b);
+    if (need > options.max_memory_bytes)
+      fail(
+          "verifying a graph against '{}' needs about {} of memory (every tensor of both graphs at these "
+          "sizes), more than the budget of {}",
+          a.name(), format_bytes(need), format_bytes(options.max_memory_bytes));
+  }
   check_lax(a);
   check_lax(b);
   VerifyResult result;

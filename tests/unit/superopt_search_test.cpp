@@ -174,6 +174,15 @@ TEST(SuperoptSearch, FindsTheBlockGraphOfAMatmul) {
   ASSERT_EQ(fitting.found.size(), 1u);
   EXPECT_EQ(print_graph(fitting.found[0]), print_graph(pruned.found[1]));
   EXPECT_GT(fitting.stats.over_memory, 0);
+  // A verifier's budget below what verifying the program against a graph of its size takes: every candidate
+  // is counted and none verified.
+  SearchLimits no_memory = limits;
+  no_memory.max_memory_bytes = verification_bytes(program, program) - 1;
+  SearchResult unverified = search_block_graphs(program, schedule, no_memory);
+  EXPECT_TRUE(unverified.found.empty());
+  EXPECT_EQ(unverified.stats.verified, 0);
+  EXPECT_EQ(unverified.stats.over_memory_budget, unverified.stats.candidates);
+  EXPECT_GT(unverified.stats.candidates, 0);
   limits.prune = false;
   SearchResult unpruned = search_block_graphs(program, schedule, limits);
   EXPECT_EQ(unpruned.found.size(), pruned.found.size());

@@ -139,6 +139,20 @@ TEST(SuperoptVerify, LargeGraphsOnTwoThreads) {
       kernel(in, "  P = exp(A)\n  Q = exp(B)\n  E = add(P, Q)\n  Z = sum(E) dim=1\n  Y = div(E, Z)\n"));
 }
 
+// The memory budget: verification_bytes counts every tensor of both graphs (a block graph's once), and a
+// budget below it is refused before anything is evaluated, with both figures; at the figure it runs.
+TEST(SuperoptVerify, TheMemoryBudgetIsCheckedBeforeEvaluating) {
+  const std::string in = input("A", 64, 32) + input("B", 64, 32);
+  const Graph a = parse_graph(kernel(in, "  S = add(A, B)\n  Y = exp(S)\n"));
+  const Graph b = parse_graph(kernel(in, "  P = exp(A)\n  Q = exp(B)\n  Y = mul(P, Q)\n"));
+  // 4 and 5 tensors of 64 x 32 elements, each value at least a FieldValue's 24 bytes.
+  const int64_t need = verification_bytes(a, b);
+  EXPECT_EQ(need % (9 * 64 * 32), 0);
+  EXPECT_GE(need, 9 * 64 * 32 * static_cast<int64_t>(sizeof(FieldValue)));
+  expect_error([&] { verify_equivalent(a, b, {.max_memory_bytes = need - 1}); }, "more than the budget of");
+  EXPECT_EQ(verify_equivalent(a, b, {.max_memory_bytes = need}).verdict, Verdict::Equivalent);
+}
+
 TEST(SuperoptVerify, ExpIsAHomomorphism) {
   std::string in = input("A", 2, 3) + input("B", 2, 3);
   expect_equivalent(kernel(in, "  S = add(A, B)\n  Y = exp(S)\n"),

@@ -41,6 +41,9 @@ ir::ParseOptions parse_defines(const std::vector<std::string>& defines);
 ir::Program load_program(const std::string& path, const ir::ParseOptions& options,
                          const std::optional<transform::LowerOptions>& lower, std::string* source = nullptr);
 
+// `--max-memory 8G`: bytes, or a number with a binary suffix K, M, G or T; anything else is a UsageError.
+int64_t parse_memory_size(const std::string& text);
+
 // DataType::parse for an option's value: a bad name is a UsageError "OPTION 'TEXT': why".
 DataType parse_type_option(const std::string& option, const std::string& text);
 

@@ -1,4 +1,6 @@
 // Option parsing shared by the subcommands (commands.h).
+#include <cctype>
+#include <climits>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -80,6 +82,32 @@ runtime::Device open_gpu(const std::string& what) {
     fail("{} needs NVRTC: {}", what, why);
   }
   return *std::move(device);
+}
+
+int64_t parse_memory_size(const std::string& text) {
+  size_t used = 0;
+  int64_t value = -1;
+  try {
+    value = std::stoll(text, &used, 10);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  int shift = 0;
+  if (used + 1 == text.size()) {
+    const std::string units = "KMGT";
+    const size_t u = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(text[used]))));
+    if (u != std::string::npos) {
+      shift = 10 * static_cast<int>(u + 1);
+      ++used;
+    }
+  }
+  if (text.empty() || used != text.size() || value <= 0 || value > (INT64_MAX >> shift)) {
+    throw UsageError(
+        fmt::format("--max-memory '{}': expected a positive number of bytes, optionally with K, M, "
+                    "G or T (8G)",
+                    text));
+  }
+  return value << shift;
 }
 
 }  // namespace tilevm::cli

@@ -70,33 +70,6 @@ struct RunRequest {
   std::string arch;  // the target the tile layer lowers for; empty: the GPU's, or sm_80 on the interpreter
 };
 
-// `--max-memory 8G`: bytes, or a number with a binary suffix K, M, G or T.
-int64_t parse_memory_size(const std::string& text) {
-  size_t used = 0;
-  int64_t value = -1;
-  try {
-    value = std::stoll(text, &used, 10);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  int shift = 0;
-  if (used + 1 == text.size()) {
-    const std::string units = "KMGT";
-    const size_t u = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(text[used]))));
-    if (u != std::string::npos) {
-      shift = 10 * static_cast<int>(u + 1);
-      ++used;
-    }
-  }
-  if (text.empty() || used != text.size() || value <= 0 || value > (INT64_MAX >> shift)) {
-    throw UsageError(
-        fmt::format("--max-memory '{}': expected a positive number of bytes, optionally with K, M, "
-                    "G or T (8G)",
-                    text));
-  }
-  return value << shift;
-}
-
 std::pair<std::string, std::string> split_assignment(const std::string& text, const char* option) {
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {

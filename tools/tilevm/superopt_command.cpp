@@ -84,6 +84,8 @@ struct SuperoptRequest {
   std::string cache;  // empty: the tuning cache's default file
   bool no_cache = false;
   bool print_kernels = false;
+  std::string max_memory = "8G";  // the verifier's budget (--max-memory)
+  int64_t max_memory_bytes = 0;   // parsed from it
 };
 
 // The block ops the search may use for this program: its own element-wise ops and reductions, rms_norm's
@@ -191,8 +193,12 @@ Graph read_graph(const std::string& path) {
 }
 
 // The verification every chosen graph gets: to a bound of 2^-64 where the degrees allow it.
-VerifyResult verify(const Graph& program, const Graph& graph) {
-  return verify_equivalent(program, graph, {.seed = 11, .target_log2_bound = -64, .max_trials = kMaxTrials});
+VerifyResult verify(const SuperoptRequest& req, const Graph& program, const Graph& graph) {
+  return verify_equivalent(program, graph,
+                           {.seed = 11,
+                            .target_log2_bound = -64,
+                            .max_trials = kMaxTrials,
+                            .max_memory_bytes = req.max_memory_bytes});
 }
 
 // The search's verified graphs, fused and ordered with the most blocks first: the search lists them by
@@ -205,6 +211,14 @@ std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
   limits.max_ops = req.max_ops;
   limits.ops = search_ops(program);
   limits.budget_seconds = req.budget;
+  // Every candidate is verified at the program's sizes; where even a graph of the program's own size would
+  // pass the budget, say so now rather than after a search that can verify nothing.
+  limits.max_memory_bytes = req.max_memory_bytes;
+  if (const int64_t need = verification_bytes(program, program); need > req.max_memory_bytes)
+    throw Error(fmt::format(
+        "superopt: verifying a candidate of {} at its sizes needs about {} (every tensor of the program and "
+        "the candidate), more than --max-memory {}",
+        program.name(), format_bytes(need), req.max_memory));
   limits.max_states = int64_t{1} << 40;
   // A block graph whose tensors together pass a block's shared memory cannot be one kernel (the lowering
   // keeps some in registers, so this over-counts; but a [4096, 4096] tile per block, which the search found
@@ -218,8 +232,12 @@ std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
   const auto start = std::chrono::steady_clock::now();
   SearchResult r = search_schedules(program, space, limits, req.threads);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("search: {} schedules, {} states, {} candidates verified, {} equivalent{}\n",
-             enumerate_schedules(program, space).size(), r.stats.states, r.stats.candidates, r.stats.verified,
+  fmt::print("search: {} schedules, {} states, {} candidates verified, {} equivalent{}{}\n",
+             enumerate_schedules(program, space).size(), r.stats.states,
+             r.stats.candidates - r.stats.over_memory_budget, r.stats.verified,
+             r.stats.over_memory_budget ? fmt::format(" ({} more not verified: past --max-memory {})",
+                                                      r.stats.over_memory_budget, req.max_memory)
+                                        : "",
              r.stats.stopped ? " (stopped by the budget)" : "");
   fmt::print(stderr, "search: {:.3f} s wall\n", seconds);
   std::vector<Graph> found;
@@ -229,8 +247,9 @@ std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
   return found;
 }
 
-void run(const SuperoptRequest& req) {
+void run(SuperoptRequest& req) {
   if (req.gpu && req.interp) throw UsageError("--gpu and --interp exclude each other");
+  req.max_memory_bytes = parse_memory_size(req.max_memory);
   const Graph program = read_graph(req.path);
   if (program.level() != Level::Kernel)
     throw Error(fmt::format("superopt: {} holds a {} graph; the program must be a kernel graph", req.path,
@@ -249,7 +268,7 @@ void run(const SuperoptRequest& req) {
   for (const std::string& file : req.candidates_given) {
     const Graph candidate = read_graph(file);
     fmt::print(stderr, "verifying {} against the program\n", file);
-    verified.push_back(verify(program, candidate));
+    verified.push_back(verify(req, program, candidate));
     if (verified.back().verdict != Verdict::Equivalent)
       throw Error(fmt::format("{} does not compute {}: {}", file, req.path, verified.back().summary()));
     found.push_back(candidate);
@@ -275,7 +294,7 @@ void run(const SuperoptRequest& req) {
                               fmt::join(req.block_threads, ","), req.candidates);
     if (cache) {
       if (std::optional<Graph> cached = lookup_answer(*cache, program, key)) {
-        const VerifyResult v = verify(program, *cached);
+        const VerifyResult v = verify(req, program, *cached);
         if (v.verdict == Verdict::Equivalent) {
           fmt::print("answer from the cache {} (--no-cache searches again)\n", cache->file().string());
           verified.push_back(v);
@@ -383,7 +402,7 @@ void run(const SuperoptRequest& req) {
   }
   const Checked& answer = checked[best];
   const VerifyResult v =
-      answer.found < verified.size() ? verified[answer.found] : verify(program, answer.graph);
+      answer.found < verified.size() ? verified[answer.found] : verify(req, program, answer.graph);
   fmt::print("verified: {}\n", v.summary());
   fmt::print("numeric check {}: largest relative error {:.2g}\n", where, answer.check.max_error);
   fmt::print("{}", print_graph(answer.graph));
@@ -434,6 +453,9 @@ void add_superopt_command(CLI::App& app) {
   cmd->add_option("--candidate", req->candidates_given,
                   "no search: verify, lower, check and time this graph (a .graph file) against the program; "
                   "given several times, the fastest checked graph is the answer");
+  cmd->add_option("--max-memory", req->max_memory,
+                  "the verifier's memory budget (default 8G): a graph whose verification at the program's "
+                  "sizes would hold more is not verified");
   cmd->callback([req] { run(*req); });
 }
 

@@ -54,6 +54,9 @@ struct SearchLimits {
   uint64_t seed = 1;
   int64_t max_states = 2'000'000;
   double budget_seconds = 0;  // > 0: stop after this long (checked every 1,024 states)
+  // > 0: a candidate whose verification would hold more than this many bytes (verification_bytes: every
+  // tensor of both graphs at the program's sizes) is not verified, and counted in over_memory_budget.
+  int64_t max_memory_bytes = 0;
   // Called every `progress_every` states with the counts so far (a progress display).
   int64_t progress_every = 100'000;
   std::function<void(const SearchStats& stats)> on_progress;
@@ -67,7 +70,8 @@ struct SearchStats {
   int64_t pruned = 0;       // extensions refused by the abstract-expression check or as dead ends
   int64_t over_memory = 0;  // extensions refused because the block graph would not fit max_shared_bytes
   int64_t candidates = 0;   // complete graphs given to the verifier
-  int64_t verified = 0;     // of those, equivalent
+  int64_t over_memory_budget = 0;  // of those, not verified: past max_memory_bytes
+  int64_t verified = 0;            // of those, equivalent
 };
 
 struct SearchResult {

@@ -35,7 +35,16 @@ struct VerifyOptions {
   int max_trials = 256;
   // Trials that divided by zero are drawn again, at most this many times in all.
   int max_redraws = 16;
+  // > 0: refuse (tilevm::Error, with both figures) to verify graphs whose evaluation would need more than
+  // this many bytes by verification_bytes, instead of exhausting the machine's memory part way.
+  int64_t max_memory_bytes = 0;
 };
+
+// About the bytes verifying `a` against `b` holds at once: every tensor of both graphs at the program's
+// sizes (the evaluator keeps each; the two graphs of a trial evaluate side by side), each element a value
+// of the larger of the two algebras (the fields' and the degree bound's), counting a block or thread
+// graph's tensors once.
+int64_t verification_bytes(const Graph& a, const Graph& b);
 
 enum class Verdict { Equivalent, NotEquivalent, Inconclusive };
 

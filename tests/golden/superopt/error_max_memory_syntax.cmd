@@ -1,0 +1,1 @@
+superopt rmsnorm_linear.graph --interp --max-memory lots
