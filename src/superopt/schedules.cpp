@@ -62,56 +62,58 @@ std::vector<BlockSchedule> enumerate_schedules(const Graph& program, const Sched
   for (int id : program.inputs()) shapes.push_back(program.tensor(id).shape);
   std::vector<BlockSchedule> schedules;
   for (int64_t gx : space.grid_extents)
-    for (int64_t gy : space.grid_extents) {
-      if (gy > gx) continue;  // (x, y) and (y, x) are the same schedule
-      for (int64_t loop : space.loop_extents) {
-        BlockSchedule s;
-        s.grid = {gx, gy, 1};
-        s.loop = loop;
-        std::vector<DimMap> omaps = grid_maps(s.grid, out, false);
-        // Per input: every (imap, fmap).
-        std::vector<std::vector<std::pair<DimMap, int>>> choices;
-        for (const Shape& shape : shapes) {
-          std::vector<std::pair<DimMap, int>> options;
-          for (const DimMap& imap : grid_maps(s.grid, shape, true)) {
-            Shape part = partitioned(shape, s.grid, imap);
-            if (loop == 1) {
-              options.push_back({imap, kReplica});
-              continue;
-            }
-            options.push_back({imap, kReplica});
-            for (int d = 0; d < static_cast<int>(part.size()); ++d)
-              if (part[d] % loop == 0) options.push_back({imap, d});
-          }
-          choices.push_back(std::move(options));
-        }
-        std::vector<size_t> pick(shapes.size(), 0);
-        std::function<void(size_t)> choose = [&](size_t i) {
-          if (i == shapes.size()) {
-            bool loop_used = loop == 1;
-            std::array<bool, 3> grid_used = {gx == 1, gy == 1, true};
-            for (size_t k = 0; k < shapes.size(); ++k) {
-              const auto& [imap, fmap] = choices[k][pick[k]];
-              loop_used = loop_used || fmap != kReplica;
-              for (int g = 0; g < 3; ++g) grid_used[g] = grid_used[g] || imap[g] != kReplica;
-            }
-            if (!loop_used || !grid_used[0] || !grid_used[1]) return;
-            for (const DimMap& omap : omaps) {
-              BlockSchedule full = s;
-              for (size_t k = 0; k < shapes.size(); ++k) {
-                full.imaps.push_back(choices[k][pick[k]].first);
-                full.fmaps.push_back(choices[k][pick[k]].second);
+    for (int64_t gy : space.grid_extents)
+      for (int64_t gz : space.grid_z_extents) {
+        // (x, y, z) and its permutations are the same schedule.
+        if (gy > gx || gz > gy) continue;
+        for (int64_t loop : space.loop_extents) {
+          BlockSchedule s;
+          s.grid = {gx, gy, gz};
+          s.loop = loop;
+          std::vector<DimMap> omaps = grid_maps(s.grid, out, false);
+          // Per input: every (imap, fmap).
+          std::vector<std::vector<std::pair<DimMap, int>>> choices;
+          for (const Shape& shape : shapes) {
+            std::vector<std::pair<DimMap, int>> options;
+            for (const DimMap& imap : grid_maps(s.grid, shape, true)) {
+              Shape part = partitioned(shape, s.grid, imap);
+              if (loop == 1) {
+                options.push_back({imap, kReplica});
+                continue;
               }
-              full.omap = omap;
-              schedules.push_back(std::move(full));
+              options.push_back({imap, kReplica});
+              for (int d = 0; d < static_cast<int>(part.size()); ++d)
+                if (part[d] % loop == 0) options.push_back({imap, d});
             }
-            return;
+            choices.push_back(std::move(options));
           }
-          for (pick[i] = 0; pick[i] < choices[i].size(); ++pick[i]) choose(i + 1);
-        };
-        choose(0);
+          std::vector<size_t> pick(shapes.size(), 0);
+          std::function<void(size_t)> choose = [&](size_t i) {
+            if (i == shapes.size()) {
+              bool loop_used = loop == 1;
+              std::array<bool, 3> grid_used = {gx == 1, gy == 1, gz == 1};
+              for (size_t k = 0; k < shapes.size(); ++k) {
+                const auto& [imap, fmap] = choices[k][pick[k]];
+                loop_used = loop_used || fmap != kReplica;
+                for (int g = 0; g < 3; ++g) grid_used[g] = grid_used[g] || imap[g] != kReplica;
+              }
+              if (!loop_used || !grid_used[0] || !grid_used[1] || !grid_used[2]) return;
+              for (const DimMap& omap : omaps) {
+                BlockSchedule full = s;
+                for (size_t k = 0; k < shapes.size(); ++k) {
+                  full.imaps.push_back(choices[k][pick[k]].first);
+                  full.fmaps.push_back(choices[k][pick[k]].second);
+                }
+                full.omap = omap;
+                schedules.push_back(std::move(full));
+              }
+              return;
+            }
+            for (pick[i] = 0; pick[i] < choices[i].size(); ++pick[i]) choose(i + 1);
+          };
+          choose(0);
+        }
       }
-    }
   return schedules;
 }
 

@@ -1,6 +1,8 @@
 // Lowering kernel graphs to tile programs and checking them numerically on the interpreter: graph-defined
 // kernels (the fused RMSNorm + Linear, the graphs the search finds), the op-by-op kernels of tensor programs,
 // and the refusals.
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +12,7 @@
 #include "tilevm/superopt/fuse.h"
 #include "tilevm/superopt/lower_tile.h"
 #include "tilevm/superopt/run_tile.h"
+#include "tilevm/superopt/search.h"
 #include "tilevm/superopt/verify.h"
 #include "tilevm/support/error.h"
 
@@ -352,6 +355,37 @@ TEST(SuperoptLower, TheSearchsGraphsRunCorrectly) {
       search_block_graphs(program, schedule, {.max_ops = 3, .ops = {OpKind::Matmul, OpKind::Add}});
   ASSERT_GE(r.found.size(), 2u);
   for (const Graph& g : r.found) expect_checked(program, fuse_elementwise(g));
+}
+
+// A third grid dimension (ScheduleSpace::grid_z_extents): a batched matmul split over its batch, rows and
+// columns at once. Without it no schedule has a z extent; with it the search verifies graphs on 2 x 2 x 2
+// blocks, each of which partitions some input along z, and they lower and compute the product.
+TEST(SuperoptLower, ThreeDimensionalGrids) {
+  const Graph program = parse_graph(
+      "kernel bmm {\n  input A [2, 32, 32]\n  input B [2, 32, 32]\n  C = matmul(A, B)\n  output C\n}\n");
+  ScheduleSpace space{.grid_extents = {1, 2}, .loop_extents = {1}};
+  for (const BlockSchedule& s : enumerate_schedules(program, space)) EXPECT_EQ(s.grid[2], 1);
+  space.grid_z_extents = {1, 2};
+  int with_z = 0;
+  for (const BlockSchedule& s : enumerate_schedules(program, space)) {
+    if (s.grid[2] == 1) continue;
+    ++with_z;
+    EXPECT_EQ(s.grid, (std::array<int64_t, 3>{2, 2, 2}));
+    EXPECT_TRUE(
+        std::any_of(s.imaps.begin(), s.imaps.end(), [](const DimMap& m) { return m[2] != kReplica; }));
+  }
+  EXPECT_GT(with_z, 0);
+  const SearchResult r =
+      search_schedules(program, space, {.max_ops = 2, .ops = {OpKind::Matmul, OpKind::Add}}, 1);
+  int checked = 0;
+  for (const Graph& g : r.found) {
+    const Op& block =
+        *std::find_if(g.ops().begin(), g.ops().end(), [](const Op& op) { return op.kind == OpKind::Block; });
+    if (g.children()[static_cast<size_t>(block.child)].grid()[2] == 1) continue;
+    expect_checked(program, fuse_elementwise(g));
+    if (++checked == 1) break;  // a check runs the kernels on the interpreter: one is enough here
+  }
+  EXPECT_GT(checked, 0) << r.found.size() << " graphs found";
 }
 
 // A matmul over K = 1 is a product of broadcasts (c[m, n] = a[m, 0] * b[0, n]), which the search makes at

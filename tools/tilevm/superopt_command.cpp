@@ -1,4 +1,5 @@
-// tilevm superopt FILE [--budget SECONDS] [--max-ops N] [--grid E,...] [--loop E,...] [--threads N]
+// tilevm superopt FILE [--budget SECONDS] [--max-ops N] [--grid E,...] [--grid-z E,...] [--loop E,...]
+// [--threads N]
 //                      [--candidates N] [--stages N] [--block-threads N,...] [--gpu | --interp] [--out DIR]
 //                      [--candidate GRAPH ...] [--print-kernels] [--cache FILE | --no-cache]
 //
@@ -71,6 +72,7 @@ struct SuperoptRequest {
   int max_ops = 6;
   std::vector<int64_t> grid = {1, 2, 4};
   std::vector<int64_t> loop = {1, 2, 4};
+  std::vector<int64_t> grid_z = {1};
   int threads = 0;
   int candidates = 16;
   bool gpu = false;
@@ -228,7 +230,7 @@ std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
   limits.on_progress = [](const SearchStats& s) {
     fmt::print(stderr, "  {} states, {} candidates, {} verified\n", s.states, s.candidates, s.verified);
   };
-  const ScheduleSpace space{.grid_extents = req.grid, .loop_extents = req.loop};
+  const ScheduleSpace space{.grid_extents = req.grid, .loop_extents = req.loop, .grid_z_extents = req.grid_z};
   const auto start = std::chrono::steady_clock::now();
   SearchResult r = search_schedules(program, space, limits, req.threads);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -292,6 +294,9 @@ void run(SuperoptRequest& req) {
     key.options = fmt::format("max_ops={} grid={} loop={} stages={} block_threads={} candidates={}",
                               req.max_ops, fmt::join(req.grid, ","), fmt::join(req.loop, ","), req.stages,
                               fmt::join(req.block_threads, ","), req.candidates);
+    // Only where given, so that the answers cached before the option keep their keys.
+    if (req.grid_z != std::vector<int64_t>{1})
+      key.options += fmt::format(" grid_z={}", fmt::join(req.grid_z, ","));
     if (cache) {
       if (std::optional<Graph> cached = lookup_answer(*cache, program, key)) {
         const VerifyResult v = verify(req, program, *cached);
@@ -424,6 +429,10 @@ void add_superopt_command(CLI::App& app) {
   cmd->add_option("--max-ops", req->max_ops, "block ops per graph-defined kernel, at most (default 6)")
       ->check(CLI::Range(1, 16));
   cmd->add_option("--grid", req->grid, "grid extents to try (default 1,2,4)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 65536));
+  cmd->add_option("--grid-z", req->grid_z,
+                  "extents of a third grid dimension to try (default 1: none), for programs of rank 3")
       ->delimiter(',')
       ->check(CLI::Range(1, 65536));
   cmd->add_option("--loop", req->loop, "loop extents to try (default 1,2,4)")

@@ -86,13 +86,16 @@ struct SearchResult {
 SearchResult search_block_graphs(const Graph& program, const BlockSchedule& schedule,
                                  const SearchLimits& limits);
 
-// The schedules to try: grids of at most two dimensions (x >= y, z = 1) and loops from the given extents,
-// every imap, fmap and omap that divides the extents, less the useless ones: a grid dimension of more than
-// one block must partition some input (else every block computes the same), a loop of more than one
-// iteration must partition some input, and a loop of one partitions none.
+// The schedules to try: grids x >= y >= z (a permutation of the grid's dimensions is the same schedule)
+// with x and y from grid_extents and z from grid_z_extents (1 only, by default: a third dimension
+// multiplies the schedules, and is for programs of rank 3, heads x rows x columns), and loops from
+// loop_extents; every imap, fmap and omap that divides the extents, less the useless ones: a grid
+// dimension of more than one block must partition some input (else every block computes the same), a loop
+// of more than one iteration must partition some input, and a loop of one partitions none.
 struct ScheduleSpace {
   std::vector<int64_t> grid_extents = {1, 2, 4};
   std::vector<int64_t> loop_extents = {1, 2, 4};
+  std::vector<int64_t> grid_z_extents = {1};
 };
 std::vector<BlockSchedule> enumerate_schedules(const Graph& program, const ScheduleSpace& space);
 
