@@ -38,7 +38,7 @@ sweeps=(
   PipelineFuzz.MutatedExamplesGetDiagnosticsNotCrashes TileRandomPrograms.PipelinedEqualsUnpipelinedAndTheProduct
   TileParallel.DequantGemmOfPackedWeightsOnTheInterpreter TileParallel.RegisterAGemmsOfAStepRunAsynchronously
   TileParallel.DequantGemmOfEveryWidthOnTheInterpreter TileGemm.WarpSpecializedOnTheInterpreter
-  'SuperoptMutation\.' golden/superopt/search_softmax ExecViewBounds.TheDifferentialTestProgramsPass
+  'SuperoptMutation\.' golden/superopt/search_softmax golden/superopt/search_split ExecViewBounds.TheDifferentialTestProgramsPass
   OpsGemm.PersistentConfigurationsOnTheInterpreter LayoutHolds.AgreesWithTheDefinitionOnMixedRadices
 )
 # A name that matches no test (a renamed sweep) would leave the sweep in, unnoticed: fail instead.

@@ -1,0 +1,43 @@
+// Splitting a program into two subprograms (Mirage, paper section 4: a program the search cannot take whole
+// is cut into smaller ones, each searched on its own). A split at tensor T makes
+//
+//   head: the ops T needs, with T its output;
+//   tail: the other ops, reading T as an input beside the program's own inputs;
+//
+// and is possible only where the tail reads nothing of the head but T (constants, which cost nothing to
+// make, are copied into the tail where it reads them). The answers of the two searches, each a kernel graph,
+// are joined into one kernel graph of the program: the head's kernels, then the tail's.
+//
+//   kernel attention {                 head (split at E)          tail
+//     S = matmul(Q, K)                   S = matmul(Q, K)           Z = sum(E) dim=1
+//     E = exp(S)                         E = exp(S)                 P = div(E, Z)
+//     Z = sum(E) dim=1                                              O = matmul(P, V)
+//     P = div(E, Z)
+//     O = matmul(P, V)
+//   }
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tilevm/superopt/graph.h"
+
+namespace tilevm::superopt {
+
+struct ProgramSplit {
+  std::string at;  // the tensor both parts share: the head's output, an input of the tail
+  Graph head;
+  Graph tail;
+};
+
+// Every split of a one-output kernel graph of tensor ops, in the program's order of the tensors split at
+// (each part has at least one op that is not a constant).
+std::vector<ProgramSplit> program_splits(const Graph& program);
+
+// The kernel graph of `program` that runs head_answer (a kernel graph computing split.head) and then
+// tail_answer (computing split.tail): their ops in that order, their inputs bound to the program's inputs
+// and the split tensor by name. @throws Error when an answer's inputs or output do not match its part.
+Graph join_split(const Graph& program, const ProgramSplit& split, const Graph& head_answer,
+                 const Graph& tail_answer);
+
+}  // namespace tilevm::superopt

@@ -1,0 +1,136 @@
+#include "tilevm/superopt/split.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "tilevm/support/error.h"
+
+namespace tilevm::superopt {
+
+namespace {
+
+// Copies `op` of `from` into `to`, its inputs renamed through `ids` (from's tensor id -> to's), and records
+// its outputs there.
+void copy_op(const Graph& from, const Op& op, Graph& to, std::map<int, int>& ids) {
+  std::vector<int> inputs;
+  for (int id : op.inputs) inputs.push_back(ids.at(id));
+  std::vector<std::string> names;
+  for (int id : op.outputs) names.push_back(from.tensor(id).name);
+  std::optional<Graph> child;
+  if (op.kind == OpKind::Block || op.kind == OpKind::Thread)
+    child = from.children()[static_cast<size_t>(op.child)];
+  const std::vector<int> outs =
+      to.add(op.kind, inputs, op, from.tensor(op.outputs[0]).shape, names, child ? &*child : nullptr);
+  for (size_t i = 0; i < outs.size(); ++i) ids[op.outputs[i]] = outs[i];
+}
+
+// The tensors `id` is computed from, itself included (every op of a tensor program has one output).
+std::set<int> ancestors(const Graph& g, int id) {
+  std::map<int, const Op*> producer;
+  for (const Op& op : g.ops())
+    for (int out : op.outputs) producer[out] = &op;
+  std::set<int> seen;
+  std::vector<int> todo = {id};
+  while (!todo.empty()) {
+    const int t = todo.back();
+    todo.pop_back();
+    if (!seen.insert(t).second) continue;
+    for (int in : producer.at(t)->inputs) todo.push_back(in);
+  }
+  return seen;
+}
+
+}  // namespace
+
+std::vector<ProgramSplit> program_splits(const Graph& program) {
+  if (program.level() != Level::Kernel || program.outputs().size() != 1)
+    fail("a split needs a kernel graph of one output; '{}' has {}", program.name(), program.outputs().size());
+  for (const Op& op : program.ops())
+    if (op.kind == OpKind::Block || op.kind == OpKind::Thread)
+      fail("a split takes a program of tensor ops; '{}' has a graph-defined kernel", program.name());
+  const int output = program.outputs()[0];
+  std::vector<ProgramSplit> splits;
+  for (const Op& cut : program.ops()) {
+    const int at = cut.outputs[0];
+    if (cut.kind == OpKind::Input || cut.kind == OpKind::Const || at == output) continue;
+    const std::set<int> head = ancestors(program, at);
+    // The tail: the ops not in the head, plus the constants it reads (copied). It may read of the head only
+    // the split tensor, the inputs and constants.
+    bool clean = true;
+    int tail_ops = 0;
+    std::set<int> tail_consts;
+    for (const Op& op : program.ops()) {
+      if (head.count(op.outputs[0]) || op.kind == OpKind::Input) continue;
+      if (op.kind != OpKind::Const) ++tail_ops;
+      for (int in : op.inputs) {
+        if (!head.count(in) || in == at) continue;
+        const OpKind k = std::find_if(program.ops().begin(), program.ops().end(), [&](const Op& o) {
+                           return o.outputs[0] == in;
+                         })->kind;
+        if (k == OpKind::Const)
+          tail_consts.insert(in);
+        else if (k != OpKind::Input)
+          clean = false;
+      }
+    }
+    if (!clean || tail_ops == 0) continue;
+    ProgramSplit split{program.tensor(at).name, Graph::kernel(program.name() + "_head"),
+                       Graph::kernel(program.name() + "_tail")};
+    std::map<int, int> head_ids, tail_ids;
+    for (const Op& op : program.ops())
+      if (head.count(op.outputs[0])) copy_op(program, op, split.head, head_ids);
+    split.head.add_output(head_ids.at(at));
+    // The tail's inputs: the program's inputs it reads, in order, then the split tensor.
+    std::set<int> read;
+    for (const Op& op : program.ops())
+      if (!head.count(op.outputs[0]))
+        for (int in : op.inputs) read.insert(in);
+    for (int id : program.inputs())
+      if (read.count(id)) tail_ids[id] = split.tail.input(program.tensor(id).name, program.tensor(id).shape);
+    tail_ids[at] = split.tail.input(program.tensor(at).name, program.tensor(at).shape);
+    for (const Op& op : program.ops())
+      if (tail_consts.count(op.outputs[0]) || (!head.count(op.outputs[0]) && op.kind != OpKind::Input))
+        copy_op(program, op, split.tail, tail_ids);
+    split.tail.add_output(tail_ids.at(output));
+    splits.push_back(std::move(split));
+  }
+  return splits;
+}
+
+Graph join_split(const Graph& program, const ProgramSplit& split, const Graph& head_answer,
+                 const Graph& tail_answer) {
+  Graph joined = Graph::kernel(program.name());
+  std::map<std::string, int> by_name;  // the joined graph's tensors the answers read, by name
+  for (int id : program.inputs())
+    by_name[program.tensor(id).name] = joined.input(program.tensor(id).name, program.tensor(id).shape);
+  auto append = [&](const Graph& answer, const Graph& part, const char* which) {
+    if (answer.outputs().size() != 1 ||
+        answer.tensor(answer.outputs()[0]).name != part.tensor(part.outputs()[0]).name)
+      fail("the {} of the split at '{}': the answer's output is not '{}'", which, split.at,
+           part.tensor(part.outputs()[0]).name);
+    std::map<int, int> ids;
+    for (const Op& op : answer.ops()) {
+      if (op.kind == OpKind::Input) {
+        const std::string& name = answer.tensor(op.outputs[0]).name;
+        const auto it = by_name.find(name);
+        if (it == by_name.end() || joined.tensor(it->second).shape != answer.tensor(op.outputs[0]).shape)
+          fail("the {} of the split at '{}': its input '{}' is none of the program's", which, split.at, name);
+        ids[op.outputs[0]] = it->second;
+        continue;
+      }
+      copy_op(answer, op, joined, ids);
+    }
+    const int out = ids.at(answer.outputs()[0]);
+    by_name[joined.tensor(out).name] = out;
+    return out;
+  };
+  append(head_answer, split.head, "head");
+  joined.add_output(append(tail_answer, split.tail, "tail"));
+  return joined;
+}
+
+}  // namespace tilevm::superopt

@@ -1,0 +1,102 @@
+// Splitting a program into a head and a tail searched apart (superopt/split.h): which splits exist, what
+// each part holds, and that joining the parts' answers computes the program (verified, lowered, checked).
+#include <gtest/gtest.h>
+
+#include "expect_error.h"
+#include "superopt_test_util.h"
+#include "tilevm/superopt/fuse.h"
+#include "tilevm/superopt/lower_tile.h"
+#include "tilevm/superopt/run_tile.h"
+#include "tilevm/superopt/split.h"
+#include "tilevm/superopt/verify.h"
+
+namespace tilevm::superopt {
+namespace {
+
+// Attention's shape at a small size: scores, exp, the row sums, the division, the product with V.
+constexpr const char* kAttention = R"(kernel attention {
+  input Q [32, 32]
+  input K [32, 64]
+  input V [64, 32]
+  S = matmul(Q, K)
+  c = const(1/8) shape=[1, 1]
+  T = mul(S, c)
+  E = exp(T)
+  Z = sum(E) dim=1
+  P = div(E, Z)
+  O = matmul(P, V)
+  output O
+}
+)";
+
+std::vector<std::string> split_points(const Graph& program) {
+  std::vector<std::string> at;
+  for (const ProgramSplit& s : program_splits(program)) at.push_back(s.at);
+  return at;
+}
+
+TEST(SuperoptSplit, SplitsWhereTheTailReadsOnlyTheSplitTensor) {
+  const Graph attention = parse_graph(kAttention);
+  // Not at Z: the division reads E, which is the head's too. At P the tail is the last matmul alone.
+  EXPECT_EQ(split_points(attention), (std::vector<std::string>{"S", "T", "E", "P"}));
+  const std::vector<ProgramSplit> splits = program_splits(attention);
+  const ProgramSplit& at_e = splits[2];
+  EXPECT_EQ(print_graph(at_e.head),
+            "kernel attention_head {\n"
+            "  input Q [32, 32]\n"
+            "  input K [32, 64]\n"
+            "  S = matmul(Q, K)\n"
+            "  c = const(1/8) shape=[1, 1]\n"
+            "  T = mul(S, c)\n"
+            "  E = exp(T)\n"
+            "  output E\n"
+            "}\n");
+  EXPECT_EQ(print_graph(at_e.tail),
+            "kernel attention_tail {\n"
+            "  input V [64, 32]\n"
+            "  input E [32, 64]\n"
+            "  Z = sum(E) dim=1\n"
+            "  P = div(E, Z)\n"
+            "  O = matmul(P, V)\n"
+            "  output O\n"
+            "}\n");
+  // A constant the head made and the tail reads is copied into the tail: at S, the tail scales by c.
+  EXPECT_NE(print_graph(splits[0].tail).find("c = const(1/8)"), std::string::npos)
+      << print_graph(splits[0].tail);
+  // A tail that reads an intermediate of the head is no split: Y = E + S reads S beside E.
+  const Graph reuse = parse_graph(
+      "kernel f {\n  input A [8, 8]\n  input B [8, 8]\n  S = matmul(A, B)\n  E = exp(S)\n  Y = add(E, S)\n"
+      "  output Y\n}\n");
+  EXPECT_EQ(split_points(reuse), (std::vector<std::string>{"S"}));
+  expect_error([] { program_splits(parse_graph(testing::read_test_file("rmsnorm_linear_fused.graph"))); },
+               "graph-defined kernel");
+}
+
+// The head and the tail of attention split at E, each searched on its own, joined: the joined graph has
+// two graph-defined kernels, verifies against the program, and lowers to kernels that compute it.
+TEST(SuperoptSplit, TheJoinedAnswersComputeTheProgram) {
+  const Graph attention = parse_graph(kAttention);
+  const ProgramSplit split = program_splits(attention)[2];
+  // Two blocks of 16 rows (the lowering's Gemm needs 16 rows a warp); each part with its own ops and add.
+  const ScheduleSpace space{.grid_extents = {2}, .loop_extents = {1}};
+  const SearchResult head = search_schedules(
+      split.head, space, {.max_ops = 4, .ops = {OpKind::Matmul, OpKind::Mul, OpKind::Exp, OpKind::Add}}, 1);
+  const SearchResult tail = search_schedules(
+      split.tail, space, {.max_ops = 4, .ops = {OpKind::Sum, OpKind::Div, OpKind::Matmul, OpKind::Add}}, 1);
+  ASSERT_FALSE(head.found.empty());
+  ASSERT_FALSE(tail.found.empty());
+  const Graph joined =
+      join_split(attention, split, fuse_elementwise(head.found[0]), fuse_elementwise(tail.found[0]));
+  int blocks = 0;
+  for (const Op& op : joined.ops()) blocks += op.kind == OpKind::Block;
+  EXPECT_EQ(blocks, 2) << print_graph(joined);
+  EXPECT_EQ(verify_equivalent(attention, joined).verdict, Verdict::Equivalent) << print_graph(joined);
+  const NumericCheck c = check_numerically(attention, lower_to_tile(joined), {.seed = 3});
+  EXPECT_TRUE(c.passed) << c.detail << "\n" << print_graph(joined);
+  // Answers that do not fit their parts are refused: the tail's answer in the head's place.
+  expect_error([&] { join_split(attention, split, tail.found[0], tail.found[0]); },
+               "answer's output is not 'E'");
+}
+
+}  // namespace
+}  // namespace tilevm::superopt
