@@ -124,8 +124,19 @@ TuneResult<C> autotune(const KernelTemplate<P, C, X>& kernel, const runtime::Dev
   const std::unique_ptr<Timer<X>> timer = kernel.timer(device, problem, candidates);
   std::vector<Timed> timed;
   std::string first_error;
+  // A line every 10 s while screening, naming the configuration it starts: a long screen (or one kernel
+  // that never finishes) is otherwise a silent wait.
+  const auto screen_start = std::chrono::steady_clock::now();
+  auto last_line = screen_start;
   for (size_t i = 0; i < outcomes.size(); ++i) {
     if (!outcomes[i].ok()) continue;
+    const auto now = std::chrono::steady_clock::now();
+    if (options.progress && now - last_line > std::chrono::seconds(10)) {
+      std::fprintf(stderr, "screened %zu of %zu configurations in %.0f s; timing %s\n", i, outcomes.size(),
+                   std::chrono::duration<double>(now - screen_start).count(),
+                   kernel.config_name(candidates[i]).c_str());
+      last_line = now;
+    }
     try {
       timed.push_back({i, timer->time(*outcomes[i].value, 10)});
     } catch (const Error& e) {
