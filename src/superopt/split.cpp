@@ -1,12 +1,14 @@
 #include "tilevm/superopt/split.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <optional>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "tilevm/superopt/fuse.h"
 #include "tilevm/support/error.h"
 
 namespace tilevm::superopt {
@@ -131,6 +133,85 @@ Graph join_split(const Graph& program, const ProgramSplit& split, const Graph& h
   append(head_answer, split.head, "head");
   joined.add_output(append(tail_answer, split.tail, "tail"));
   return joined;
+}
+
+namespace {
+
+class SplitSearcher {
+ public:
+  SplitSearcher(const ScheduleSpace& space, SearchLimits limits,
+                const std::function<std::vector<OpKind>(const Graph&)>& ops_for, int threads, double share,
+                double seconds)
+      : space_(space),
+        limits_(std::move(limits)),
+        ops_for_(ops_for),
+        threads_(threads),
+        share_(share),
+        deadline_(std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(seconds))) {}
+
+  // The joined graph of `program` at `split`, when both parts give one (searched whole, then split again
+  // while `depth` allows).
+  std::optional<Graph> at(const Graph& program, const ProgramSplit& split, int depth, int indent) {
+    const size_t line = lines.size();
+    lines.emplace_back();
+    int found[2] = {0, 0};
+    std::optional<Graph> parts[2];
+    const Graph* graphs[2] = {&split.head, &split.tail};
+    for (int i = 0; i < 2; ++i) {
+      const SearchResult r = search(*graphs[i]);
+      found[i] = static_cast<int>(r.found.size());
+      if (!r.found.empty()) {
+        parts[i] = fuse_elementwise(r.found[0]);
+        continue;
+      }
+      if (depth <= 0) continue;
+      for (const ProgramSplit& inner : program_splits(*graphs[i])) {
+        parts[i] = at(*graphs[i], inner, depth - 1, indent + 2);
+        if (parts[i]) break;
+      }
+    }
+    lines[line] = fmt::format("{:{}}split at {}: the head {} graphs, the tail {}", "", indent, split.at,
+                              found[0], found[1]);
+    if (!parts[0] || !parts[1]) return std::nullopt;
+    return join_split(program, split, *parts[0], *parts[1]);
+  }
+
+  std::vector<std::string> lines;
+
+ private:
+  SearchResult search(const Graph& part) {
+    const double left = std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
+    if (left <= 0) return {};
+    SearchLimits limits = limits_;
+    limits.ops = ops_for_(part);
+    limits.budget_seconds = std::min(share_, left);
+    return search_schedules(part, space_, limits, threads_);
+  }
+
+  const ScheduleSpace& space_;
+  const SearchLimits limits_;
+  const std::function<std::vector<OpKind>(const Graph&)>& ops_for_;
+  const int threads_;
+  const double share_;
+  const std::chrono::steady_clock::time_point deadline_;
+};
+
+}  // namespace
+
+SplitSearch search_split(const Graph& program, const ScheduleSpace& space, SearchLimits limits,
+                         const std::function<std::vector<OpKind>(const Graph&)>& ops_for, int threads,
+                         int depth, double seconds) {
+  SplitSearch out;
+  const std::vector<ProgramSplit> splits = program_splits(program);
+  if (splits.empty() || seconds <= 0) return out;
+  SplitSearcher searcher(space, std::move(limits), ops_for, threads,
+                         seconds / static_cast<double>(2 * splits.size()), seconds);
+  for (const ProgramSplit& split : splits)
+    if (std::optional<Graph> g = searcher.at(program, split, depth, 0)) out.joined.push_back(std::move(*g));
+  out.lines = std::move(searcher.lines);
+  return out;
 }
 
 }  // namespace tilevm::superopt

@@ -205,34 +205,20 @@ VerifyResult verify(const SuperoptRequest& req, const Graph& program, const Grap
 }
 
 // Where the whole program gave nothing: each split of it (superopt/split.h), its head and its tail searched
-// apart within an equal share of what is left of the budget, the first graph found for each joined into a
-// graph of two kernels and verified against the program.
-std::vector<Graph> search_splits(const SuperoptRequest& req, const Graph& program, SearchLimits limits,
+// apart within an equal share of what is left of the budget (a part that gives nothing split once more),
+// the first graph found for each joined into a graph of two or more kernels and verified against the
+// program.
+std::vector<Graph> search_splits(const SuperoptRequest& req, const Graph& program, const SearchLimits& limits,
                                  const ScheduleSpace& space, double seconds_left) {
-  std::vector<Graph> joined;
-  const std::vector<ProgramSplit> splits = program_splits(program);
-  if (splits.empty() || seconds_left <= 0) return joined;
-  const double share = seconds_left / static_cast<double>(2 * splits.size());
-  for (const ProgramSplit& split : splits) {
-    limits.budget_seconds = share;
-    SearchResult parts[2];
-    const Graph* graphs[2] = {&split.head, &split.tail};
-    for (int i = 0; i < 2; ++i) {
-      limits.ops = search_ops(*graphs[i]);
-      parts[i] = search_schedules(*graphs[i], space, limits, req.threads);
-    }
-    fmt::print("split at {}: the head {} graphs, the tail {}\n", split.at, parts[0].found.size(),
-               parts[1].found.size());
-    if (parts[0].found.empty() || parts[1].found.empty()) continue;
-    Graph g =
-        join_split(program, split, fuse_elementwise(parts[0].found[0]), fuse_elementwise(parts[1].found[0]));
+  SplitSearch r = search_split(program, space, limits, search_ops, req.threads, 1, seconds_left);
+  for (const std::string& line : r.lines) fmt::print("{}\n", line);
+  for (const Graph& g : r.joined) {
     const VerifyResult v = verify(req, program, g);
     if (v.verdict != Verdict::Equivalent)
-      throw InternalError(fmt::format("the split at {} joined does not compute {}: {}", split.at,
-                                      program.name(), v.summary()));
-    joined.push_back(std::move(g));
+      throw InternalError(
+          fmt::format("a split of {} joined does not compute it: {}", program.name(), v.summary()));
   }
-  return joined;
+  return std::move(r.joined);
 }
 
 // The search's verified graphs, fused and ordered with the most blocks first: the search lists them by
@@ -277,8 +263,14 @@ std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
   std::vector<Graph> found;
   for (Graph& g : r.found) found.push_back(fuse_elementwise(g));
   if (found.empty()) found = search_splits(req, program, limits, space, req.budget - seconds);
-  std::stable_sort(found.begin(), found.end(),
-                   [](const Graph& a, const Graph& b) { return most_blocks(a) > most_blocks(b); });
+  // Then, of equal grids, fewer kernels (a split's parts joined): fewer launches and round trips.
+  auto kernels = [](const Graph& g) {
+    return std::count_if(g.ops().begin(), g.ops().end(),
+                         [](const Op& op) { return op.kind == OpKind::Block; });
+  };
+  std::stable_sort(found.begin(), found.end(), [&](const Graph& a, const Graph& b) {
+    return most_blocks(a) != most_blocks(b) ? most_blocks(a) > most_blocks(b) : kernels(a) < kernels(b);
+  });
   return found;
 }
 

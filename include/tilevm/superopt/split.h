@@ -17,10 +17,12 @@
 //   }
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "tilevm/superopt/graph.h"
+#include "tilevm/superopt/search.h"
 
 namespace tilevm::superopt {
 
@@ -39,5 +41,20 @@ std::vector<ProgramSplit> program_splits(const Graph& program);
 // and the split tensor by name. @throws Error when an answer's inputs or output do not match its part.
 Graph join_split(const Graph& program, const ProgramSplit& split, const Graph& head_answer,
                  const Graph& tail_answer);
+
+// What search_split found: a graph of the program per split whose parts both gave one, and a line per split
+// searched ("split at E: the head 42 graphs, the tail 6"; a part split again, indented below it).
+struct SplitSearch {
+  std::vector<Graph> joined;
+  std::vector<std::string> lines;
+};
+
+// For a program that gave no graph whole: at each split, the head and the tail searched on their own (with
+// `limits`, the ops of each from ops_for), a part that gives none itself split up to `depth` more times, and
+// the first graph found for each part (fused) joined. Each search gets an equal share of `seconds`: seconds
+// / (2 x the program's splits); past `seconds` no new search starts.
+SplitSearch search_split(const Graph& program, const ScheduleSpace& space, SearchLimits limits,
+                         const std::function<std::vector<OpKind>(const Graph&)>& ops_for, int threads,
+                         int depth, double seconds);
 
 }  // namespace tilevm::superopt
