@@ -87,6 +87,8 @@ struct SuperoptRequest {
   std::string cache;  // empty: the tuning cache's default file
   bool no_cache = false;
   bool print_kernels = false;
+  bool split =
+      false;  // --split: search the splits beside the whole program (else only where it gives nothing)
   std::string max_memory = "8G";  // the verifier's budget (--max-memory)
   int64_t max_memory_bytes = 0;   // parsed from it
 };
@@ -171,15 +173,16 @@ void write_answer(const SuperoptRequest& req, const Checked& best) {
   fmt::print("wrote {}\n", fmt::join(written, ", "));
 }
 
-// The largest grid among the graph's graph-defined kernels.
-int64_t most_blocks(const Graph& g) {
-  int64_t most = 1;
+// The smallest grid among the graph's graph-defined kernels (the one a GPU fills worst; a graph of one
+// kernel has its grid).
+int64_t fewest_blocks(const Graph& g) {
+  int64_t fewest = INT64_MAX;
   for (const Op& op : g.ops())
     if (op.kind == OpKind::Block) {
       const std::array<int64_t, 3>& grid = g.children()[static_cast<size_t>(op.child)].grid();
-      most = std::max(most, grid[0] * grid[1] * grid[2]);
+      fewest = std::min(fewest, grid[0] * grid[1] * grid[2]);
     }
-  return most;
+  return fewest == INT64_MAX ? 1 : fewest;
 }
 
 std::string count(size_t n, const char* what) {
@@ -221,8 +224,9 @@ std::vector<Graph> search_splits(const SuperoptRequest& req, const Graph& progra
   return std::move(r.joined);
 }
 
-// The search's verified graphs, fused and ordered with the most blocks first: the search lists them by
-// schedule, small grids first, and a GPU needs a grid of many blocks to be busy (ties keep its order).
+// The search's verified graphs, fused and ordered with the most blocks first (a graph of several kernels by
+// its smallest grid): the search lists them by schedule, small grids first, and a GPU needs a grid of many
+// blocks to be busy (ties keep its order).
 std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
   if (program.outputs().size() != 1)
     throw Error(fmt::format("superopt: the search takes a program of one output; {} has {}", program.name(),
@@ -230,7 +234,8 @@ std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
   SearchLimits limits;
   limits.max_ops = req.max_ops;
   limits.ops = search_ops(program);
-  limits.budget_seconds = req.budget;
+  // With --split the whole program gets half of the budget and its splits what is left.
+  limits.budget_seconds = req.split ? req.budget / 2 : req.budget;
   // Every candidate is verified at the program's sizes; where even a graph of the program's own size would
   // pass the budget, say so now rather than after a search that can verify nothing.
   limits.max_memory_bytes = req.max_memory_bytes;
@@ -262,14 +267,17 @@ std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
   fmt::print(stderr, "search: {:.3f} s wall\n", seconds);
   std::vector<Graph> found;
   for (Graph& g : r.found) found.push_back(fuse_elementwise(g));
-  if (found.empty()) found = search_splits(req, program, limits, space, req.budget - seconds);
+  if (found.empty() || req.split)
+    for (Graph& g : search_splits(req, program, limits, space, req.budget - seconds))
+      found.push_back(std::move(g));
   // Then, of equal grids, fewer kernels (a split's parts joined): fewer launches and round trips.
   auto kernels = [](const Graph& g) {
     return std::count_if(g.ops().begin(), g.ops().end(),
                          [](const Op& op) { return op.kind == OpKind::Block; });
   };
   std::stable_sort(found.begin(), found.end(), [&](const Graph& a, const Graph& b) {
-    return most_blocks(a) != most_blocks(b) ? most_blocks(a) > most_blocks(b) : kernels(a) < kernels(b);
+    return fewest_blocks(a) != fewest_blocks(b) ? fewest_blocks(a) > fewest_blocks(b)
+                                                : kernels(a) < kernels(b);
   });
   return found;
 }
@@ -487,6 +495,10 @@ void add_superopt_command(CLI::App& app) {
   cmd->add_option("--candidate", req->candidates_given,
                   "no search: verify, lower, check and time this graph (a .graph file) against the program; "
                   "given several times, the fastest checked graph is the answer");
+  cmd->add_flag(
+      "--split", req->split,
+      "also search the program split in two (head and tail apart, joined), not only where the whole "
+      "program gives nothing; on a GPU every graph is timed and the fastest kept");
   cmd->add_option("--max-memory", req->max_memory,
                   "the verifier's memory budget (default 8G): a graph whose verification at the program's "
                   "sizes would hold more is not verified");
