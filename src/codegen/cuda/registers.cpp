@@ -74,18 +74,47 @@ std::vector<int64_t> Emitter::operand_slots(const ir::TensorArg& a, const RegInf
   // Broadcast: the slot of the operand that holds, in the same thread, the element result slot i needs. It
   // must not depend on the thread (true for the layouts reduce and keepdim produce).
   const layout::Index& os = r.layout.shape();
+  const layout::Index& shape = out.layout.shape();
   const size_t lead = static_cast<size_t>(out.layout.rank()) - os.size();
+  // Tabulated, not asked per element (Layout::owners allocates; a GEMM epilogue's broadcast asked it for
+  // every element of the tile): the operand's slot holding each of its elements in each of its threads, and
+  // every (t, i) of the result as a row-major offset (layout.h: row_major_offsets).
+  // A table past 2^22 entries (an operand as large as the result in another layout, which fails below
+  // anyway) is not built: owners answers then, element by element.
+  const int64_t rt = r.layout.num_threads(), rm = r.layout.num_locals(), rn = r.layout.num_elements();
+  const bool tabulate = rt * rn <= (int64_t{1} << 22);
+  std::vector<int32_t> slot_of(tabulate ? static_cast<size_t>(rt * rn) : 0, -1);  // [t * rn + offset]
+  if (tabulate) {
+    const std::vector<int64_t> offsets = layout::row_major_offsets(r.layout);
+    for (int64_t t = 0; t < rt; ++t)
+      for (int64_t i = rm; i-- > 0;)  // the lowest slot where a thread holds an element twice
+        slot_of[static_cast<size_t>(t * rn + offsets[static_cast<size_t>(t * rm + i)])] =
+            static_cast<int32_t>(i);
+  }
+  auto slot_in = [&](int64_t t, int64_t offset) -> int64_t {
+    if (t >= rt) return -1;
+    if (tabulate) return slot_of[static_cast<size_t>(t * rn + offset)];
+    layout::Index oi(os.size());
+    for (size_t d = os.size(); d-- > 0;) oi[d] = offset % os[d], offset /= os[d];
+    for (const auto& [ot, slot] : r.layout.owners(oi))
+      if (ot == t) return slot;
+    return -1;
+  };
+  const std::vector<int64_t> result_offsets = layout::row_major_offsets(out.layout);
   for (int64_t t = 0; t < out.layout.num_threads(); ++t) {
     for (int64_t i = 0; i < out.layout.num_locals(); ++i) {
-      const layout::Index idx = out.layout.map(t, i);
-      layout::Index oi(os.size());
-      for (size_t d = 0; d < os.size(); ++d) oi[d] = os[d] == 1 ? 0 : idx[d + lead];
-      int64_t slot = -1;
-      for (const auto& [ot, os_] : r.layout.owners(oi))
-        if (ot == t) {
-          slot = os_;
-          break;
-        }
+      // The result's index, the operand's (its broadcast dimensions at 0) as a row-major offset.
+      int64_t rest = result_offsets[static_cast<size_t>(t * out.layout.num_locals() + i)], offset = 0,
+              stride = 1;
+      for (size_t d = shape.size(); d-- > 0;) {
+        const int64_t x = rest % shape[d];
+        rest /= shape[d];
+        if (d < lead) continue;
+        const int64_t e = os[d - lead];
+        offset += (e == 1 ? 0 : x) * stride;
+        stride *= e;
+      }
+      const int64_t slot = slot_in(t, offset);
       int64_t& cell = table[static_cast<size_t>(i)];
       if (slot < 0 || (cell >= 0 && cell != slot)) {
         unsupported(*current_, fmt::format("the broadcast of '{}' needs a slot that depends on the thread",
