@@ -98,22 +98,28 @@ void IRVisitor::visit_expr(const Expr& e) {
 
 namespace tilevm::ir {
 
-std::vector<std::pair<std::string, layout::Layout>> pointer_layouts(const Program& program) {
+std::vector<std::pair<std::string, const ViewGlobalInst*>> pointer_views(const Program& program) {
   struct Views : IRVisitor {
-    std::map<const VarNode*, layout::Layout> first;
+    std::map<const VarNode*, const ViewGlobalInst*> first;
     void visit_inst(const Inst& inst) override {
       const auto* v = inst->as<ViewGlobalInst>();
       const auto* ref = v && v->layout && v->ptr ? v->ptr->as<VarRef>() : nullptr;
-      if (ref) first.emplace(ref->var.get(), *v->layout);
+      if (ref) first.emplace(ref->var.get(), v);
       IRVisitor::visit_inst(inst);
     }
   } views;
   views.visit_program(program);
-  std::vector<std::pair<std::string, layout::Layout>> out;
+  std::vector<std::pair<std::string, const ViewGlobalInst*>> out;
   for (const Var& p : program.params) {
     auto it = views.first.find(p.get());
     if (it != views.first.end()) out.emplace_back(p->name, it->second);
   }
+  return out;
+}
+
+std::vector<std::pair<std::string, layout::Layout>> pointer_layouts(const Program& program) {
+  std::vector<std::pair<std::string, layout::Layout>> out;
+  for (const auto& [name, view] : pointer_views(program)) out.emplace_back(name, *view->layout);
   return out;
 }
 

@@ -30,11 +30,15 @@ void copy_op(const Graph& from, const Op& op, Graph& to, std::map<int, int>& ids
   for (size_t i = 0; i < outs.size(); ++i) ids[op.outputs[i]] = outs[i];
 }
 
-// The tensors `id` is computed from, itself included (every op of a tensor program has one output).
-std::set<int> ancestors(const Graph& g, int id) {
+// The op that makes each tensor (every op of a tensor program has one output).
+std::map<int, const Op*> producers(const Graph& g) {
   std::map<int, const Op*> producer;
-  for (const Op& op : g.ops())
-    for (int out : op.outputs) producer[out] = &op;
+  for (const Op& op : g.ops()) producer[op.outputs[0]] = &op;
+  return producer;
+}
+
+// The tensors `id` is computed from, itself included.
+std::set<int> ancestors(const std::map<int, const Op*>& producer, int id) {
   std::set<int> seen;
   std::vector<int> todo = {id};
   while (!todo.empty()) {
@@ -55,11 +59,12 @@ std::vector<ProgramSplit> program_splits(const Graph& program) {
     if (op.kind == OpKind::Block || op.kind == OpKind::Thread)
       fail("a split takes a program of tensor ops; '{}' has a graph-defined kernel", program.name());
   const int output = program.outputs()[0];
+  const std::map<int, const Op*> producer = producers(program);
   std::vector<ProgramSplit> splits;
   for (const Op& cut : program.ops()) {
     const int at = cut.outputs[0];
     if (cut.kind == OpKind::Input || cut.kind == OpKind::Const || at == output) continue;
-    const std::set<int> head = ancestors(program, at);
+    const std::set<int> head = ancestors(producer, at);
     // The tail: the ops not in the head, plus the constants it reads (copied). It may read of the head only
     // the split tensor, the inputs and constants.
     bool clean = true;
@@ -70,9 +75,7 @@ std::vector<ProgramSplit> program_splits(const Graph& program) {
       if (op.kind != OpKind::Const) ++tail_ops;
       for (int in : op.inputs) {
         if (!head.count(in) || in == at) continue;
-        const OpKind k = std::find_if(program.ops().begin(), program.ops().end(), [&](const Op& o) {
-                           return o.outputs[0] == in;
-                         })->kind;
+        const OpKind k = producer.at(in)->kind;
         if (k == OpKind::Const)
           tail_consts.insert(in);
         else if (k != OpKind::Input)

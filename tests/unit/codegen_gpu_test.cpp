@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include <cmath>
+#include <fstream>
 #include <random>
 
 #include "codegen_test_util.h"
@@ -26,12 +27,25 @@ std::vector<uint8_t> random_buffer(DataType t, int64_t count, std::mt19937& rng)
   return pack(t.bits(), codes);
 }
 
-// Programs written to show an error report (a race, a read before its CopyAsync wait, the ordering bugs of
-// warp-specialized regions, one a deadlock that would hang the GPU).
+// A program written to show an error report: a golden run case of its name (tests/golden/run/NAME.tile
+// beside NAME.expected) that expects a non-zero exit (a race, a read before its wait, the ordering bugs of
+// warp-specialized regions and of clusters, a deadlock that would hang the GPU). Asking the golden keeps a
+// new one out without a list of names to extend (cluster_bug_*.tile failed this test on the GPU for that).
+bool shows_an_error(const std::filesystem::path& path) {
+  if (path.parent_path().filename() != "run") return false;
+  std::ifstream expected(std::filesystem::path(path).replace_extension(".expected"));
+  std::string status;
+  return std::getline(expected, status) && status != "exit: 0";
+}
+
 bool expected_to_fail(const std::filesystem::path& path) {
   const std::string n = path.filename().string();
-  return n.find("race") != std::string::npos || n.find("pending") != std::string::npos ||
-         n.starts_with("regions_bug_") || n.starts_with("cluster_bug_") ||
+  return shows_an_error(path) ||
+         // examples/matmul_f16_u6_pipelined_race.tile, the example's race, has no golden case of its own.
+         n.find("race") != std::string::npos ||
+         // The DotAsync programs whose goldens pass (dot_async_fenced, dot_async_register_retired, ...) went
+         // out with the error ones when this test first met them (25fb517) and have not run here since: to
+         // let in after a GPU run shows they agree.
          (n.starts_with("dot_async_") && n != "dot_async_pipeline.tile") ||
          // TMA programs need shapes a tensor map accepts: tma_gpu_test.cpp and wgmma_gpu_test.cpp run them.
          n.starts_with("tma_") || n.starts_with("gemm_") ||

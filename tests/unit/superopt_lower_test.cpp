@@ -361,8 +361,7 @@ TEST(SuperoptLower, TheSearchsGraphsRunCorrectly) {
 // columns at once. Without it no schedule has a z extent; with it the search verifies graphs on 2 x 2 x 2
 // blocks, each of which partitions some input along z, and they lower and compute the product.
 TEST(SuperoptLower, ThreeDimensionalGrids) {
-  const Graph program = parse_graph(
-      "kernel bmm {\n  input A [2, 32, 32]\n  input B [2, 32, 32]\n  C = matmul(A, B)\n  output C\n}\n");
+  const Graph program = testing::test_graph("batched_matmul.graph");
   ScheduleSpace space{.grid_extents = {1, 2}, .loop_extents = {1}};
   for (const BlockSchedule& s : enumerate_schedules(program, space)) EXPECT_EQ(s.grid[2], 1);
   space.grid_z_extents = {1, 2};

@@ -13,22 +13,6 @@
 namespace tilevm::superopt {
 namespace {
 
-// Attention's shape at a small size: scores, exp, the row sums, the division, the product with V.
-constexpr const char* kAttention = R"(kernel attention {
-  input Q [32, 32]
-  input K [32, 64]
-  input V [64, 32]
-  S = matmul(Q, K)
-  c = const(1/8) shape=[1, 1]
-  T = mul(S, c)
-  E = exp(T)
-  Z = sum(E) dim=1
-  P = div(E, Z)
-  O = matmul(P, V)
-  output O
-}
-)";
-
 std::vector<std::string> split_points(const Graph& program) {
   std::vector<std::string> at;
   for (const ProgramSplit& s : program_splits(program)) at.push_back(s.at);
@@ -36,7 +20,7 @@ std::vector<std::string> split_points(const Graph& program) {
 }
 
 TEST(SuperoptSplit, SplitsWhereTheTailReadsOnlyTheSplitTensor) {
-  const Graph attention = parse_graph(kAttention);
+  const Graph attention = testing::test_graph("attention_32.graph");
   // Not at Z: the division reads E, which is the head's too. At P the tail is the last matmul alone.
   EXPECT_EQ(split_points(attention), (std::vector<std::string>{"S", "T", "E", "P"}));
   const std::vector<ProgramSplit> splits = program_splits(attention);
@@ -75,7 +59,7 @@ TEST(SuperoptSplit, SplitsWhereTheTailReadsOnlyTheSplitTensor) {
 // The head and the tail of attention split at E, each searched on its own, joined: the joined graph has
 // two graph-defined kernels, verifies against the program, and lowers to kernels that compute it.
 TEST(SuperoptSplit, TheJoinedAnswersComputeTheProgram) {
-  const Graph attention = parse_graph(kAttention);
+  const Graph attention = testing::test_graph("attention_32.graph");
   const ProgramSplit split = program_splits(attention)[2];
   // Two blocks of 16 rows (the lowering's Gemm needs 16 rows a warp); each part with its own ops and add.
   const ScheduleSpace space{.grid_extents = {2}, .loop_extents = {1}};

@@ -46,7 +46,6 @@
 #include "tilevm/ir/inst/memory_global.h"
 #include "tilevm/ir/parser.h"
 #include "tilevm/ir/program.h"
-#include "tilevm/ir/visitor.h"
 #include "tilevm/layout/tiled_storage.h"
 #include "tilevm/runtime/device.h"
 #include "tilevm/support/diagnostics.h"
@@ -84,28 +83,14 @@ const ir::Var* find_param(const ir::Program& p, const std::string& name) {
   return nullptr;
 }
 
-// The shape of the tiled view that reads pointer parameter `name` (its first ViewGlobal with a layout), with
-// the scalar arguments' values; nullopt where a dimension reads something other than the parameters (a
-// value the kernel computes), which the host cannot know before the run.
-std::optional<layout::Index> tiled_view_shape(const ir::Program& program, const std::string& name,
-                                              const interp::Arguments& args) {
-  struct Find : ir::IRVisitor {
-    const std::string& name;
-    const ir::ViewGlobalInst* view = nullptr;
-    explicit Find(const std::string& n) : name(n) {}
-    void visit_inst(const ir::Inst& inst) override {
-      const auto* v = inst->as<ir::ViewGlobalInst>();
-      const auto* ref = v && v->layout && v->ptr ? v->ptr->as<ir::VarRef>() : nullptr;
-      if (!view && ref && ref->var->name == name) view = v;
-      ir::IRVisitor::visit_inst(inst);
-    }
-  } find(name);
-  find.visit_program(program);
-  if (!find.view) return std::nullopt;
+// The shape of a tiled view with the scalar arguments' values; nullopt where a dimension reads something
+// other than the parameters (a value the kernel computes), which the host cannot know before the run.
+std::optional<layout::Index> view_shape(const ir::Program& program, const ir::ViewGlobalInst& view,
+                                        const interp::Arguments& args) {
   struct Unknown {};
   layout::Index shape;
   try {
-    for (const ir::Expr& e : find.view->shape) {
+    for (const ir::Expr& e : view.shape) {
       const interp::ScalarValue v = interp::eval_scalar(e, [&](const ir::Var& var, SourceLoc) {
         auto it = args.scalars.find(var->name);
         if (it == args.scalars.end() || !find_param(program, var->name)) throw Unknown{};
@@ -260,15 +245,15 @@ void run(const RunRequest& req) {
     }
   }
   // --pack NAME: the storage of the tiled view that reads NAME.
-  std::map<std::string, layout::Layout> tile_layouts;
-  for (auto& [name, tile] : ir::pointer_layouts(*program)) tile_layouts.emplace(name, std::move(tile));
-  std::map<std::string, layout::Layout> packs;
+  std::map<std::string, const ir::ViewGlobalInst*> tiled_views;
+  for (const auto& [name, view] : ir::pointer_views(*program)) tiled_views.emplace(name, view);
+  std::map<std::string, const ir::ViewGlobalInst*> packs;
   for (const std::string& name : req.packs) {
     if (!in_files.count(name))
       throw UsageError(
           fmt::format("--pack {}: give the tensor's elements with --in {}=FILE.npy", name, name));
-    auto it = tile_layouts.find(name);
-    if (it == tile_layouts.end())
+    auto it = tiled_views.find(name);
+    if (it == tiled_views.end())
       throw UsageError(fmt::format(
           "--pack {}: no tiled view reads '{}' (a ViewGlobal with layout=), so its bytes are used as given",
           name, name));
@@ -297,18 +282,19 @@ void run(const RunRequest& req) {
     arrays[name] = std::move(a);
   }
   std::map<std::string, layout::TiledStorage> storages;
-  for (const auto& [name, tile] : packs) {
+  for (const auto& [name, view] : packs) {
     npy::Array& a = arrays[name];
     const int bits = (*find_param(*program, name))->type.dtype.bits();
     // The file must be shaped like the view, not only hold as many elements: a transposed [K, N] file
     // would pack into the tiles without complaint and the kernel would read every element at another place.
-    if (const std::optional<layout::Index> view = tiled_view_shape(*program, name, args);
-        view && !a.shape.empty() && a.shape != *view)
+    if (const std::optional<layout::Index> shape = view_shape(*program, *view, args);
+        shape && !a.shape.empty() && a.shape != *shape)
       fail("--pack {} (--in {}={}): the file's shape [{}] is not the shape [{}] of the view that reads '{}'",
-           name, name, in_files.at(name), fmt::join(a.shape, ", "), fmt::join(*view, ", "), name);
+           name, name, in_files.at(name), fmt::join(a.shape, ", "), fmt::join(*shape, ", "), name);
     try {
       const layout::TiledStorage& storage =
-          storages.try_emplace(name, tile, a.shape.empty() ? layout::Index{1} : a.shape).first->second;
+          storages.try_emplace(name, *view->layout, a.shape.empty() ? layout::Index{1} : a.shape)
+              .first->second;
       std::vector<uint64_t> codes(static_cast<size_t>(a.count()));
       for (size_t k = 0; k < codes.size(); ++k) codes[k] = get_code(a.data.data(), a.item_size() * 8, k);
       a.data = storage.pack(bits, codes);

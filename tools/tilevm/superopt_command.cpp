@@ -87,8 +87,8 @@ struct SuperoptRequest {
   std::string cache;  // empty: the tuning cache's default file
   bool no_cache = false;
   bool print_kernels = false;
-  bool split =
-      false;  // --split: search the splits beside the whole program (else only where it gives nothing)
+  // --split: search the splits beside the whole program (else only where it gives nothing).
+  bool split = false;
   std::string max_memory = "8G";  // the verifier's budget (--max-memory)
   int64_t max_memory_bytes = 0;   // parsed from it
 };
@@ -330,6 +330,7 @@ void run(SuperoptRequest& req) {
     // Only where given, so that the answers cached before the option keep their keys.
     if (req.grid_z != std::vector<int64_t>{1})
       key.options += fmt::format(" grid_z={}", fmt::join(req.grid_z, ","));
+    if (req.split) key.options += " split";
     if (cache) {
       if (std::optional<Graph> cached = lookup_answer(*cache, program, key)) {
         const VerifyResult v = verify(req, program, *cached);

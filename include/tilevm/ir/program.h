@@ -36,9 +36,14 @@ struct Program {
   std::optional<int64_t> shared_bytes;
 };
 
-// The layout of each pointer parameter's tensor, for the parameters a ViewGlobal with a layout views (after
-// lowering, layout=auto's choice among them), in parameter order, the first view's where there are several:
-// what a host stores the tensor in (layout::TiledStorage, Python's Kernel.param_layouts).
+struct ViewGlobalInst;
+
+// The tiled view of each pointer parameter: the first ViewGlobal with a layout over it (after lowering,
+// layout=auto's choice among them), in parameter order, for the parameters that have one.
+std::vector<std::pair<std::string, const ViewGlobalInst*>> pointer_views(const Program& program);
+
+// The layout of each of those views: what a host stores the tensor in (layout::TiledStorage, Python's
+// Kernel.param_layouts).
 std::vector<std::pair<std::string, layout::Layout>> pointer_layouts(const Program& program);
 
 }  // namespace tilevm::ir
