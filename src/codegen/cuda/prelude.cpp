@@ -372,6 +372,18 @@ template <bool BF16> TV_INLINE tv_u64 tv_f32_to_half(tv_u64 a) {
 }
 TV_INLINE tv_u64 tv_f32_to_f16(tv_u64 a) { return tv_f32_to_half<false>(a); }
 TV_INLINE tv_u64 tv_f32_to_bf16(tv_u64 a) { return tv_f32_to_half<true>(a); }
+// Two f32 (bits) to packed f16 or bf16, lo in the low half, by one cvt.rn: the Cast rule only for values
+// below the rounding limit in magnitude (no NaN, no inf), which the caller checked.
+TV_INLINE tv_u32 tv_pack_f16x2(tv_u32 lo, tv_u32 hi) {
+  tv_u32 r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(__uint_as_float(hi)), "f"(__uint_as_float(lo)));
+  return r;
+}
+TV_INLINE tv_u32 tv_pack_bf16x2(tv_u32 lo, tv_u32 hi) {
+  tv_u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(__uint_as_float(hi)), "f"(__uint_as_float(lo)));
+  return r;
+}
 )CUDA";
 }
 
