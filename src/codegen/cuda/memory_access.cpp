@@ -9,7 +9,6 @@
 // whose offset is a multiple of v at a planned (aligned) base has no check and no fallback; a global one
 // keeps its address and bounds checks (base pointers are runtime values).
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "emitter.h"
 #include "tilevm/support/error.h"
@@ -275,66 +274,12 @@ std::string Emitter::vector_group_check(const MemTensor& m, const ir::TensorArg&
   return ok;
 }
 
-std::string Emitter::whole_tile_check(const MemTensor& m, const ir::TensorArg& arg,
-                                      const std::vector<ir::Expr>& offset, const layout::Layout& lay, int v) {
-  if (m.scope != ir::Scope::Global || m.layout || lay.rank() == 0) return "";
-  const std::vector<CExpr> idx = layout_index(lay, cvar("t"), cvar("g") * cconst(v));
-  if (!divisible(idx.back(), v)) return "";
-  const size_t r = static_cast<size_t>(lay.rank());
-  const layout::Index extent = lay.shape();
-  std::vector<CExpr> first(r, cconst(0)), last(r);
-  for (size_t k = 0; k < r; ++k) last[k] = cconst(extent[k] - 1);
-  const ElementAccess a = access(m, arg, offset, first), b = access(m, arg, offset, last);
-  const int B = m.dtype.bits();
-  // Each dimension's inside test is an unsigned compare of origin + x: true at x = 0 and at the last x, it
-  // is true between them.
-  std::vector<std::string> parts;
-  for (const std::string& inside : {a.inside, b.inside})
-    if (inside != "1") parts.push_back(inside);
-  parts.push_back(fmt::format("(((unsigned long long)({}) + (unsigned long long)({}) * {} / 8) % {} == 0)",
-                              m.ptr, a.offset.text, B, v * B / 8));
-  // The groups' offsets differ from the first element's by stride x index along each tile dimension; the
-  // last dimension's stride is 1 (vector_width) and its indices multiples of v (checked above).
-  const std::vector<int> dims = tile_dims(m, arg, r);
-  for (size_t k = 0; k + 1 < r; ++k) {
-    if (dims[k] < 0 || extent[k] == 1) continue;
-    const CExpr& stride = m.strides[static_cast<size_t>(dims[k])];
-    if (divisible(stride, v)) continue;
-    if (stride.value) return "";  // a constant stride that breaks the alignment: every group is checked
-    parts.push_back(fmt::format("({} % {} == 0)", stride.text, v));
-  }
-  return fmt::format("{}", fmt::join(parts, " && "));
-}
-
 // For each group g of v consecutive slots of `lay`: `vector_move` (which may use `off` and `g`) when the
 // group passes vector_group_check, else `element` for each of its slots. Loads and stores share this shape.
-// A group whose check is proven statically moves as a vector with no fallback. A strided global tile is
-// first checked whole (whole_tile_check): inside and aligned, every group moves unchecked, which takes the
-// bounds and alignment tests out of a GEMM's epilogue (about ten instructions a group).
+// A group whose check is proven statically moves as a vector with no fallback.
 void Emitter::vector_groups(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
                             const layout::Layout& lay, int v, const std::function<void()>& vector_move,
                             const ElementFn& element) {
-  if (const std::string whole = whole_tile_check(m, arg, offset, lay, v); !whole.empty()) {
-    open(fmt::format("if ({})", whole));
-    line("#pragma unroll");
-    open(fmt::format("for (int g = 0; g < {}; ++g)", lay.num_locals() / v));
-    line(
-        fmt::format("const tv_i64 off = {};",
-                    access(m, arg, offset, layout_index(lay, cvar("t"), cvar("g") * cconst(v))).offset.text));
-    vector_move();
-    close();
-    close("} else {");
-    ++indent_;
-    vector_groups_checked(m, arg, offset, lay, v, vector_move, element);
-    close();
-    return;
-  }
-  vector_groups_checked(m, arg, offset, lay, v, vector_move, element);
-}
-
-void Emitter::vector_groups_checked(const MemTensor& m, const ir::TensorArg& arg,
-                                    const std::vector<ir::Expr>& offset, const layout::Layout& lay, int v,
-                                    const std::function<void()>& vector_move, const ElementFn& element) {
   line("#pragma unroll");
   open(fmt::format("for (int g = 0; g < {}; ++g)", lay.num_locals() / v));
   std::vector<CExpr> idx = layout_index(lay, cvar("t"), cvar("g") * cconst(v));
@@ -409,16 +354,11 @@ void Emitter::emit_load(const ir::InstStmt& s, const ir::LoadInst& n) {
   };
   if (v > 1) {
     const int64_t words = v * B / 32;
-    note(s,
-         vector_groups_aligned(m, n.src, n.offset, out.layout, v) && !global
-             ? fmt::format("{}-byte vector loads ({} elements per access), aligned by construction",
-                           words * 4, v)
-             : fmt::format("{}-byte vector loads ({} elements per access), {}per-element where unaligned{}",
-                           words * 4, v,
-                           whole_tile_check(m, n.src, n.offset, out.layout, v).empty()
-                               ? ""
-                               : "unchecked where the whole tile is inside and aligned, else ",
-                           global ? " or at the edge" : ""));
+    note(s, vector_groups_aligned(m, n.src, n.offset, out.layout, v) && !global
+                ? fmt::format("{}-byte vector loads ({} elements per access), aligned by construction",
+                              words * 4, v)
+                : fmt::format("{}-byte vector loads ({} elements per access), per-element where unaligned{}",
+                              words * 4, v, global ? " or at the edge" : ""));
     vector_groups(
         m, n.src, n.offset, out.layout, v,
         [&] {
@@ -454,16 +394,11 @@ void Emitter::emit_store(const ir::InstStmt& s, const ir::StoreInst& n) {
   };
   if (v > 1) {
     const int64_t words = v * B / 32;
-    note(s,
-         vector_groups_aligned(m, n.dst, n.offset, src.layout, v) && !global
-             ? fmt::format("{}-byte vector stores ({} elements per access), aligned by construction",
-                           words * 4, v)
-             : fmt::format("{}-byte vector stores ({} elements per access), {}per-element where unaligned{}",
-                           words * 4, v,
-                           whole_tile_check(m, n.dst, n.offset, src.layout, v).empty()
-                               ? ""
-                               : "unchecked where the whole tile is inside and aligned, else ",
-                           global ? " or at the edge" : ""));
+    note(s, vector_groups_aligned(m, n.dst, n.offset, src.layout, v) && !global
+                ? fmt::format("{}-byte vector stores ({} elements per access), aligned by construction",
+                              words * 4, v)
+                : fmt::format("{}-byte vector stores ({} elements per access), per-element where unaligned{}",
+                              words * 4, v, global ? " or at the edge" : ""));
     vector_groups(
         m, n.dst, n.offset, src.layout, v,
         [&] {
