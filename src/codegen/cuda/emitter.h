@@ -205,11 +205,22 @@ class Emitter {
   void vector_groups(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
                      const layout::Layout& lay, int v, const std::function<void()>& vector_move,
                      const ElementFn& element);
+  // vector_groups without the whole-tile test: each group checked.
+  void vector_groups_checked(const MemTensor& m, const ir::TensorArg& arg,
+                             const std::vector<ir::Expr>& offset, const layout::Layout& lay, int v,
+                             const std::function<void()>& vector_move, const ElementFn& element);
   // The `off` line and the alignment/bounds condition of a vector access of v slots (memory_access.cpp);
   // "1" when both are proven statically.
   std::string vector_group_check(const MemTensor& m, const ir::TensorArg& arg,
                                  const std::vector<ir::Expr>& offset, const std::vector<CExpr>& idx,
                                  int v);  // contiguous elements along the last dim
+  // For a strided global view: the run-time condition under which every vector group of `lay` is inside
+  // the tensor and aligned (its two corners inside, the first element's address aligned, the strides of the
+  // tile's other dimensions multiples of v), so that vector_groups may move the whole tile without a check
+  // per group; empty where that cannot be stated (a tiled global, shared memory, or a layout whose groups
+  // do not start at multiples of v along the last dimension).
+  std::string whole_tile_check(const MemTensor& m, const ir::TensorArg& arg,
+                               const std::vector<ir::Expr>& offset, const layout::Layout& lay, int v);
   // Whether every vector group of `lay` (as vector_groups walks them) is proven aligned.
   bool vector_groups_aligned(const MemTensor& m, const ir::TensorArg& arg,
                              const std::vector<ir::Expr>& offset, const layout::Layout& lay, int v);

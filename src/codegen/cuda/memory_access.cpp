@@ -4,11 +4,13 @@
 // Instruction selection: when the register layout divides by local(1, ..., v) (v consecutive slots along the
 // last dimension) and the memory holds those v elements contiguously, each group of v slots moves with one
 // 16-, 8- or 4-byte access. Alignment and (global) bounds are checked per group at run time; a group that
-// fails falls back to per-element accesses, which read 0 outside a global tensor and drop writes there.
+// fails falls back to per-element accesses, which read 0 outside a global tensor and drop writes there. A
+// global load tests the whole tile first (whole_tile_check) and, where it passes, skips the groups' tests.
 // What the divisibility analysis of the offsets (CExpr::log2_div) proves is not checked: a shared access
 // whose offset is a multiple of v at a planned (aligned) base has no check and no fallback; a global one
 // keeps its address and bounds checks (base pointers are runtime values).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "emitter.h"
 #include "tilevm/support/error.h"
@@ -274,12 +276,72 @@ std::string Emitter::vector_group_check(const MemTensor& m, const ir::TensorArg&
   return ok;
 }
 
+std::string Emitter::whole_tile_check(const MemTensor& m, const ir::TensorArg& arg,
+                                      const std::vector<ir::Expr>& offset, const layout::Layout& lay, int v) {
+  if (m.scope != ir::Scope::Global || m.layout || lay.rank() == 0) return "";
+  const std::vector<CExpr> idx = layout_index(lay, cvar("t"), cvar("g") * cconst(v));
+  if (!divisible(idx.back(), v)) return "";
+  const std::vector<int> dims = tile_dims(m, arg, static_cast<size_t>(lay.rank()));
+  if (dims.back() < 0) return "";  // the vectors run along the tensor's last dimension (vector_width)
+  const size_t r = static_cast<size_t>(lay.rank());
+  const layout::Index extent = lay.shape();
+  std::vector<CExpr> first(r, cconst(0)), last(r);
+  for (size_t k = 0; k < r; ++k) last[k] = cconst(extent[k] - 1);
+  const ElementAccess a = access(m, arg, offset, first), b = access(m, arg, offset, last);
+  for (const ElementAccess* corner : {&a, &b})
+    for (size_t d = 0; d < corner->base.size(); ++d)
+      if (corner->base[d].value && m.shape[d].value &&
+          (*corner->base[d].value < 0 || *corner->base[d].value >= *m.shape[d].value))
+        return "";  // a corner outside for every value of the variables: the checked groups only
+  const int B = m.dtype.bits();
+  // Each dimension's inside test is an unsigned compare of origin + x: true at x = 0 and at the last x, it
+  // is true between them.
+  std::vector<std::string> parts;
+  for (const std::string& inside : {a.inside, b.inside})
+    if (inside != "1") parts.push_back(inside);
+  parts.push_back(fmt::format("(((unsigned long long)({}) + (unsigned long long)({}) * {} / 8) % {} == 0)",
+                              m.ptr, a.offset.text, B, v * B / 8));
+  // The groups' offsets differ from the first element's by stride x index along each tile dimension; the
+  // last dimension's stride is 1 (vector_width) and its indices multiples of v (checked above).
+  for (size_t k = 0; k + 1 < r; ++k) {
+    if (dims[k] < 0 || extent[k] == 1) continue;
+    const CExpr& stride = m.strides[static_cast<size_t>(dims[k])];
+    if (divisible(stride, v)) continue;
+    if (stride.value) return "";  // a constant stride that breaks the alignment: every group is checked
+    parts.push_back(fmt::format("({} % {} == 0)", stride.text, v));
+  }
+  return fmt::format("{}", fmt::join(parts, " && "));
+}
+
 // For each group g of v consecutive slots of `lay`: `vector_move` (which may use `off` and `g`) when the
 // group passes vector_group_check, else `element` for each of its slots. Loads and stores share this shape.
-// A group whose check is proven statically moves as a vector with no fallback.
+// A group whose check is proven statically moves as a vector with no fallback. A strided global tile is
+// first checked whole (whole_tile_check): inside and aligned, every group moves unchecked. For loads that is
+// what lets them overlap: behind a branch each, the loads of a split-K sum went out one after another.
 void Emitter::vector_groups(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
                             const layout::Layout& lay, int v, const std::function<void()>& vector_move,
                             const ElementFn& element) {
+  if (const std::string whole = whole_tile_check(m, arg, offset, lay, v); !whole.empty()) {
+    open(fmt::format("if ({})", whole));
+    line("#pragma unroll");
+    open(fmt::format("for (int g = 0; g < {}; ++g)", lay.num_locals() / v));
+    line(
+        fmt::format("const tv_i64 off = {};",
+                    access(m, arg, offset, layout_index(lay, cvar("t"), cvar("g") * cconst(v))).offset.text));
+    vector_move();
+    close();
+    close("} else {");
+    ++indent_;
+    vector_groups_checked(m, arg, offset, lay, v, vector_move, element);
+    close();
+    return;
+  }
+  vector_groups_checked(m, arg, offset, lay, v, vector_move, element);
+}
+
+void Emitter::vector_groups_checked(const MemTensor& m, const ir::TensorArg& arg,
+                                    const std::vector<ir::Expr>& offset, const layout::Layout& lay, int v,
+                                    const std::function<void()>& vector_move, const ElementFn& element) {
   line("#pragma unroll");
   open(fmt::format("for (int g = 0; g < {}; ++g)", lay.num_locals() / v));
   std::vector<CExpr> idx = layout_index(lay, cvar("t"), cvar("g") * cconst(v));
@@ -354,11 +416,16 @@ void Emitter::emit_load(const ir::InstStmt& s, const ir::LoadInst& n) {
   };
   if (v > 1) {
     const int64_t words = v * B / 32;
-    note(s, vector_groups_aligned(m, n.src, n.offset, out.layout, v) && !global
-                ? fmt::format("{}-byte vector loads ({} elements per access), aligned by construction",
-                              words * 4, v)
-                : fmt::format("{}-byte vector loads ({} elements per access), per-element where unaligned{}",
-                              words * 4, v, global ? " or at the edge" : ""));
+    note(s,
+         vector_groups_aligned(m, n.src, n.offset, out.layout, v) && !global
+             ? fmt::format("{}-byte vector loads ({} elements per access), aligned by construction",
+                           words * 4, v)
+             : fmt::format("{}-byte vector loads ({} elements per access), {}per-element where unaligned{}",
+                           words * 4, v,
+                           whole_tile_check(m, n.src, n.offset, out.layout, v).empty()
+                               ? ""
+                               : "unchecked where the whole tile is inside and aligned, else ",
+                           global ? " or at the edge" : ""));
     vector_groups(
         m, n.src, n.offset, out.layout, v,
         [&] {
@@ -399,7 +466,9 @@ void Emitter::emit_store(const ir::InstStmt& s, const ir::StoreInst& n) {
                               words * 4, v)
                 : fmt::format("{}-byte vector stores ({} elements per access), per-element where unaligned{}",
                               words * 4, v, global ? " or at the edge" : ""));
-    vector_groups(
+    // Stores keep their check per group: a store does not wait for memory, so the tests cost issue slots
+    // only, and unchecked stores in one burst measured slower (docs/performance.md, twenty-fifth session).
+    vector_groups_checked(
         m, n.dst, n.offset, src.layout, v,
         [&] {
           std::string fields;
