@@ -154,31 +154,45 @@ class SplitSearcher {
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double>(seconds))) {}
 
-  // The joined graph of `program` at `split`, when both parts give one (searched whole, then split again
-  // while `depth` allows).
-  std::optional<Graph> at(const Graph& program, const ProgramSplit& split, int depth, int indent) {
+  // The joined graph of `program` at `split`: each part's first graph (searched whole, then split again
+  // while `depth` allows), a part that gives none as its own ops (kernel ops, lowered one kernel each), when
+  // the other part gives one. `whole` says whether both parts were fused.
+  struct Joined {
+    Graph graph;
+    bool whole = false;
+  };
+  std::optional<Joined> at(const Graph& program, const ProgramSplit& split, int depth, int indent) {
     const size_t line = lines.size();
     lines.emplace_back();
     int found[2] = {0, 0};
-    std::optional<Graph> parts[2];
+    std::optional<Joined> parts[2];
     const Graph* graphs[2] = {&split.head, &split.tail};
     for (int i = 0; i < 2; ++i) {
       const SearchResult r = search(*graphs[i]);
       found[i] = static_cast<int>(r.found.size());
       if (!r.found.empty()) {
-        parts[i] = fuse_elementwise(r.found[0]);
+        parts[i] = Joined{fuse_elementwise(r.found[0]), true};
         continue;
       }
       if (depth <= 0) continue;
+      // An inner split that fuses both of its parts, else the first that fuses one.
       for (const ProgramSplit& inner : program_splits(*graphs[i])) {
-        parts[i] = at(*graphs[i], inner, depth - 1, indent + 2);
-        if (parts[i]) break;
+        std::optional<Joined> j = at(*graphs[i], inner, depth - 1, indent + 2);
+        if (j && (!parts[i] || j->whole)) parts[i] = std::move(j);
+        if (parts[i] && parts[i]->whole) break;
       }
     }
-    lines[line] = fmt::format("{:{}}split at {}: the head {} graphs, the tail {}", "", indent, split.at,
-                              found[0], found[1]);
+    std::string as_ops;
+    for (int i = 0; i < 2; ++i) {
+      if (parts[i] || !parts[1 - i]) continue;
+      parts[i] = Joined{*graphs[i], false};
+      as_ops = fmt::format(" (the {} runs as its ops)", i == 0 ? "head" : "tail");
+    }
+    lines[line] = fmt::format("{:{}}split at {}: the head {} graphs, the tail {}{}", "", indent, split.at,
+                              found[0], found[1], as_ops);
     if (!parts[0] || !parts[1]) return std::nullopt;
-    return join_split(program, split, *parts[0], *parts[1]);
+    return Joined{join_split(program, split, parts[0]->graph, parts[1]->graph),
+                  parts[0]->whole && parts[1]->whole};
   }
 
   std::vector<std::string> lines;
@@ -211,8 +225,12 @@ SplitSearch search_split(const Graph& program, const ScheduleSpace& space, Searc
   if (splits.empty() || seconds <= 0) return out;
   SplitSearcher searcher(space, std::move(limits), ops_for, threads,
                          seconds / static_cast<double>(2 * splits.size()), seconds);
+  // The splits that fuse every part first, then those that leave a part as kernel ops.
+  std::vector<Graph> partial;
   for (const ProgramSplit& split : splits)
-    if (std::optional<Graph> g = searcher.at(program, split, depth, 0)) out.joined.push_back(std::move(*g));
+    if (std::optional<SplitSearcher::Joined> j = searcher.at(program, split, depth, 0))
+      (j->whole ? out.joined : partial).push_back(std::move(j->graph));
+  for (Graph& g : partial) out.joined.push_back(std::move(g));
   out.lines = std::move(searcher.lines);
   return out;
 }

@@ -82,5 +82,44 @@ TEST(SuperoptSplit, TheJoinedAnswersComputeTheProgram) {
                "answer's output is not 'E'");
 }
 
+// A part that gives no graph stays as its ops (kernel ops, one lowered kernel each) while the other part is
+// fused: with ops that cannot make attention's row sums and division, the splits' tails give nothing (and at
+// P the head), and each joined graph is one fused part beside the other part's tensor ops, verified and
+// checked.
+TEST(SuperoptSplit, APartThatGivesNothingRunsAsItsOps) {
+  const Graph attention = testing::test_graph("attention_32.graph");
+  const ScheduleSpace space{.grid_extents = {2}, .loop_extents = {1}};
+  const auto head_ops = [](const Graph&) {
+    return std::vector<OpKind>{OpKind::Matmul, OpKind::Mul, OpKind::Exp, OpKind::Add};
+  };
+  const SplitSearch r = search_split(attention, space, {.max_ops = 4}, head_ops, 1, 0, 600);
+  EXPECT_EQ(r.lines, (std::vector<std::string>{
+                         "split at S: the head 24 graphs, the tail 0 (the tail runs as its ops)",
+                         "split at T: the head 132 graphs, the tail 0 (the tail runs as its ops)",
+                         "split at E: the head 42 graphs, the tail 0 (the tail runs as its ops)",
+                         "split at P: the head 0 graphs, the tail 24 (the head runs as its ops)",
+                     }));
+  ASSERT_EQ(r.joined.size(), 4u);
+  for (const Graph& joined : r.joined) {
+    int blocks = 0, kernel_ops = 0;
+    for (const Op& op : joined.ops()) {
+      blocks += op.kind == OpKind::Block;
+      kernel_ops += op.kind != OpKind::Block && op.kind != OpKind::Input && op.kind != OpKind::Const;
+    }
+    EXPECT_EQ(blocks, 1) << print_graph(joined);
+    EXPECT_GE(kernel_ops, 1) << print_graph(joined);
+    EXPECT_EQ(verify_equivalent(attention, joined).verdict, Verdict::Equivalent) << print_graph(joined);
+  }
+  // The split at E (the head fused, then the tail's sum, division and product as three kernels) and the
+  // one at P (the head's five ops as kernels, then the last product fused) lower and compute the program.
+  for (size_t i : {size_t{2}, size_t{3}}) {
+    const NumericCheck c = check_numerically(attention, lower_to_tile(r.joined[i]), {.seed = 5});
+    EXPECT_TRUE(c.passed) << c.detail << "\n" << print_graph(r.joined[i]);
+  }
+  // Where no part gives a graph, a split is no answer: nothing is joined of the program's ops alone.
+  const auto add_only = [](const Graph&) { return std::vector<OpKind>{OpKind::Add}; };
+  EXPECT_TRUE(search_split(attention, space, {.max_ops = 2}, add_only, 1, 1, 600).joined.empty());
+}
+
 }  // namespace
 }  // namespace tilevm::superopt

@@ -208,9 +208,9 @@ VerifyResult verify(const SuperoptRequest& req, const Graph& program, const Grap
 }
 
 // Where the whole program gave nothing: each split of it (superopt/split.h), its head and its tail searched
-// apart within an equal share of what is left of the budget (a part that gives nothing split once more),
-// the first graph found for each joined into a graph of two or more kernels and verified against the
-// program.
+// apart within an equal share of what is left of the budget (a part that gives nothing split once more, and
+// kept as its ops if that gives nothing either), the first graph found for each joined into a graph of two
+// or more kernels and verified against the program.
 std::vector<Graph> search_splits(const SuperoptRequest& req, const Graph& program, const SearchLimits& limits,
                                  const ScheduleSpace& space, double seconds_left) {
   SplitSearch r = search_split(program, space, limits, search_ops, req.threads, 1, seconds_left);
@@ -270,12 +270,19 @@ std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
   if (found.empty() || req.split)
     for (Graph& g : search_splits(req, program, limits, space, req.budget - seconds))
       found.push_back(std::move(g));
-  // Then, of equal grids, fewer kernels (a split's parts joined): fewer launches and round trips.
+  // Then, of equal grids, fewer kernels (a split's parts joined): fewer launches and round trips. A split
+  // that left a part as its ops (kernel ops, one kernel each) comes after every graph that fused it all.
   auto kernels = [](const Graph& g) {
     return std::count_if(g.ops().begin(), g.ops().end(),
-                         [](const Op& op) { return op.kind == OpKind::Block; });
+                         [](const Op& op) { return op.kind != OpKind::Input && op.kind != OpKind::Const; });
+  };
+  auto has_kernel_ops = [](const Graph& g) {
+    return std::any_of(g.ops().begin(), g.ops().end(), [](const Op& op) {
+      return op.kind != OpKind::Input && op.kind != OpKind::Const && op.kind != OpKind::Block;
+    });
   };
   std::stable_sort(found.begin(), found.end(), [&](const Graph& a, const Graph& b) {
+    if (has_kernel_ops(a) != has_kernel_ops(b)) return !has_kernel_ops(a);
     return fewest_blocks(a) != fewest_blocks(b) ? fewest_blocks(a) > fewest_blocks(b)
                                                 : kernels(a) < kernels(b);
   });

@@ -42,8 +42,9 @@ std::vector<ProgramSplit> program_splits(const Graph& program);
 Graph join_split(const Graph& program, const ProgramSplit& split, const Graph& head_answer,
                  const Graph& tail_answer);
 
-// What search_split found: a graph of the program per split whose parts both gave one, and a line per split
-// searched ("split at E: the head 42 graphs, the tail 6"; a part split again, indented below it).
+// What search_split found: a graph of the program per split where a part gave one, those whose parts all
+// did first, and a line per split searched ("split at E: the head 42 graphs, the tail 6"; a part split again,
+// indented below it; "(the tail runs as its ops)" where a part gave none).
 struct SplitSearch {
   std::vector<Graph> joined;
   std::vector<std::string> lines;
@@ -51,8 +52,10 @@ struct SplitSearch {
 
 // For a program that gave no graph whole: at each split, the head and the tail searched on their own (with
 // `limits`, the ops of each from ops_for), a part that gives none itself split up to `depth` more times, and
-// the first graph found for each part (fused) joined. Each search gets an equal share of `seconds`: seconds
-// / (2 x the program's splits); past `seconds` no new search starts.
+// the first graph found for each part (fused) joined. A part that gives none even so stays as its tensor ops
+// (Mirage's kernel graphs mix graph-defined kernels and kernel ops: the lowering gives each op its kernel),
+// so that the other part is still fused; a split where no part gives a graph is no answer. Each search gets
+// an equal share of `seconds`: seconds / (2 x the program's splits); past `seconds` no new search starts.
 SplitSearch search_split(const Graph& program, const ScheduleSpace& space, SearchLimits limits,
                          const std::function<std::vector<OpKind>(const Graph&)>& ops_for, int threads,
                          int depth, double seconds);
