@@ -258,8 +258,8 @@ std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
   SearchResult r = search_schedules(program, space, limits, req.threads);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("search: {} schedules, {} states, {} candidates verified, {} equivalent{}{}\n",
-             enumerate_schedules(program, space).size(), r.stats.states,
-             r.stats.candidates - r.stats.over_memory_budget, r.stats.verified,
+             count_schedules(program, space), r.stats.states, r.stats.candidates - r.stats.over_memory_budget,
+             r.stats.verified,
              r.stats.over_memory_budget ? fmt::format(" ({} more not verified: past --max-memory {})",
                                                       r.stats.over_memory_budget, req.max_memory)
                                         : "",

@@ -98,6 +98,8 @@ struct ScheduleSpace {
   std::vector<int64_t> grid_z_extents = {1};
 };
 std::vector<BlockSchedule> enumerate_schedules(const Graph& program, const ScheduleSpace& space);
+// How many schedules enumerate_schedules gives, without building them.
+int64_t count_schedules(const Graph& program, const ScheduleSpace& space);
 
 // A memory roofline of one schedule, in microseconds: the bytes its blocks read (each block its part of
 // every input: an input that a grid dimension does not partition is read once per block along it, f16) at
@@ -112,8 +114,10 @@ std::vector<BlockSchedule> ordered_schedules(const Graph& program, const Schedul
 // search_block_graphs over every schedule; stats summed. `threads` searches run at once (0: one per core),
 // each on its own schedules; the result is the same for any number of threads (graphs in schedule order).
 // With more than one thread, limits.on_state and on_progress are called from several threads at once.
-// limits.budget_seconds bounds the whole search (each schedule gets what is left; those that would start
-// later are skipped and the result says stopped).
+// limits.budget_seconds bounds the whole search, the enumeration of the schedules included (each schedule
+// gets what is left; those that would start later are skipped and the result says stopped). The schedules
+// that split a sum (ordered_schedules' last ones) are searched after all others in enumeration order, a
+// chunk at a time, never all built: memory stays that of the others, however large the space.
 SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, const SearchLimits& limits,
                               int threads = 1);
 
