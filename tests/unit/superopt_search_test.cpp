@@ -294,6 +294,7 @@ TEST(SuperoptSearch, SchedulesThatSplitASumComeLast) {
   const ScheduleSpace space{.grid_extents = {1, 2, 4, 8, 16, 32, 64, 128}, .loop_extents = {1, 4, 16, 32}};
   const std::vector<BlockSchedule> order = ordered_schedules(program, space);
   ASSERT_EQ(order.size(), enumerate_schedules(program, space).size());
+  EXPECT_EQ(count_schedules(program, space), static_cast<int64_t>(order.size()));
   // X's rows are Y's rows, W's columns Y's columns; X along 1 (the norm's and the product's K) or W along 0
   // (K), or either along a dimension the grid does not split Y along, leaves a block a part of a sum.
   auto splits_a_sum = [](const BlockSchedule& s) {
