@@ -311,8 +311,8 @@ std::vector<BlockSchedule> ordered_schedules(const Graph& program, const Schedul
 
 namespace {
 
-// search_block_graphs over `schedules` in order on `threads` threads, until `deadline` (when the limits
-// have a budget); stats and graphs added to `total` in schedule order. Returns whether every schedule ran.
+// search_block_graphs over `schedules` in order on `threads` threads, within the limits' budget counted from
+// `start`; stats and graphs added to `total` in schedule order. Returns whether budget is left.
 bool search_in_order(const Graph& program, const std::vector<BlockSchedule>& schedules,
                      const SearchLimits& limits, int threads, std::chrono::steady_clock::time_point start,
                      SearchResult& total) {
@@ -342,7 +342,6 @@ bool search_in_order(const Graph& program, const std::vector<BlockSchedule>& sch
   for (int t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
   for (std::thread& t : pool) t.join();
-  bool all = true;
   for (size_t i = 0; i < schedules.size(); ++i) {
     if (errors[i]) std::rethrow_exception(errors[i]);
     SearchResult& r = results[i];
@@ -354,9 +353,10 @@ bool search_in_order(const Graph& program, const std::vector<BlockSchedule>& sch
     total.stats.candidates += r.stats.candidates;
     total.stats.verified += r.stats.verified;
     total.stats.stopped = total.stats.stopped || r.stats.stopped;
-    all = all && !r.stats.stopped;
   }
-  return all;
+  return limits.budget_seconds <= 0 ||
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+             limits.budget_seconds;
 }
 
 }  // namespace
