@@ -369,9 +369,12 @@ SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, 
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::vector<std::set<std::pair<int, int>>> origins = input_origins(program);
   SearchResult total;
+  // Where the budget ran out, the schedules not reached are not searched: the result says stopped.
   if (!search_in_order(program, ordered_class(program, space, Which::Consistent, origins), limits, threads,
-                       start, total))
+                       start, total)) {
+    total.stats.stopped = true;
     return total;
+  }
   // The schedules that leave a block part of a sum have no equivalent graph by input_origins' reasoning; they
   // come last (ordered_schedules) and are searched in case the trace misses a way, but in their enumeration
   // order, a chunk at a time, never built whole: in a large space they are nearly all of it (a gated MLP at
@@ -387,7 +390,8 @@ SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, 
     chunk.clear();
     return go;
   });
-  if (go && !chunk.empty()) search_in_order(program, chunk, limits, threads, start, total);
+  if (go && !chunk.empty()) go = search_in_order(program, chunk, limits, threads, start, total);
+  total.stats.stopped = total.stats.stopped || !go;
   return total;
 }
 

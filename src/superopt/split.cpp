@@ -110,6 +110,7 @@ Graph join_split(const Graph& program, const ProgramSplit& split, const Graph& h
                  const Graph& tail_answer) {
   Graph joined = Graph::kernel(program.name());
   std::map<std::string, int> by_name;  // the joined graph's tensors the answers read, by name
+  std::map<std::string, int> consts;   // its kernel-level constants, by name
   for (int id : program.inputs())
     by_name[program.tensor(id).name] = joined.input(program.tensor(id).name, program.tensor(id).shape);
   auto append = [&](const Graph& answer, const Graph& part, const char* which) {
@@ -119,6 +120,18 @@ Graph join_split(const Graph& program, const ProgramSplit& split, const Graph& h
            part.tensor(part.outputs()[0]).name);
     std::map<int, int> ids;
     for (const Op& op : answer.ops()) {
+      // A constant both parts kept as their ops (each copied it from the program: the same name, value and
+      // shape) is made once.
+      if (op.kind == OpKind::Const) {
+        const auto it = consts.find(answer.tensor(op.outputs[0]).name);
+        if (it != consts.end()) {
+          ids[op.outputs[0]] = it->second;
+          continue;
+        }
+        copy_op(answer, op, joined, ids);
+        consts[answer.tensor(op.outputs[0]).name] = ids.at(op.outputs[0]);
+        continue;
+      }
       if (op.kind == OpKind::Input) {
         const std::string& name = answer.tensor(op.outputs[0]).name;
         const auto it = by_name.find(name);

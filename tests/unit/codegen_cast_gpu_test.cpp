@@ -1,8 +1,9 @@
 // Cast f32 -> f16 and f32 -> bf16 on the GPU, bit for bit against cast_code: the emitter converts a
 // fragment whose every value lies below the rounding limit with packing cvt.rn instructions, and any other
 // fragment per element with the saturation and NaN rules (emit_cast.cpp). Each thread's fragment is one row:
-// plain rows take the first path, rows holding one special value (NaN, inf, a value at or past the limit, a
-// subnormal) the second, and the other values of those rows must convert as well. Rows of 8 values (whole
+// plain rows take the first path, rows holding one special value (NaN, inf, a value at or past the limit)
+// the second, and the other values of those rows must convert as well; subnormal results (f16's and bf16's)
+// and -0 are plain values of either path. Rows of 8 values (whole
 // pairs) and of 7 (the last value alone). The interpreter runs the same program as a check of the test.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -74,6 +75,8 @@ std::vector<uint32_t> inputs(int width) {
       std::bit_cast<uint32_t>(-3e-8f),  // f16 subnormals and below
       0x00000001u,
       0x80000000u,  // the smallest f32, -0
+      0x00400000u,
+      0x80010000u,  // bf16 subnormals (0x0040, 0x8001)
   };
   std::mt19937 rng(20261129);
   std::uniform_real_distribution<float> real(-70000.0f, 70000.0f);

@@ -234,8 +234,12 @@ std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
   SearchLimits limits;
   limits.max_ops = req.max_ops;
   limits.ops = search_ops(program);
-  // With --split the whole program gets half of the budget and its splits what is left.
-  limits.budget_seconds = req.split ? req.budget / 2 : req.budget;
+  // With --split the whole program gets half of the budget and its splits what is left. Without it, a
+  // program that can be split keeps a quarter for its splits, which are searched where the whole program
+  // gives nothing: a whole search that ran to the whole budget would leave them no time (the gated MLP at
+  // its size gave nothing whole, and three kernels split).
+  const bool splittable = program.outputs().size() == 1 && !program_splits(program).empty();
+  limits.budget_seconds = req.split ? req.budget / 2 : splittable ? req.budget * 0.75 : req.budget;
   // Every candidate is verified at the program's sizes; where even a graph of the program's own size would
   // pass the budget, say so now rather than after a search that can verify nothing.
   limits.max_memory_bytes = req.max_memory_bytes;
@@ -506,7 +510,8 @@ void add_superopt_command(CLI::App& app) {
   cmd->add_flag(
       "--split", req->split,
       "also search the program split in two (head and tail apart, joined), not only where the whole "
-      "program gives nothing; on a GPU every graph is timed and the fastest kept");
+      "program gives nothing (which keeps a quarter of --budget for that); the whole program then gets half "
+      "of the budget; on a GPU every graph is timed and the fastest kept");
   cmd->add_option("--max-memory", req->max_memory,
                   "the verifier's memory budget (default 8G): a graph whose verification at the program's "
                   "sizes would hold more is not verified");

@@ -107,14 +107,15 @@ int64_t count_schedules(const Graph& program, const ScheduleSpace& space);
 // the schedules in its order; it ranks, it does not predict.
 double schedule_read_us(const Graph& program, const BlockSchedule& schedule);
 
-// enumerate_schedules in the order the search takes them: schedule_read_us, then grids of about 128
-// blocks, then the shortest loop (schedules.cpp says why).
+// enumerate_schedules ranked: schedule_read_us, then grids of about 128 blocks, then the shortest loop
+// (schedules.cpp says why), the schedules that leave a block part of a sum after all others. The search
+// takes them in this order, except the last class, which it takes in enumeration order (search_schedules).
 std::vector<BlockSchedule> ordered_schedules(const Graph& program, const ScheduleSpace& space);
 
 // search_block_graphs over every schedule; stats summed. `threads` searches run at once (0: one per core),
 // each on its own schedules; the result is the same for any number of threads (graphs in schedule order).
 // With more than one thread, limits.on_state and on_progress are called from several threads at once.
-// limits.budget_seconds bounds the whole search, the enumeration of the schedules included (each schedule
+// limits.budget_seconds bounds the whole search, counted from before the enumeration (each schedule
 // gets what is left; those that would start later are skipped and the result says stopped). The schedules
 // that split a sum (ordered_schedules' last ones) are searched after all others in enumeration order, a
 // chunk at a time, never all built: memory stays that of the others, however large the space.

@@ -299,6 +299,9 @@ std::string Emitter::whole_tile_check(const MemTensor& m, const ir::TensorArg& a
   std::vector<std::string> parts;
   for (const std::string& inside : {a.inside, b.inside})
     if (inside != "1") parts.push_back(inside);
+  // The first element's offset a multiple of v (as vector_group_check asks of each group): below 8 bits the
+  // byte address alone rounds an odd element down to its byte and would pass.
+  if (!divisible(a.offset, v)) parts.push_back(fmt::format("(({}) % {} == 0)", a.offset.text, v));
   parts.push_back(fmt::format("(((unsigned long long)({}) + (unsigned long long)({}) * {} / 8) % {} == 0)",
                               m.ptr, a.offset.text, B, v * B / 8));
   // The groups' offsets differ from the first element's by stride x index along each tile dimension; the
