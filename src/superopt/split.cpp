@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "tilevm/superopt/fuse.h"
+#include "tilevm/superopt/text.h"
 #include "tilevm/support/error.h"
 
 namespace tilevm::superopt {
@@ -181,7 +182,7 @@ class SplitSearcher {
     std::optional<Joined> parts[2];
     const Graph* graphs[2] = {&split.head, &split.tail};
     for (int i = 0; i < 2; ++i) {
-      const SearchResult r = search(*graphs[i]);
+      const SearchResult& r = search(*graphs[i]);
       found[i] = static_cast<int>(r.found.size());
       if (!r.found.empty()) {
         parts[i] = Joined{fuse_elementwise(r.found[0]), true};
@@ -211,13 +212,24 @@ class SplitSearcher {
   std::vector<std::string> lines;
 
  private:
-  SearchResult search(const Graph& part) {
+  // The same part comes up under several splits (attention's tail after E is also the inner tail of the
+  // splits at S and T): it is searched once, and again only where its budget stopped it with nothing found.
+  const SearchResult& search(const Graph& part) {
+    const std::string key = print_graph(part);
+    const auto it = searched_.find(key);
+    if (it != searched_.end() && (!it->second.stats.stopped || !it->second.found.empty())) return it->second;
+    SearchResult& r = searched_[key];
     const double left = std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
-    if (left <= 0) return {};
+    if (left <= 0) {
+      r = {};
+      r.stats.stopped = true;
+      return r;
+    }
     SearchLimits limits = limits_;
     limits.ops = ops_for_(part);
     limits.budget_seconds = std::min(share_, left);
-    return search_schedules(part, space_, limits, threads_);
+    r = search_schedules(part, space_, limits, threads_);
+    return r;
   }
 
   const ScheduleSpace& space_;
@@ -226,6 +238,7 @@ class SplitSearcher {
   const int threads_;
   const double share_;
   const std::chrono::steady_clock::time_point deadline_;
+  std::map<std::string, SearchResult> searched_;  // by the part's text
 };
 
 }  // namespace
