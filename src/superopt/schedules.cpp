@@ -52,24 +52,97 @@ Shape partitioned(Shape shape, const std::array<int64_t, 3>& grid, const DimMap&
   return shape;
 }
 
-}  // namespace
+// Per dimension of the program's output, the (input, dimension) pairs that reach it position for position:
+// an input's rows that stay the output's rows through a matmul, an element-wise op, a norm over another
+// dimension. A dimension that an op sums, concatenates or normalizes over reaches none through that op. A
+// grid dimension that partitions an input along a dimension that reaches no output dimension, or another
+// one than the grid partitions, leaves each block a part of a sum (or of another block's rows), which no
+// block graph adds across blocks: such a schedule has no equivalent graph. The trace errs the other way:
+// a dimension summed on one path and passed on another (softmax as exp(x) / sum(exp(x))) counts as
+// reaching, so some schedules that cannot work still rank as if they could. The programs' ops have one
+// output each (Block and Thread ops, which may have several, are the search's, not the programs').
+std::vector<std::set<std::pair<int, int>>> input_origins(const Graph& program) {
+  using Dims = std::vector<std::set<std::pair<int, int>>>;
+  std::vector<Dims> of(program.tensors().size());
+  const std::vector<int> inputs = program.inputs();
+  auto same_extent = [&](int t, size_t d, int64_t extent) { return program.tensor(t).shape[d] == extent; };
+  for (const Op& op : program.ops()) {
+    if (op.outputs.size() != 1) continue;
+    const int out = op.outputs[0];
+    const Shape& shape = program.tensor(out).shape;
+    Dims dims(shape.size());
+    switch (op.kind) {
+      case OpKind::Input:
+        for (size_t k = 0; k < inputs.size(); ++k)
+          if (inputs[k] == out)
+            for (size_t d = 0; d < shape.size(); ++d)
+              dims[d].insert({static_cast<int>(k), static_cast<int>(d)});
+        break;
+      case OpKind::Matmul: {
+        const Dims &a = of[op.inputs[0]], &b = of[op.inputs[1]];
+        const size_t r = shape.size();
+        for (size_t d = 0; d + 2 < r; ++d) {
+          if (same_extent(op.inputs[0], d, shape[d])) dims[d].insert(a[d].begin(), a[d].end());
+          if (same_extent(op.inputs[1], d, shape[d])) dims[d].insert(b[d].begin(), b[d].end());
+        }
+        dims[r - 2] = a[r - 2];
+        dims[r - 1] = b[r - 1];
+        break;
+      }
+      case OpKind::Add:
+      case OpKind::Mul:
+      case OpKind::Div:
+      case OpKind::Sum:
+      case OpKind::Concat:
+      case OpKind::RmsNorm: {
+        // Position for position where the operand's extent is the output's: not along a broadcast dimension,
+        // the summed one (extent 1 after the sum) or a concatenated one. RmsNorm keeps its shape but mixes
+        // its last dimension.
+        const int except = op.kind == OpKind::RmsNorm ? static_cast<int>(shape.size()) - 1 : -1;
+        for (int x : op.inputs)
+          for (size_t d = 0; d < shape.size(); ++d)
+            if (static_cast<int>(d) != except && same_extent(x, d, shape[d]))
+              dims[d].insert(of[x][d].begin(), of[x][d].end());
+        break;
+      }
+      default:
+        if (is_unary(op.kind)) dims = of[op.inputs[0]];
+        break;  // constants, and anything else: no input's dimension passes through
+    }
+    of[out] = std::move(dims);
+  }
+  return of.empty() || program.outputs().empty() ? std::vector<std::set<std::pair<int, int>>>{}
+                                                 : of[program.outputs()[0]];
+}
 
-namespace {
-
-// Which schedules a walk of the space yields: all of them, or only those partitions_consistently passes or
-// fails (schedules.cpp below; `origins` from input_origins).
-enum class Which { All, Consistent, Inconsistent };
-
+// Whether every input that a grid dimension partitions is partitioned along a dimension reaching the output
+// dimension that the grid dimension partitions (input_origins).
 bool partitions_consistently(const std::array<int64_t, 3>& grid, const DimMap& omap,
                              const std::function<const DimMap&(size_t)>& imap, size_t inputs,
-                             const std::vector<std::set<std::pair<int, int>>>& origins);
+                             const std::vector<std::set<std::pair<int, int>>>& origins) {
+  for (int g = 0; g < 3; ++g) {
+    if (grid[g] == 1) continue;
+    const int o = omap[g];
+    for (size_t k = 0; k < inputs; ++k) {
+      const int e = imap(k)[g];
+      if (e == kReplica) continue;
+      if (o == kReplica || o >= static_cast<int>(origins.size()) ||
+          !origins[o].count({static_cast<int>(k), e}))
+        return false;
+    }
+  }
+  return true;
+}
+
+// Which schedules a walk of the space yields: all of them, or only those partitions_consistently passes or
+// fails (`origins` from input_origins).
+enum class Which { All, Consistent, Inconsistent };
 
 // Walks the schedules of `space` in their enumeration order (grids, loops, then each input's (imap, fmap)
 // with the first input outermost, then the output's omap), calling `yield` with each that `which` takes,
 // or only counting them (yield empty); a yield that returns false ends the walk. The BlockSchedule is built
-// only for a schedule yielded: the space of
-// a large program holds tens of millions (4 inputs over 8 grid and 6 loop extents: 21.8 million), which
-// took 8 GB and half a minute to build whole.
+// only for a schedule yielded: the space of a large program holds tens of millions (4 inputs over 8 grid
+// and 6 loop extents: 21.8 million), which took 8 GB and half a minute to build whole.
 int64_t walk_schedules(const Graph& program, const ScheduleSpace& space, Which which,
                        const std::vector<std::set<std::pair<int, int>>>& origins,
                        const std::function<bool(BlockSchedule&&)>& yield) {
@@ -162,92 +235,6 @@ std::vector<BlockSchedule> enumerate_schedules(const Graph& program, const Sched
 int64_t count_schedules(const Graph& program, const ScheduleSpace& space) {
   return walk_schedules(program, space, Which::All, {}, {});
 }
-
-namespace {
-
-// Per dimension of the program's output, the (input, dimension) pairs that reach it position for position:
-// an input's rows that stay the output's rows through a matmul, an element-wise op, a norm over another
-// dimension. A dimension that an op sums, concatenates or normalizes over reaches none through that op. A
-// grid dimension that partitions an input along a dimension that reaches no output dimension, or another
-// one than the grid partitions, leaves each block a part of a sum (or of another block's rows), which no
-// block graph adds across blocks: such a schedule has no equivalent graph. The trace errs the other way:
-// a dimension summed on one path and passed on another (softmax as exp(x) / sum(exp(x))) counts as
-// reaching, so some schedules that cannot work still rank as if they could. The programs' ops have one
-// output each (Block and Thread ops, which may have several, are the search's, not the programs').
-std::vector<std::set<std::pair<int, int>>> input_origins(const Graph& program) {
-  using Dims = std::vector<std::set<std::pair<int, int>>>;
-  std::vector<Dims> of(program.tensors().size());
-  const std::vector<int> inputs = program.inputs();
-  auto same_extent = [&](int t, size_t d, int64_t extent) { return program.tensor(t).shape[d] == extent; };
-  for (const Op& op : program.ops()) {
-    if (op.outputs.size() != 1) continue;
-    const int out = op.outputs[0];
-    const Shape& shape = program.tensor(out).shape;
-    Dims dims(shape.size());
-    switch (op.kind) {
-      case OpKind::Input:
-        for (size_t k = 0; k < inputs.size(); ++k)
-          if (inputs[k] == out)
-            for (size_t d = 0; d < shape.size(); ++d)
-              dims[d].insert({static_cast<int>(k), static_cast<int>(d)});
-        break;
-      case OpKind::Matmul: {
-        const Dims &a = of[op.inputs[0]], &b = of[op.inputs[1]];
-        const size_t r = shape.size();
-        for (size_t d = 0; d + 2 < r; ++d) {
-          if (same_extent(op.inputs[0], d, shape[d])) dims[d].insert(a[d].begin(), a[d].end());
-          if (same_extent(op.inputs[1], d, shape[d])) dims[d].insert(b[d].begin(), b[d].end());
-        }
-        dims[r - 2] = a[r - 2];
-        dims[r - 1] = b[r - 1];
-        break;
-      }
-      case OpKind::Add:
-      case OpKind::Mul:
-      case OpKind::Div:
-      case OpKind::Sum:
-      case OpKind::Concat:
-      case OpKind::RmsNorm: {
-        // Position for position where the operand's extent is the output's: not along a broadcast dimension,
-        // the summed one (extent 1 after the sum) or a concatenated one. RmsNorm keeps its shape but mixes
-        // its last dimension.
-        const int except = op.kind == OpKind::RmsNorm ? static_cast<int>(shape.size()) - 1 : -1;
-        for (int x : op.inputs)
-          for (size_t d = 0; d < shape.size(); ++d)
-            if (static_cast<int>(d) != except && same_extent(x, d, shape[d]))
-              dims[d].insert(of[x][d].begin(), of[x][d].end());
-        break;
-      }
-      default:
-        if (is_unary(op.kind)) dims = of[op.inputs[0]];
-        break;  // constants, and anything else: no input's dimension passes through
-    }
-    of[out] = std::move(dims);
-  }
-  return of.empty() || program.outputs().empty() ? std::vector<std::set<std::pair<int, int>>>{}
-                                                 : of[program.outputs()[0]];
-}
-
-// Whether every input that a grid dimension partitions is partitioned along a dimension reaching the output
-// dimension that the grid dimension partitions (input_origins).
-bool partitions_consistently(const std::array<int64_t, 3>& grid, const DimMap& omap,
-                             const std::function<const DimMap&(size_t)>& imap, size_t inputs,
-                             const std::vector<std::set<std::pair<int, int>>>& origins) {
-  for (int g = 0; g < 3; ++g) {
-    if (grid[g] == 1) continue;
-    const int o = omap[g];
-    for (size_t k = 0; k < inputs; ++k) {
-      const int e = imap(k)[g];
-      if (e == kReplica) continue;
-      if (o == kReplica || o >= static_cast<int>(origins.size()) ||
-          !origins[o].count({static_cast<int>(k), e}))
-        return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
 
 double schedule_read_us(const Graph& program, const BlockSchedule& s) {
   // An H100's figures, rounded: what DRAM gives the whole GPU, what one SM can pull alone, its SMs.

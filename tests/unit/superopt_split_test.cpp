@@ -82,6 +82,23 @@ TEST(SuperoptSplit, TheJoinedAnswersComputeTheProgram) {
                "answer's output is not 'E'");
 }
 
+// Parts kept as their ops that both read a constant of the program (each has its copy) join into a graph
+// that makes it once, and still computes the program.
+TEST(SuperoptSplit, AConstantBothPartsKeepIsMadeOnce) {
+  const Graph program = parse_graph(
+      "kernel f {\n  input A [16, 16]\n  input B [16, 16]\n  S = matmul(A, B)\n  c = const(1/4) shape=[1, "
+      "1]\n"
+      "  T = mul(S, c)\n  U = mul(T, c)\n  output U\n}\n");
+  const std::vector<ProgramSplit> splits = program_splits(program);
+  ASSERT_EQ(splits.size(), 2u);
+  const ProgramSplit& at_t = splits[1];
+  ASSERT_EQ(at_t.at, "T");
+  const Graph joined = join_split(program, at_t, at_t.head, at_t.tail);
+  const std::string text = print_graph(joined);
+  EXPECT_EQ(text.find("c = const"), text.rfind("c = const")) << text;
+  EXPECT_EQ(verify_equivalent(program, joined).verdict, Verdict::Equivalent) << text;
+}
+
 // A part that gives no graph stays as its ops (kernel ops, one lowered kernel each) while the other part is
 // fused: with ops that cannot make attention's row sums and division, the splits' tails give nothing (and at
 // P the head), and each joined graph is one fused part beside the other part's tensor ops, verified and

@@ -238,7 +238,7 @@ std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
   // program that can be split keeps a quarter for its splits, which are searched where the whole program
   // gives nothing: a whole search that ran to the whole budget would leave them no time (the gated MLP at
   // its size gave nothing whole, and three kernels split).
-  const bool splittable = program.outputs().size() == 1 && !program_splits(program).empty();
+  const bool splittable = !program_splits(program).empty();
   limits.budget_seconds = req.split ? req.budget / 2 : splittable ? req.budget * 0.75 : req.budget;
   // Every candidate is verified at the program's sizes; where even a graph of the program's own size would
   // pass the budget, say so now rather than after a search that can verify nothing.

@@ -43,8 +43,7 @@ void Emitter::emit_cast(const ir::InstStmt& s, const ir::CastInst& n) {
     return;
   }
   // Per element from here; with a reordering, slot i reads slot from[i] (a constant once unrolled).
-  auto per_element = [&](const std::string& what, const std::string& convert) {
-    note(s, what + (order.empty() ? "" : ", slots reordered by layout="));
+  auto element_loop = [&](const std::string& convert) {
     line("#pragma unroll");
     if (order.empty()) {
       line(fmt::format("for (int i = 0; i < {}; ++i) tv_set<{}>({}, i, {}(tv_get<{}>({}, i)));", count,
@@ -56,6 +55,10 @@ void Emitter::emit_cast(const ir::InstStmt& s, const ir::CastInst& n) {
     line(fmt::format("  tv_set<{}>({}, i, {}(tv_get<{}>({}, from[i])));", n.dtype.bits(), out.name, convert,
                      src.dtype.bits(), src.name));
     line("}");
+  };
+  auto per_element = [&](const std::string& what, const std::string& convert) {
+    note(s, what + (order.empty() ? "" : ", slots reordered by layout="));
+    element_loop(convert);
   };
   if (src.dtype == n.dtype) {
     per_element(fmt::format("slot copy ({} to {})", src.dtype.name(), n.dtype.name()), "");
@@ -102,9 +105,7 @@ void Emitter::emit_cast(const ir::InstStmt& s, const ir::CastInst& n) {
                        order.empty() ? std::to_string(count - 1) : fmt::format("tv_from[{}]", count - 1)));
     close("} else {");
     ++indent_;
-    line("#pragma unroll");
-    line(fmt::format("for (int i = 0; i < {}; ++i) tv_set<16>({}, i, {}({}[{}]));", count, out.name, fast,
-                     src.name, order.empty() ? "i" : "tv_from[i]"));
+    element_loop(fast);
     close();
     close();
     return;

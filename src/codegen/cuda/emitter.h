@@ -204,11 +204,9 @@ class Emitter {
   using ElementFn = std::function<void(const std::string& slot, const std::vector<CExpr>& index)>;
   void vector_groups(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
                      const layout::Layout& lay, int v, const std::function<void()>& vector_move,
-                     const ElementFn& element);
-  // vector_groups without the whole-tile test: each group checked.
-  void vector_groups_checked(const MemTensor& m, const ir::TensorArg& arg,
-                             const std::vector<ir::Expr>& offset, const layout::Layout& lay, int v,
-                             const std::function<void()>& vector_move, const ElementFn& element);
+                     const ElementFn& element, const std::string& whole_tile = "");
+  // The run-time alignment test of a vector access of v elements at offset `off` (C text `text`).
+  std::string alignment_test(const MemTensor& m, const CExpr& off, const std::string& text, int v) const;
   // The `off` line and the alignment/bounds condition of a vector access of v slots (memory_access.cpp);
   // "1" when both are proven statically.
   std::string vector_group_check(const MemTensor& m, const ir::TensorArg& arg,
@@ -218,7 +216,7 @@ class Emitter {
   // the tensor and aligned (its two corners inside, the first element's address aligned, the strides of the
   // tile's other dimensions multiples of v), so that vector_groups may move the whole tile without a check
   // per group; empty where that cannot be stated (a tiled global, shared memory, or a layout whose groups
-  // do not start at multiples of v along the last dimension).
+  // do not start at multiples of v along the last dimension). Loads pass it to vector_groups.
   std::string whole_tile_check(const MemTensor& m, const ir::TensorArg& arg,
                                const std::vector<ir::Expr>& offset, const layout::Layout& lay, int v);
   // Whether every vector group of `lay` (as vector_groups walks them) is proven aligned.

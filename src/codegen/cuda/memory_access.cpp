@@ -254,6 +254,18 @@ bool Emitter::proven_aligned(const MemTensor& m, const CExpr& off, int v) const 
   return divisible(off, v) && m.ptr_align % (v * m.dtype.bits() / 8) == 0;
 }
 
+// The run-time test that a vector of v elements at element offset `off` (its C text `text`: a name or a
+// parenthesized expression) is aligned: the
+// offset a multiple of v where that is not proven (below 8 bits the byte address alone would round an odd
+// element down to its byte), and the address a multiple of the vector's bytes.
+std::string Emitter::alignment_test(const MemTensor& m, const CExpr& off, const std::string& text,
+                                    int v) const {
+  const int B = m.dtype.bits();
+  std::string ok = fmt::format("(((unsigned long long)({}) + (unsigned long long){} * {} / 8) % {} == 0)",
+                               m.ptr, text, B, v * B / 8);
+  return divisible(off, v) ? ok : fmt::format("({} % {} == 0) && {}", text, v, ok);
+}
+
 // Emits `off`, the element offset of a group of v consecutive slots starting at tile index `idx`, and
 // returns the condition under which the group moves as one vector: the offset and the address are aligned to
 // the vector, and (global memory) both ends of the group lie inside the tensor. Parts that are proven
@@ -261,13 +273,10 @@ bool Emitter::proven_aligned(const MemTensor& m, const CExpr& off, int v) const 
 std::string Emitter::vector_group_check(const MemTensor& m, const ir::TensorArg& arg,
                                         const std::vector<ir::Expr>& offset, const std::vector<CExpr>& idx,
                                         int v) {
-  const int B = m.dtype.bits();
   const ElementAccess first = access(m, arg, offset, idx);
   line(fmt::format("const tv_i64 off = {};", first.offset.text));
   if (proven_aligned(m, first.offset, v) && m.scope != ir::Scope::Global) return "1";
-  std::string ok = fmt::format("(((unsigned long long)({}) + (unsigned long long)off * {} / 8) % {} == 0)",
-                               m.ptr, B, v * B / 8);
-  if (!divisible(first.offset, v)) ok = fmt::format("(off % {} == 0) && {}", v, ok);
+  std::string ok = alignment_test(m, first.offset, "off", v);
   if (m.scope == ir::Scope::Global) {
     std::vector<CExpr> last = idx;
     last.back() = last.back() + cconst(v - 1);
@@ -293,17 +302,12 @@ std::string Emitter::whole_tile_check(const MemTensor& m, const ir::TensorArg& a
       if (corner->base[d].value && m.shape[d].value &&
           (*corner->base[d].value < 0 || *corner->base[d].value >= *m.shape[d].value))
         return "";  // a corner outside for every value of the variables: the checked groups only
-  const int B = m.dtype.bits();
   // Each dimension's inside test is an unsigned compare of origin + x: true at x = 0 and at the last x, it
-  // is true between them.
+  // is true between them. The first element aligned as vector_group_check asks of each group.
   std::vector<std::string> parts;
   for (const std::string& inside : {a.inside, b.inside})
     if (inside != "1") parts.push_back(inside);
-  // The first element's offset a multiple of v (as vector_group_check asks of each group): below 8 bits the
-  // byte address alone rounds an odd element down to its byte and would pass.
-  if (!divisible(a.offset, v)) parts.push_back(fmt::format("(({}) % {} == 0)", a.offset.text, v));
-  parts.push_back(fmt::format("(((unsigned long long)({}) + (unsigned long long)({}) * {} / 8) % {} == 0)",
-                              m.ptr, a.offset.text, B, v * B / 8));
+  parts.push_back(alignment_test(m, a.offset, fmt::format("({})", a.offset.text), v));
   // The groups' offsets differ from the first element's by stride x index along each tile dimension; the
   // last dimension's stride is 1 (vector_width) and its indices multiples of v (checked above).
   for (size_t k = 0; k + 1 < r; ++k) {
@@ -318,14 +322,14 @@ std::string Emitter::whole_tile_check(const MemTensor& m, const ir::TensorArg& a
 
 // For each group g of v consecutive slots of `lay`: `vector_move` (which may use `off` and `g`) when the
 // group passes vector_group_check, else `element` for each of its slots. Loads and stores share this shape.
-// A group whose check is proven statically moves as a vector with no fallback. A strided global tile is
-// first checked whole (whole_tile_check): inside and aligned, every group moves unchecked. For loads that is
-// what lets them overlap: behind a branch each, the loads of a split-K sum went out one after another.
+// A group whose check is proven statically moves as a vector with no fallback. Given `whole_tile` (a load's
+// whole_tile_check), the tile is first tested whole and, where it passes, every group moves unchecked: behind
+// a branch each, the loads of a split-K sum went out one after another instead of overlapping.
 void Emitter::vector_groups(const MemTensor& m, const ir::TensorArg& arg, const std::vector<ir::Expr>& offset,
                             const layout::Layout& lay, int v, const std::function<void()>& vector_move,
-                            const ElementFn& element) {
-  if (const std::string whole = whole_tile_check(m, arg, offset, lay, v); !whole.empty()) {
-    open(fmt::format("if ({})", whole));
+                            const ElementFn& element, const std::string& whole_tile) {
+  if (!whole_tile.empty()) {
+    open(fmt::format("if ({})", whole_tile));
     line("#pragma unroll");
     open(fmt::format("for (int g = 0; g < {}; ++g)", lay.num_locals() / v));
     line(
@@ -335,16 +339,10 @@ void Emitter::vector_groups(const MemTensor& m, const ir::TensorArg& arg, const 
     close();
     close("} else {");
     ++indent_;
-    vector_groups_checked(m, arg, offset, lay, v, vector_move, element);
+    vector_groups(m, arg, offset, lay, v, vector_move, element);
     close();
     return;
   }
-  vector_groups_checked(m, arg, offset, lay, v, vector_move, element);
-}
-
-void Emitter::vector_groups_checked(const MemTensor& m, const ir::TensorArg& arg,
-                                    const std::vector<ir::Expr>& offset, const layout::Layout& lay, int v,
-                                    const std::function<void()>& vector_move, const ElementFn& element) {
   line("#pragma unroll");
   open(fmt::format("for (int g = 0; g < {}; ++g)", lay.num_locals() / v));
   std::vector<CExpr> idx = layout_index(lay, cvar("t"), cvar("g") * cconst(v));
@@ -419,15 +417,14 @@ void Emitter::emit_load(const ir::InstStmt& s, const ir::LoadInst& n) {
   };
   if (v > 1) {
     const int64_t words = v * B / 32;
+    const std::string whole = whole_tile_check(m, n.src, n.offset, out.layout, v);
     note(s,
          vector_groups_aligned(m, n.src, n.offset, out.layout, v) && !global
              ? fmt::format("{}-byte vector loads ({} elements per access), aligned by construction",
                            words * 4, v)
              : fmt::format("{}-byte vector loads ({} elements per access), {}per-element where unaligned{}",
                            words * 4, v,
-                           whole_tile_check(m, n.src, n.offset, out.layout, v).empty()
-                               ? ""
-                               : "unchecked where the whole tile is inside and aligned, else ",
+                           whole.empty() ? "" : "unchecked where the whole tile is inside and aligned, else ",
                            global ? " or at the edge" : ""));
     vector_groups(
         m, n.src, n.offset, out.layout, v,
@@ -437,7 +434,7 @@ void Emitter::emit_load(const ir::InstStmt& s, const ir::LoadInst& n) {
           for (int64_t k = 0; k < words; ++k)
             line(fmt::format("{}[g * {} + {}] = x{};", out.name, words, k, vec_field(words, k)));
         },
-        element);
+        element, whole);
   } else {
     note(s, "per-element loads");
     line("#pragma unroll");
@@ -469,9 +466,10 @@ void Emitter::emit_store(const ir::InstStmt& s, const ir::StoreInst& n) {
                               words * 4, v)
                 : fmt::format("{}-byte vector stores ({} elements per access), per-element where unaligned{}",
                               words * 4, v, global ? " or at the edge" : ""));
-    // Stores keep their check per group: a store does not wait for memory, so the tests cost issue slots
-    // only, and unchecked stores in one burst measured slower (docs/performance.md, twenty-fifth session).
-    vector_groups_checked(
+    // Stores keep their check per group (no whole_tile): a store does not wait for memory, so the tests cost
+    // issue slots only, and unchecked stores in one burst measured slower (docs/performance.md, twenty-fifth
+    // session).
+    vector_groups(
         m, n.dst, n.offset, src.layout, v,
         [&] {
           std::string fields;
