@@ -253,6 +253,7 @@ class ProgramPrinter {
     const auto* c = n.as<CastInst>();
     if ((e && e->nan_payload_unobserved) || (c && c->nan_payload_unobserved))
       return "  # nan payload unobserved";
+    if (const auto* st = n.as<StoreGlobalInst>(); st && st->canonicalizes_nan) return "  # canonicalizes nan";
     return "";
   }
 

@@ -1,5 +1,6 @@
 // analyze_nan_payload (analyze_nan_payload.h): one walk collects the variables that some reader observes
-// the NaN bits of, a second marks the native arithmetic and widening casts whose result is not one of them.
+// the NaN bits of, a second marks the native arithmetic and widening casts whose result is not one of them,
+// a third the f32 stores whose source may then hold the hardware's NaN.
 #include "tilevm/transform/analyze_nan_payload.h"
 
 #include <algorithm>
@@ -67,10 +68,16 @@ class ObservedVars : public ir::IRVisitor {
     } else if (const auto* c = inst.as<ir::CastInst>(); c && c->src.type().dtype == c->dtype) {
       from = c->src.tensor.get(), to = result_of(s, c->out).get();
     }
+    const auto* store = inst.as<ir::StoreGlobalInst>();
     if (from && to) {
       passes_to_[to].push_back(from);
       for (const ir::Var& v : inst.used_vars())
         if (v.get() != from && v.get() != to) direct_.insert(v.get());
+    } else if (store && store->src.type().dtype == DataType::f32()) {
+      // An f32 StoreGlobal makes the NaN canonical itself where it has to (Mark), once per store: not in
+      // every iteration of the loop that accumulates what it stores.
+      for (const ir::Var& v : inst.used_vars())
+        if (v.get() != store->src.tensor.get()) direct_.insert(v.get());
     } else if (!ignores_nan_bits(s)) {
       // An instruction writing a variable in place (`out=var`) lists it too and counts as a reader:
       // conservative, and the native operations that matter here read it as well.
@@ -94,6 +101,19 @@ class ObservedVars : public ir::IRVisitor {
     return seen;
   }
 
+  // `raw` (the results the code generator may leave a hardware NaN in) and every variable their bits pass on
+  // to.
+  std::unordered_set<const ir::VarNode*> passed_on(std::unordered_set<const ir::VarNode*> raw) const {
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const auto& [to, froms] : passes_to_)
+        if (!raw.count(to) &&
+            std::any_of(froms.begin(), froms.end(), [&](const ir::VarNode* f) { return raw.count(f) > 0; }))
+          grew = raw.insert(to).second;
+    }
+    return raw;
+  }
+
  private:
   std::unordered_set<const ir::VarNode*> direct_;
   std::unordered_map<const ir::VarNode*, std::vector<const ir::VarNode*>> passes_to_;
@@ -109,6 +129,7 @@ class Mark : public ir::IRMutator {
       const ir::Var& out = node.inst->as<ir::ElementwiseInst>() ? node.inst->as<ir::ElementwiseInst>()->out
                                                                 : node.inst->as<ir::CastInst>()->out;
       unobserved = !observed_.count(result_of(node, out).get());
+      if (unobserved) raw_.insert(result_of(node, out).get());
     }
     if (const auto* e = node.inst->as<ir::ElementwiseInst>(); e && e->nan_payload_unobserved != unobserved) {
       auto marked = std::make_shared<ir::ElementwiseInst>(*e);
@@ -123,8 +144,31 @@ class Mark : public ir::IRMutator {
     return s;
   }
 
+  const std::unordered_set<const ir::VarNode*>& raw() const { return raw_; }
+
  private:
   const std::unordered_set<const ir::VarNode*>& observed_;
+  std::unordered_set<const ir::VarNode*> raw_;
+};
+
+// Marks the f32 StoreGlobals whose source may hold the hardware's NaN.
+class MarkStores : public ir::IRMutator {
+ public:
+  explicit MarkStores(const std::unordered_set<const ir::VarNode*>& raw) : raw_(raw) {}
+
+  ir::Stmt mutate_inst_stmt(const ir::Stmt& s, const ir::InstStmt& node) override {
+    const auto* st = node.inst->as<ir::StoreGlobalInst>();
+    if (!st) return s;
+    const bool canonicalizes =
+        st->src.type().dtype == DataType::f32() && raw_.count(st->src.tensor.get()) > 0;
+    if (st->canonicalizes_nan == canonicalizes) return s;
+    auto marked = std::make_shared<ir::StoreGlobalInst>(*st);
+    marked->canonicalizes_nan = canonicalizes;
+    return std::make_shared<ir::InstStmt>(node.results, marked, node.loc);
+  }
+
+ private:
+  const std::unordered_set<const ir::VarNode*>& raw_;
 };
 
 }  // namespace
@@ -153,7 +197,9 @@ ir::Program analyze_nan_payload(ir::Program program) {
   ObservedVars readers;
   readers.visit_program(program);
   const std::unordered_set<const ir::VarNode*> observed = readers.observed();
-  return Mark(observed).mutate_program(program);
+  Mark mark(observed);
+  program = mark.mutate_program(program);
+  return MarkStores(readers.passed_on(mark.raw())).mutate_program(program);
 }
 
 }  // namespace tilevm::transform

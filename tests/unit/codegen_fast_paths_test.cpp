@@ -91,7 +91,12 @@ TEST(CodegenFastPaths, CopyAsyncOfAnInteriorAlignedTileIsUnchecked) {
   // u4: the fast path needs the strides in 32-element chunks; the checked path also needs a whole byte.
   const std::string q = block_of(source, "CopyAsync(sq");
   EXPECT_TRUE(has(q, "gq_stride0 % 32 == 0")) << q;
-  EXPECT_TRUE(has(q, "tv_cp_async_shared<16>(dp_1, sp_1);")) << q;
+  EXPECT_TRUE(has(q, "tv_cp_async_shared<16>(dp_2, sp_2);")) << q;
+  // Its rows (8 of m) may reach past g: the ragged path zero-fills those chunks.
+  EXPECT_TRUE(has(q,
+                  "tv_cp_async_shared_fill<16>(dp_3, in ? (const void*)(sp_3) : (const "
+                  "void*)(((tv_u8*)q_ptr)), in ? 16 : 0);"))
+      << q;
   EXPECT_TRUE(has(q, "soff % 2 == 0 && ")) << q;
   EXPECT_TRUE(has(q, kChecked)) << q;
   // The helper is defined once.

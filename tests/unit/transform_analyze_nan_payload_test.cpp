@@ -73,6 +73,8 @@ def nan_payload<1>[threads=32](f32* x_ptr, f32* y_ptr, f16* z_ptr, f16* w_ptr, f
     k1 = Mul(b, a)
     k2 = Cast(k1, dtype=f32)
     StoreGlobal(k2, gv)
+    g16 = Mul(c, c)
+    StoreGlobal(g16, gw)
 )";
 
 // Each result's mark: nullopt where the instruction has no mark to set (neither Elementwise nor Cast).
@@ -93,6 +95,16 @@ std::map<std::string, bool> marks_of(const ir::Program& p) {
   return m.marked;
 }
 
+// Each StoreGlobal's source and whether the store makes its NaN canonical, in program order.
+class StoreMarks : public ir::IRVisitor {
+ public:
+  std::vector<std::pair<std::string, bool>> stores;
+  void visit_inst_stmt(const ir::InstStmt& s) override {
+    if (const auto* st = s.inst->as<ir::StoreGlobalInst>())
+      stores.emplace_back(st->src.tensor->name, st->canonicalizes_nan);
+  }
+};
+
 TEST(TransformAnalyzeNanPayload, MarksOnlyResultsWhoseReadersIgnoreNanBits) {
   Diagnostics diags;
   std::optional<ir::Program> program = ir::parse_program(kProgram, diags);
@@ -100,30 +112,41 @@ TEST(TransformAnalyzeNanPayload, MarksOnlyResultsWhoseReadersIgnoreNanBits) {
   for (const auto& [name, marked] : marks_of(*program)) EXPECT_FALSE(marked) << name << " before the pass";
   const ir::Program analyzed = transform::analyze_nan_payload(*program);
   std::map<std::string, bool> m = marks_of(analyzed);
-  EXPECT_TRUE(m.at("p"));    // read by a native Add
-  EXPECT_TRUE(m.at("q"));    // a narrowing Cast and a native Sub
-  EXPECT_FALSE(m.at("r"));   // stored as it is
-  EXPECT_FALSE(m.at("s"));   // its bits are viewed as i32 and added as integers
-  EXPECT_FALSE(m.at("t"));   // Where copies the code
-  EXPECT_TRUE(m.at("c32"));  // a widening read only by a native Mul and a native Fma
-  EXPECT_FALSE(m.at("f"));   // an Fma's result, stored as it is
-  EXPECT_TRUE(m.at("d"));    // read by a narrowing Cast
-  EXPECT_FALSE(m.at("h"));   // a narrowing Cast: its NaN is always canonical, nothing to mark
-  EXPECT_FALSE(m.at("lt"));  // a comparison
-  // Through shared memory, StoreShared and LoadShared pass the bits on: m1 reaches only a native Add, n1 a
-  // StoreGlobal.
+  EXPECT_TRUE(m.at("p"));     // read by a native Add
+  EXPECT_TRUE(m.at("q"));     // a narrowing Cast and a native Sub
+  EXPECT_TRUE(m.at("r"));     // stored by an f32 StoreGlobal, which makes the NaN canonical itself
+  EXPECT_FALSE(m.at("s"));    // its bits are viewed as i32 and added as integers
+  EXPECT_FALSE(m.at("t"));    // Where copies the code
+  EXPECT_TRUE(m.at("c32"));   // a widening read only by a native Mul and a native Fma
+  EXPECT_TRUE(m.at("f"));     // an Fma's result, stored by an f32 StoreGlobal
+  EXPECT_TRUE(m.at("d"));     // read by a narrowing Cast
+  EXPECT_FALSE(m.at("h"));    // a narrowing Cast: its NaN is always canonical, nothing to mark
+  EXPECT_FALSE(m.at("lt"));   // a comparison
+  EXPECT_FALSE(m.at("g16"));  // an f16 StoreGlobal sees the bits as they are
+  // Through shared memory, StoreShared and LoadShared pass the bits on: m1 reaches only a native Add, n1 an
+  // f32 StoreGlobal.
   EXPECT_TRUE(m.at("m1"));
-  EXPECT_FALSE(m.at("n1"));
-  // A Cast to the same type copies the bits: o1 reaches only a native Add through the copy into o2, k1 a
+  EXPECT_TRUE(m.at("n1"));
+  // A Cast to the same type copies the bits: o1 reaches only a native Add through the copy into o2, k1 an f32
   // StoreGlobal through k2.
   EXPECT_TRUE(m.at("o1"));
-  EXPECT_FALSE(m.at("k1"));
+  EXPECT_TRUE(m.at("k1"));
+  // The f32 stores whose source may hold the hardware's NaN make it canonical: those of marked results and
+  // of what their bits pass to (n2 through shared memory, k2 through the copy); not u (a Where of unmarked
+  // values) nor the f16 stores.
+  StoreMarks stores;
+  stores.visit_program(analyzed);
+  const std::vector<std::pair<std::string, bool>> expected = {
+      {"h", false}, {"r", true},  {"u", false}, {"e", false}, {"f", true},
+      {"m3", true}, {"n2", true}, {"o3", true}, {"k2", true}, {"g16", false}};
+  EXPECT_EQ(stores.stores, expected);
   // Running it again changes nothing: the same nodes come back.
   const ir::Program again = transform::analyze_nan_payload(analyzed);
   ASSERT_EQ(again.body.size(), analyzed.body.size());
   for (size_t k = 0; k < again.body.size(); ++k) EXPECT_EQ(again.body[k], analyzed.body[k]) << k;
   // The printer shows the marks as comments.
   EXPECT_NE(ir::print_program(analyzed).find("p = Mul(a, b)  # nan payload unobserved\n"), std::string::npos);
+  EXPECT_NE(ir::print_program(analyzed).find("StoreGlobal(r, gy)  # canonicalizes nan\n"), std::string::npos);
   EXPECT_EQ(ir::print_program(*program).find("#"), std::string::npos);
 }
 
@@ -135,10 +158,14 @@ TEST(TransformAnalyzeNanPayload, TheEmitterReadsTheMarks) {
       transform::lower(*program, {.target = target::Target::for_arch("sm_90"), .verify_each_pass = true});
   const std::string cuda =
       codegen::cuda::emit_cuda(lowered, {.target = target::Target::for_arch("sm_90")}).source;
-  EXPECT_NE(cuda.find("tv_fast_f32<2, false>"), std::string::npos);  // p = Mul(a, b)
-  EXPECT_NE(cuda.find("tv_fast_f32<1>("), std::string::npos);        // r = Sub(q, b), canonical
+  EXPECT_NE(cuda.find("tv_fast_f32<2, false>"), std::string::npos);   // p = Mul(a, b)
+  EXPECT_NE(cuda.find("tv_fast_f32<1, false>("), std::string::npos);  // r = Sub(q, b): its store canonical
+  EXPECT_EQ(cuda.find("tv_fast_f32<1>("), std::string::npos);
   EXPECT_NE(cuda.find("tv_f16_to_f32<false>("), std::string::npos);  // c32
-  EXPECT_NE(cuda.find("tv_fma_f32<true>("), std::string::npos);      // f = Fma(a, b, c32), canonical
+  EXPECT_NE(cuda.find("tv_fma_f32<false>("), std::string::npos);     // f = Fma(a, b, c32): likewise
+  EXPECT_NE(cuda.find("r_r[w] = 0x7fc00000u;  // canonical NaN"), std::string::npos);
+  EXPECT_NE(cuda.find("r_f[w] = 0x7fc00000u;  // canonical NaN"), std::string::npos);
+  EXPECT_EQ(cuda.find("r_u[w] = 0x7fc00000u"), std::string::npos);
   // Without the marks every NaN is made canonical.
   const ir::Program unmarked = transform::plan_shared_memory(transform::infer_threads(*program));
   const std::string canonical =

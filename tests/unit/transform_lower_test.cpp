@@ -46,8 +46,8 @@ TEST(TransformLower, ThePassesInOrder) {
     s = AllocateShared(f32, shape=[32])  # shared [0, 128)
     StoreShared(a, s)
     b = Mul(a, a)  # nan payload unobserved
-    c = Add(b, a)
-    StoreGlobal(c, g)
+    c = Add(b, a)  # nan payload unobserved
+    StoreGlobal(c, g)  # canonicalizes nan
 )");
 }
 

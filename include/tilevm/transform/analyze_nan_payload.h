@@ -20,6 +20,14 @@
 //   s = Mul(x, y)   # nan payload unobserved      (its one reader, the Add, ignores the bits)
 //   z = Add(s, y)                                  (stored: its NaN must be canonical)
 //   StoreGlobal(z, g)
+//
+// except that an f32 StoreGlobal is not such a reader: it makes the NaN canonical itself (a compare and a
+// select per element, `canonicalizes_nan`) where its source may hold the hardware's, so that an accumulator
+// summed in a loop and stored once after it (a split-K partial) pays once instead of in every iteration:
+//
+//   for t in range(n):
+//       acc = Fma(p, s, acc)   # nan payload unobserved
+//   StoreGlobal(acc, g)        # canonicalizes nan
 #pragma once
 
 #include "tilevm/ir/inst/elementwise.h"

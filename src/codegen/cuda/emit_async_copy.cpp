@@ -9,7 +9,9 @@
 // inside g, the source address at the tile origin is aligned to the chunk and every source stride the chunk
 // walk crosses is a multiple of v, every chunk is a whole aligned cp.async, and the loop only computes
 // offsets. The destination side is proven statically (the divisibility analysis of the shared offsets,
-// CExpr::log2_div, and the planned base); what cannot be proven keeps only the checked loop.
+// CExpr::log2_div, and the planned base); what cannot be proven keeps only the checked loop. A tile that is
+// not interior only because its rows reach past g (a decode step's 8 or 16 rows where M is smaller) takes a
+// second fast path: each chunk, wholly inside or wholly outside g, is one cp.async whose src-size is 16 or 0.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -108,7 +110,13 @@ std::optional<int64_t> shared_step(const MemTensor& m, const ir::TensorArg& arg,
 // The fast path (see the file comment): emits `if (interior and aligned) { unchecked chunks } else {` and
 // returns true, or emits nothing and returns false where the destination side is not proven aligned or a
 // constant source stride is not a multiple of v.
-bool emit_fast_copy(Emitter& e, const ir::CopyAsyncInst& n, const ChunkWalk& w) {
+//
+// `ragged`: the same path for a tile that may reach past g along the dimensions the chunk walk crosses (a
+// decode step's 8 or 16 rows of activations where M is 1 or 5): the other dimensions' corners are tested
+// once as before, and each chunk, which then lies wholly inside or wholly outside g, tests its own indices
+// in those dimensions and is copied or zero-filled by one cp.async (src-size 0). Emitted after the interior
+// path, where some such dimension needs a test at run time; false (nothing emitted) elsewhere.
+bool emit_fast_copy(Emitter& e, const ir::CopyAsyncInst& n, const ChunkWalk& w, bool ragged) {
   const MemTensor& dst = e.mem(n.dst.tensor);
   const MemTensor& src = e.mem(n.src.tensor);
   const int B = dst.dtype.bits(), v = static_cast<int>(w.v), vbytes = v * B / 8;
@@ -119,17 +127,30 @@ bool emit_fast_copy(Emitter& e, const ir::CopyAsyncInst& n, const ChunkWalk& w) 
   auto require = [&](const std::string& c) {
     if (std::find(cond.begin(), cond.end(), c) == cond.end()) cond.push_back(c);
   };
+  const std::vector<int> sdims = e.tile_dims(src, n.src, r), ddims = e.tile_dims(dst, n.dst, r);
+  // The source dimensions a ragged tile tests per chunk: those of the tile's dimensions before the last
+  // (a chunk runs along the last) that the tile spans.
+  std::vector<bool> per_chunk_dim(src.shape.size(), false);
+  if (ragged) {
+    if (src.layout) return false;
+    for (size_t k = 0; k + 1 < r; ++k)
+      if (sdims[k] >= 0 && w.tile[k] > 1) per_chunk_dim[static_cast<size_t>(sdims[k])] = true;
+  }
   // Inside g: the first and the last index of the tile in every dimension.
   std::vector<CExpr> zero(r, cconst(0)), corner;
   for (int64_t x : w.tile) corner.push_back(cconst(x - 1));
   const ElementAccess lo = e.access(src, n.src, {}, zero), hi = e.access(src, n.src, {}, corner);
+  bool tested_per_chunk = false;
   for (size_t d = 0; d < src.shape.size(); ++d) {
     for (const CExpr* b : {&lo.base[d], &hi.base[d]}) {
       if (b->value && src.shape[d].value && *b->value >= 0 && *b->value < *src.shape[d].value) continue;
-      require(fmt::format("(unsigned)({}) < (unsigned)({})", b->text, src.shape[d].text));
+      if (per_chunk_dim[d])
+        tested_per_chunk = true;
+      else
+        require(fmt::format("(unsigned)({}) < (unsigned)({})", b->text, src.shape[d].text));
     }
   }
-  const std::vector<int> sdims = e.tile_dims(src, n.src, r), ddims = e.tile_dims(dst, n.dst, r);
+  if (ragged && !tested_per_chunk) return false;
   // The source offset of the chunk at tile index i: for a strided g, the origin's (sbase) plus the strides
   // times i, whose step per chunk k of a thread is constant when the tile index's is.
   CExpr sbase = cconst(0);
@@ -168,8 +189,11 @@ bool emit_fast_copy(Emitter& e, const ir::CopyAsyncInst& n, const ChunkWalk& w) 
   }
   std::string c_text;
   for (const std::string& c : cond) c_text += (c_text.empty() ? "" : " && ") + c;
-  e.open(fmt::format("if ({})", c_text));
-  e.line("// the tile is inside g and aligned: every chunk is one unchecked cp.async");
+  e.open(fmt::format("if ({})", c_text.empty() ? "true" : c_text));
+  e.line(ragged
+             ? "// inside g along the last dimension and aligned: every chunk is one cp.async, zero-filled "
+               "where its row lies outside g"
+             : "// the tile is inside g and aligned: every chunk is one unchecked cp.async");
   // Per-chunk pointers: a thread's first chunk plus k steps where the step is constant, else from c.
   const CExpr k = w.per_thread == 1 ? cconst(0) : cvar("k");
   const std::vector<CExpr> first = tile_index(w.tile, cvar("t") * cconst(v));
@@ -198,9 +222,22 @@ bool emit_fast_copy(Emitter& e, const ir::CopyAsyncInst& n, const ChunkWalk& w) 
   const bool even = w.chunks % w.threads == 0;
   e.line("#pragma unroll");
   e.open(fmt::format("for (int k = 0; k < {}; ++k)", w.per_thread));
-  if (!even || per_chunk) e.line(fmt::format("const int c = k * {} + t;", w.threads));
+  if (!even || per_chunk || ragged) e.line(fmt::format("const int c = k * {} + t;", w.threads));
   if (!even) e.line(fmt::format("if (c < {}) {{", w.chunks)), ++e.indent_;
-  e.line(fmt::format("tv_cp_async_shared<{}>({}, {});", vbytes, dptr, sptr));
+  if (ragged) {
+    const ElementAccess at = e.access(src, n.src, {}, idx);
+    std::string in;
+    for (size_t d = 0; d < src.shape.size(); ++d)
+      if (per_chunk_dim[d])
+        in += fmt::format("{}(unsigned)({}) < (unsigned)({})", in.empty() ? "" : " && ", at.base[d].text,
+                          src.shape[d].text);
+    e.line(fmt::format("const bool in = {};", in));
+    e.line(fmt::format(
+        "tv_cp_async_shared_fill<{}>({}, in ? (const void*)({}) : (const void*)({}), in ? {} : 0);", vbytes,
+        dptr, sptr, src.ptr, vbytes));
+  } else {
+    e.line(fmt::format("tv_cp_async_shared<{}>({}, {});", vbytes, dptr, sptr));
+  }
   if (!even) e.close();
   e.close();
   e.close("} else {");
@@ -387,7 +424,9 @@ void Emitter::emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n)
   }
   const bool ordered = emit_memory_order_copy(*this, s, n, tile);
   rare = ordered;
-  const bool fast = chunked && emit_fast_copy(*this, n, ChunkWalk{tile, v, threads_, per_thread, chunks});
+  const ChunkWalk walk{tile, v, threads_, per_thread, chunks};
+  const bool fast = chunked && emit_fast_copy(*this, n, walk, false);
+  const bool fast_ragged = fast && emit_fast_copy(*this, n, walk, true);
   chunk_loop([&](const std::vector<CExpr>& idx) {
     if (!chunked) return element(idx);
     const ElementAccess da = access(dst, n.dst, {}, idx);
@@ -420,6 +459,7 @@ void Emitter::emit_copy_async(const ir::InstStmt& s, const ir::CopyAsyncInst& n)
     close();
     close();
   });
+  if (fast_ragged) close();
   if (fast) close();
   if (ordered) close();
   close();

@@ -245,6 +245,14 @@ template <int BYTES> TV_INLINE void tv_cp_async_shared(tv_u32 dst, const void* s
   else
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(src), "n"(BYTES) : "memory");
 }
+// The same with src-size: `src_bytes` of the chunk read from `src` (0: none, `src` not touched), the rest
+// zero-filled; the ragged fast path's chunks that lie outside g.
+template <int BYTES> TV_INLINE void tv_cp_async_shared_fill(tv_u32 dst, const void* src, int src_bytes) {
+  if constexpr (BYTES == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(BYTES), "r"(src_bytes) : "memory");
+}
 
 // ---- Exact sums for the SIMT paths (no contraction into fma, as the interpreter's double arithmetic). ----
 TV_INLINE double tv_dadd(double a, double b) { return __dadd_rn(a, b); }

@@ -46,8 +46,10 @@ void StoreInst::for_each_expr(const ExprFn& fn) const {
 }
 
 Inst StoreGlobalInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {
-  return std::make_shared<StoreGlobalInst>(ir::rewrite(src, exprs, vars), ir::rewrite(dst, exprs, vars),
-                                           ir::rewrite(offset, exprs), loc);
+  auto n = std::make_shared<StoreGlobalInst>(ir::rewrite(src, exprs, vars), ir::rewrite(dst, exprs, vars),
+                                             ir::rewrite(offset, exprs), loc);
+  n->canonicalizes_nan = canonicalizes_nan;
+  return n;
 }
 
 Inst AtomicAddGlobalInst::rewrite(const ExprMap& exprs, const VarMap& vars) const {

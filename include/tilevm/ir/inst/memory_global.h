@@ -84,6 +84,9 @@ struct StoreGlobalInst : StoreInst {
   StoreGlobalInst(TensorArg s, TensorArg d, std::vector<Expr> off = {}, SourceLoc l = {})
       : StoreInst(kKind, std::move(s), std::move(d), std::move(off), l) {}
   Inst rewrite(const ExprMap&, const VarMap&) const override;
+  // Set by transform::analyze_nan_payload: the f32 source may hold the hardware's NaN (its producers left
+  // it), and the store makes it canonical.
+  bool canonicalizes_nan = false;
 };
 
 struct AtomicAddGlobalInst : StoreInst {
