@@ -136,7 +136,7 @@ class BlockSearch {
   }
 
   // The builder's checks that fail most often, without the cost of formatting and throwing its error.
-  static bool fits(const Graph& block, OpKind kind, int x, int y) {
+  bool fits(const Graph& block, OpKind kind, int x, int y) const {
     Phase py = block.tensor(y).phase;
     if (kind == OpKind::Accum) return py != Phase::Post;
     if (x < 0) return true;
@@ -148,10 +148,15 @@ class BlockSearch {
     size_t r = a.size();
     // A matmul of one row or one column over K > 1 is a dot product, which the lowering cannot give to Gemm
     // (lower_tile.cpp takes K = 1 as a product of broadcasts); the search found such graphs at full sizes
-    // (a grid of one output element per block) and they could not be lowered.
-    if (kind == OpKind::Matmul)
-      return r >= 2 && a[r - 1] == b[r - 2] && std::equal(a.begin(), a.end() - 2, b.begin()) &&
-             (a[r - 1] == 1 || (a[r - 2] > 1 && b[r - 1] > 1));
+    // (a grid of one output element per block) and they could not be lowered. With lowerable_matmuls, the
+    // rows and columns must also fill mma fragments: at [16, 64] x [64, 64] x 2 (the gated MLP's gate at a
+    // small size) the search's first 14 equivalent graphs split the 16 rows in four, and none lowered.
+    if (kind == OpKind::Matmul) {
+      if (r < 2) return false;
+      const int64_t m = a[r - 2], n = b[r - 1], k = a[r - 1];
+      return k == b[r - 2] && std::equal(a.begin(), a.end() - 2, b.begin()) &&
+             (k == 1 || (limits_.lowerable_matmuls ? m % 16 == 0 && n % 8 == 0 : m > 1 && n > 1));
+    }
     for (size_t d = 0; d < r; ++d)
       if (a[d] != b[d] && a[d] != 1 && b[d] != 1) return false;
     return true;

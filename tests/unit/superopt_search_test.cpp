@@ -10,6 +10,8 @@
 #include "superopt_test_util.h"
 #include "tilevm/superopt/abstract_expr.h"
 #include "tilevm/superopt/fuse.h"
+#include "tilevm/superopt/lower_tile.h"
+#include "tilevm/superopt/run_tile.h"
 #include "tilevm/superopt/search.h"
 #include "tilevm/superopt/verify.h"
 
@@ -274,6 +276,50 @@ TEST(SuperoptSearch, FindsMatmulsOverAllSchedules) {
               enumerate_schedules(program, space).size(), r.found.size(),
               static_cast<long long>(r.stats.states), static_cast<long long>(r.stats.pruned),
               static_cast<long long>(r.stats.candidates));
+}
+
+// The gated MLP's gate (silu(X W1) * (X W3)) at a small size. Without lowerable_matmuls the search's first
+// equivalent graphs split X's 16 rows in four, [4, 8] matmul tiles that no Gemm takes (mma's fragments are
+// 16 x 8); with it, every matmul it proposes fills fragments, and what it finds is both projections in one
+// kernel with the activation fused, as Mirage's form has them, which lowers and computes the program.
+TEST(SuperoptSearch, LowerableMatmulsOnlyWhereTheLoweringNeedsThem) {
+  const Graph gate = parse_graph(
+      "kernel gate {\n  input X [16, 64]\n  input W1 [64, 64]\n  input W3 [64, 64]\n  G = matmul(X, W1)\n"
+      "  U = matmul(X, W3)\n  A = silu(G)\n  H = mul(A, U)\n  output H\n}\n");
+  const ScheduleSpace space{.grid_extents = {1, 4}, .loop_extents = {2}};
+  SearchLimits limits{.max_ops = 6, .ops = {OpKind::Matmul, OpKind::Silu, OpKind::Mul}};
+  auto matmuls_fill_fragments = [](const Graph& g) {
+    for (const Op& op : g.ops()) {
+      if (op.kind != OpKind::Block) continue;
+      const Graph& block = g.children()[static_cast<size_t>(op.child)];
+      for (const Op& b : block.ops()) {
+        if (b.kind != OpKind::Matmul) continue;
+        const Shape& x = block.tensor(b.inputs[0]).shape;
+        const Shape& y = block.tensor(b.inputs[1]).shape;
+        if (x[1] > 1 && (x[0] % 16 != 0 || y[1] % 8 != 0)) return false;
+      }
+    }
+    return true;
+  };
+  limits.lowerable_matmuls = false;
+  const SearchResult any = search_schedules(gate, space, limits, 1);
+  ASSERT_FALSE(any.found.empty());
+  EXPECT_FALSE(matmuls_fill_fragments(any.found[0])) << print_graph(any.found[0]);
+  limits.lowerable_matmuls = true;
+  const SearchResult lowerable = search_schedules(gate, space, limits, 1);
+  ASSERT_FALSE(lowerable.found.empty());
+  for (const Graph& g : lowerable.found) EXPECT_TRUE(matmuls_fill_fragments(g)) << print_graph(g);
+  const Graph& first = lowerable.found[0];
+  int blocks = 0, matmuls = 0;
+  for (const Op& op : first.ops())
+    if (op.kind == OpKind::Block) {
+      ++blocks;
+      for (const Op& b : first.children()[static_cast<size_t>(op.child)].ops()) matmuls += b.kind == OpKind::Matmul;
+    }
+  EXPECT_EQ(blocks, 1) << print_graph(first);
+  EXPECT_EQ(matmuls, 2) << print_graph(first);
+  const NumericCheck c = check_numerically(gate, lower_to_tile(first), {.seed = 9});
+  EXPECT_TRUE(c.passed) << c.detail << "\n" << print_graph(first);
 }
 
 // RMSNorm + Linear at the benchmark's size (bench/superopt/rmsnorm_linear.graph).

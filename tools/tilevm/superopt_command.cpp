@@ -254,6 +254,7 @@ std::vector<Graph> search(const SuperoptRequest& req, const Graph& program) {
   // at full sizes, is cut at once instead of costing a verification).
   limits.max_shared_bytes = target::kMaxSharedPerBlock;
   limits.stages = req.stages;
+  limits.lowerable_matmuls = true;
   limits.on_progress = [](const SearchStats& s) {
     fmt::print(stderr, "  {} states, {} candidates, {} verified\n", s.states, s.candidates, s.verified);
   };
