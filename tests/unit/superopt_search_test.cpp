@@ -314,7 +314,8 @@ TEST(SuperoptSearch, LowerableMatmulsOnlyWhereTheLoweringNeedsThem) {
   for (const Op& op : first.ops())
     if (op.kind == OpKind::Block) {
       ++blocks;
-      for (const Op& b : first.children()[static_cast<size_t>(op.child)].ops()) matmuls += b.kind == OpKind::Matmul;
+      for (const Op& b : first.children()[static_cast<size_t>(op.child)].ops())
+        matmuls += b.kind == OpKind::Matmul;
     }
   EXPECT_EQ(blocks, 1) << print_graph(first);
   EXPECT_EQ(matmuls, 2) << print_graph(first);
