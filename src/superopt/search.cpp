@@ -155,7 +155,8 @@ class BlockSearch {
       if (r < 2) return false;
       const int64_t m = a[r - 2], n = b[r - 1], k = a[r - 1];
       return k == b[r - 2] && std::equal(a.begin(), a.end() - 2, b.begin()) &&
-             (k == 1 || (limits_.lowerable_matmuls ? m % 16 == 0 && n % 8 == 0 : m > 1 && n > 1));
+             (k == 1 ||
+              (limits_.lowerable_matmuls ? m % 16 == 0 && n % 8 == 0 && k % 16 == 0 : m > 1 && n > 1));
     }
     for (size_t d = 0; d < r; ++d)
       if (a[d] != b[d] && a[d] != 1 && b[d] != 1) return false;

@@ -47,33 +47,91 @@ bool may_produce_hardware_nan(const ir::InstStmt& s) {
   return false;
 }
 
-// The variables some reader observes the NaN bits of. A View, a StoreShared, a LoadShared and a Cast to the
-// source's own type (a slot copy, which the tile layer's Parallel lowering writes into a fragment with
-// `out=`) pass bits on unchanged: their source is observed only where what they write is (a View's result,
-// the shared tensor, the loaded tile, the copy), so a tile dequantized into shared memory or into a
-// fragment for a Dot alone is not observed. Every other reader that does not ignore the bits observes all
-// it uses.
-class ObservedVars : public ir::IRVisitor {
+// A View, a StoreShared, a LoadShared and a Cast to the source's own type (a slot copy, which the tile
+// layer's Parallel lowering writes into a fragment with `out=`) pass bits on unchanged: {from, to}, else
+// {nullptr, nullptr}.
+std::pair<const ir::VarNode*, const ir::VarNode*> passes_bits(const ir::InstStmt& s) {
+  const ir::InstNode& inst = *s.inst;
+  if (const auto* v = inst.as<ir::ViewInst>())
+    return {v->src.tensor.get(), s.results.empty() ? nullptr : s.results[0].get()};
+  if (const auto* st = inst.as<ir::StoreSharedInst>()) return {st->src.tensor.get(), st->dst.tensor.get()};
+  if (const auto* ld = inst.as<ir::LoadSharedInst>())
+    return {ld->src.tensor.get(), result_of(s, ld->out).get()};
+  if (const auto* c = inst.as<ir::CastInst>(); c && c->src.type().dtype == c->dtype)
+    return {c->src.tensor.get(), result_of(s, c->out).get()};
+  return {nullptr, nullptr};
+}
+
+// The f32 variables whose every value is one the interpreter gives a canonical NaN: every writer is native
+// f32 arithmetic or a widening Cast (may_produce_hardware_nan), an allocation, or an
+// f32 -> f32 passing of the bits of another such variable. An f32 StoreGlobal of one of these may make the
+// NaN canonical itself; of any other (a tile loaded from memory, whose NaNs keep their bits in the
+// interpreter; a shared tensor that also receives such a tile; a View of f16 words) it observes the bits as
+// they are. Computed as the largest such set: the f32 variables without another writer, less those that
+// take bits from one outside it, until none does.
+class Deferrable : public ir::IRVisitor {
  public:
   void visit_inst_stmt(const ir::InstStmt& s) override {
-    const ir::InstNode& inst = *s.inst;
-    const ir::VarNode* from = nullptr;  // the variable whose bits go on unchanged
-    const ir::VarNode* to = nullptr;    // where they go
-    if (const auto* v = inst.as<ir::ViewInst>()) {
-      from = v->src.tensor.get(), to = s.results.empty() ? nullptr : s.results[0].get();
-    } else if (const auto* st = inst.as<ir::StoreSharedInst>()) {
-      from = st->src.tensor.get(), to = st->dst.tensor.get();
-    } else if (const auto* ld = inst.as<ir::LoadSharedInst>()) {
-      from = ld->src.tensor.get(), to = result_of(s, ld->out).get();
-    } else if (const auto* c = inst.as<ir::CastInst>(); c && c->src.type().dtype == c->dtype) {
-      from = c->src.tensor.get(), to = result_of(s, c->out).get();
+    const auto [from, to] = passes_bits(s);
+    std::vector<ir::Var> written = s.inst->writes();
+    written.insert(written.end(), s.results.begin(), s.results.end());
+    for (const ir::Var& w : written) {
+      if (!w || w->type.dtype != DataType::f32()) continue;
+      // An allocation writes no value the program may read before an instruction writes it (register
+      // tensors' init is a constant; shared tensors start unwritten).
+      const bool arithmetic = may_produce_hardware_nan(s) || s.inst->as<ir::AllocateRegisterInst>() ||
+                              s.inst->as<ir::AllocateSharedInst>();
+      if (arithmetic) {
+        candidates_.insert(w.get());
+      } else if (w.get() == to && from && from->type.dtype == DataType::f32()) {
+        candidates_.insert(w.get());
+        sources_[w.get()].push_back(from);
+      } else {
+        other_writer_.insert(w.get());
+      }
     }
+    IRVisitor::visit_inst_stmt(s);
+  }
+
+  std::unordered_set<const ir::VarNode*> vars() const {
+    std::unordered_set<const ir::VarNode*> in;
+    for (const ir::VarNode* v : candidates_)
+      if (!other_writer_.count(v)) in.insert(v);
+    for (bool shrank = true; shrank;) {
+      shrank = false;
+      for (const auto& [to, froms] : sources_)
+        if (in.count(to) &&
+            std::any_of(froms.begin(), froms.end(), [&](const ir::VarNode* f) { return in.count(f) == 0; })) {
+          in.erase(to);
+          shrank = true;
+        }
+    }
+    return in;
+  }
+
+ private:
+  std::unordered_set<const ir::VarNode*> candidates_, other_writer_;
+  std::unordered_map<const ir::VarNode*, std::vector<const ir::VarNode*>> sources_;
+};
+
+// The variables some reader observes the NaN bits of. A View, a StoreShared, a LoadShared and a slot copy
+// pass bits on (passes_bits): their source is observed only where what they write is (a View's result, the
+// shared tensor, the loaded tile, the copy), so a tile dequantized into shared memory or into a fragment for
+// a Dot alone is not observed. An f32 StoreGlobal of a deferrable variable (Deferrable) does not observe it:
+// it makes the NaN canonical itself. Every other reader that does not ignore the bits observes all it uses.
+class ObservedVars : public ir::IRVisitor {
+ public:
+  explicit ObservedVars(const std::unordered_set<const ir::VarNode*>& deferrable) : deferrable_(deferrable) {}
+
+  void visit_inst_stmt(const ir::InstStmt& s) override {
+    const ir::InstNode& inst = *s.inst;
+    const auto [from, to] = passes_bits(s);
     const auto* store = inst.as<ir::StoreGlobalInst>();
     if (from && to) {
       passes_to_[to].push_back(from);
       for (const ir::Var& v : inst.used_vars())
         if (v.get() != from && v.get() != to) direct_.insert(v.get());
-    } else if (store && store->src.type().dtype == DataType::f32()) {
+    } else if (store && deferrable_.count(store->src.tensor.get())) {
       // An f32 StoreGlobal makes the NaN canonical itself where it has to (Mark), once per store: not in
       // every iteration of the loop that accumulates what it stores.
       for (const ir::Var& v : inst.used_vars())
@@ -115,6 +173,7 @@ class ObservedVars : public ir::IRVisitor {
   }
 
  private:
+  const std::unordered_set<const ir::VarNode*>& deferrable_;
   std::unordered_set<const ir::VarNode*> direct_;
   std::unordered_map<const ir::VarNode*, std::vector<const ir::VarNode*>> passes_to_;
 };
@@ -151,16 +210,18 @@ class Mark : public ir::IRMutator {
   std::unordered_set<const ir::VarNode*> raw_;
 };
 
-// Marks the f32 StoreGlobals whose source may hold the hardware's NaN.
+// Marks the f32 StoreGlobals of deferrable variables that may hold the hardware's NaN.
 class MarkStores : public ir::IRMutator {
  public:
-  explicit MarkStores(const std::unordered_set<const ir::VarNode*>& raw) : raw_(raw) {}
+  MarkStores(const std::unordered_set<const ir::VarNode*>& deferrable,
+             const std::unordered_set<const ir::VarNode*>& raw)
+      : deferrable_(deferrable), raw_(raw) {}
 
   ir::Stmt mutate_inst_stmt(const ir::Stmt& s, const ir::InstStmt& node) override {
     const auto* st = node.inst->as<ir::StoreGlobalInst>();
     if (!st) return s;
-    const bool canonicalizes =
-        st->src.type().dtype == DataType::f32() && raw_.count(st->src.tensor.get()) > 0;
+    const ir::VarNode* src = st->src.tensor.get();
+    const bool canonicalizes = deferrable_.count(src) > 0 && raw_.count(src) > 0;
     if (st->canonicalizes_nan == canonicalizes) return s;
     auto marked = std::make_shared<ir::StoreGlobalInst>(*st);
     marked->canonicalizes_nan = canonicalizes;
@@ -168,6 +229,7 @@ class MarkStores : public ir::IRMutator {
   }
 
  private:
+  const std::unordered_set<const ir::VarNode*>& deferrable_;
   const std::unordered_set<const ir::VarNode*>& raw_;
 };
 
@@ -194,12 +256,15 @@ bool is_native_float_arith(const ir::ElementwiseInst& n, DataType result) {
 }
 
 ir::Program analyze_nan_payload(ir::Program program) {
-  ObservedVars readers;
+  Deferrable writers;
+  writers.visit_program(program);
+  const std::unordered_set<const ir::VarNode*> deferrable = writers.vars();
+  ObservedVars readers(deferrable);
   readers.visit_program(program);
   const std::unordered_set<const ir::VarNode*> observed = readers.observed();
   Mark mark(observed);
   program = mark.mutate_program(program);
-  return MarkStores(readers.passed_on(mark.raw())).mutate_program(program);
+  return MarkStores(deferrable, readers.passed_on(mark.raw())).mutate_program(program);
 }
 
 }  // namespace tilevm::transform

@@ -24,7 +24,7 @@ namespace {
 
 constexpr const char* kProgram = R"(la = spatial(32)
 
-def nan_payload<1>[threads=32](f32* x_ptr, f32* y_ptr, f16* z_ptr, f16* w_ptr, f32* v_ptr):
+def nan_payload<1>[threads=32](f32* x_ptr, f32* y_ptr, f16* z_ptr, f16* w_ptr, f32* v_ptr, f32* t_ptr):
     gx = ViewGlobal(x_ptr, dtype=f32, shape=[32])
     gy = ViewGlobal(y_ptr, dtype=f32, shape=[32])
     gz = ViewGlobal(z_ptr, dtype=f16, shape=[32])
@@ -75,6 +75,29 @@ def nan_payload<1>[threads=32](f32* x_ptr, f32* y_ptr, f16* z_ptr, f16* w_ptr, f
     StoreGlobal(k2, gv)
     g16 = Mul(c, c)
     StoreGlobal(g16, gw)
+    gt = ViewGlobal(t_ptr, dtype=f32, shape=[2, 32])
+    sh3 = AllocateShared(f32, shape=[2, 32])
+    q1 = Mul(a, a)
+    StoreShared(q1, sh3[0])
+    StoreShared(b, sh3[1])
+    Synchronize()
+    q2 = LoadShared(sh3[1], layout=la)
+    StoreGlobal(q2, gt[0])
+    x2 = LoadGlobal(gx, layout=la)
+    for i in range(0):
+        Fma(a, a, x2, out=x2)
+    StoreGlobal(x2, gt[1])
+)";
+
+// f16 arithmetic whose words are viewed as f32 and stored: the store must not make "NaNs" of the f32 view
+// canonical (a word with one f16 NaN half is not an f32 NaN, or its other half is a value).
+constexpr const char* kViewedF16 = R"(def viewed<1>[threads=32](f16* x_ptr, f32* o_ptr):
+    gx = ViewGlobal(x_ptr, dtype=f16, shape=[32, 2])
+    go = ViewGlobal(o_ptr, dtype=f32, shape=[32, 1])
+    x = LoadGlobal(gx, layout=spatial(32, 1).local(1, 2))
+    h = Add(x, x)
+    v = View(h, dtype=f32, layout=spatial(32, 1))
+    StoreGlobal(v, go)
 )";
 
 // Each result's mark: nullopt where the instruction has no mark to set (neither Elementwise nor Cast).
@@ -137,9 +160,21 @@ TEST(TransformAnalyzeNanPayload, MarksOnlyResultsWhoseReadersIgnoreNanBits) {
   StoreMarks stores;
   stores.visit_program(analyzed);
   const std::vector<std::pair<std::string, bool>> expected = {
-      {"h", false}, {"r", true},  {"u", false}, {"e", false}, {"f", true},
-      {"m3", true}, {"n2", true}, {"o3", true}, {"k2", true}, {"g16", false}};
+      {"h", false}, {"r", true},  {"u", false}, {"e", false},   {"f", true},   {"m3", true},
+      {"n2", true}, {"o3", true}, {"k2", true}, {"g16", false}, {"q2", false}, {"x2", false}};
   EXPECT_EQ(stores.stores, expected);
+  // A shared tensor that also receives a loaded tile keeps that tile's NaN bits in the interpreter: its
+  // store reads them as they are, so q1, which shares it, is made canonical where it is computed. Likewise
+  // a loaded tile that a loop may or may not accumulate into (x2 after zero or more Fmas).
+  EXPECT_FALSE(m.at("q1"));
+  // f16 words viewed as f32: h keeps its canonical NaN, and the store stores the words as they are.
+  std::optional<ir::Program> viewed = ir::parse_program(kViewedF16, diags);
+  ASSERT_TRUE(viewed) << diags.render("viewed.tile", kViewedF16);
+  const ir::Program viewed_analyzed = transform::analyze_nan_payload(*viewed);
+  EXPECT_FALSE(marks_of(viewed_analyzed).at("h"));
+  StoreMarks viewed_stores;
+  viewed_stores.visit_program(viewed_analyzed);
+  EXPECT_EQ(viewed_stores.stores, (std::vector<std::pair<std::string, bool>>{{"v", false}}));
   // Running it again changes nothing: the same nodes come back.
   const ir::Program again = transform::analyze_nan_payload(analyzed);
   ASSERT_EQ(again.body.size(), analyzed.body.size());
@@ -187,7 +222,7 @@ TEST(TransformAnalyzeNanPayloadGpu, NansMatchTheInterpreterBitForBit) {
   std::uniform_real_distribution<float> real(-2.0f, 2.0f);
   const uint32_t f32_nans[] = {0x7fc00000u, 0x7fa00001u, 0xffc00000u, 0x7f800001u, 0xffffffffu};
   const uint16_t f16_nans[] = {0x7e00, 0x7d01, 0xfe00, 0x7c01};
-  std::vector<uint8_t> x(32 * 4), y(32 * 4), z(32 * 2, 0xff), w(32 * 2), v(32 * 4, 0xff);
+  std::vector<uint8_t> x(32 * 4), y(32 * 4), z(32 * 2, 0xff), w(32 * 2), v(32 * 4, 0xff), tt(64 * 4, 0xff);
   for (int i = 0; i < 32; ++i) {
     float a = real(rng), b = real(rng);
     uint32_t ab, bb;
@@ -201,8 +236,8 @@ TEST(TransformAnalyzeNanPayloadGpu, NansMatchTheInterpreterBitForBit) {
     const uint16_t h = i % 4 == 2 ? f16_nans[i % 4] : static_cast<uint16_t>(0x3c00 + i);
     std::memcpy(&w[2 * static_cast<size_t>(i)], &h, 2);
   }
-  std::map<std::string, std::vector<uint8_t>> cpu = {
-      {"x_ptr", x}, {"y_ptr", y}, {"z_ptr", z}, {"w_ptr", w}, {"v_ptr", v}};
+  std::map<std::string, std::vector<uint8_t>> cpu = {{"x_ptr", x}, {"y_ptr", y}, {"z_ptr", z},
+                                                     {"w_ptr", w}, {"v_ptr", v}, {"t_ptr", tt}};
   std::map<std::string, std::vector<uint8_t>> gpu = cpu;
   interp::Arguments ca, ga;
   for (auto& [n, b] : cpu) ca.buffers[n] = &b;

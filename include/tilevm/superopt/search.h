@@ -48,10 +48,11 @@ struct SearchLimits {
   // The pipeline depth asked of the lowering (lower_to_tile's stages; pipeline_stages gives what it makes
   // of it): an iterator's tile that changes every iteration is in shared memory that many times over.
   int stages = 1;
-  // Only matmuls the lowering can give to Gemm (tile/tile_layouts.h, gemm_warp_partition): for K > 1, rows a
-  // multiple of 16 and columns of 8 (mma's m16n8 fragments; K = 1 is a product of broadcasts, always
-  // lowered). The command line sets it, since it lowers every candidate; off, the search also finds the
-  // graphs of small tiles (a [4, 8] x [8, 6] program's), which the verifier alone can take.
+  // Only matmuls the lowering can give to Gemm (tile/tile_layouts.h, gemm_warp_partition; infer_layouts'
+  // K check): for K > 1, rows and K a multiple of 16 and columns of 8 (mma's m16n8k16 fragments; K = 1 is a
+  // product of broadcasts, always lowered). Batched block matmuls pass it, which the lowering refuses. The
+  // command line sets it, since it lowers every candidate; off, the search also finds the graphs of small
+  // tiles (a [4, 8] x [8, 6] program's), which the verifier alone can take.
   bool lowerable_matmuls = false;
   // Off only to measure what the canonical form saves (tests): every order of the same ops is generated.
   bool canonical = true;

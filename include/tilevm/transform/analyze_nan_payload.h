@@ -21,9 +21,13 @@
 //   z = Add(s, y)                                  (stored: its NaN must be canonical)
 //   StoreGlobal(z, g)
 //
-// except that an f32 StoreGlobal is not such a reader: it makes the NaN canonical itself (a compare and a
-// select per element, `canonicalizes_nan`) where its source may hold the hardware's, so that an accumulator
-// summed in a loop and stored once after it (a split-K partial) pays once instead of in every iteration:
+// except that an f32 StoreGlobal is not such a reader where every value of its source is one the
+// interpreter makes canonical (every writer native f32 arithmetic or a widening Cast, an allocation, or an
+// f32 -> f32 passing of such a variable's bits): it makes the NaN canonical itself (a compare and a select
+// per element, `canonicalizes_nan`) where its source may hold the hardware's, so that an accumulator summed
+// in a loop and stored once after it (a split-K partial) pays once instead of in every iteration. A source
+// that may also hold a loaded tile (a shared tensor written from both, a loaded accumulator a loop may not
+// touch), or f16 words viewed as f32, is stored as it is: its store observes it, as before.
 //
 //   for t in range(n):
 //       acc = Fma(p, s, acc)   # nan payload unobserved
