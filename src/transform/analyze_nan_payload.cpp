@@ -1,6 +1,7 @@
-// analyze_nan_payload (analyze_nan_payload.h): one walk collects the variables that some reader observes
-// the NaN bits of, a second marks the native arithmetic and widening casts whose result is not one of them,
-// a third the f32 stores whose source may then hold the hardware's NaN.
+// analyze_nan_payload (analyze_nan_payload.h): a walk over the writers finds the f32 variables whose stores
+// may make the NaN canonical themselves, one over the readers collects the variables that some reader
+// observes the NaN bits of, and a last marks the native arithmetic and widening casts whose result is not
+// one of them and the f32 stores of those variables.
 #include "tilevm/transform/analyze_nan_payload.h"
 
 #include <algorithm>
@@ -62,13 +63,13 @@ std::pair<const ir::VarNode*, const ir::VarNode*> passes_bits(const ir::InstStmt
   return {nullptr, nullptr};
 }
 
-// The f32 variables whose every value is one the interpreter gives a canonical NaN: every writer is native
-// f32 arithmetic or a widening Cast (may_produce_hardware_nan), an allocation, or an
-// f32 -> f32 passing of the bits of another such variable. An f32 StoreGlobal of one of these may make the
-// NaN canonical itself; of any other (a tile loaded from memory, whose NaNs keep their bits in the
-// interpreter; a shared tensor that also receives such a tile; a View of f16 words) it observes the bits as
-// they are. Computed as the largest such set: the f32 variables without another writer, less those that
-// take bits from one outside it, until none does.
+// The f32 variables whose every value is one the interpreter gives a canonical NaN and some may hold the
+// hardware's: every writer is native f32 arithmetic or a widening Cast (may_produce_hardware_nan), an
+// allocation, or an f32 -> f32 passing of the bits of another such variable, and one is not an allocation. An
+// f32 StoreGlobal of one of these may make the NaN canonical itself; of any other (a tile loaded from memory,
+// whose NaNs keep their bits in the interpreter; a shared tensor that also receives such a tile; a View of
+// f16 words) it observes the bits as they are. Computed as the largest such set: the f32 variables without
+// another writer, less those that take bits from one outside it, until none does.
 class Deferrable : public ir::IRVisitor {
  public:
   void visit_inst_stmt(const ir::InstStmt& s) override {
@@ -77,11 +78,10 @@ class Deferrable : public ir::IRVisitor {
     written.insert(written.end(), s.results.begin(), s.results.end());
     for (const ir::Var& w : written) {
       if (!w || w->type.dtype != DataType::f32()) continue;
-      // An allocation writes no value the program may read before an instruction writes it (register
-      // tensors' init is a constant; shared tensors start unwritten).
-      const bool arithmetic = may_produce_hardware_nan(s) || s.inst->as<ir::AllocateRegisterInst>() ||
-                              s.inst->as<ir::AllocateSharedInst>();
-      if (arithmetic) {
+      // An allocation writes no value that could hold the hardware's NaN (register tensors' init is a
+      // constant; shared tensors start unwritten): neither for nor against.
+      if (s.inst->as<ir::AllocateRegisterInst>() || s.inst->as<ir::AllocateSharedInst>()) continue;
+      if (may_produce_hardware_nan(s)) {
         candidates_.insert(w.get());
       } else if (w.get() == to && from && from->type.dtype == DataType::f32()) {
         candidates_.insert(w.get());
@@ -159,28 +159,20 @@ class ObservedVars : public ir::IRVisitor {
     return seen;
   }
 
-  // `raw` (the results the code generator may leave a hardware NaN in) and every variable their bits pass on
-  // to.
-  std::unordered_set<const ir::VarNode*> passed_on(std::unordered_set<const ir::VarNode*> raw) const {
-    for (bool grew = true; grew;) {
-      grew = false;
-      for (const auto& [to, froms] : passes_to_)
-        if (!raw.count(to) &&
-            std::any_of(froms.begin(), froms.end(), [&](const ir::VarNode* f) { return raw.count(f) > 0; }))
-          grew = raw.insert(to).second;
-    }
-    return raw;
-  }
-
  private:
   const std::unordered_set<const ir::VarNode*>& deferrable_;
   std::unordered_set<const ir::VarNode*> direct_;
   std::unordered_map<const ir::VarNode*, std::vector<const ir::VarNode*>> passes_to_;
 };
 
+// Marks the native arithmetic and widening casts whose result no reader observes, and the f32 StoreGlobals
+// of deferrable variables no reader observes (they may hold the hardware's NaN: the store makes it
+// canonical).
 class Mark : public ir::IRMutator {
  public:
-  explicit Mark(const std::unordered_set<const ir::VarNode*>& observed) : observed_(observed) {}
+  Mark(const std::unordered_set<const ir::VarNode*>& observed,
+       const std::unordered_set<const ir::VarNode*>& deferrable)
+      : observed_(observed), deferrable_(deferrable) {}
 
   ir::Stmt mutate_inst_stmt(const ir::Stmt& s, const ir::InstStmt& node) override {
     bool unobserved = false;
@@ -188,7 +180,16 @@ class Mark : public ir::IRMutator {
       const ir::Var& out = node.inst->as<ir::ElementwiseInst>() ? node.inst->as<ir::ElementwiseInst>()->out
                                                                 : node.inst->as<ir::CastInst>()->out;
       unobserved = !observed_.count(result_of(node, out).get());
-      if (unobserved) raw_.insert(result_of(node, out).get());
+    }
+    if (const auto* st = node.inst->as<ir::StoreGlobalInst>()) {
+      // An unobserved deferrable source may hold the hardware's NaN (its writers, or those whose bits it
+      // takes, were marked above): the store makes it canonical.
+      const ir::VarNode* src = st->src.tensor.get();
+      const bool canonicalizes = deferrable_.count(src) > 0 && !observed_.count(src);
+      if (st->canonicalizes_nan == canonicalizes) return s;
+      auto marked = std::make_shared<ir::StoreGlobalInst>(*st);
+      marked->canonicalizes_nan = canonicalizes;
+      return std::make_shared<ir::InstStmt>(node.results, marked, node.loc);
     }
     if (const auto* e = node.inst->as<ir::ElementwiseInst>(); e && e->nan_payload_unobserved != unobserved) {
       auto marked = std::make_shared<ir::ElementwiseInst>(*e);
@@ -203,34 +204,9 @@ class Mark : public ir::IRMutator {
     return s;
   }
 
-  const std::unordered_set<const ir::VarNode*>& raw() const { return raw_; }
-
  private:
   const std::unordered_set<const ir::VarNode*>& observed_;
-  std::unordered_set<const ir::VarNode*> raw_;
-};
-
-// Marks the f32 StoreGlobals of deferrable variables that may hold the hardware's NaN.
-class MarkStores : public ir::IRMutator {
- public:
-  MarkStores(const std::unordered_set<const ir::VarNode*>& deferrable,
-             const std::unordered_set<const ir::VarNode*>& raw)
-      : deferrable_(deferrable), raw_(raw) {}
-
-  ir::Stmt mutate_inst_stmt(const ir::Stmt& s, const ir::InstStmt& node) override {
-    const auto* st = node.inst->as<ir::StoreGlobalInst>();
-    if (!st) return s;
-    const ir::VarNode* src = st->src.tensor.get();
-    const bool canonicalizes = deferrable_.count(src) > 0 && raw_.count(src) > 0;
-    if (st->canonicalizes_nan == canonicalizes) return s;
-    auto marked = std::make_shared<ir::StoreGlobalInst>(*st);
-    marked->canonicalizes_nan = canonicalizes;
-    return std::make_shared<ir::InstStmt>(node.results, marked, node.loc);
-  }
-
- private:
   const std::unordered_set<const ir::VarNode*>& deferrable_;
-  const std::unordered_set<const ir::VarNode*>& raw_;
 };
 
 }  // namespace
@@ -262,9 +238,7 @@ ir::Program analyze_nan_payload(ir::Program program) {
   ObservedVars readers(deferrable);
   readers.visit_program(program);
   const std::unordered_set<const ir::VarNode*> observed = readers.observed();
-  Mark mark(observed);
-  program = mark.mutate_program(program);
-  return MarkStores(deferrable, readers.passed_on(mark.raw())).mutate_program(program);
+  return Mark(observed, deferrable).mutate_program(program);
 }
 
 }  // namespace tilevm::transform

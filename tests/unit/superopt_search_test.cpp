@@ -296,7 +296,7 @@ TEST(SuperoptSearch, LowerableMatmulsOnlyWhereTheLoweringNeedsThem) {
         if (b.kind != OpKind::Matmul) continue;
         const Shape& x = block.tensor(b.inputs[0]).shape;
         const Shape& y = block.tensor(b.inputs[1]).shape;
-        if (x[1] > 1 && (x[0] % 16 != 0 || y[1] % 8 != 0)) return false;
+        if (x[1] > 1 && (x[0] % 16 != 0 || y[1] % 8 != 0 || x[1] % 16 != 0)) return false;
       }
     }
     return true;
@@ -321,6 +321,17 @@ TEST(SuperoptSearch, LowerableMatmulsOnlyWhereTheLoweringNeedsThem) {
   EXPECT_EQ(matmuls, 2) << print_graph(first);
   const NumericCheck c = check_numerically(gate, lower_to_tile(first), {.seed = 9});
   EXPECT_TRUE(c.passed) << c.detail << "\n" << print_graph(first);
+  // K too: a loop of 8 over K = 64 gives products over K = 8, which mma's k16 does not take.
+  const Graph mm =
+      parse_graph("kernel mm {\n  input X [16, 64]\n  input W [64, 64]\n  C = matmul(X, W)\n  output C\n}\n");
+  const ScheduleSpace loop8{.grid_extents = {1}, .loop_extents = {8}};
+  SearchLimits mm_limits{.max_ops = 3, .ops = {OpKind::Matmul}};
+  const SearchResult short_k = search_schedules(mm, loop8, mm_limits, 1);
+  EXPECT_TRUE(std::any_of(short_k.found.begin(), short_k.found.end(),
+                          [&](const Graph& g) { return !matmuls_fill_fragments(g); }));
+  mm_limits.lowerable_matmuls = true;
+  for (const Graph& g : search_schedules(mm, loop8, mm_limits, 1).found)
+    EXPECT_TRUE(matmuls_fill_fragments(g)) << print_graph(g);
 }
 
 // RMSNorm + Linear at the benchmark's size (bench/superopt/rmsnorm_linear.graph).

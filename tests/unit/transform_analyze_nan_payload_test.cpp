@@ -198,9 +198,9 @@ TEST(TransformAnalyzeNanPayload, TheEmitterReadsTheMarks) {
   EXPECT_EQ(cuda.find("tv_fast_f32<1>("), std::string::npos);
   EXPECT_NE(cuda.find("tv_f16_to_f32<false>("), std::string::npos);  // c32
   EXPECT_NE(cuda.find("tv_fma_f32<false>("), std::string::npos);     // f = Fma(a, b, c32): likewise
-  EXPECT_NE(cuda.find("r_r[w] = 0x7fc00000u;  // canonical NaN"), std::string::npos);
-  EXPECT_NE(cuda.find("r_f[w] = 0x7fc00000u;  // canonical NaN"), std::string::npos);
-  EXPECT_EQ(cuda.find("r_u[w] = 0x7fc00000u"), std::string::npos);
+  EXPECT_NE(cuda.find("r_r[w] = tv_canonical_f32("), std::string::npos);
+  EXPECT_NE(cuda.find("r_f[w] = tv_canonical_f32("), std::string::npos);
+  EXPECT_EQ(cuda.find("r_u[w] = tv_canonical_f32("), std::string::npos);
   // Without the marks every NaN is made canonical.
   const ir::Program unmarked = transform::plan_shared_memory(transform::infer_threads(*program));
   const std::string canonical =

@@ -457,10 +457,8 @@ void Emitter::emit_store(const ir::InstStmt& s, const ir::StoreInst& n) {
     // The source's producers left the hardware's NaN (analyze_nan_payload): made canonical here, in place,
     // since no other reader sees its bits.
     line("#pragma unroll");
-    line(
-        fmt::format("for (int w = 0; w < {0}; ++w) if (__uint_as_float({1}[w]) != __uint_as_float({1}[w])) "
-                    "{1}[w] = 0x7fc00000u;  // canonical NaN",
-                    slots, src.name));
+    line(fmt::format("for (int w = 0; w < {0}; ++w) {1}[w] = tv_canonical_f32(__uint_as_float({1}[w]));",
+                     slots, src.name));
   }
   auto element = [&](const std::string& slot, const std::vector<CExpr>& idx) {
     const ElementAccess a = access(m, n.dst, n.offset, idx);

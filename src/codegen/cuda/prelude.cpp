@@ -170,6 +170,8 @@ template <int K, int B, int E, int M, int S> TV_INLINE tv_u64 tv_encode(double v
 }
 
 // ---- Rounding of exact arithmetic results (interp/arith.cpp round_float_result, wrap_int_result). ----
+// An f32's code with a NaN made the canonical one (DataType::nan_code).
+TV_INLINE tv_u32 tv_canonical_f32(float r) { return r != r ? 0x7fc00000u : __float_as_uint(r); }
 template <int K, int B, int E, int M, int S> TV_INLINE tv_u64 tv_round(double v) {
   if constexpr (K == 0) return v != 0.0 ? 1 : 0;
   // f32: the hardware's round to nearest even is the rule below (a finite value at or past the largest
@@ -177,7 +179,7 @@ template <int K, int B, int E, int M, int S> TV_INLINE tv_u64 tv_round(double v)
   // general path's dozens, which made every f32 Max, Div or Exp of the double path slow.
   else if constexpr (K == 3 && S == 2 && B == 32 && E == 8 && M == 23) {
     const float f = __double2float_rn(v);
-    return f != f ? 0x7fc00000ull : (tv_u64)(tv_u32)__float_as_uint(f);
+    return tv_canonical_f32(f);
   } else if constexpr (K == 3 && S == 2 && B < 64) {
     if (isfinite(v)) {
       const double maxv = tv_decode<3, B, E, M, S>(tv_max_code<B, E, M, S>());
@@ -231,12 +233,6 @@ TV_INLINE tv_u32 tv_smem_addr(const void* p) {
   asm("{ .reg .u64 s; cvta.to.shared.u64 s, %1; cvt.u32.u64 %0, s; }" : "=r"(a) : "l"(p));
   return a;
 }
-template <int BYTES> TV_INLINE void tv_cp_async(void* dst, const void* src, int src_bytes) {
-  if constexpr (BYTES == 16)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(tv_smem_addr(dst)), "l"(src), "r"(src_bytes) : "memory");
-  else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(tv_smem_addr(dst)), "l"(src), "n"(BYTES), "r"(src_bytes) : "memory");
-}
 // The fast copy path's: a whole chunk to a shared-space address (32 bits, so that the constant steps between
 // a thread's chunks fold into the instruction's offset).
 template <int BYTES> TV_INLINE void tv_cp_async_shared(tv_u32 dst, const void* src) {
@@ -246,12 +242,15 @@ template <int BYTES> TV_INLINE void tv_cp_async_shared(tv_u32 dst, const void* s
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(src), "n"(BYTES) : "memory");
 }
 // The same with src-size: `src_bytes` of the chunk read from `src` (0: none, `src` not touched), the rest
-// zero-filled; the ragged fast path's chunks that lie outside g.
+// zero-filled; the ragged fast path's chunks that lie outside g, and (tv_cp_async) the checked loop's.
 template <int BYTES> TV_INLINE void tv_cp_async_shared_fill(tv_u32 dst, const void* src, int src_bytes) {
   if constexpr (BYTES == 16)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
   else
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(BYTES), "r"(src_bytes) : "memory");
+}
+template <int BYTES> TV_INLINE void tv_cp_async(void* dst, const void* src, int src_bytes) {
+  tv_cp_async_shared_fill<BYTES>(tv_smem_addr(dst), src, src_bytes);
 }
 
 // ---- Exact sums for the SIMT paths (no contraction into fma, as the interpreter's double arithmetic). ----
@@ -294,7 +293,7 @@ template <int OP, bool CANON = true> TV_INLINE tv_u64 tv_fast_f32(tv_u64 a, tv_u
   const float x = __uint_as_float((tv_u32)a), y = __uint_as_float((tv_u32)b);
   const float r = OP == 0 ? __fadd_rn(x, y) : OP == 1 ? __fsub_rn(x, y) : OP == 2 ? __fmul_rn(x, y) : __fdiv_rn(x, y);
   if constexpr (!CANON) return __float_as_uint(r);
-  return r != r ? 0x7fc00000u : __float_as_uint(r);
+  return tv_canonical_f32(r);
 }
 // Sqrt and (OP 3 above) Div in f32: IEEE's correctly rounded sqrt.rn and div.rn (kernels are built without
 // --use_fast_math, so subnormals are kept), equal to the exact result in double rounded once (double's 53
@@ -302,13 +301,13 @@ template <int OP, bool CANON = true> TV_INLINE tv_u64 tv_fast_f32(tv_u64 a, tv_u
 template <bool CANON = true> TV_INLINE tv_u64 tv_sqrt_f32(tv_u64 a) {
   const float r = __fsqrt_rn(__uint_as_float((tv_u32)a));
   if constexpr (!CANON) return __float_as_uint(r);
-  return r != r ? 0x7fc00000u : __float_as_uint(r);
+  return tv_canonical_f32(r);
 }
 // Fma in f32: one rounding of the exact a * b + c (fmaf), the interpreter's NaN unless CANON is false.
 template <bool CANON = true> TV_INLINE tv_u64 tv_fma_f32(tv_u64 a, tv_u64 b, tv_u64 c) {
   const float r = __fmaf_rn(__uint_as_float((tv_u32)a), __uint_as_float((tv_u32)b), __uint_as_float((tv_u32)c));
   if constexpr (!CANON) return __float_as_uint(r);
-  return r != r ? 0x7fc00000u : __float_as_uint(r);
+  return tv_canonical_f32(r);
 }
 template <int OP, bool CANON = true> TV_INLINE tv_u64 tv_fast_f16(tv_u64 a, tv_u64 b) {
   const tv_u16 x = (tv_u16)a, y = (tv_u16)b;
