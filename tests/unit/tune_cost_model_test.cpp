@@ -2,11 +2,14 @@
 // roofline model's obvious properties, not its absolute numbers.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "qmatmul_test_util.h"
 
 #include "expect_error.h"
+#include "source_dir.h"
 #include "tilevm/exec/device_target.h"
 #include "tilevm/ops/qmatmul/config_space.h"
 #include "tilevm/ops/qmatmul/cost_model.h"
@@ -70,6 +73,8 @@ Model ideal_h100() {
   Model r = h100;
   r.calibration.warp_weights_per_ns = 1e9;
   r.calibration.sm_weights_per_ns = 1e9;
+  r.calibration.wgmma_warp_weights_per_ns = 1e9;
+  r.calibration.wgmma_sm_weights_per_ns = 1e9;
   return r;
 }
 const Model ideal = ideal_h100();
@@ -386,6 +391,80 @@ TEST(TuneCostModel, NoWgmmaBeforeHopper) {
   const QMatmulProblem p = problem(64, 8192, 8192);
   for (const QMatmulConfig& c : ops::qmatmul_config_space(p, {.target = &a100}))
     EXPECT_FALSE(c.wgmma) << c.name();
+}
+
+// Issue 16's "a configuration within 10% of the tuned one from the cost model alone", against the recorded
+// H200 sweeps (tests/data/qmatmul_space_h200.txt: every configuration of the space timed at M = 1 to 32 on
+// seven layers, and at M = 2 to 16 on three layers the fit did not see; the file keeps those within 1.25 x
+// each problem's fastest). For each problem the model's
+// first pick over the whole space must be one of the recorded configurations and measured within 1.10 x the
+// fastest. The constants before the 2026-11-29 refit fail it (1.56 x at M = 16 on 8192 x 57344, 1.25 x on
+// 28672 x 8192).
+TEST(TuneCostModel, PicksWithinTenPercentOfTheFastestMeasured) {
+  const auto path = tilevm::testing::source_dir() / "tests" / "data" / "qmatmul_space_h200.txt";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::map<std::string, double>> measured;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    int64_t m = 0, k = 0, n = 0;
+    std::string name;
+    double us = 0;
+    ASSERT_TRUE(fields >> m >> k >> n >> name >> us) << line;
+    measured[{m, k, n}][name] = us;
+  }
+  ASSERT_EQ(measured.size(), 31u);
+  const target::Target h200 = target::Target::h200();
+  for (const auto& [key, times] : measured) {
+    const auto [m, k, n] = key;
+    const QMatmulProblem p = problem(m, n, k);
+    double best_model = 1e30;
+    std::string pick;
+    for (const QMatmulConfig& c : ops::qmatmul_config_space(p, {.dequant_gemm = false, .target = &h200})) {
+      const double s = ops::estimate_qmatmul(p, c, h200).seconds;
+      if (s < best_model) {
+        best_model = s;
+        pick = c.name();
+      }
+    }
+    double fastest = 1e30;
+    for (const auto& [name, us] : times) fastest = std::min(fastest, us);
+    const auto it = times.find(pick);
+    SCOPED_TRACE(p.key() + ": the model picks " + pick);
+    ASSERT_NE(it, times.end()) << "measured more than 1.25 x the fastest (" << fastest << " us)";
+    EXPECT_LE(it->second, 1.10 * fastest) << it->second << " us against the fastest " << fastest;
+  }
+}
+
+// At M = 32 a first refit (rows_weight_slope 0.37, fitted where only one layer had M = 32) ranked these
+// mma.sync tiles of 32 rows a warp above the register-A wgmma tile, and on the H200 they measured 1.10
+// to 1.39 x slower (us, one run; docs/performance.md, twenty-seventh session). The model must order each pair
+// as measured.
+TEST(TuneCostModel, ThirtyTwoRowsPreferRegisterAWhereItMeasuredFaster) {
+  const target::Target h200 = target::Target::h200();
+  struct Pair {
+    int64_t k, n;
+    const char* faster;
+    double faster_us;
+    const char* slower;
+    double slower_us;
+  };
+  const Pair pairs[] = {
+      {8192, 8192, "bm32_bn128_bk128_sk128_w1x8_s3_k2_wsr", 24.5, "bm32_bn128_bk128_sk128_w1x2_s3_k8", 33.3},
+      {28672, 8192, "bm32_bn128_bk128_sk128_w1x8_s3_k2_wsr", 61.4, "bm32_bn256_bk128_sk128_w1x4_s4_k8", 67.4},
+      {4096, 14336, "bm32_bn128_bk128_sk128_w1x8_s3_k1_wsr", 22.6, "bm32_bn128_bk128_sk128_w1x2_s3_k4", 30.5},
+      {14336, 4096, "bm32_bn128_bk128_sk128_w1x8_s3_k4_wsr", 23.4, "bm32_bn64_bk512_sk128_w1x2x4_s4_k2",
+       26.6},
+      {5120, 13824, "bm32_bn128_bk128_sk128_w1x8_s3_k1_wsr", 26.9, "bm32_bn128_bk128_sk128_w1x2_s3_k4", 33.8},
+  };
+  for (const Pair& pair : pairs) {
+    const QMatmulProblem p = problem(32, pair.n, pair.k);
+    SCOPED_TRACE(p.key());
+    EXPECT_LT(ops::estimate_qmatmul(p, QMatmulConfig::parse(pair.faster), h200).seconds,
+              ops::estimate_qmatmul(p, QMatmulConfig::parse(pair.slower), h200).seconds)
+        << pair.faster << " measured " << pair.faster_us << " us, " << pair.slower << " " << pair.slower_us;
+  }
 }
 
 }  // namespace

@@ -178,21 +178,29 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
   const double rows_factor = c.register_a  ? calibration.rs_weight_cost
                              : c.wgmma     ? calibration.wgmma_weight_cost
                              : c.swapped() ? 0.9
-                                           : 1 + 0.5 * (piece_m / 16 - 1);
+                                           : 1 + calibration.rows_weight_slope * (piece_m / 16 - 1);
   const double warp_work = slice_factor * k_per_warp * static_cast<double>(c.block_n / c.warps_n) *
                            rows_factor * dequant_ops_per_weight(p);
   const double block_work = warp_work * warps;
-  const double warp_rate = calibration.warp_weights_per_ns * 1e9,
-               sm_rate = calibration.sm_weights_per_ns * 1e9;
+  const double warp_rate =
+      (c.wgmma ? calibration.wgmma_warp_weights_per_ns : calibration.warp_weights_per_ns) * 1e9;
+  const double sm_rate =
+      (c.wgmma ? calibration.wgmma_sm_weights_per_ns : calibration.sm_weights_per_ns) * 1e9;
 
   // Stream-K's blocks read k-tiles scattered over K, where a split's all read one k-tile of every column
-  // (more so past 128 rows: stream_k_wide_step_cost);
-  // two stages of cp.async leave each step's copy exposed.
+  // (more so past 128 rows: stream_k_wide_step_cost); fewer stages of cp.async leave more of each step's
+  // copy exposed (three_stage_cost, two_stage_cost; the wgmma forms' on their issue limit alone).
   const double wide = std::clamp(static_cast<double>(c.block_m - 128) / 128, 0.0, 1.0);
   const double stream_cost = calibration.stream_k_step_cost +
                              wide * (calibration.stream_k_wide_step_cost - calibration.stream_k_step_cost);
-  const double step_cost =
-      (stream ? stream_cost : 1.0) * (!c.wgmma && c.stages == 2 ? calibration.two_stage_cost : 1.0);
+  const double depth_cost = c.wgmma || c.stages >= 4 ? 1.0
+                            : c.stages == 3          ? calibration.three_stage_cost
+                                                     : calibration.two_stage_cost;
+  const double step_cost = (stream ? stream_cost : 1.0) * depth_cost;
+  const double issue_depth_cost = c.wgmma && c.stages == 3
+                                      ? 1 + (calibration.wgmma_three_stage_issue_cost - 1) *
+                                                std::clamp(static_cast<double>(64 - c.block_m) / 32, 0.0, 1.0)
+                                      : 1.0;
   struct Sums {
     double dram = 0, dram_latency = 0, l2 = 0, mma = 0, alu = 0, issue = 0, fill = 0, total = 0;
   } sums;
@@ -212,7 +220,8 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
                                                   static_cast<double>(qmatmul_rs_group_k(c, p.wtype.bits())) /
                                                   static_cast<double>(c.block_k)
                                             : 0;
-    const double t_issue = std::max(warp_work / warp_rate, busiest * block_work / sm_rate) + exposed_mma;
+    const double t_issue =
+        issue_depth_cost * std::max(warp_work / warp_rate, busiest * block_work / sm_rate) + exposed_mma;
     const double n = static_cast<double>(count);
     (bw < dram_bw ? sums.dram_latency : sums.dram) += n * t_dram;
     sums.l2 += n * t_l2;

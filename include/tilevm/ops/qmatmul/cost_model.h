@@ -36,19 +36,41 @@
 namespace tilevm::ops {
 
 // The issue limit of the template's inner loop (copy, ldmatrix, convert, mma: a dependent chain per warp),
-// in weights per ns: one warp alone, and one SM with many warps. First calibrated on the H100 with the
-// template of 67cb99f (every configuration of m16 x 8192 x 8192 and m1 x 57344 x 8192, u4, timed: time ~
-// weights per warp / 1.1 until an SM holds ~14 weights/ns); refitted to the sweep of c26b503 (faster
-// converters, conflict-free weight loads, fewer NaN checks; docs/performance.md) with the slice overhead
-// below: both about twice as fast. Re-measure when the template changes. These describe the template, not
-// the device (target::Target has the device's figures).
+// in weights per ns: one warp alone, and one SM with many warps; the time is the larger of the two. These
+// describe the template, not the device (target::Target has the device's figures). Re-measure when the
+// template changes.
+//
+// The mma.sync forms (plain, swapped, warps along K) were refitted on 2026-11-29 to every configuration of
+// the tuner's space timed on the H200 (`tilevm_qmatmul_sweep --space`, 283a2e0: 22 problems, M = 1 to 32 on
+// seven layers of Llama-3.3-70B and Llama-3.1-8B, 6435 timings; tests/data/qmatmul_space_h200.txt keeps the
+// near-best of them and of a sweep on three more layers, and TuneCostModel.PicksWithinTenPercentOfTheFastest-
+// Measured checks the picks against it).
+// The fit minimized the measured time of the model's first pick over the fastest (the tuner's regret) and the
+// log error of the configurations within 1.5 x the fastest: the worst pick 1.08 x, the geometric mean 1.02 x
+// (the previous constants, 2.3 and 29 with a slice overhead of 41: 1.56 x and 1.08 x). Fitted on the 70B
+// layers alone, the 8B layers' worst was 1.10 x; on three layers of other models that no fit saw (M = 2, 8
+// and 16 on 5120 x 13824, 13824 x 5120, 4096 x 11008) the worst pick was 1.08 x (the previous constants: 1.16
+// x). The previous constants made these forms about 2.2 x slower than measured, which is why the model
+// preferred the wgmma forms at M = 16 where mma.sync tiles ran faster. A sum of the two limits instead of the
+// larger (a rate growing with the warps a scheduler holds) fitted worse (1.14 x worst); so did charging A's
+// copy and fragments per k-tile. The fit is sharp: 10% on either rate moves a pick at M = 16 or 32 by up
+// to 1.6 x, so a template change needs the sweep again.
 struct QMatmulCalibration {
-  double warp_weights_per_ns = 2.3;
-  double sm_weights_per_ns = 29;
+  double warp_weights_per_ns = 5.97;
+  double sm_weights_per_ns = 40.3;
+  // The wgmma forms' rates, against which their per-weight costs below were fitted (the mma.sync forms'
+  // constants before the refit). Calibrated on H100 with the template of 67cb99f, then c26b503's sweep.
+  double wgmma_warp_weights_per_ns = 2.3;
+  double wgmma_sm_weights_per_ns = 29;
   // A slice's fixed work (the A fragments, the scale row and its multiply-add, the loop) in weights of one
-  // thread: a thread's slice of S weights costs as much as S + slice_overhead_weights. Fitted to the sweep
-  // of 3700b62 (slices of 32 / 64 / 128 at 128 columns of 4 warps: 64.3 / 44.4 / 37.2 us).
-  double slice_overhead_weights = 41;
+  // thread: a thread's slice of S weights costs as much as S + slice_overhead_weights (the 2026-11-29 fit).
+  double slice_overhead_weights = 34.2;
+  // A mma.sync warp with more rows does more per weight (mma, scaling): 1 + rows_weight_slope (rows / 16 -
+  // 1); the swapped form's 8 rows cost 0.9. The sweep had one layer at M = 32 and fitted 0.37, with which the
+  // model picked mma.sync tiles of 32 rows a warp on six other layers that then measured 1.10 to 1.39 x the
+  // register-A tile's time (TuneCostModel.ThirtyTwoRowsPreferRegisterAWhereItMeasuredFaster); 0.7 orders
+  // those pairs as measured and leaves the sweep's picks as they were.
+  double rows_weight_slope = 0.7;
   // The wgmma form (QMatmulConfig::wgmma): a thread's cost per weight relative to the mma.sync forms' (it
   // dequantizes, scales and stores each weight to shared memory; the product runs on the tensor cores and is
   // counted by the mma bound), and a step's fixed work (three barriers, the wgmma issue and wait) in weights
@@ -90,13 +112,16 @@ struct QMatmulCalibration {
   // twentieth session): stream_k_wide_step_cost at 256 rows, linear from 128.
   double stream_k_step_cost = 1.1;
   double stream_k_wide_step_cost = 1.3;
-  // Two stages in the mma.sync forms, relative to three: the step waits for the copy issued one step before,
-  // where a third stage hides it. Where the bytes in flight over the whole GPU are enough either way (the
-  // measured shape: 896 blocks), the rest of the model ranked 2 and 3 stages equal. (The wgmma forms are
-  // offered with 3 stages or more and are not charged.) Measured on the H100 at 8192 x 57344 (two-warp blocks
-  // of 64 columns): 1.14 x at M = 8 (108.1 against 94.7 us), 1.25 x at M = 16 (186.5 against 148.6; 4 stages
-  // 148.3); docs/performance.md, sixteenth session.
-  double two_stage_cost = 1.15;
+  // A step's cost by pipeline depth in the mma.sync forms, relative to four stages or more: with fewer, a
+  // step waits longer for its copy. From the 2026-11-29 sweep on the H200 (the same configuration at other
+  // depths, M = 1 to 32): three stages took a median 1.02 x four's time (1.035 in the swapped form), two
+  // stages 1.34 x three's. (Earlier, on the H100 at 8192 x 57344: two stages 1.14 to 1.25 x three.)
+  double three_stage_cost = 1.025;
+  double two_stage_cost = 1.37;
+  // The wgmma forms with three stages against four, on their issue limit: a median 1.08 x at 16 and 32 rows
+  // in the same sweep; at 64 rows the two measured equal (the thirteenth session), so the cost falls linearly
+  // to 1 at 64 rows. (They are offered with three stages or more.)
+  double wgmma_three_stage_issue_cost = 1.08;
 };
 
 // @throws tilevm::Error when the problem or configuration is invalid (check_config).
