@@ -11,13 +11,22 @@
 //       cores, timed, and printed beside the cost model's estimate: one line
 //       "space WTYPE M K N CONFIG MEASURED_US MODEL_US" each (bench/cost_model_regret.py reads them)
 //
+//   tilevm_qmatmul_sweep --replay FILE [--target NAME] [--set FIELD=VALUE ...]
+//       no GPU: the "space" lines of an earlier --space run (or tests/data/qmatmul_space_h200.txt's
+//       "M K N CONFIG US" lines, u4) printed again with this build's cost model estimate, its
+//       QMatmulCalibration changed by --set (e.g. --set warp_weights_per_ns=6), on the target NAME (default
+//       H200): how a model change or a refit ranks recorded measurements (bench/cost_model_regret.py; the
+//       twenty-seventh session's refit in docs/performance.md was made this way)
+//
 // Inputs are constant byte patterns (the kernel's speed does not depend on the values); group 128; the
 // median of 30 runs with the L2 flushed (tune::time_gpu). Prints latency and the achieved GB/s of the
 // minimal bytes (codes, scales, A, C).
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <future>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -64,6 +73,96 @@ ops::QMatmulProblem problem(DataType w, int64_t M, int64_t K, int64_t N) {
   return p;
 }
 
+// The calibration's constants by name, for --set.
+using Calibration = ops::QMatmulCalibration;
+constexpr std::pair<const char*, double Calibration::*> kCalibrationFields[] = {
+    {"warp_weights_per_ns", &Calibration::warp_weights_per_ns},
+    {"sm_weights_per_ns", &Calibration::sm_weights_per_ns},
+    {"wgmma_warp_weights_per_ns", &Calibration::wgmma_warp_weights_per_ns},
+    {"wgmma_sm_weights_per_ns", &Calibration::wgmma_sm_weights_per_ns},
+    {"slice_overhead_weights", &Calibration::slice_overhead_weights},
+    {"rows_weight_slope", &Calibration::rows_weight_slope},
+    {"wgmma_weight_cost", &Calibration::wgmma_weight_cost},
+    {"wgmma_step_overhead_weights", &Calibration::wgmma_step_overhead_weights},
+    {"ws_step_overhead_weights", &Calibration::ws_step_overhead_weights},
+    {"rs_weight_cost", &Calibration::rs_weight_cost},
+    {"rs_step_overhead_weights", &Calibration::rs_step_overhead_weights},
+    {"rs_exposed_mma", &Calibration::rs_exposed_mma},
+    {"rs_mma_rate", &Calibration::rs_mma_rate},
+    {"rs_rows_knee", &Calibration::rs_rows_knee},
+    {"stream_k_step_cost", &Calibration::stream_k_step_cost},
+    {"stream_k_wide_step_cost", &Calibration::stream_k_wide_step_cost},
+    {"three_stage_cost", &Calibration::three_stage_cost},
+    {"two_stage_cost", &Calibration::two_stage_cost},
+    {"wgmma_three_stage_issue_cost", &Calibration::wgmma_three_stage_issue_cost},
+};
+
+// --replay (the usage above). Returns the exit status.
+int replay(int argc, char** argv) {
+  std::string file, target_name = "H200";
+  Calibration calibration;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc || (flag != "--replay" && flag != "--target" && flag != "--set")) {
+      std::fprintf(stderr,
+                   "tilevm_qmatmul_sweep --replay: unexpected argument '%s' (--replay FILE, --target "
+                   "NAME, --set FIELD=VALUE)\n",
+                   argv[i]);
+      return 2;
+    }
+    const std::string value = argv[++i];
+    if (flag == "--replay") {
+      file = value;
+    } else if (flag == "--target") {
+      target_name = value;
+    } else {
+      const size_t eq = value.find('=');
+      const auto* field = std::find_if(std::begin(kCalibrationFields), std::end(kCalibrationFields),
+                                       [&](const auto& f) { return value.substr(0, eq) == f.first; });
+      char* end = nullptr;
+      const double v = eq == std::string::npos ? 0 : std::strtod(value.c_str() + eq + 1, &end);
+      if (field == std::end(kCalibrationFields) || end == nullptr || *end != '\0') {
+        std::fprintf(stderr,
+                     "tilevm_qmatmul_sweep: --set takes FIELD=NUMBER with a field of "
+                     "QMatmulCalibration (include/tilevm/ops/qmatmul/cost_model.h), got '%s'\n",
+                     value.c_str());
+        return 2;
+      }
+      calibration.*(field->second) = v;
+    }
+  }
+  std::ifstream in(file);
+  if (!in) {
+    std::fprintf(stderr, "tilevm_qmatmul_sweep: cannot read '%s'\n", file.c_str());
+    return 1;
+  }
+  const target::Target target = target::Target::by_name(target_name);
+  int line_number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_number;
+    std::istringstream fields(line);
+    std::vector<std::string> f;
+    for (std::string word; fields >> word;) f.push_back(word);
+    // "space WTYPE M K N CONFIG MEASURED MODEL", or "M K N CONFIG US" (u4); other lines are not data.
+    if (f.size() == 5 && !f[0].empty() && f[0][0] != '#')
+      f.insert(f.begin(), {"space", "u4"});
+    else if (f.size() != 8 || f[0] != "space")
+      continue;
+    try {
+      const ops::QMatmulProblem p =
+          problem(DataType::parse(f[1]), std::stoll(f[2]), std::stoll(f[3]), std::stoll(f[4]));
+      const double model =
+          ops::estimate_qmatmul(p, ops::QMatmulConfig::parse(f[5]), target, calibration).seconds;
+      std::printf("space %s %s %s %s %s %s %.2f\n", f[1].c_str(), f[2].c_str(), f[3].c_str(), f[4].c_str(),
+                  f[5].c_str(), f[6].c_str(), model * 1e6);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s:%d: %s\n", file.c_str(), line_number, e.what());
+      return 1;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 // The positive numbers of a list such as "32,64" (separators `seps`), or none where one is not a number.
@@ -82,6 +181,7 @@ std::vector<int64_t> parse_numbers(const std::string& list, const std::string& s
 }
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "--replay") return replay(argc, argv);
   std::vector<int64_t> ms;
   // The 70B layers, then (at the end, so that bench/profile.sh's launch indices hold) 8B's; --shapes
   // K1xN1,... replaces them.

@@ -45,16 +45,17 @@ namespace tilevm::ops {
 // seven layers of Llama-3.3-70B and Llama-3.1-8B, 6435 timings; tests/data/qmatmul_space_h200.txt keeps the
 // near-best of them and of a sweep on three more layers, and TuneCostModel.PicksWithinTenPercentOfTheFastest-
 // Measured checks the picks against it).
-// The fit minimized the measured time of the model's first pick over the fastest (the tuner's regret) and the
-// log error of the configurations within 1.5 x the fastest: the worst pick 1.08 x, the geometric mean 1.02 x
-// (the previous constants, 2.3 and 29 with a slice overhead of 41: 1.56 x and 1.08 x). Fitted on the 70B
-// layers alone, the 8B layers' worst was 1.10 x; on three layers of other models that no fit saw (M = 2, 8
-// and 16 on 5120 x 13824, 13824 x 5120, 4096 x 11008) the worst pick was 1.08 x (the previous constants: 1.16
-// x). The previous constants made these forms about 2.2 x slower than measured, which is why the model
-// preferred the wgmma forms at M = 16 where mma.sync tiles ran faster. A sum of the two limits instead of the
-// larger (a rate growing with the warps a scheduler holds) fitted worse (1.14 x worst); so did charging A's
-// copy and fragments per k-tile. The fit is sharp: 10% on either rate moves a pick at M = 16 or 32 by up
-// to 1.6 x, so a template change needs the sweep again.
+// (bench/data/qmatmul_space_h200.txt.gz keeps the whole sweeps; `tilevm_qmatmul_sweep --replay` and
+// bench/fit_cost_model.py refit them without a GPU.) The fit minimized the measured time of the model's first
+// pick over the fastest (the tuner's regret) and the log error of the configurations within 1.5 x the
+// fastest: the worst pick 1.08 x, the geometric mean 1.02 x (the previous constants, 2.3 and 29 with a slice
+// overhead of 41: 1.56 x and 1.08 x). Fitted on the 70B layers alone, the 8B layers' worst was 1.10 x; on
+// three layers of other models that no fit saw (M = 2, 8 and 16 on 5120 x 13824, 13824 x 5120, 4096 x 11008)
+// the worst pick was 1.08 x (the previous constants: 1.16 x). The previous constants made these forms
+// about 2.2 x slower than measured, which is why the model preferred the wgmma forms at M = 16 where mma.sync
+// tiles ran faster. A sum of the two limits instead of the larger (a rate growing with the warps a scheduler
+// holds) fitted worse (1.14 x worst); so did charging A's copy and fragments per k-tile. The fit is sharp:
+// 10% on either rate moves a pick at M = 16 or 32 by up to 1.6 x, so a template change needs the sweep again.
 struct QMatmulCalibration {
   double warp_weights_per_ns = 5.97;
   double sm_weights_per_ns = 40.3;
