@@ -348,8 +348,13 @@ bool search_in_order(const Graph& program, const std::vector<BlockSchedule>& sch
 
 }  // namespace
 
-SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, const SearchLimits& limits,
+SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, const SearchLimits& given,
                               int threads) {
+  // Every candidate is verified against the program with the same seed: the program's trials are evaluated
+  // once (ReferenceTrials).
+  ReferenceTrials reference;
+  SearchLimits limits = given;
+  if (!limits.reference_trials) limits.reference_trials = &reference;
   // limits.budget_seconds bounds the whole search, the enumeration included: each schedule gets what is
   // left, and a schedule that would start after the deadline is not searched (the result says stopped).
   const auto start = std::chrono::steady_clock::now();

@@ -307,8 +307,11 @@ class BlockSearch {
       ++result_.stats.over_memory_budget;
       return;
     }
-    VerifyResult r =
-        verify_equivalent(program_, kernel, {.trials = limits_.verify_trials, .seed = limits_.seed});
+    VerifyResult r = verify_equivalent(program_, kernel,
+                                       {.trials = limits_.verify_trials,
+                                        .seed = limits_.seed,
+                                        .reference = limits_.reference_trials,
+                                        .bound = false});
     if (r.verdict == Verdict::Equivalent) {
       ++result_.stats.verified;
       result_.found.push_back(std::move(kernel));

@@ -10,6 +10,7 @@
 #include "degree_algebra.h"
 #include "evaluator.h"
 #include "field_algebra.h"
+#include "tilevm/superopt/text.h"
 #include "tilevm/support/file_io.h"
 
 namespace tilevm::superopt {
@@ -127,7 +128,43 @@ struct Trial {
   std::string mismatch;
 };
 
-Trial run_trial(const Graph& a, const Graph& b, std::mt19937_64& rng) {
+}  // namespace
+
+struct ReferenceTrial {
+  std::vector<Array<FieldValue>> outputs;
+  bool undefined = false;
+};
+
+ReferenceTrials::ReferenceTrials() = default;
+ReferenceTrials::~ReferenceTrials() = default;
+
+int64_t ReferenceTrials::hits() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return hits_;
+}
+
+std::shared_ptr<const ReferenceTrial> ReferenceTrials::find(const std::string& program, uint64_t seed,
+                                                            int place) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = trials_.find({program, seed, place});
+  if (it == trials_.end()) return nullptr;
+  ++hits_;
+  return it->second;
+}
+
+void ReferenceTrials::keep(const std::string& program, uint64_t seed, int place,
+                           std::shared_ptr<const ReferenceTrial> trial) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  trials_.emplace(std::make_tuple(program, seed, place),
+                  std::move(trial));  // a twin computed meanwhile stays
+}
+
+namespace {
+
+// Trial `place` of a verification: its draws, then both graphs (a's from `reference` where it has it).
+// `program` is a's text when `reference` is given.
+Trial run_trial(const Graph& a, const Graph& b, std::mt19937_64& rng, ReferenceTrials* reference,
+                const std::string& program, uint64_t seed, int place) {
   // omega = g^((p-1)/q) for a uniform g in Z_p^* is uniform over the q-th roots of unity.
   uint64_t g = 1 + uniform(rng, kFieldP - 1);
   uint64_t omega = field::pow_mod(g, (kFieldP - 1) / kFieldQ, kFieldP);
@@ -147,22 +184,32 @@ Trial run_trial(const Graph& a, const Graph& b, std::mt19937_64& rng) {
   }
   std::vector<const Array<FieldValue>*> pointers;
   for (const Array<FieldValue>& in : inputs) pointers.push_back(&in);
-  auto run_a = [&] { return Evaluator<FieldAlgebra>(alg_a).run(a, pointers); };
+  std::shared_ptr<const ReferenceTrial> kept = reference ? reference->find(program, seed, place) : nullptr;
+  auto run_a = [&] {
+    auto r = std::make_shared<ReferenceTrial>();
+    r->outputs = Evaluator<FieldAlgebra>(alg_a).run(a, pointers);
+    r->undefined = alg_a.undefined();
+    return std::shared_ptr<const ReferenceTrial>(std::move(r));
+  };
   auto run_b = [&] { return Evaluator<FieldAlgebra>(alg_b).run(b, pointers); };
   int64_t elements = 0;
   for (const Array<FieldValue>& in : inputs) elements += static_cast<int64_t>(in.data.size());
-  std::vector<Array<FieldValue>> oa, ob;
-  std::future<std::vector<Array<FieldValue>>> side;
-  if (elements >= (int64_t{1} << 16)) {  // small graphs (the search's) are not worth a thread
+  std::vector<Array<FieldValue>> ob;
+  std::future<std::shared_ptr<const ReferenceTrial>> side;
+  if (!kept && elements >= (int64_t{1} << 16)) {  // small graphs (the search's) are not worth a thread
     try {
       side = std::async(std::launch::async, run_a);
     } catch (const std::system_error&) {  // no thread to be had: both here
     }
   }
   ob = run_b();
-  oa = side.valid() ? side.get() : run_a();
+  if (!kept) {
+    kept = side.valid() ? side.get() : run_a();
+    if (reference) reference->keep(program, seed, place, kept);
+  }
+  const std::vector<Array<FieldValue>>& oa = kept->outputs;
   Trial trial;
-  if (alg_a.undefined() || alg_b.undefined()) {
+  if (kept->undefined || alg_b.undefined()) {
     trial.undefined = true;
     return trial;
   }
@@ -222,8 +269,10 @@ VerifyResult verify_equivalent(const Graph& a, const Graph& b, const VerifyOptio
     trials = std::clamp(needed, trials, std::max(trials, options.max_trials));
   }
   std::mt19937_64 rng(options.seed);
+  const std::string program = options.reference ? print_graph(a) : std::string();
   while (result.trials < trials) {
-    Trial trial = run_trial(a, b, rng);
+    Trial trial =
+        run_trial(a, b, rng, options.reference, program, options.seed, result.trials + result.redraws);
     if (trial.undefined) {
       if (++result.redraws > options.max_redraws) return result;  // Inconclusive
       continue;
@@ -236,14 +285,20 @@ VerifyResult verify_equivalent(const Graph& a, const Graph& b, const VerifyOptio
     ++result.trials;
   }
   result.verdict = Verdict::Equivalent;
-  result.log2_per_trial = options.target_log2_bound < 0 ? per_trial : log2_per_trial_bound(a, b);
-  result.log2_bound = result.log2_per_trial * result.trials;
+  if (options.target_log2_bound < 0 || options.bound) {
+    result.log2_per_trial = options.target_log2_bound < 0 ? per_trial : log2_per_trial_bound(a, b);
+    result.log2_bound = result.log2_per_trial * result.trials;
+    result.bound_computed = true;
+  }
   return result;
 }
 
 std::string VerifyResult::summary() const {
   switch (verdict) {
     case Verdict::Equivalent:
+      if (!bound_computed)
+        return fmt::format("equivalent: {} of {} trials agree (p = {}, q = {}); the bound was not computed",
+                           trials, trials, kFieldP, kFieldQ);
       if (log2_per_trial >= 0)
         return fmt::format(
             "equivalent: {} of {} trials agree (p = {}, q = {}); no useful bound: the degrees are "

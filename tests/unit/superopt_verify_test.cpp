@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <thread>
+
 #include "expect_error.h"
 #include "superopt_test_util.h"
+#include "tilevm/superopt/text.h"
 #include "tilevm/superopt/verify.h"
 
 #include "../../src/superopt/field_algebra.h"
@@ -223,6 +226,25 @@ TEST(SuperoptVerify, ResultsPrintTheirBound) {
                "output 0 has shape [2, 2] in one graph and [2, 1] in the other");
 }
 
+// The search's verifications skip the degree bound (VerifyOptions::bound); the verdict and trials are the
+// same, and the summary says the bound was not computed rather than print a bound of 2^0.
+TEST(SuperoptVerify, TheBoundCanBeLeftOut) {
+  const Graph program = test_graph("rmsnorm_linear.graph"), fused = test_graph("rmsnorm_linear_fused.graph");
+  const VerifyResult with = verify_equivalent(program, fused, {.trials = 2});
+  const VerifyResult without = verify_equivalent(program, fused, {.trials = 2, .bound = false});
+  EXPECT_TRUE(with.bound_computed);
+  EXPECT_LT(with.log2_bound, -100);
+  EXPECT_FALSE(without.bound_computed);
+  EXPECT_EQ(without.verdict, Verdict::Equivalent);
+  EXPECT_EQ(without.trials, 2);
+  EXPECT_EQ(without.summary(),
+            "equivalent: 2 of 2 trials agree (p = 2305842935125508131, q = 2147483647); the bound was not "
+            "computed");
+  // A target bound needs the bound: it is computed whatever `bound` says.
+  EXPECT_TRUE(verify_equivalent(program, fused, {.trials = 1, .target_log2_bound = -64, .bound = false})
+                  .bound_computed);
+}
+
 TEST(SuperoptVerify, RunsTheTrialsATargetBoundNeeds) {
   // Attention's per-trial bound is 2^-9.0, so 2^-128 takes 15 trials; RMSNorm + Linear's 2^-51.9 takes 3.
   VerifyOptions options{.trials = 1, .target_log2_bound = -128};
@@ -256,6 +278,70 @@ TEST(SuperoptVerify, NoUsefulBoundRunsOnlyTheGivenTrials) {
   EXPECT_GE(r.log2_per_trial, 0) << r.summary();
   EXPECT_EQ(r.trials, 2) << r.summary();
   EXPECT_NE(r.summary().find("no useful bound"), std::string::npos) << r.summary();
+}
+
+// A program's trials kept across candidates (ReferenceTrials) give every verification the result it has
+// without them, and each verification after the first evaluates the program no more. Two programs (and two
+// seeds) share one store without mixing; several threads at once too.
+TEST(SuperoptVerify, ReferenceTrialsChangeNoResult) {
+  const Graph program = test_graph("rmsnorm_linear.graph");
+  const Graph fused = test_graph("rmsnorm_linear_fused.graph");
+  const Graph attention = test_graph("attention.graph");
+  const Graph attention_fused = test_graph("attention_fused.graph");
+  // Not equivalent: the same program with its output scaled (every trial differs).
+  const std::string text = print_graph(program);
+  const size_t out = text.rfind("  output ");
+  ASSERT_NE(out, std::string::npos) << text;
+  const std::string name = text.substr(out + 9, text.find('\n', out) - out - 9);
+  const Graph doubled =
+      parse_graph(text.substr(0, out) + "  D = add(" + name + ", " + name + ")\n  output D\n}\n");
+  struct Case {
+    const Graph* a;
+    const Graph* b;
+    VerifyOptions options;
+  };
+  const Case cases[] = {{&program, &fused, {.trials = 3, .seed = 5}},
+                        {&program, &doubled, {.trials = 3, .seed = 5}},
+                        {&program, &fused, {.trials = 1, .seed = 5, .target_log2_bound = -128}},
+                        {&program, &fused, {.trials = 3, .seed = 6}},
+                        {&attention, &attention_fused, {.trials = 2, .seed = 5}},
+                        {&program, &fused, {.trials = 3, .seed = 5}}};
+  auto same = [](const VerifyResult& x, const VerifyResult& y) {
+    EXPECT_EQ(x.verdict, y.verdict);
+    EXPECT_EQ(x.trials, y.trials);
+    EXPECT_EQ(x.redraws, y.redraws);
+    EXPECT_EQ(x.log2_bound, y.log2_bound);
+    EXPECT_EQ(x.mismatch, y.mismatch);
+  };
+  ReferenceTrials reference;
+  int64_t expected_hits = 0;
+  int max_place[2][7] = {};  // per program (rms, attention) and seed: the places evaluated so far
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.b->name() + " seed " + std::to_string(c.options.seed));
+    const VerifyResult alone = verify_equivalent(*c.a, *c.b, c.options);
+    VerifyOptions with = c.options;
+    with.reference = &reference;
+    const VerifyResult kept = verify_equivalent(*c.a, *c.b, with);
+    same(alone, kept);
+    const int places = kept.trials + kept.redraws + (kept.verdict == Verdict::NotEquivalent ? 1 : 0);
+    int& seen = max_place[c.a == &attention ? 1 : 0][c.options.seed];
+    expected_hits += std::min(places, seen);
+    seen = std::max(seen, places);
+    EXPECT_EQ(reference.hits(), expected_hits);
+  }
+  EXPECT_GT(expected_hits, 0);
+  // From four threads at once, against a fresh store: the same results.
+  ReferenceTrials shared;
+  std::vector<VerifyResult> results(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      results[t] =
+          verify_equivalent(program, t % 2 ? doubled : fused, {.trials = 3, .seed = 5, .reference = &shared});
+    });
+  for (std::thread& t : threads) t.join();
+  for (int t = 0; t < 4; ++t)
+    same(results[t], verify_equivalent(program, t % 2 ? doubled : fused, {.trials = 3, .seed = 5}));
 }
 
 TEST(SuperoptVerify, FieldsAreTheDocumentedPrimes) {

@@ -91,6 +91,8 @@ struct SuperoptRequest {
   bool split = false;
   std::string max_memory = "8G";  // the verifier's budget (--max-memory)
   int64_t max_memory_bytes = 0;   // parsed from it
+  // The program's trials, evaluated once for every graph verified against it (ReferenceTrials).
+  std::shared_ptr<ReferenceTrials> reference = std::make_shared<ReferenceTrials>();
 };
 
 // The block ops the search may use for this program: its own element-wise ops and reductions, rms_norm's
@@ -202,6 +204,7 @@ Graph read_graph(const std::string& path) {
 VerifyResult verify(const SuperoptRequest& req, const Graph& program, const Graph& graph) {
   return verify_equivalent(program, graph,
                            {.seed = 11,
+                            .reference = req.reference.get(),
                             .target_log2_bound = -64,
                             .max_trials = kMaxTrials,
                             .max_memory_bytes = req.max_memory_bytes});

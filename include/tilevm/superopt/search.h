@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tilevm/superopt/graph.h"
+#include "tilevm/superopt/verify.h"
 
 namespace tilevm::superopt {
 
@@ -58,6 +59,9 @@ struct SearchLimits {
   bool canonical = true;
   int verify_trials = 4;
   uint64_t seed = 1;
+  // The program's side of every verification's trials, shared by the candidates (ReferenceTrials, verify.h):
+  // search_schedules makes one for its search where this is null; search_block_graphs uses it if given.
+  ReferenceTrials* reference_trials = nullptr;
   int64_t max_states = 2'000'000;
   double budget_seconds = 0;  // > 0: stop after this long (checked every 1,024 states)
   // > 0: a candidate whose verification would hold more than this many bytes (verification_bytes: every

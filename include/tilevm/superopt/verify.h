@@ -12,7 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include "tilevm/superopt/graph.h"
 
@@ -25,14 +29,49 @@ inline constexpr uint64_t kFieldP = 2305842935125508131ULL;  // 1073741790 * kFi
 // went through exp: outside the Lax fragment, where the verifier has no guarantee.
 void check_lax(const Graph& graph);
 
+struct ReferenceTrial;  // verify.cpp: one trial's outputs of the first graph
+
+// The first graph's side of each trial, kept across the verifications of many candidates against one
+// program: a trial's inputs, omega and random functions depend only on the seed, the trial's place in the
+// sequence (redraws count) and the program's inputs, so the program's outputs in it are the same for every
+// candidate, and each verification after the first evaluates the candidate alone (at a benchmark's sizes
+// about half the work: a [16, 4096] x [4096, 4096] product is a second a trial). The results are those
+// without it, bit for bit. Keyed by the program's text, the seed and the trial's place; thread-safe (the
+// search verifies on several threads); it keeps every trial it was given until it is destroyed.
+class ReferenceTrials {
+ public:
+  ReferenceTrials();
+  ~ReferenceTrials();
+  ReferenceTrials(const ReferenceTrials&) = delete;
+  ReferenceTrials& operator=(const ReferenceTrials&) = delete;
+  int64_t hits() const;  // trials served from what an earlier verification evaluated
+
+  // verify.cpp's.
+  std::shared_ptr<const ReferenceTrial> find(const std::string& program, uint64_t seed, int place);
+  void keep(const std::string& program, uint64_t seed, int place,
+            std::shared_ptr<const ReferenceTrial> trial);
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::tuple<std::string, uint64_t, int>, std::shared_ptr<const ReferenceTrial>> trials_;
+  int64_t hits_ = 0;
+};
+
 struct VerifyOptions {
   int trials = 4;
   uint64_t seed = 1;
+  // Where given, the first graph's trials are taken from it and added to it (ReferenceTrials).
+  ReferenceTrials* reference = nullptr;
   // The paper's Theorem 3 as an option: when < 0, run as many more trials as it takes for the bound to reach
   // 2^target_log2_bound (at most max_trials), e.g. -128; the per-trial bound is computed first. Where it is
   // no bound at all (the degrees too high for the fields), only `trials` run.
   double target_log2_bound = 0;
   int max_trials = 256;
+  // false (with target_log2_bound 0): the degree bound is not computed; the result says so. The search
+  // verifies every candidate at the program's sizes, where evaluating the degree bounds of both graphs took
+  // longer than its four trials (a gated MLP at [16, 4096] x [4096, 4096]: 36 s against 10 s a trial), and
+  // the command verifies its answers again to a target bound.
+  bool bound = true;
   // Trials that divided by zero are drawn again, at most this many times in all.
   int max_redraws = 16;
   // > 0: refuse (tilevm::Error, with both figures) to verify graphs whose evaluation would need more than
@@ -54,7 +93,8 @@ struct VerifyResult {
   int redraws = 0;        // trials drawn again after a division by zero
   double log2_bound = 0;  // log2 of the probability that a non-equivalent pair passes all trials
   double log2_per_trial = 0;
-  std::string mismatch;  // NotEquivalent: the first output element that differed
+  bool bound_computed = false;  // log2_bound and log2_per_trial hold the bound (VerifyOptions::bound)
+  std::string mismatch;         // NotEquivalent: the first output element that differed
   std::string summary() const;
 };
 
