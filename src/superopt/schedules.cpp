@@ -305,10 +305,15 @@ bool search_in_order(const Graph& program, const std::vector<BlockSchedule>& sch
                      SearchResult& total) {
   std::vector<SearchResult> results(schedules.size());
   std::atomic<size_t> next{0};
+  // With max_found, the first schedule known to have found graphs: the schedules after it are not started,
+  // those before it run, so the first graphs in schedule order are those of a search without the limit.
+  std::atomic<size_t> first_found{schedules.size()};
+  const int64_t found_before = static_cast<int64_t>(total.found.size());
   // Errors of a worker are kept and rethrown here, the first by schedule order.
   std::vector<std::exception_ptr> errors(schedules.size());
   auto work = [&] {
     for (size_t i = next++; i < schedules.size(); i = next++) {
+      if (limits.max_found > 0 && i > first_found.load()) continue;
       SearchLimits mine = limits;
       if (limits.budget_seconds > 0) {
         mine.budget_seconds = limits.budget_seconds -
@@ -323,6 +328,10 @@ bool search_in_order(const Graph& program, const std::vector<BlockSchedule>& sch
       } catch (...) {
         errors[i] = std::current_exception();
       }
+      if (limits.max_found > 0 &&
+          found_before + static_cast<int64_t>(results[i].found.size()) >= limits.max_found)
+        for (size_t f = first_found.load(); i < f && !first_found.compare_exchange_weak(f, i);) {
+        }
     }
   };
   std::vector<std::thread> pool;
@@ -331,6 +340,7 @@ bool search_in_order(const Graph& program, const std::vector<BlockSchedule>& sch
   for (std::thread& t : pool) t.join();
   for (size_t i = 0; i < schedules.size(); ++i) {
     if (errors[i]) std::rethrow_exception(errors[i]);
+    if (limits.max_found > 0 && static_cast<int64_t>(total.found.size()) >= limits.max_found) break;
     SearchResult& r = results[i];
     for (Graph& g : r.found) total.found.push_back(std::move(g));
     total.stats.states += r.stats.states;
@@ -341,6 +351,7 @@ bool search_in_order(const Graph& program, const std::vector<BlockSchedule>& sch
     total.stats.verified += r.stats.verified;
     total.stats.stopped = total.stats.stopped || r.stats.stopped;
   }
+  if (limits.max_found > 0 && static_cast<int64_t>(total.found.size()) >= limits.max_found) return false;
   return limits.budget_seconds <= 0 ||
          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
              limits.budget_seconds;
@@ -362,9 +373,12 @@ SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, 
   const std::vector<std::set<std::pair<int, int>>> origins = input_origins(program);
   SearchResult total;
   // Where the budget ran out, the schedules not reached are not searched: the result says stopped.
+  auto enough = [&] {
+    return limits.max_found > 0 && static_cast<int64_t>(total.found.size()) >= limits.max_found;
+  };
   if (!search_in_order(program, ordered_class(program, space, Which::Consistent, origins), limits, threads,
                        start, total)) {
-    total.stats.stopped = true;
+    total.stats.stopped = total.stats.stopped || !enough();
     return total;
   }
   // The schedules that leave a block part of a sum have no equivalent graph by input_origins' reasoning; they
@@ -383,7 +397,7 @@ SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, 
     return go;
   });
   if (go && !chunk.empty()) go = search_in_order(program, chunk, limits, threads, start, total);
-  total.stats.stopped = total.stats.stopped || !go;
+  total.stats.stopped = total.stats.stopped || (!go && !enough());
   return total;
 }
 

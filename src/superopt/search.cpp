@@ -78,6 +78,7 @@ class BlockSearch {
       stats.stopped = true;
       return;
     }
+    if (limits_.max_found > 0 && static_cast<int64_t>(result_.found.size()) >= limits_.max_found) return;
     ++stats.states;
     if (stats.states % 1024 == 0 && over_budget()) {
       stats.stopped = true;

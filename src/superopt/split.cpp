@@ -158,12 +158,13 @@ class SplitSearcher {
  public:
   SplitSearcher(const ScheduleSpace& space, SearchLimits limits,
                 const std::function<std::vector<OpKind>(const Graph&)>& ops_for, int threads, double share,
-                double seconds)
+                int parts, double seconds)
       : space_(space),
         limits_(std::move(limits)),
         ops_for_(ops_for),
         threads_(threads),
         share_(share),
+        parts_left_(parts),
         deadline_(std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double>(seconds))) {}
@@ -182,7 +183,8 @@ class SplitSearcher {
     std::optional<Joined> parts[2];
     const Graph* graphs[2] = {&split.head, &split.tail};
     for (int i = 0; i < 2; ++i) {
-      const SearchResult& r = search(*graphs[i]);
+      const SearchResult& r = search(*graphs[i], indent == 0);
+      if (indent == 0) --parts_left_;
       found[i] = static_cast<int>(r.found.size());
       if (!r.found.empty()) {
         parts[i] = Joined{fuse_elementwise(r.found[0]), true};
@@ -202,8 +204,10 @@ class SplitSearcher {
       parts[i] = Joined{*graphs[i], false};
       as_ops = fmt::format(" (the {} runs as its ops)", i == 0 ? "head" : "tail");
     }
-    lines[line] = fmt::format("{:{}}split at {}: the head {} graphs, the tail {}{}", "", indent, split.at,
-                              found[0], found[1], as_ops);
+    // A part's search stops at its first graph (SearchLimits::max_found), the one joined.
+    const auto what = [&](int i) { return found[i] > 0 ? "a graph" : "none"; };
+    lines[line] = fmt::format("{:{}}split at {}: the head {}, the tail {}{}", "", indent, split.at, what(0),
+                              what(1), as_ops);
     if (!parts[0] || !parts[1]) return std::nullopt;
     return Joined{join_split(program, split, parts[0]->graph, parts[1]->graph),
                   parts[0]->whole && parts[1]->whole};
@@ -214,7 +218,10 @@ class SplitSearcher {
  private:
   // The same part comes up under several splits (attention's tail after E is also the inner tail of the
   // splits at S and T): it is searched once, and again only where its budget stopped it with nothing found.
-  const SearchResult& search(const Graph& part) {
+  // A part of a top-level split (`top`) gets at least the equal share of what is left among the top-level
+  // parts not yet searched: time a part did not need (its space searched whole before its share ran out)
+  // goes to the parts after it instead of being lost. The parts of inner splits get the fixed share.
+  const SearchResult& search(const Graph& part, bool top) {
     const std::string key = print_graph(part);
     const auto it = searched_.find(key);
     if (it != searched_.end() && (!it->second.stats.stopped || !it->second.found.empty())) return it->second;
@@ -227,7 +234,8 @@ class SplitSearcher {
     }
     SearchLimits limits = limits_;
     limits.ops = ops_for_(part);
-    limits.budget_seconds = std::min(share_, left);
+    limits.max_found = 1;  // only a part's first graph is joined (at)
+    limits.budget_seconds = std::min(top ? std::max(share_, left / std::max(1, parts_left_)) : share_, left);
     r = search_schedules(part, space_, limits, threads_);
     return r;
   }
@@ -237,6 +245,7 @@ class SplitSearcher {
   const std::function<std::vector<OpKind>(const Graph&)>& ops_for_;
   const int threads_;
   const double share_;
+  int parts_left_;  // top-level parts not yet searched
   const std::chrono::steady_clock::time_point deadline_;
   std::map<std::string, SearchResult> searched_;  // by the part's text
 };
@@ -250,7 +259,8 @@ SplitSearch search_split(const Graph& program, const ScheduleSpace& space, Searc
   const std::vector<ProgramSplit> splits = program_splits(program);
   if (splits.empty() || seconds <= 0) return out;
   SplitSearcher searcher(space, std::move(limits), ops_for, threads,
-                         seconds / static_cast<double>(2 * splits.size()), seconds);
+                         seconds / static_cast<double>(2 * splits.size()),
+                         static_cast<int>(2 * splits.size()), seconds);
   // The splits that fuse every part first, then those that leave a part as kernel ops.
   std::vector<Graph> partial;
   for (const ProgramSplit& split : splits)

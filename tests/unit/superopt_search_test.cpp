@@ -257,6 +257,29 @@ TEST(SuperoptSearch, SchedulesDivideTheExtents) {
   }
 }
 
+// max_found stops the search once it has that many graphs: the first ones of the unlimited search, in
+// schedule order, on one thread or several, with fewer states and not marked stopped.
+TEST(SuperoptSearch, MaxFoundKeepsTheFirstGraphs) {
+  Graph program =
+      parse_graph("kernel mm {\n  input A [4, 8]\n  input B [8, 6]\n  C = matmul(A, B)\n  output C\n}\n");
+  ScheduleSpace space{.grid_extents = {1, 2}, .loop_extents = {1, 2}};
+  const SearchLimits all{.max_ops = 3, .ops = {OpKind::Matmul, OpKind::Add}};
+  const SearchResult every = search_schedules(program, space, all, 1);
+  ASSERT_GT(every.found.size(), 4u);
+  for (int64_t wanted : {1, 3})
+    for (int threads : {1, 2}) {
+      SearchLimits limits = all;
+      limits.max_found = wanted;
+      const SearchResult first = search_schedules(program, space, limits, threads);
+      SCOPED_TRACE(fmt::format("max_found {}, {} threads", wanted, threads));
+      ASSERT_EQ(static_cast<int64_t>(first.found.size()), wanted);
+      for (size_t i = 0; i < first.found.size(); ++i)
+        EXPECT_EQ(print_graph(first.found[i]), print_graph(every.found[i]));
+      EXPECT_LT(first.stats.states, every.stats.states);
+      EXPECT_FALSE(first.stats.stopped);
+    }
+}
+
 TEST(SuperoptSearch, FindsMatmulsOverAllSchedules) {
   Graph program =
       parse_graph("kernel mm {\n  input A [4, 8]\n  input B [8, 6]\n  C = matmul(A, B)\n  output C\n}\n");

@@ -111,10 +111,10 @@ TEST(SuperoptSplit, APartThatGivesNothingRunsAsItsOps) {
   };
   const SplitSearch r = search_split(attention, space, {.max_ops = 4}, head_ops, 1, 0, 600);
   EXPECT_EQ(r.lines, (std::vector<std::string>{
-                         "split at S: the head 24 graphs, the tail 0 (the tail runs as its ops)",
-                         "split at T: the head 132 graphs, the tail 0 (the tail runs as its ops)",
-                         "split at E: the head 42 graphs, the tail 0 (the tail runs as its ops)",
-                         "split at P: the head 0 graphs, the tail 24 (the head runs as its ops)",
+                         "split at S: the head a graph, the tail none (the tail runs as its ops)",
+                         "split at T: the head a graph, the tail none (the tail runs as its ops)",
+                         "split at E: the head a graph, the tail none (the tail runs as its ops)",
+                         "split at P: the head none, the tail a graph (the head runs as its ops)",
                      }));
   ASSERT_EQ(r.joined.size(), 4u);
   for (const Graph& joined : r.joined) {

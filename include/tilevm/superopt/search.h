@@ -63,6 +63,10 @@ struct SearchLimits {
   // search_schedules makes one for its search where this is null; search_block_graphs uses it if given.
   ReferenceTrials* reference_trials = nullptr;
   int64_t max_states = 2'000'000;
+  // > 0: stop once this many graphs are found, the first ones in schedule order as without the limit (a
+  // schedule after one that found a graph is not started; those before it still run). The split search
+  // takes each part's first graph only, and gives what a part did not use to the parts after it.
+  int64_t max_found = 0;
   double budget_seconds = 0;  // > 0: stop after this long (checked every 1,024 states)
   // > 0: a candidate whose verification would hold more than this many bytes (verification_bytes: every
   // tensor of both graphs at the program's sizes) is not verified, and counted in over_memory_budget.

@@ -55,7 +55,9 @@ struct SplitSearch {
 // the first graph found for each part (fused) joined. A part that gives none even so stays as its tensor ops
 // (Mirage's kernel graphs mix graph-defined kernels and kernel ops: the lowering gives each op its kernel),
 // so that the other part is still fused; a split where no part gives a graph is no answer. Each search gets
-// an equal share of `seconds`: seconds / (2 x the program's splits); past `seconds` no new search starts.
+// an equal share of `seconds`, seconds / (2 x the program's splits), a part of a top-level split at least
+// the equal share of what is left among the top-level parts not yet searched (what a part did not use goes
+// to those after it); past `seconds` no new search starts.
 SplitSearch search_split(const Graph& program, const ScheduleSpace& space, SearchLimits limits,
                          const std::function<std::vector<OpKind>(const Graph&)>& ops_for, int threads,
                          int depth, double seconds);
