@@ -16,7 +16,7 @@ struct RealAlgebra {
   double div(double a, double b) { return a / b; }
   double exp(double a) { return std::exp(a); }
   double constant(const Constant& c) { return c.to_double(); }
-  void merge(const RealAlgebra&) {}  // no state: a block op's blocks may run on several threads
+  void merge_block_copy(const RealAlgebra&) {}  // no state: a block op's blocks may run on several threads
   // out = a @ b summing over k in the same order as the evaluator's loop, reading b row by row (the compiler
   // may fuse a multiply-add here; the double reference is far finer than the f16 kernels it checks).
   void matmul(const double* a, const double* b, double* out, int64_t m, int64_t k, int64_t n) const {

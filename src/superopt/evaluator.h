@@ -8,7 +8,7 @@
 //   Value exp(const Value&);
 //   Value apply(OpKind fn, const Value&);       sqrt, silu, gelu, relu
 //   Value constant(const Constant&);
-//   void merge(const Alg& copy);                optional: where given, a block op's blocks may run on several
+//   void merge_block_copy(const Alg& copy);     optional: where given, a block op's blocks may run on several
 //                                               threads, each with a copy of the algebra (its caches are its
 //                                               own), merged back after (e.g. a division by zero it saw)
 //
@@ -22,7 +22,6 @@
 #include <array>
 #include <atomic>
 #include <exception>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -286,7 +285,10 @@ class Evaluator {
     // product (whose matmul splits over the cores) before; the verifier evaluates such a candidate in every
     // trial.
     int threads = 1;
-    if constexpr (requires(Alg & a, const Alg& b) { a.merge(b); }) {
+    if constexpr (requires(Alg & a, const Alg& b) { a.merge_block_copy(b); }) {
+      // Small block ops (the search's own graphs) are not worth threads.
+      int64_t elements = 0;
+      for (const Array<V>* operand : operands) elements += static_cast<int64_t>(operand->data.size());
       bool disjoint = true;
       for (const Op& op : g.ops())
         if (op.kind == OpKind::Save)
@@ -295,7 +297,7 @@ class Evaluator {
             for (int e = 0; e < d; ++e)  // two grid dimensions along one output dimension overlap
               disjoint = disjoint && (grid[d] == 1 || grid[e] == 1 || op.map[d] != op.map[e]);
           }
-      if (disjoint)
+      if (disjoint && elements >= (int64_t{1} << 16))
         threads =
             static_cast<int>(std::min<int64_t>(blocks, std::max(1u, std::thread::hardware_concurrency())));
       if (threads > 1) {
@@ -312,15 +314,16 @@ class Evaluator {
           }
         };
         std::vector<std::thread> pool;
+        pool.reserve(static_cast<size_t>(threads - 1));
         try {
           for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
-        } catch (const std::system_error&) {  // fewer threads to be had: those started and this one
+        } catch (...) {  // fewer threads to be had: those started and this one
         }
         work(0);
         for (std::thread& t : pool) t.join();
         for (const std::exception_ptr& e : errors)
           if (e) std::rethrow_exception(e);
-        for (const Alg& a : algebras) alg_.merge(a);
+        for (const Alg& a : algebras) alg_.merge_block_copy(a);
         return results;
       }
     }

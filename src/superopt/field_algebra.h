@@ -152,7 +152,7 @@ class FieldAlgebra {
 
   bool undefined() const { return undefined_; }
   // A copy that evaluated some of a block op's blocks (evaluator.h).
-  void merge(const FieldAlgebra& copy) { undefined_ = undefined_ || copy.undefined_; }
+  void merge_block_copy(const FieldAlgebra& copy) { undefined_ = undefined_ || copy.undefined_; }
 
  private:
   // Columns [j0, j1) of the product.

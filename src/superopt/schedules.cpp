@@ -335,14 +335,22 @@ bool search_in_order(const Graph& program, const std::vector<BlockSchedule>& sch
     }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  pool.reserve(static_cast<size_t>(std::max(0, threads - 1)));
+  try {
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  } catch (...) {  // fewer threads to be had: those started and this one share the schedules
+  }
   work();
   for (std::thread& t : pool) t.join();
   for (size_t i = 0; i < schedules.size(); ++i) {
-    if (errors[i]) std::rethrow_exception(errors[i]);
+    // Past max_found nothing more is read: a schedule after the cut may have run (and failed) on another
+    // thread, which one thread would not have started.
     if (limits.max_found > 0 && static_cast<int64_t>(total.found.size()) >= limits.max_found) break;
+    if (errors[i]) std::rethrow_exception(errors[i]);
     SearchResult& r = results[i];
-    for (Graph& g : r.found) total.found.push_back(std::move(g));
+    for (Graph& g : r.found)
+      if (limits.max_found <= 0 || static_cast<int64_t>(total.found.size()) < limits.max_found)
+        total.found.push_back(std::move(g));
     total.stats.states += r.stats.states;
     total.stats.pruned += r.stats.pruned;
     total.stats.over_memory += r.stats.over_memory;
