@@ -11,18 +11,25 @@ import collections
 import sys
 
 
+def read_space(lines):
+    """The "space WTYPE M K N CONFIG MEASURED MODEL" lines by problem: {(wtype, m, k, n): [(config, measured,
+    model), ...]} (bench/fit_cost_model.py reads them too)."""
+    by = collections.defaultdict(list)
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 8 and parts[0] == "space":
+            _, wtype, m, k, n, config, measured, model = parts
+            by[(wtype, int(m), int(k), int(n))].append((config, float(measured), float(model)))
+    return by
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
     top = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-    by = collections.defaultdict(list)
     with open(sys.argv[1]) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 8 and parts[0] == "space":
-                _, wtype, m, k, n, config, measured, model = parts
-                by[(wtype, int(m), int(k), int(n))].append((config, float(measured), float(model)))
+        by = read_space(f)
     if not by:
         print("no 'space' lines in", sys.argv[1])
         return 1

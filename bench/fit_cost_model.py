@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 
+from cost_model_regret import read_space
+
 TOOL = os.environ.get("TILEVM_SWEEP", os.path.join("build", "bin", "tilevm_qmatmul_sweep"))
 
 
@@ -28,15 +30,11 @@ def score(sweep, fields, rms_weight):
     for name, value in fields.items():
         args += ["--set", f"{name}={value:.6g}"]
     out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
-    problems = {}
-    for line in out.splitlines():
-        _, _, m, k, n, config, measured, model = line.split()
-        problems.setdefault((m, k, n), []).append((float(measured), float(model)))
     regrets, errors = [], []
-    for rows in problems.values():
-        fastest = min(r[0] for r in rows)
-        regrets.append(min(rows, key=lambda r: r[1])[0] / fastest)
-        errors += [math.log(r[1] / r[0]) ** 2 for r in rows if r[0] <= 1.5 * fastest]
+    for rows in read_space(out.splitlines()).values():
+        fastest = min(r[1] for r in rows)
+        regrets.append(min(rows, key=lambda r: r[2])[1] / fastest)
+        errors += [math.log(r[2] / r[1]) ** 2 for r in rows if r[1] <= 1.5 * fastest]
     geo = math.exp(sum(map(math.log, regrets)) / len(regrets))
     rms = math.sqrt(sum(errors) / len(errors))
     return 4 * math.log(geo) + math.log(max(regrets)) + rms_weight * rms, geo, max(regrets), rms

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "tilevm/superopt/search.h"
+#include "tilevm/superopt/verify.h"
 #include "tilevm/support/error.h"
 
 namespace tilevm::superopt {
@@ -298,6 +299,11 @@ std::vector<BlockSchedule> ordered_schedules(const Graph& program, const Schedul
 
 namespace {
 
+// Whether a search with `limits` has the graphs it asked for (SearchLimits::max_found).
+bool found_enough(const SearchLimits& limits, const SearchResult& total) {
+  return limits.max_found > 0 && static_cast<int64_t>(total.found.size()) >= limits.max_found;
+}
+
 // search_block_graphs over `schedules` in order on `threads` threads, within the limits' budget counted from
 // `start`; stats and graphs added to `total` in schedule order. Returns whether budget is left.
 bool search_in_order(const Graph& program, const std::vector<BlockSchedule>& schedules,
@@ -345,12 +351,11 @@ bool search_in_order(const Graph& program, const std::vector<BlockSchedule>& sch
   for (size_t i = 0; i < schedules.size(); ++i) {
     // Past max_found nothing more is read: a schedule after the cut may have run (and failed) on another
     // thread, which one thread would not have started.
-    if (limits.max_found > 0 && static_cast<int64_t>(total.found.size()) >= limits.max_found) break;
+    if (found_enough(limits, total)) break;
     if (errors[i]) std::rethrow_exception(errors[i]);
     SearchResult& r = results[i];
     for (Graph& g : r.found)
-      if (limits.max_found <= 0 || static_cast<int64_t>(total.found.size()) < limits.max_found)
-        total.found.push_back(std::move(g));
+      if (!found_enough(limits, total)) total.found.push_back(std::move(g));
     total.stats.states += r.stats.states;
     total.stats.pruned += r.stats.pruned;
     total.stats.over_memory += r.stats.over_memory;
@@ -359,7 +364,7 @@ bool search_in_order(const Graph& program, const std::vector<BlockSchedule>& sch
     total.stats.verified += r.stats.verified;
     total.stats.stopped = total.stats.stopped || r.stats.stopped;
   }
-  if (limits.max_found > 0 && static_cast<int64_t>(total.found.size()) >= limits.max_found) return false;
+  if (found_enough(limits, total)) return false;
   return limits.budget_seconds <= 0 ||
          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
              limits.budget_seconds;
@@ -381,12 +386,9 @@ SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, 
   const std::vector<std::set<std::pair<int, int>>> origins = input_origins(program);
   SearchResult total;
   // Where the budget ran out, the schedules not reached are not searched: the result says stopped.
-  auto enough = [&] {
-    return limits.max_found > 0 && static_cast<int64_t>(total.found.size()) >= limits.max_found;
-  };
   if (!search_in_order(program, ordered_class(program, space, Which::Consistent, origins), limits, threads,
                        start, total)) {
-    total.stats.stopped = total.stats.stopped || !enough();
+    total.stats.stopped = total.stats.stopped || !found_enough(limits, total);
     return total;
   }
   // The schedules that leave a block part of a sum have no equivalent graph by input_origins' reasoning; they
@@ -405,7 +407,7 @@ SearchResult search_schedules(const Graph& program, const ScheduleSpace& space, 
     return go;
   });
   if (go && !chunk.empty()) go = search_in_order(program, chunk, limits, threads, start, total);
-  total.stats.stopped = total.stats.stopped || (!go && !enough());
+  total.stats.stopped = total.stats.stopped || (!go && !found_enough(limits, total));
   return total;
 }
 

@@ -20,9 +20,10 @@
 #include <vector>
 
 #include "tilevm/superopt/graph.h"
-#include "tilevm/superopt/verify.h"
 
 namespace tilevm::superopt {
+
+class ReferenceTrials;  // verify.h
 
 // How the one graph-defined kernel is laid out: its grid and loop, an iterator per program input (in order)
 // and the omap of its save.
