@@ -69,8 +69,11 @@ TEST(CodegenRegions, NoBlockBarrierInsideARegion) {
   EXPECT_NE(body.find("__syncthreads();  // the section ends when each of its regions has"),
             std::string::npos);
   // Region 0 of each section synchronizes on barrier 1 with its 128 threads, region 1 on barrier 2 with 256.
-  EXPECT_NE(body.find("asm volatile(\"bar.sync 1, 128;\" ::: \"memory\");  // the block's arrival"),
+  // Region 0's arrival right after its Synchronize() takes no barrier of its own (emit_block).
+  EXPECT_NE(body.find("asm volatile(\"bar.sync 1, 128;\" ::: \"memory\");"), std::string::npos);
+  EXPECT_NE(body.find("// the block's arrival: the Synchronize() just before it finished"),
             std::string::npos);
+  EXPECT_EQ(body.find("// the block's arrival: every thread's"), std::string::npos);
   EXPECT_GE(count(body, "asm volatile(\"bar.sync 2, 256;\" ::: \"memory\");"),
             3u);  // Synchronize, reduce, print
   EXPECT_NE(body.find("if (tv_warpgroup == 0) {"), std::string::npos);

@@ -448,6 +448,73 @@ TEST(QMatmulProgram, RegisterAForm) {
   }
 }
 
+// TMA copies in the mma.sync forms (QMatmulConfig::tma, "_tma"): the codes of each stage one bulk copy, the
+// scale and zero rows tensor copies, on the stage's barrier, A still a cp.async. Each case has more k-tiles
+// per block than stages, so that thread 0 refills stages the block has read (the race checker follows the
+// copies). The swapped and plain forms, split-K, zero points per group and per channel, a last k-tile past
+// k, groups of 32, bf16, two warps along M, and 3-bit codes (tiles of 1536 words: no power of two).
+std::vector<std::pair<Problem, uint32_t>> tma_cases() {
+  auto cfg = [](const char* name) { return QMatmulConfig::parse(name); };
+  std::vector<std::pair<Problem, uint32_t>> cases;
+  cases.push_back(
+      {{problem(5, 136, 1024, DataType::uint(4), 128), cfg("bm8_bn64_bk128_sk128_w1x2_s3_k2_tma")}, 12001});
+  QMatmulProblem z = problem(3, 128, 1024, DataType::uint(4), 64);
+  z.zero_point = true;
+  cases.push_back({{z, cfg("bm8_bn64_bk64_sk64_w1x2_s2_k1_tma")}, 12002});
+  QMatmulProblem zc = problem(7, 128, 520, DataType::uint(4), 520);  // per channel; k-tile 5 reaches past k
+  zc.zero_point = true;
+  cases.push_back({{zc, cfg("bm8_bn128_bk128_sk128_w1x4_s3_k1_tma")}, 12003});
+  cases.push_back(
+      {{problem(17, 128, 1024, DataType::int_(4), 32), cfg("bm16_bn64_bk128_sk32_w1x2_s3_k1_tma")}, 12004});
+  QMatmulProblem b = problem(20, 192, 2048, DataType::uint(4), 128);
+  b.atype = DataType::bf16();
+  cases.push_back({{b, cfg("bm16_bn64_bk256_sk128_w1x2_s3_k3_tma")}, 12005});
+  cases.push_back(
+      {{problem(40, 64, 1024, DataType::uint(8), 128), cfg("bm32_bn64_bk128_sk128_w2x2_s4_k1_tma")}, 12006});
+  cases.push_back(
+      {{problem(6, 128, 1536, DataType::uint(3), 128), cfg("bm8_bn128_bk128_sk128_w1x4_s3_k2_tma")}, 12007});
+  return cases;
+}
+
+TEST(QMatmulProgram, TmaCopiesInTheMmaSyncForms) {
+  const std::vector<std::pair<Problem, uint32_t>> cases = tma_cases();
+  const size_t every = test::under_asan<size_t>(2, 1);
+  for (size_t i = 0; i < cases.size(); i += every) {
+    const auto& [p, seed] = cases[i];
+    SCOPED_TRACE(p.problem.key() + " " + p.config.name());
+    check(p, seed, p.problem.group != p.problem.k);
+  }
+}
+
+TEST(QMatmulProgram, TmaCopiesRules) {
+  const QMatmulConfig c = QMatmulConfig::parse("bm8_bn128_bk128_sk128_w1x4_s4_k4_tma");
+  EXPECT_TRUE(c.tma);
+  EXPECT_FALSE(c.wgmma);
+  EXPECT_EQ(c.name(), "bm8_bn128_bk128_sk128_w1x4_s4_k4_tma");
+  EXPECT_EQ(QMatmulConfig::parse(c.name()), c);
+  const QMatmulProblem p = problem(1, 256, 1024, DataType::uint(4), 128);
+  // One barrier a stage more than the cp.async form.
+  QMatmulConfig plain = c;
+  plain.tma = false;
+  EXPECT_EQ(qmatmul_shared_bytes(p, c) - qmatmul_shared_bytes(p, plain), 8 * 4);
+  expect_error([&] { check_config(p, c, target::Target::for_arch("sm_80")); },
+               "TMA copies (_tma) need sm_90");
+  expect_error([&] { build_qmatmul(problem(1, 250, 1024, DataType::uint(4), 128), c); },
+               "k (1024) and n (250) multiples of 8");
+  expect_error([&] { build_qmatmul(p, QMatmulConfig::parse("bm8_bn128_bk512_sk128_w1x4_s3_k1_tma")); },
+               "need block_k (512) at most 256");
+  expect_error([&] { build_qmatmul(p, QMatmulConfig::parse("bm16_bn64_bk256_sk128_w1x2x2_s3_k1_tma")); },
+               "need warps_k 1");
+  // A stage's scale row of 32 columns is 64 bytes; the TMA writes 128-byte multiples.
+  expect_error([&] { build_qmatmul(p, QMatmulConfig::parse("bm8_bn32_bk128_sk128_w1x1_s3_k1_tma")); },
+               "a stage's scale rows are 1 x 32 x 2 bytes");
+  QMatmulConfig both = c;
+  both.wgmma = true;
+  both.block_m = 16;
+  both.block_n = 64;
+  expect_error([&] { check_config(p, both); }, "TMA copies (_tma) are a variant of the mma.sync forms");
+}
+
 // A weight's layout identity (qmatmul_layout) is shared by the configurations that read the same transformed
 // bytes, whatever M, and differs between the forms' orders.
 TEST(QMatmulProgram, LayoutIdentity) {
@@ -659,6 +726,13 @@ std::vector<std::pair<Problem, uint32_t>> wgmma_gpu_cases() {
   cases.push_back({{wb, ws_config(128, 2, 128, 4)}, 11104});
   cases.push_back({{problem(300, 136, 384, DataType::int_(8), 128), ws_config(256, 2, 64, 4)}, 11105});
   for (auto& c : register_a_cases()) cases.push_back(std::move(c));
+  for (auto& c : tma_cases()) cases.push_back(std::move(c));
+  // TMA copies on every type that fits f16 (the swapped form), at a larger shape.
+  for (DataType w : weight_types())
+    if (qmatmul_weight_fits(w, kF16))
+      cases.push_back(
+          {{problem(11, 200, 2048, w, 128), QMatmulConfig::parse("bm8_bn64_bk128_sk128_w1x2_s4_k3_tma")},
+           12100 + static_cast<uint32_t>(w.bits())});
   return cases;
 }
 
@@ -721,6 +795,29 @@ TEST(QMatmulProgram, WgmmaFormFencesTheGenericProxy) {
                 .find(fence),
             std::string::npos);
   EXPECT_EQ(emitted(build_qmatmul(problem(64, 256, 512, DataType::uint(4), 128), small_config())).find(fence),
+            std::string::npos);
+}
+
+// With TMA copies the loop's refill is Synchronize(), then thread 0's BarrierArrive: the arrival takes no
+// second __syncthreads, so the loop keeps one block barrier a k-tile as in the cp.async form. And 3-bit
+// codes (tiles of 1536 words, no power of two) emit their bulk copy's tile test (an internal error before).
+TEST(QMatmulProgram, TmaCopiesTakeOneBarrierAStep) {
+  const target::Target sm90a = target::Target::for_arch("sm_90a");
+  auto emitted = [&](const QMatmulProblem& p, const char* config) {
+    Diagnostics diags;
+    const std::optional<ir::Program> lowered =
+        transform::lower(build_qmatmul(p, QMatmulConfig::parse(config)), diags, {.target = sm90a});
+    EXPECT_TRUE(lowered) << diags.render("program", "");
+    return lowered ? codegen::cuda::emit_cuda(*lowered, {.target = sm90a}).source : std::string();
+  };
+  const std::string src =
+      emitted(problem(1, 1024, 4096, DataType::uint(4), 128), "bm8_bn128_bk128_sk128_w1x4_s4_k4_tma");
+  const std::string merged = "the Synchronize() just before it finished every thread's earlier instructions";
+  ASSERT_NE(src.find(merged), std::string::npos);
+  // Only the refill in the loop merges; the prologue's arrivals keep their barrier.
+  EXPECT_EQ(src.find(merged), src.rfind(merged));
+  EXPECT_NE(emitted(problem(6, 128, 1536, DataType::uint(3), 128), "bm8_bn128_bk128_sk128_w1x4_s3_k2_tma")
+                .find("one bulk copy of 6144 bytes"),
             std::string::npos);
 }
 

@@ -303,7 +303,8 @@ std::optional<TiledCopy> tiled_copy(Emitter& e, const MemTensor& dst, const ir::
   const ElementAccess lo = e.access(src, sview, {}, zero);
   std::vector<std::string> cond;
   for (size_t d = 0; d < r; ++d) {
-    if (!divisible(lo.base[d], tile[d]) || !std::has_single_bit(static_cast<uint64_t>(tile[d])))
+    // (divisible() knows powers of two only: a tile of 1536 u32 words, 128 x 128 u3 codes, is tested here.)
+    if (!std::has_single_bit(static_cast<uint64_t>(tile[d])) || !divisible(lo.base[d], tile[d]))
       cond.push_back(fmt::format("({}) % {} == 0", lo.base[d].text, tile[d]));
     const CExpr &at = lo.base[d], &extent = src.shape[d];
     if (at.value && extent.value) {  // known here: inside, or never on this path

@@ -130,7 +130,12 @@ void Emitter::emit_barrier_arrive(const ir::InstStmt& s, const ir::BarrierArrive
         addr));
     return;
   }
-  line("__syncthreads();  // the block's arrival: every thread's earlier instructions are done");
+  if (synced_arrivals_.count(&s))
+    line(
+        "// the block's arrival: the Synchronize() just before it finished every thread's earlier "
+        "instructions");
+  else
+    line("__syncthreads();  // the block's arrival: every thread's earlier instructions are done");
   if (n.tx)
     line(
         fmt::format("if (t == 0) asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" "

@@ -25,6 +25,7 @@
 #include <sstream>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tilevm/codegen/cuda/codegen.h"
@@ -343,6 +344,8 @@ class Emitter {
   // The barriers that every arrival reaches one warp at a time, and the warps of each arrival
   // (collect_barrier_arrivals in emit_tma.cpp).
   std::unordered_map<const ir::VarNode*, int64_t> arrival_warps_;
+  // BarrierArrives that directly follow a Synchronize() (emit_block): no barrier of their own.
+  std::unordered_set<const ir::InstStmt*> synced_arrivals_;
   // DotAsyncs with a in registers that the GPU code cannot take, and why (collect_wgmma_facts).
   std::map<const ir::InstNode*, std::string> unretired_register_a_;
   // Whether st.shared or cp.async writes a tile that wgmma reads: the tensor cores read shared memory through

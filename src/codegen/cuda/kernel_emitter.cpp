@@ -186,7 +186,32 @@ std::string Emitter::expr(const ir::Expr& e) {
   return "0";
 }
 
+namespace {
+
+const ir::InstStmt* inst_of(const ir::Stmt& s, ir::InstKind kind) {
+  const auto* i = s->kind == ir::StmtKind::Inst ? s->as<ir::InstStmt>() : nullptr;
+  return i && i->inst->kind == kind ? i : nullptr;
+}
+
+}  // namespace
+
 void Emitter::emit_block(const ir::Block& b) {
+  // A block's BarrierArrive right after a Synchronize() (directly, or first in the next statement's `if`,
+  // whose condition is a scalar without effects) needs no barrier of its own: every thread's earlier
+  // instructions are done already (an mma.sync pipeline with TMA copies: Synchronize, then thread 0
+  // arms and refills the stage just read).
+  for (size_t k = 0; k + 1 < b.size(); ++k) {
+    if (!inst_of(b[k], ir::InstKind::Synchronize)) continue;
+    const ir::Stmt* next = &b[k + 1];
+    if ((*next)->kind == ir::StmtKind::If) {
+      const auto* f = (*next)->as<ir::IfStmt>();
+      if (f->bodies.empty() || f->bodies[0].empty()) continue;
+      next = &f->bodies[0][0];
+    }
+    if (const ir::InstStmt* a = inst_of(*next, ir::InstKind::BarrierArrive);
+        a && !a->inst->as<ir::BarrierArriveInst>()->rank)
+      synced_arrivals_.insert(a);
+  }
   for (size_t k = 0; k < b.size(); ++k) {
     if (b[k]->kind == ir::StmtKind::Region) {  // a section: the regions that follow run together
       size_t end = k + 1;

@@ -27,7 +27,7 @@ std::string QMatmulConfig::name() const {
                                         : fmt::format("{}x{}", warps_m, warps_n);
   return fmt::format("bm{}_bn{}_bk{}_sk{}_w{}_s{}_k{}{}{}", block_m, block_n, block_k, slice_k, warps, stages,
                      split_k,
-                     !wgmma             ? ""
+                     !wgmma             ? (tma ? "_tma" : "")
                      : register_a       ? "_wsr"
                      : warp_specialized ? "_ws"
                                         : "_wg",
@@ -37,7 +37,7 @@ std::string QMatmulConfig::name() const {
 QMatmulConfig QMatmulConfig::parse(const std::string& name) {
   if (name == "dequant_gemm") return QMatmulConfig{.dequant_gemm = true};
   static const std::regex re(
-      R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})(?:x(\d{1,6}))?_s(\d{1,6})_k(\d{1,6})(_wg|_wsr|_ws)?(?:_p(\d{1,6}))?)");
+      R"(bm(\d{1,6})_bn(\d{1,6})_bk(\d{1,6})_sk(\d{1,6})_w(\d{1,6})x(\d{1,6})(?:x(\d{1,6}))?_s(\d{1,6})_k(\d{1,6})(_wg|_wsr|_ws|_tma)?(?:_p(\d{1,6}))?)");
   std::smatch m;
   if (!std::regex_match(name, m, re))
     fail(
@@ -45,7 +45,8 @@ QMatmulConfig QMatmulConfig::parse(const std::string& name) {
         "warps "
         "along K, bm16_bn64_bk512_sk128_w1x2x4_s3_k1, or of the wgmma form "
         "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg (_ws warp-specialized, _wsr with register A, _wsr_p132 "
-        "stream-K over 132 blocks), each number of at most 6 digits)",
+        "stream-K over 132 blocks; an mma.sync form with TMA copies ..._s4_k4_tma), each number of at most 6 "
+        "digits)",
         name);
   auto v = [&](int i) { return std::stoll(m[i].str()); };  // at most 6 digits: never out of range
   QMatmulConfig c;
@@ -58,7 +59,8 @@ QMatmulConfig QMatmulConfig::parse(const std::string& name) {
   c.warps_k = m[7].matched ? v(7) : 1;
   c.stages = v(8);
   c.split_k = v(9);
-  c.wgmma = m[10].matched;
+  c.tma = m[10].str() == "_tma";
+  c.wgmma = m[10].matched && !c.tma;
   c.warp_specialized = m[10].str() == "_ws" || m[10].str() == "_wsr";
   c.register_a = m[10].str() == "_wsr";
   c.stream_k = m[11].matched ? v(11) : 0;
@@ -118,6 +120,25 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
   if (c.warp_specialized && !c.wgmma) bad("warp specialization is a variant of the wgmma form");
   if (c.register_a && !c.warp_specialized)
     bad("register A (wgmma's RS form) is a variant of the warp-specialized form");
+  if (c.tma) {
+    // The mma.sync forms with TMA copies (QMatmulConfig::tma).
+    if (!target.features.hopper)
+      bad(fmt::format("TMA copies (_tma) need sm_90, and the target {} is {}", target.name, target.arch));
+    if (c.wgmma)
+      bad("TMA copies (_tma) are a variant of the mma.sync forms (the wgmma forms have their own)");
+    if (c.warps_k != 1) bad("TMA copies (_tma) need warps_k 1");
+    if (c.block_k > 256)
+      bad(fmt::format("TMA copies (_tma) need block_k ({}) at most 256, the TMA's widest box", c.block_k));
+    if (p.k % 8 != 0 || p.n % 8 != 0)
+      bad(fmt::format("TMA copies (_tma) need rows of 16-byte multiples: k ({}) and n ({}) multiples of 8",
+                      p.k, p.n));
+    const QMatmulShape s(p, c);
+    if (s.scale_rows * c.block_n * 2 % 128 != 0)
+      bad(fmt::format(
+          "TMA copies (_tma) write tiles of 128-byte multiples, and a stage's scale rows are {} x {} x 2 "
+          "bytes",
+          s.scale_rows, c.block_n));
+  }
   if (c.wgmma) {
     // One warpgroup per 64 columns of C; the dequantized tile's rows are 64 ATYPE values (128 bytes).
     if (!target.features.wgmma)
@@ -270,6 +291,8 @@ QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {
   if (c.wgmma) shared_bytes += (c.register_a ? 0 : 2 * c.block_n * c.block_k * 2) + 1024;
   // Warp-specialized: two barriers per stage (full and empty), 8 bytes each.
   if (c.warp_specialized) shared_bytes += 16 * c.stages;
+  // TMA copies in an mma.sync form: one barrier per stage (full).
+  if (c.tma) shared_bytes += 8 * c.stages;
 }
 
 bool qmatmul_weights_rounded(const QMatmulProblem& p, const QMatmulConfig& c) {

@@ -57,9 +57,14 @@ MatmulData declare(MatmulConstants& k) {
   // Warp-specialized, the TMA copies a tile's codes as rows of code_row_words (a box is at most 256 wide):
   // the same memory as [k tiles, n tiles, TILE_WORDS], viewed as rows.
   const int64_t row = k.s.code_row_words, code_rows = k.c.warp_specialized ? k.s.tile_words / row : 0;
+  // With TMA copies in an mma.sync form, the same memory as a tiled global of [TILE_WORDS] tiles, tile
+  // kt * n_tiles + bj being one run of bytes that a bulk copy moves as it lies.
   Tensor gt =
       k.c.warp_specialized
           ? pb.view_global("gt", t_ptr, u32, {ceil_div(k_size, k.BK) * ceil_div(n, k.BN) * code_rows, row})
+      : k.c.tma
+          ? pb.view_global("gt", t_ptr, u32, {ceil_div(k_size, k.BK) * ceil_div(n, k.BN) * k.TILE_WORDS},
+                           layout::local(k.TILE_WORDS))
           : pb.view_global("gt", t_ptr, u32, {ceil_div(k_size, k.BK), ceil_div(n, k.BN), k.TILE_WORDS});
   Tensor gs = pb.view_global("gs", scale_ptr, at, {k_size / k.G, n});
   std::optional<Tensor> gz;
@@ -83,11 +88,13 @@ MatmulData declare(MatmulConstants& k) {
   Tensor smem_a = pb.allocate_shared("smem_a", at, smem_a_layout);
   Tensor smem_b = k.c.warp_specialized ? pb.allocate_shared("smem_b", u32, {k.STAGES, code_rows, row})
                                        : pb.allocate_shared("smem_b", u32, {k.STAGES, k.TILE_WORDS});
+  std::optional<Tensor> full;  // TMA copies: a stage's barrier
+  if (k.c.tma) full = pb.allocate_barrier("full", 1, k.STAGES);
   std::optional<Tensor> smem_s, smem_z;
   if (!k.s.per_channel) smem_s = pb.allocate_shared("smem_s", at, {k.STAGES, k.SROWS, k.BN});
   if (gz && !k.s.per_channel) smem_z = pb.allocate_shared("smem_z", at, {k.STAGES, k.SROWS, k.BN});
-  return MatmulData{c_ptr, p_ptr, count_ptr, m,       n,       bi,  bj,    bz,     ga,     gt,     gs,
-                    gz,    first, count,     k_tiles, tiles_m, per, total, smem_a, smem_b, smem_s, smem_z};
+  return MatmulData{c_ptr, p_ptr, count_ptr, m,       n,   bi,    bj,     bz,     ga,     gt,     gs,  gz,
+                    first, count, k_tiles,   tiles_m, per, total, smem_a, smem_b, smem_s, smem_z, full};
 }
 
 }  // namespace
@@ -119,12 +126,28 @@ void MatmulPipeline::preload(const ir::Scalar& t, const ir::Scalar& stage) {
   using ir::from;
   ir::Scalar kt = first + t;
   pb.copy_async(smem_a[stage], ga(from(bi * k.BM), from(kt * k.BK)));
+  if (full) return;  // the rest is preload_tma's
   pb.copy_async(smem_b[stage], gt(kt, bj));
   if (smem_s) {
     // The group rows this tile covers: BK / G rows from kt * BK / G, or the one row holding it.
     ir::Scalar row = (kt * k.BK) / k.G;
     pb.copy_async((*smem_s)[stage], gs(from(row), from(bj * k.BN)));
     if (smem_z) pb.copy_async((*smem_z)[stage], (*gz)(from(row), from(bj * k.BN)));
+  }
+}
+
+void MatmulPipeline::preload_tma(const ir::Scalar& t, const ir::Scalar& stage) {
+  using ir::from;
+  ir::Scalar kt = first + t;
+  // Thread 0 arms the stage's barrier with the bytes of its codes, scales and zeros, and issues the copies.
+  const int64_t bytes = k.s.stage_bytes - k.c.block_m * k.c.block_k * 2;
+  ir::TensorRef bar = (*full)[stage];
+  pb.barrier_arrive(bar, ir::Scalar(bytes));
+  pb.copy_tma(smem_b[stage], gt(from((kt * ceil_div(n, k.BN) + bj) * k.TILE_WORDS)), bar);
+  if (smem_s) {
+    ir::Scalar row = (kt * k.BK) / k.G;
+    pb.copy_tma((*smem_s)[stage], gs(from(row), from(bj * k.BN)), bar);
+    if (smem_z) pb.copy_tma((*smem_z)[stage], (*gz)(from(row), from(bj * k.BN)), bar);
   }
 }
 
@@ -137,21 +160,41 @@ void MatmulPipeline::loop(const std::function<void(const ir::Scalar& uk)>& step)
     pb.if_(t0 < count, [&] { preload(t0, t0); });
     pb.copy_async_commit_group();
   });
+  // TMA copies (QMatmulConfig::tma): the codes, scales and zeros of all STAGES stages in flight from the
+  // start, each stage on its barrier; A stays a cp.async (a row-major TMA box of it made ldmatrix conflict
+  // 8 ways, a chunk-major one took the TMA 128 rows of 16 bytes a stage: both measured slower).
+  if (full) pb.for_range("t1", STAGES, [&](Scalar t1) { pb.if_(t1 < count, [&] { preload_tma(t1, t1); }); });
   pb.copy_async_wait_group(STAGES - 2);
   pb.synchronize();
 
   cur_ = pb.let("cur", 0);
   Scalar next = pb.let("next", STAGES - 1);
+  std::optional<Scalar> parity;
+  if (full) parity = pb.let("parity", 0);
   pb.for_range("t", count, [&](Scalar t) {
+    // Tile t's codes are in when its stage's barrier completes its (t / STAGES)-th phase.
+    if (full) pb.barrier_wait((*full)[cur_], *parity);
     // Step uk: slices uk * WK .. uk * WK + WK - 1 of the stage, one per group of warps along K.
     pb.for_range("uk", k.BK / (k.SK * k.WK), [&](Scalar uk) { step(uk); });
     // Refill the stage that tile t - 1 used with tile t + STAGES - 1 (an empty group past the end).
     pb.if_(t + (STAGES - 1) < count, [&] { preload(t + (STAGES - 1), next); });
     pb.copy_async_commit_group();
-    pb.assign(cur_, (cur_ + 1) % STAGES);
-    pb.assign(next, (next + 1) % STAGES);
+    if (full) {
+      // Without a division (the indices are below STAGES); the parity turns after the last stage.
+      pb.if_(cur_ == STAGES - 1, [&] {
+          pb.assign(cur_, 0);
+          pb.assign(*parity, 1 - *parity);
+        }).else_([&] { pb.assign(cur_, cur_ + 1); });
+      pb.if_(next == STAGES - 1, [&] { pb.assign(next, 0); }).else_([&] { pb.assign(next, next + 1); });
+    } else {
+      pb.assign(cur_, (cur_ + 1) % STAGES);
+      pb.assign(next, (next + 1) % STAGES);
+    }
     pb.copy_async_wait_group(STAGES - 2);
     pb.synchronize();
+    // `next` is now tile t's stage, which every thread has read: thread 0 refills its codes with tile
+    // t + STAGES (the arrival right after the Synchronize needs no barrier of its own on the GPU).
+    if (full) pb.if_(t + STAGES < count, [&] { preload_tma(t + STAGES, next); });
   });
 }
 

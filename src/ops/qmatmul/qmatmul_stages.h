@@ -55,6 +55,7 @@ struct MatmulData {
   ir::Scalar iterations;         // stream-K: every tile's k-tiles
   ir::Tensor smem_a, smem_b;
   std::optional<ir::Tensor> smem_s, smem_z;  // per group (not per channel): scales, zeros
+  std::optional<ir::Tensor> full;            // TMA copies (QMatmulConfig::tma): each stage's barrier
 };
 
 // The data above and the pipeline over it.
@@ -111,6 +112,7 @@ class MatmulPipeline : public MatmulData {
 
  private:
   void preload(const ir::Scalar& t, const ir::Scalar& stage);
+  void preload_tma(const ir::Scalar& t, const ir::Scalar& stage);  // QMatmulConfig::tma: codes, scales, zeros
   ir::Scalar cur_;
 };
 

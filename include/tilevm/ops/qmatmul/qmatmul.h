@@ -110,6 +110,16 @@ struct QMatmulConfig {
   // several blocks share is summed from their f32 partials by the last of them (a ticket, as split-K:
   // split_k stays 1). Not with zero points per channel. Named with the suffix "_p<blocks>".
   int64_t stream_k = 0;
+  // The mma.sync forms (plain and swapped; sm_90) with each stage's codes, scales and zeros copied by the
+  // TMA instead of cp.async: thread 0 arms the stage's barrier and issues one bulk copy of the codes' tile
+  // (one run of bytes in the transformed weight) and one tensor copy of the scale (and zero) rows, all
+  // STAGES stages in flight; A stays a cp.async (as a TMA box it measured slower: docs/performance.md,
+  // twenty-eighth session). The codes' copy addresses leave the computing threads (a sixth of a decode
+  // warp's instructions), which on the H200 changed decode times by -14% to +10% (a wash on the best
+  // configurations): not in the tuner's space; a configuration to ask for. Needs warps_k 1, block_k at most
+  // 256, k and n multiples of 8 (16-byte rows) and a stage's scale rows a multiple of 128 bytes. Named with
+  // the suffix "_tma".
+  bool tma = false;
 
   // The threads that compute (the matmul's warps; the transform's block).
   int64_t threads() const { return 32 * warps_m * warps_n * warps_k; }
@@ -122,7 +132,7 @@ struct QMatmulConfig {
   bool swapped() const { return block_m == 8 && !wgmma; }
   // "bm16_bn64_bk128_sk64_w1x4_s3_k1", with warps_k > 1 "bm16_bn64_bk512_sk128_w1x2x4_s3_k1", the wgmma
   // form "bm64_bn128_bk64_sk64_w1x8_s4_k1_wg", warp-specialized "..._ws", with register A "..._wsr"
-  // (stream-K "..._wsr_p132"; "dequant_gemm" for that mode):
+  // (stream-K "..._wsr_p132"), the mma.sync forms with TMA copies "..._tma"; "dequant_gemm" for that mode:
   // names the configuration in caches and reports.
   std::string name() const;
   // Parses name(); @throws tilevm::Error on malformed text.
