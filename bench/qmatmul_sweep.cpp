@@ -95,6 +95,7 @@ constexpr std::pair<const char*, double Calibration::*> kCalibrationFields[] = {
     {"three_stage_cost", &Calibration::three_stage_cost},
     {"two_stage_cost", &Calibration::two_stage_cost},
     {"wgmma_three_stage_issue_cost", &Calibration::wgmma_three_stage_issue_cost},
+    {"wgmma_wide_three_stage_issue_cost", &Calibration::wgmma_wide_three_stage_issue_cost},
 };
 
 // --replay (the usage above). Returns the exit status.

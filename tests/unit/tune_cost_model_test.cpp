@@ -467,5 +467,46 @@ TEST(TuneCostModel, ThirtyTwoRowsPreferRegisterAWhereItMeasuredFaster) {
   }
 }
 
+// Past 64 rows the register-A tiles with four stages measured faster than with three (us, one run on the
+// H200; docs/performance.md, twenty-eighth session), where the model had rated the two equal and taken
+// three: its three-stage cost stays 1.02 there. (At 256 rows on 28672 x 8192 they measured equal, 159.7
+// and 160.0.)
+TEST(TuneCostModel, WideRegisterATilesTakeFourStages) {
+  const target::Target h200 = target::Target::h200();
+  struct Pair {
+    int64_t m, k, n;
+    const char* faster;
+    double faster_us;
+    const char* slower;
+    double slower_us;
+  };
+  const Pair pairs[] = {
+      {64, 8192, 10240, "bm64_bn128_bk128_sk128_w1x8_s4_k3_wsr", 36.1,
+       "bm64_bn128_bk128_sk128_w1x8_s3_k3_wsr", 37.8},
+      {96, 8192, 10240, "bm96_bn128_bk128_sk128_w1x8_s4_k3_wsr", 40.4,
+       "bm96_bn128_bk128_sk128_w1x8_s3_k3_wsr", 41.5},
+      {128, 8192, 8192, "bm128_bn128_bk128_sk128_w1x8_s4_k2_wsr", 33.7,
+       "bm128_bn128_bk128_sk128_w1x8_s3_k2_wsr", 34.6},
+  };
+  for (const Pair& pair : pairs) {
+    const QMatmulProblem p = problem(pair.m, pair.n, pair.k);
+    SCOPED_TRACE(p.key());
+    EXPECT_LT(ops::estimate_qmatmul(p, QMatmulConfig::parse(pair.faster), h200).seconds,
+              ops::estimate_qmatmul(p, QMatmulConfig::parse(pair.slower), h200).seconds)
+        << pair.faster << " measured " << pair.faster_us << " us, " << pair.slower << " " << pair.slower_us;
+    // And the model's first pick over the space is the four-stage tile.
+    double best = 1e30;
+    std::string pick;
+    for (const QMatmulConfig& c : ops::qmatmul_config_space(p, {.dequant_gemm = false, .target = &h200})) {
+      const double e = ops::estimate_qmatmul(p, c, h200).seconds;
+      if (e < best) {
+        best = e;
+        pick = c.name();
+      }
+    }
+    EXPECT_EQ(pick, pair.faster);
+  }
+}
+
 }  // namespace
 }  // namespace tilevm::ops
