@@ -115,7 +115,7 @@ struct QMatmulConfig {
   // (one run of bytes in the transformed weight) and one tensor copy of the scale (and zero) rows, all
   // STAGES stages in flight; A stays a cp.async (as a TMA box it measured slower: docs/performance.md,
   // twenty-eighth session). The codes' copy addresses leave the computing threads (a sixth of a decode
-  // warp's instructions), which on the H200 changed decode times by -14% to +10% (a wash on the best
+  // warp's instructions), which on the H200 changed decode times by -14% to +15% (a wash on the best
   // configurations): not in the tuner's space; a configuration to ask for. Needs warps_k 1, block_k at most
   // 256, k and n multiples of 8 (16-byte rows) and a stage's scale rows a multiple of 128 bytes. Named with
   // the suffix "_tma".
