@@ -468,11 +468,17 @@ std::vector<std::pair<Problem, uint32_t>> tma_cases() {
       {{problem(17, 128, 1024, DataType::int_(4), 32), cfg("bm16_bn64_bk128_sk32_w1x2_s3_k1_tma")}, 12004});
   QMatmulProblem b = problem(20, 192, 2048, DataType::uint(4), 128);
   b.atype = DataType::bf16();
-  cases.push_back({{b, cfg("bm16_bn64_bk256_sk128_w1x2_s3_k3_tma")}, 12005});
+  cases.push_back({{b, cfg("bm16_bn64_bk256_sk128_w1x2_s2_k3_tma")}, 12005});
   cases.push_back(
       {{problem(40, 64, 1024, DataType::uint(8), 128), cfg("bm32_bn64_bk128_sk128_w2x2_s4_k1_tma")}, 12006});
   cases.push_back(
       {{problem(6, 128, 1536, DataType::uint(3), 128), cfg("bm8_bn128_bk128_sk128_w1x4_s3_k2_tma")}, 12007});
+  // A split with no k-tile (4 k-tiles over 3 splits of 2), and k-tiles of half a group with zero points.
+  cases.push_back(
+      {{problem(2, 64, 512, DataType::uint(4), 128), cfg("bm8_bn64_bk128_sk128_w1x2_s2_k3_tma")}, 12008});
+  QMatmulProblem zh = problem(9, 64, 1024, DataType::uint(4), 128);
+  zh.zero_point = true;
+  cases.push_back({{zh, cfg("bm8_bn64_bk64_sk64_w1x2_s2_k1_tma")}, 12009});
   return cases;
 }
 
@@ -493,16 +499,20 @@ TEST(QMatmulProgram, TmaCopiesRules) {
   EXPECT_EQ(c.name(), "bm8_bn128_bk128_sk128_w1x4_s4_k4_tma");
   EXPECT_EQ(QMatmulConfig::parse(c.name()), c);
   const QMatmulProblem p = problem(1, 256, 1024, DataType::uint(4), 128);
-  // One barrier a stage more than the cp.async form.
+  // One barrier a stage more than the cp.async form, and what follows them aligned to 128 bytes.
   QMatmulConfig plain = c;
   plain.tma = false;
-  EXPECT_EQ(qmatmul_shared_bytes(p, c) - qmatmul_shared_bytes(p, plain), 8 * 4);
+  EXPECT_EQ(qmatmul_shared_bytes(p, c) - qmatmul_shared_bytes(p, plain), 128);
   expect_error([&] { check_config(p, c, target::Target::for_arch("sm_80")); },
                "TMA copies (_tma) need sm_90");
   expect_error([&] { build_qmatmul(problem(1, 250, 1024, DataType::uint(4), 128), c); },
-               "k (1024) and n (250) multiples of 8");
-  expect_error([&] { build_qmatmul(p, QMatmulConfig::parse("bm8_bn128_bk512_sk128_w1x4_s3_k1_tma")); },
-               "need block_k (512) at most 256");
+               "n (250) a multiple of 8");
+  expect_error(
+      [&] {
+        build_qmatmul(problem(1, 1024, 1024, DataType::uint(4), 128),
+                      QMatmulConfig::parse("bm8_bn512_bk128_sk128_w1x8_s3_k1_tma"));
+      },
+      "at most 256 wide: block_n (512)");
   expect_error([&] { build_qmatmul(p, QMatmulConfig::parse("bm16_bn64_bk256_sk128_w1x2x2_s3_k1_tma")); },
                "need warps_k 1");
   // A stage's scale row of 32 columns is 64 bytes; the TMA writes 128-byte multiples.

@@ -198,12 +198,11 @@ tune::CostEstimate estimate_qmatmul(const QMatmulProblem& problem, const QMatmul
                                                      : calibration.two_stage_cost;
   const double step_cost = (stream ? stream_cost : 1.0) * depth_cost;
   const double narrow = std::clamp(static_cast<double>(64 - c.block_m) / 32, 0.0, 1.0);
+  // (The floor past 64 rows was measured on the register-A form; the others fall to 1 as before.)
+  const double wide_floor = c.register_a ? calibration.wgmma_wide_three_stage_issue_cost : 1.0;
   const double issue_depth_cost =
-      c.wgmma && c.stages == 3
-          ? calibration.wgmma_wide_three_stage_issue_cost +
-                (calibration.wgmma_three_stage_issue_cost - calibration.wgmma_wide_three_stage_issue_cost) *
-                    narrow
-          : 1.0;
+      c.wgmma && c.stages == 3 ? wide_floor + (calibration.wgmma_three_stage_issue_cost - wide_floor) * narrow
+                               : 1.0;
   struct Sums {
     double dram = 0, dram_latency = 0, l2 = 0, mma = 0, alu = 0, issue = 0, fill = 0, total = 0;
   } sums;

@@ -127,12 +127,15 @@ void check_config(const QMatmulProblem& p, const QMatmulConfig& c, const target:
     if (c.wgmma)
       bad("TMA copies (_tma) are a variant of the mma.sync forms (the wgmma forms have their own)");
     if (c.warps_k != 1) bad("TMA copies (_tma) need warps_k 1");
-    if (c.block_k > 256)
-      bad(fmt::format("TMA copies (_tma) need block_k ({}) at most 256, the TMA's widest box", c.block_k));
-    if (p.k % 8 != 0 || p.n % 8 != 0)
-      bad(fmt::format("TMA copies (_tma) need rows of 16-byte multiples: k ({}) and n ({}) multiples of 8",
-                      p.k, p.n));
+    // The codes' tile is one bulk copy (no box); the scale and zero rows [SROWS, BN] are a tensor copy.
     const QMatmulShape s(p, c);
+    if (!s.per_channel && c.block_n > 256)
+      bad(fmt::format(
+          "TMA copies (_tma) copy a stage's scale rows as one box, at most 256 wide: block_n ({})",
+          c.block_n));
+    if (!s.per_channel && p.n % 8 != 0)
+      bad(fmt::format("TMA copies (_tma) need the scales' rows in 16-byte multiples: n ({}) a multiple of 8",
+                      p.n));
     if (s.scale_rows * c.block_n * 2 % 128 != 0)
       bad(fmt::format(
           "TMA copies (_tma) write tiles of 128-byte multiples, and a stage's scale rows are {} x {} x 2 "
@@ -292,7 +295,7 @@ QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {
   // Warp-specialized: two barriers per stage (full and empty), 8 bytes each.
   if (c.warp_specialized) shared_bytes += 16 * c.stages;
   // TMA copies in an mma.sync form: one barrier per stage (full).
-  if (c.tma) shared_bytes += 8 * c.stages;
+  if (c.tma) shared_bytes += ceil_div(8 * c.stages, 128) * 128;  // the planner aligns what follows to 128
 }
 
 bool qmatmul_weights_rounded(const QMatmulProblem& p, const QMatmulConfig& c) {

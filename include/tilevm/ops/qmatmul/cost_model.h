@@ -120,7 +120,8 @@ struct QMatmulCalibration {
   double three_stage_cost = 1.025;
   double two_stage_cost = 1.37;
   // The wgmma forms with three stages against four, on their issue limit: a median 1.08 x at 16 and 32 rows
-  // in the same sweep, falling linearly to wgmma_wide_three_stage_issue_cost at 64 rows and past. At 64 to
+  // in the same sweep, falling linearly to 1 at 64 rows, or for register A (`_wsr`) to
+  // wgmma_wide_three_stage_issue_cost, which holds past 64 rows. At 64 to
   // 256 rows the tuner took four stages over the model's three on four of six layers (1.01 to 1.04 x faster,
   // 1.11 x where stream-K came with it; docs/performance.md, twenty-eighth session) and three on two (within
   // 1%); the thirteenth session had measured them equal at 64. (They are offered with three stages or more.)

@@ -116,9 +116,9 @@ struct QMatmulConfig {
   // STAGES stages in flight; A stays a cp.async (as a TMA box it measured slower: docs/performance.md,
   // twenty-eighth session). The codes' copy addresses leave the computing threads (a sixth of a decode
   // warp's instructions), which on the H200 changed decode times by -14% to +15% (a wash on the best
-  // configurations): not in the tuner's space; a configuration to ask for. Needs warps_k 1, block_k at most
-  // 256, k and n multiples of 8 (16-byte rows) and a stage's scale rows a multiple of 128 bytes. Named with
-  // the suffix "_tma".
+  // configurations): not in the tuner's space; a configuration to ask for. Needs warps_k 1 and, with scales
+  // per group, block_n at most 256 (the rows are one box), n a multiple of 8 (16-byte rows) and a stage's
+  // scale rows a multiple of 128 bytes. Named with the suffix "_tma".
   bool tma = false;
 
   // The threads that compute (the matmul's warps; the transform's block).
