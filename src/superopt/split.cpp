@@ -183,8 +183,8 @@ class SplitSearcher {
     std::optional<Joined> parts[2];
     const Graph* graphs[2] = {&split.head, &split.tail};
     for (int i = 0; i < 2; ++i) {
-      const SearchResult& r = search(*graphs[i], indent == 0);
-      if (indent == 0) --parts_left_;
+      const SearchResult& r = search(
+          *graphs[i], indent == 0, fmt::format("{:{}}{} {}", "", indent, i == 0 ? "head" : "tail", split.at));
       found[i] = static_cast<int>(r.found.size());
       if (!r.found.empty()) {
         parts[i] = Joined{fuse_elementwise(r.found[0]), true};
@@ -213,18 +213,29 @@ class SplitSearcher {
                   parts[0]->whole && parts[1]->whole};
   }
 
+  // The parts of a top-level split searched whole, ahead of at() (search_split's first pass).
+  void search_whole(const ProgramSplit& split) {
+    search(split.head, true, "head " + split.at);
+    search(split.tail, true, "tail " + split.at);
+  }
+
   std::vector<std::string> lines;
+  std::vector<std::string> searched;  // SplitSearch::searched
 
  private:
   // The same part comes up under several splits (attention's tail after E is also the inner tail of the
-  // splits at S and T): it is searched once, and again only where its budget stopped it with nothing found.
+  // splits at S and T): it is searched once, and again (as an inner part) only where its budget stopped it
+  // with nothing found.
   // A part of a top-level split (`top`) gets at least the equal share of what is left among the top-level
   // parts not yet searched: time a part did not need (its space searched whole before its share ran out)
   // goes to the parts after it instead of being lost. The parts of inner splits get the fixed share.
-  const SearchResult& search(const Graph& part, bool top) {
+  const SearchResult& search(const Graph& part, bool top, const std::string& label) {
     const std::string key = print_graph(part);
     const auto it = searched_.find(key);
-    if (it != searched_.end() && (!it->second.stats.stopped || !it->second.found.empty())) return it->second;
+    // (A top-level part was searched in the first pass: at() takes that result as it is.)
+    if (it != searched_.end() && (top || !it->second.stats.stopped || !it->second.found.empty()))
+      return it->second;
+    const bool first_time = it == searched_.end();
     SearchResult& r = searched_[key];
     const double left = std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
     if (left <= 0) {
@@ -236,6 +247,8 @@ class SplitSearcher {
     limits.ops = ops_for_(part);
     limits.max_found = 1;  // only a part's first graph is joined (at)
     limits.budget_seconds = std::min(top ? std::max(share_, left / std::max(1, parts_left_)) : share_, left);
+    if (top && first_time) --parts_left_;
+    searched.push_back(label);
     r = search_schedules(part, space_, limits, threads_);
     return r;
   }
@@ -261,6 +274,11 @@ SplitSearch search_split(const Graph& program, const ScheduleSpace& space, Searc
   SplitSearcher searcher(space, std::move(limits), ops_for, threads,
                          seconds / static_cast<double>(2 * splits.size()),
                          static_cast<int>(2 * splits.size()), seconds);
+  // Every top-level part whole first, then the splits in order (which split a part that gave nothing
+  // again): a part whole is one kernel where its inner splits give two or more, so no inner split may use
+  // the time a later top-level part needs. (Depth first, the gated MLP's inner splits of the tails after G
+  // and U took the time its gate, the head of the last split, needed to fuse: docs/superopt.md.)
+  for (const ProgramSplit& split : splits) searcher.search_whole(split);
   // The splits that fuse every part first, then those that leave a part as kernel ops.
   std::vector<Graph> partial;
   for (const ProgramSplit& split : splits)
@@ -268,6 +286,7 @@ SplitSearch search_split(const Graph& program, const ScheduleSpace& space, Searc
       (j->whole ? out.joined : partial).push_back(std::move(j->graph));
   for (Graph& g : partial) out.joined.push_back(std::move(g));
   out.lines = std::move(searcher.lines);
+  out.searched = std::move(searcher.searched);
   return out;
 }
 

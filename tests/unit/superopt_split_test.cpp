@@ -133,6 +133,15 @@ TEST(SuperoptSplit, APartThatGivesNothingRunsAsItsOps) {
     const NumericCheck c = check_numerically(attention, lower_to_tile(r.joined[i]), {.seed = 5});
     EXPECT_TRUE(c.passed) << c.detail << "\n" << print_graph(r.joined[i]);
   }
+  // Every top-level part is searched whole before any part is split again: split once more (depth 1), the
+  // tails that gave nothing are searched as inner splits only after the last top-level part.
+  const SplitSearch deeper = search_split(attention, space, {.max_ops = 4}, head_ops, 1, 1, 600);
+  size_t top = 0;
+  while (top < deeper.searched.size() && deeper.searched[top][0] != ' ') ++top;
+  EXPECT_EQ(top, 8u) << "the four splits' heads and tails first";
+  ASSERT_GT(deeper.searched.size(), top) << "the tails are split again";
+  for (size_t i = top; i < deeper.searched.size(); ++i)
+    EXPECT_EQ(deeper.searched[i][0], ' ') << deeper.searched[i];
   // Where no part gives a graph, a split is no answer: nothing is joined of the program's ops alone.
   const auto add_only = [](const Graph&) { return std::vector<OpKind>{OpKind::Add}; };
   EXPECT_TRUE(search_split(attention, space, {.max_ops = 2}, add_only, 1, 1, 600).joined.empty());

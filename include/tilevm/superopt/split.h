@@ -48,16 +48,20 @@ Graph join_split(const Graph& program, const ProgramSplit& split, const Graph& h
 struct SplitSearch {
   std::vector<Graph> joined;
   std::vector<std::string> lines;
+  // The parts in the order their searches ran ("head T", "tail T"; an inner split's parts indented by two
+  // for each level): every top-level part first, then the inner splits of those that gave nothing.
+  std::vector<std::string> searched;
 };
 
 // For a program that gave no graph whole: at each split, the head and the tail searched on their own (with
 // `limits`, the ops of each from ops_for), a part that gives none itself split up to `depth` more times, and
 // the first graph found for each part (fused) joined. A part that gives none even so stays as its tensor ops
 // (Mirage's kernel graphs mix graph-defined kernels and kernel ops: the lowering gives each op its kernel),
-// so that the other part is still fused; a split where no part gives a graph is no answer. Each search gets
-// an equal share of `seconds`, seconds / (2 x the program's splits), a part of a top-level split at least
-// the equal share of what is left among the top-level parts not yet searched (what a part did not use goes
-// to those after it); past `seconds` no new search starts.
+// so that the other part is still fused; a split where no part gives a graph is no answer. Every part of a
+// top-level split is searched whole before any part is split again (a part whole is one kernel, its inner
+// splits two or more). Each search gets an equal share of `seconds`, seconds / (2 x the program's splits),
+// a part of a top-level split at least the equal share of what is left among the top-level parts not yet
+// searched (what a part did not use goes to those after it); past `seconds` no new search starts.
 SplitSearch search_split(const Graph& program, const ScheduleSpace& space, SearchLimits limits,
                          const std::function<std::vector<OpKind>(const Graph&)>& ops_for, int threads,
                          int depth, double seconds);
