@@ -137,7 +137,7 @@ std::vector<Array<FieldValue>> trial_inputs(const Graph& a, uint64_t key) {
       for (int64_t e = begin; e < end; ++e) {
         const uint64_t d = 2 * static_cast<uint64_t>(e);
         inputs[j].data[static_cast<size_t>(e - first[j])] = {uniform_at(key, d, kFieldP, mask_p),
-                                                              uniform_at(key, d + 1, kFieldQ, mask_q), true};
+                                                             uniform_at(key, d + 1, kFieldQ, mask_q), true};
       }
     }
   };

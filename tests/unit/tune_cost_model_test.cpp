@@ -51,6 +51,20 @@ ops::QMatmulProblem problem(int64_t m, int64_t n, int64_t k, DataType w = DataTy
   return ops::make_problem(m, n, k, w);
 }
 
+// The cost model's first pick over the whole space (less dequant_gemm) on `target`.
+std::string model_pick(const ops::QMatmulProblem& p, const target::Target& target) {
+  double best = 1e30;
+  std::string pick;
+  for (const QMatmulConfig& c : ops::qmatmul_config_space(p, {.dequant_gemm = false, .target = &target})) {
+    const double s = ops::estimate_qmatmul(p, c, target).seconds;
+    if (s < best) {
+      best = s;
+      pick = c.name();
+    }
+  }
+  return pick;
+}
+
 ops::QMatmulConfig config(int64_t bm, int64_t bn, int64_t wm, int64_t wn, int64_t split, int64_t bk = 128,
                           int64_t stages = 3) {
   ops::QMatmulConfig c;
@@ -419,15 +433,7 @@ TEST(TuneCostModel, PicksWithinTenPercentOfTheFastestMeasured) {
   for (const auto& [key, times] : measured) {
     const auto [m, k, n] = key;
     const QMatmulProblem p = problem(m, n, k);
-    double best_model = 1e30;
-    std::string pick;
-    for (const QMatmulConfig& c : ops::qmatmul_config_space(p, {.dequant_gemm = false, .target = &h200})) {
-      const double s = ops::estimate_qmatmul(p, c, h200).seconds;
-      if (s < best_model) {
-        best_model = s;
-        pick = c.name();
-      }
-    }
+    const std::string pick = model_pick(p, h200);
     double fastest = 1e30;
     for (const auto& [name, us] : times) fastest = std::min(fastest, us);
     const auto it = times.find(pick);
@@ -495,16 +501,7 @@ TEST(TuneCostModel, WideRegisterATilesTakeFourStages) {
               ops::estimate_qmatmul(p, QMatmulConfig::parse(pair.slower), h200).seconds)
         << pair.faster << " measured " << pair.faster_us << " us, " << pair.slower << " " << pair.slower_us;
     // And the model's first pick over the space is the four-stage tile.
-    double best = 1e30;
-    std::string pick;
-    for (const QMatmulConfig& c : ops::qmatmul_config_space(p, {.dequant_gemm = false, .target = &h200})) {
-      const double e = ops::estimate_qmatmul(p, c, h200).seconds;
-      if (e < best) {
-        best = e;
-        pick = c.name();
-      }
-    }
-    EXPECT_EQ(pick, pair.faster);
+    EXPECT_EQ(model_pick(p, h200), pair.faster);
   }
 }
 
