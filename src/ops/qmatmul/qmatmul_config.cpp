@@ -286,7 +286,8 @@ QMatmulShape::QMatmulShape(const QMatmulProblem& p, const QMatmulConfig& c) {
   n_tiles = ceil_div(p.n, c.block_n);
   scale_rows = per_channel ? 0 : std::max<int64_t>(1, c.block_k / p.group);
   const int64_t scale_bytes = scale_rows * c.block_n * 2 * (p.zero_point ? 2 : 1);
-  stage_bytes = c.block_m * c.block_k * 2 + tile_words * 4 + scale_bytes;
+  weight_stage_bytes = tile_words * 4 + scale_bytes;
+  stage_bytes = c.block_m * c.block_k * 2 + weight_stage_bytes;
   shared_bytes = c.stages * stage_bytes;
   if (c.warps_k > 1) shared_bytes += c.warps_k * c.block_m * c.block_n * 4;  // the partial tiles to sum
   // The wgmma form: two dequantized [BN, BK] tiles, and up to 1024 bytes to align the swizzled tiles.

@@ -43,8 +43,9 @@ struct QMatmulShape {
   RegisterAGroups register_a;      // with QMatmulConfig::register_a (else empty)
   int64_t code_row_words = 0;      // warp-specialized: the TMA copies a tile's codes as rows of this many
   int64_t k_tiles = 0, n_tiles = 0;
-  int64_t scale_rows = 0;   // rows of scales (and zeros) per pipeline stage; 0 per channel
-  int64_t stage_bytes = 0;  // one stage: the A tile, the codes, the scale (and zero) rows
+  int64_t scale_rows = 0;          // rows of scales (and zeros) per pipeline stage; 0 per channel
+  int64_t weight_stage_bytes = 0;  // one stage's codes and scale (and zero) rows: what _tma's barrier counts
+  int64_t stage_bytes = 0;         // one stage: the A tile and the above
   int64_t shared_bytes = 0;
 };
 

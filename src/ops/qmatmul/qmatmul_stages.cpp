@@ -140,9 +140,8 @@ void MatmulPipeline::preload_tma(const ir::Scalar& t, const ir::Scalar& stage) {
   using ir::from;
   ir::Scalar kt = first + t;
   // Thread 0 arms the stage's barrier with the bytes of its codes, scales and zeros, and issues the copies.
-  const int64_t bytes = k.s.stage_bytes - k.c.block_m * k.c.block_k * 2;
   ir::TensorRef bar = (*full)[stage];
-  pb.barrier_arrive(bar, ir::Scalar(bytes));
+  pb.barrier_arrive(bar, ir::Scalar(k.s.weight_stage_bytes));
   pb.copy_tma(smem_b[stage], gt(from((kt * ceil_div(n, k.BN) + bj) * k.TILE_WORDS)), bar);
   if (smem_s) {
     ir::Scalar row = (kt * k.BK) / k.G;
@@ -169,27 +168,16 @@ void MatmulPipeline::loop(const std::function<void(const ir::Scalar& uk)>& step)
 
   cur_ = pb.let("cur", 0);
   Scalar next = pb.let("next", STAGES - 1);
-  std::optional<Scalar> parity;
-  if (full) parity = pb.let("parity", 0);
   pb.for_range("t", count, [&](Scalar t) {
     // Tile t's codes are in when its stage's barrier completes its (t / STAGES)-th phase.
-    if (full) pb.barrier_wait((*full)[cur_], *parity);
+    if (full) pb.barrier_wait((*full)[cur_], (t / STAGES) % 2);
     // Step uk: slices uk * WK .. uk * WK + WK - 1 of the stage, one per group of warps along K.
     pb.for_range("uk", k.BK / (k.SK * k.WK), [&](Scalar uk) { step(uk); });
     // Refill the stage that tile t - 1 used with tile t + STAGES - 1 (an empty group past the end).
     pb.if_(t + (STAGES - 1) < count, [&] { preload(t + (STAGES - 1), next); });
     pb.copy_async_commit_group();
-    if (full) {
-      // Without a division (the indices are below STAGES); the parity turns after the last stage.
-      pb.if_(cur_ == STAGES - 1, [&] {
-          pb.assign(cur_, 0);
-          pb.assign(*parity, 1 - *parity);
-        }).else_([&] { pb.assign(cur_, cur_ + 1); });
-      pb.if_(next == STAGES - 1, [&] { pb.assign(next, 0); }).else_([&] { pb.assign(next, next + 1); });
-    } else {
-      pb.assign(cur_, (cur_ + 1) % STAGES);
-      pb.assign(next, (next + 1) % STAGES);
-    }
+    pb.assign(cur_, (cur_ + 1) % STAGES);
+    pb.assign(next, (next + 1) % STAGES);
     pb.copy_async_wait_group(STAGES - 2);
     pb.synchronize();
     // `next` is now tile t's stage, which every thread has read: thread 0 refills its codes with tile
