@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "parallel_parts.h"
 #include "tilevm/superopt/constant.h"
 #include "tilevm/superopt/op_kind.h"
 #include "tilevm/superopt/verify.h"
@@ -86,18 +87,7 @@ class FieldAlgebra {
     const int64_t work = m * k * n;
     const int64_t threads =
         std::clamp<int64_t>(std::min<int64_t>(work >> 22, std::thread::hardware_concurrency()), 1, n);
-    if (threads == 1) return matmul_columns(a, b, out, m, k, n, 0, n);
-    std::vector<std::thread> pool;
-    try {
-      for (int64_t t = 1; t < threads; ++t)
-        pool.emplace_back(
-            [=] { matmul_columns(a, b, out, m, k, n, n * t / threads, n * (t + 1) / threads); });
-    } catch (...) {  // no thread to be had: join those started, and do their share here
-      for (std::thread& t : pool) t.join();
-      return matmul_columns(a, b, out, m, k, n, 0, n);
-    }
-    matmul_columns(a, b, out, m, k, n, 0, n / threads);
-    for (std::thread& t : pool) t.join();
+    for_each_part(n, threads, [=](int64_t j0, int64_t j1) { matmul_columns(a, b, out, m, k, n, j0, j1); });
   }
 
   // An inverse costs about 120 multiplications mod p; a divisor broadcast along a row (softmax's sum) is the

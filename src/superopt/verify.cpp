@@ -11,6 +11,7 @@
 #include "degree_algebra.h"
 #include "evaluator.h"
 #include "field_algebra.h"
+#include "parallel_parts.h"
 #include "tilevm/superopt/text.h"
 #include "tilevm/support/file_io.h"
 #include "tilevm/support/int_math.h"
@@ -143,15 +144,7 @@ std::vector<Array<FieldValue>> trial_inputs(const Graph& a, uint64_t key) {
   };
   const int64_t threads =
       total >= (int64_t{1} << 16) ? std::max<int64_t>(1, std::thread::hardware_concurrency()) : 1;
-  const int64_t chunk = ceil_div(total, threads);
-  std::vector<std::thread> pool;
-  int64_t lo = 0;
-  try {
-    for (; lo + chunk < total; lo += chunk) pool.emplace_back(fill, lo, lo + chunk);
-  } catch (...) {  // no more threads to be had: the rest here (those started are joined below)
-  }
-  fill(lo, total);
-  for (std::thread& t : pool) t.join();
+  for_each_part(total, threads, fill);
   return inputs;
 }
 
